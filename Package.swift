@@ -1,0 +1,99 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+/// Tether: record BLE and UDP traffic into annotated capture sets and replay them, on a virtual
+/// clock, against sans-I/O protocol cores. See README.md and docs/ for the shape of the package.
+let package = Package(
+    name: "Tether",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "tether", targets: ["tether"]),
+        .library(name: "CaptureKit", targets: ["CaptureKit"]),
+        .library(name: "Dissectors", targets: ["Dissectors"]),
+        .library(name: "IngestCore", targets: ["IngestCore"]),
+        .library(name: "Replay", targets: ["Replay"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.0"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
+    ],
+    targets: [
+        // System libraries. Only LiveCapture links them, so the cores and readers build without them.
+        .systemLibrary(
+            name: "CPcap",
+            pkgConfig: "libpcap",
+            providers: [.apt(["libpcap-dev"])]
+        ),
+        .systemLibrary(
+            name: "CBluetooth",
+            pkgConfig: "bluez",
+            providers: [.apt(["libbluetooth-dev"])]
+        ),
+
+        // Capture files: pcap, pcapng, btsnoop, PacketLogger. No dependencies, so the fuzz targets
+        // can compile it alone.
+        .target(name: "CaptureKit"),
+        // A capture set on disk: manifest.yaml, capture.pcapng, baselines.
+        .target(
+            name: "CaptureSet",
+            dependencies: [
+                "CaptureKit",
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // HCI → ACL → L2CAP → ATT, GATT mapping; Ethernet/SLL/IP → UDP.
+        .target(name: "Dissectors", dependencies: ["CaptureKit"]),
+
+        // The cores: pure Swift, no I/O, no clock.
+        .target(name: "IngestCore"),
+        // The durable SQLite sink for IngestCore's chunks.
+        .target(
+            name: "IngestStore",
+            dependencies: ["IngestCore", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
+
+        // Virtual-clock replay, behaviour traces, expectations, trace diff.
+        .target(name: "Replay", dependencies: ["CaptureKit", "CaptureSet", "Dissectors", "IngestCore"]),
+
+        // Live sources: libpcap, the BlueZ monitor channel; the incremental recorder.
+        .target(name: "LiveCapture", dependencies: ["CPcap", "CBluetooth", "CaptureKit", "CaptureSet"]),
+        // Cores on real sockets, and the plugin simulator.
+        .target(
+            name: "LiveHosts",
+            dependencies: [
+                "IngestCore", "IngestStore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
+
+        // The command-line tool: commands live in a library so tests can call them.
+        .target(
+            name: "TetherCLI",
+            dependencies: [
+                "CaptureKit", "CaptureSet", "Dissectors", "IngestCore", "IngestStore", "Replay",
+                "LiveCapture", "LiveHosts",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(name: "tether", dependencies: ["TetherCLI"]),
+        .executableTarget(
+            name: "TetherBench",
+            dependencies: ["CaptureKit", "Dissectors", "IngestCore", "Replay", "CaptureSet"]
+        ),
+
+        .testTarget(name: "CaptureKitTests", dependencies: ["CaptureKit"]),
+        .testTarget(name: "CaptureSetTests", dependencies: ["CaptureSet", "CaptureKit"]),
+        .testTarget(name: "DissectorsTests", dependencies: ["Dissectors", "CaptureKit"]),
+        .testTarget(name: "IngestCoreTests", dependencies: ["IngestCore"]),
+        .testTarget(name: "IngestStoreTests", dependencies: ["IngestStore", "IngestCore"]),
+        .testTarget(name: "ReplayTests", dependencies: ["Replay", "IngestCore", "CaptureKit", "CaptureSet", "Dissectors"]),
+        .testTarget(name: "LiveCaptureTests", dependencies: ["LiveCapture", "CaptureKit"]),
+        .testTarget(name: "LiveHostsTests", dependencies: ["LiveHosts", "IngestCore", "IngestStore"]),
+        .testTarget(name: "TetherCLITests", dependencies: ["TetherCLI", "CaptureKit", "CaptureSet", "Dissectors", "Replay"]),
+    ]
+)

@@ -1,0 +1,41 @@
+/// A streaming reader of one capture file, in constant memory whatever the file's size.
+///
+/// Read with ``next()`` until it returns `nil`; then ``warnings`` says whether the file ended early.
+/// ``interfaces`` grows as a pcapng file describes new interfaces, and always covers every frame
+/// returned so far.
+public protocol CaptureReader: AnyObject {
+    /// The file's format.
+    var format: CaptureFormat { get }
+    /// The file's path as given, for messages.
+    var path: String { get }
+    /// Every interface described so far.
+    var interfaces: [CaptureInterface] { get }
+    /// Warnings so far (a truncated tail is reported here when ``next()`` returns `nil`).
+    var warnings: [CaptureWarning] { get }
+    /// Bytes consumed so far, for progress display.
+    var bytesRead: UInt64 { get }
+    /// The next frame, or `nil` at the end of the file (or at a truncated tail).
+    /// - Throws: ``CaptureError`` for damage other than a truncated tail.
+    func next() throws(CaptureError) -> CaptureFrame?
+    /// The next frame's header and a view of its bytes that is valid only during `body`, with no
+    /// allocation per frame: the fast path for scanning large files. Returns `false` at the end.
+    func withNextFrame(_ body: (FrameView) throws -> Void) throws -> Bool
+}
+
+/// A frame whose bytes are borrowed from the reader's buffer; see ``CaptureReader/withNextFrame(_:)``.
+public struct FrameView {
+    public var number: Int
+    public var interfaceIndex: Int
+    public var timestampNs: Int64
+    public var originalLength: Int
+    /// Valid only inside the closure given to ``CaptureReader/withNextFrame(_:)``.
+    public var data: UnsafeRawBufferPointer
+
+    public init(number: Int, interfaceIndex: Int, timestampNs: Int64, originalLength: Int, data: UnsafeRawBufferPointer) {
+        self.number = number
+        self.interfaceIndex = interfaceIndex
+        self.timestampNs = timestampNs
+        self.originalLength = originalLength
+        self.data = data
+    }
+}

@@ -1,0 +1,90 @@
+import CaptureKit
+
+/// Which way an HCI packet went, seen from the host.
+public enum HCIDirection: String, Sendable, Hashable {
+    /// Host to controller (commands, ACL sent).
+    case sent
+    /// Controller to host (events, ACL received).
+    case received
+    /// The link type does not say (LINKTYPE_BLUETOOTH_HCI_H4).
+    case unknown
+}
+
+/// An IPv4 or IPv6 address.
+public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
+    /// 4 bytes for IPv4, 16 for IPv6.
+    public var bytes: [UInt8]
+    public init(bytes: [UInt8]) { self.bytes = bytes }
+    /// `true` for a 4-byte address.
+    public var isIPv4: Bool { bytes.count == 4 }
+    /// Dotted quad for IPv4; RFC 5952 text for IPv6.
+    public var description: String { IPAddress.format(bytes) }
+}
+
+/// A UDP datagram recovered from a frame (after IPv4 fragment reassembly where needed).
+public struct UDPDatagram: Sendable, Hashable {
+    public var sourceAddress: IPAddress
+    public var sourcePort: UInt16
+    public var destinationAddress: IPAddress
+    public var destinationPort: UInt16
+    /// The UDP payload.
+    public var payload: [UInt8]
+    public init(sourceAddress: IPAddress, sourcePort: UInt16, destinationAddress: IPAddress, destinationPort: UInt16, payload: [UInt8]) {
+        self.sourceAddress = sourceAddress
+        self.sourcePort = sourcePort
+        self.destinationAddress = destinationAddress
+        self.destinationPort = destinationPort
+        self.payload = payload
+    }
+}
+
+/// An ATT PDU recovered from HCI ACL data (after ACL and L2CAP reassembly).
+public struct ATTRecord: Sendable, Hashable {
+    /// The ACL connection handle it travelled on.
+    public var connectionHandle: UInt16
+    public var direction: HCIDirection
+    /// The ATT opcode byte as sent.
+    public var opcode: UInt8
+    /// The attribute handle, for PDUs that carry one.
+    public var handle: UInt16?
+    /// The attribute value (writes, notifications, indications, read responses); otherwise the
+    /// PDU's parameters after the opcode (and handle).
+    public var value: [UInt8]
+    /// The service UUID owning `handle`, when GATT discovery earlier in the capture told it.
+    public var serviceUUID: String?
+    /// The characteristic UUID owning `handle`, when discovery told it.
+    public var characteristicUUID: String?
+    public init(connectionHandle: UInt16, direction: HCIDirection, opcode: UInt8, handle: UInt16?, value: [UInt8], serviceUUID: String? = nil, characteristicUUID: String? = nil) {
+        self.connectionHandle = connectionHandle
+        self.direction = direction
+        self.opcode = opcode
+        self.handle = handle
+        self.value = value
+        self.serviceUUID = serviceUUID
+        self.characteristicUUID = characteristicUUID
+    }
+}
+
+/// What the dissectors made of one captured frame.
+public struct DissectedFrame: Sendable, Hashable {
+    /// One line for `tether inspect --frames`, e.g.
+    /// `ATT Handle Value Notification 0x0010 (6a4ecd28-…) 3 bytes` or
+    /// `UDP 127.0.0.1:50123 → 127.0.0.1:12345 512 bytes`.
+    public var summary: String
+    /// HCI direction, for Bluetooth link types.
+    public var direction: HCIDirection?
+    /// ATT PDUs completed by this frame (a PDU reassembled from several ACL fragments belongs to
+    /// the frame that completes it).
+    public var att: [ATTRecord]
+    /// The UDP datagram completed by this frame, if any.
+    public var udp: UDPDatagram?
+    /// Why the frame could not be dissected further, if it could not (a value, not an error).
+    public var problem: String?
+    public init(summary: String, direction: HCIDirection? = nil, att: [ATTRecord] = [], udp: UDPDatagram? = nil, problem: String? = nil) {
+        self.summary = summary
+        self.direction = direction
+        self.att = att
+        self.udp = udp
+        self.problem = problem
+    }
+}
