@@ -91,7 +91,10 @@ let package = Package(
         .testTarget(name: "DissectorsTests", dependencies: ["Dissectors", "CaptureKit"]),
         .testTarget(name: "IngestCoreTests", dependencies: ["IngestCore"]),
         .testTarget(name: "IngestStoreTests", dependencies: ["IngestStore", "IngestCore"]),
-        .testTarget(name: "ReplayTests", dependencies: ["Replay", "IngestCore", "CaptureKit", "CaptureSet", "Dissectors"]),
+        .testTarget(
+            name: "ReplayTests",
+            dependencies: ["Replay", "IngestCore", "CaptureKit", "CaptureSet", "Dissectors", .product(name: "Yams", package: "Yams")]
+        ),
         .testTarget(name: "LiveCaptureTests", dependencies: ["LiveCapture", "CaptureKit"]),
         .testTarget(name: "LiveHostsTests", dependencies: ["LiveHosts", "IngestCore", "IngestStore"]),
         .testTarget(name: "TetherCLITests", dependencies: ["TetherCLI", "CaptureKit", "CaptureSet", "Dissectors", "Replay"]),

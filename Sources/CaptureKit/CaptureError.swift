@@ -2,6 +2,7 @@
 /// record number (1-based) when there is one, what was expected and what was found; its
 /// `description` adds what to do next.
 public struct CaptureError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What went wrong, for callers that react differently to each.
     public enum Kind: Sendable, Hashable {
         /// The first bytes match no format CaptureKit reads.
         case unrecognizedFormat
@@ -19,6 +20,7 @@ public struct CaptureError: Error, Sendable, Hashable, CustomStringConvertible {
         /// A writer was used wrongly (for example a frame on an interface that was never added).
         case misuse
     }
+    /// What went wrong.
     public var kind: Kind
     /// The file, as given (or `<memory>`).
     public var file: String
@@ -33,6 +35,7 @@ public struct CaptureError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What the user can do about it.
     public var hint: String
 
+    /// An error; `hint` should say what the user can do next.
     public init(kind: Kind, file: String, offset: UInt64, recordNumber: Int? = nil, expected: String, found: String, hint: String) {
         self.kind = kind
         self.file = file
@@ -43,6 +46,7 @@ public struct CaptureError: Error, Sendable, Hashable, CustomStringConvertible {
         self.hint = hint
     }
 
+    /// One line: where, what was expected, what was found, and the hint.
     public var description: String {
         var where_ = "\(file): offset \(offset)"
         if let recordNumber { where_ += " (record \(recordNumber))" }

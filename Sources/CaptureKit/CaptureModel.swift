@@ -14,9 +14,11 @@ public enum CaptureFormat: String, Sendable, Hashable, CaseIterable {
 /// a pcap, btsnoop or PacketLogger file).
 ///
 /// btsnoop and PacketLogger records are presented with the link type Tether would write them under:
-/// btsnoop 1001/1002 and PacketLogger as ``LinkType/bluetoothHCIH4WithPHDR`` (the reader synthesises
-/// the 4-byte direction header and, for H1 and PacketLogger, the H4 type byte), btsnoop 2001 as
-/// ``LinkType/bluetoothLinuxMonitor`` (the reader synthesises the 4-byte index/opcode header).
+/// btsnoop 1001/1002 as ``LinkType/bluetoothHCIH4WithPHDR`` (the reader synthesises the 4-byte
+/// direction header and, for H1, the H4 type byte), btsnoop 2001 and PacketLogger as
+/// ``LinkType/bluetoothLinuxMonitor`` (the reader synthesises the 4-byte index/opcode header;
+/// PacketLogger notes become system notes, and types with no monitor equivalent become vendor
+/// diagnostics that keep the original type byte, so nothing is lost).
 /// This way every frame a reader returns is bytes under a registered link type, and the dissectors
 /// and the pcapng writer need to know nothing about the source format.
 public struct CaptureInterface: Sendable, Hashable {
@@ -128,6 +130,7 @@ public struct CaptureFrame: Sendable, Hashable {
 
 /// Something a reader noticed that does not stop reading, chiefly a file that ends early.
 public struct CaptureWarning: Sendable, Hashable, CustomStringConvertible {
+    /// What kind of thing was noticed.
     public enum Kind: Sendable, Hashable {
         /// The last block or record is cut off; every complete frame before it was kept.
         case truncated
@@ -136,6 +139,7 @@ public struct CaptureWarning: Sendable, Hashable, CustomStringConvertible {
         /// Anything else worth telling the user.
         case other
     }
+    /// What kind of thing was noticed.
     public var kind: Kind
     /// The file, as given to the reader (or `<memory>`).
     public var file: String
@@ -144,6 +148,7 @@ public struct CaptureWarning: Sendable, Hashable, CustomStringConvertible {
     /// A sentence saying what happened and what it means for the user.
     public var message: String
 
+    /// A warning about `file` at `offset`.
     public init(kind: Kind, file: String, offset: UInt64, message: String) {
         self.kind = kind
         self.file = file
@@ -151,5 +156,6 @@ public struct CaptureWarning: Sendable, Hashable, CustomStringConvertible {
         self.message = message
     }
 
+    /// One line: file, offset and message.
     public var description: String { "\(file): offset \(offset): \(message)" }
 }

@@ -24,13 +24,18 @@ public protocol CaptureReader: AnyObject {
 
 /// A frame whose bytes are borrowed from the reader's buffer; see ``CaptureReader/withNextFrame(_:)``.
 public struct FrameView {
+    /// 1-based position in the file, as ``CaptureFrame/number``.
     public var number: Int
+    /// Index into the reader's ``CaptureReader/interfaces``.
     public var interfaceIndex: Int
+    /// Capture time, nanoseconds since the Unix epoch.
     public var timestampNs: Int64
+    /// Length on the wire; `data.count` is the captured length.
     public var originalLength: Int
     /// Valid only inside the closure given to ``CaptureReader/withNextFrame(_:)``.
     public var data: UnsafeRawBufferPointer
 
+    /// A view over borrowed bytes; see ``CaptureReader/withNextFrame(_:)``.
     public init(number: Int, interfaceIndex: Int, timestampNs: Int64, originalLength: Int, data: UnsafeRawBufferPointer) {
         self.number = number
         self.interfaceIndex = interfaceIndex
