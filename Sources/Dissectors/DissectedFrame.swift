@@ -14,6 +14,7 @@ public enum HCIDirection: String, Sendable, Hashable {
 public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
     /// 4 bytes for IPv4, 16 for IPv6.
     public var bytes: [UInt8]
+    /// Wraps 4 (IPv4) or 16 (IPv6) address bytes in network order.
     public init(bytes: [UInt8]) { self.bytes = bytes }
     /// `true` for a 4-byte address.
     public var isIPv4: Bool { bytes.count == 4 }
@@ -23,12 +24,17 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
 
 /// A UDP datagram recovered from a frame (after IPv4 fragment reassembly where needed).
 public struct UDPDatagram: Sendable, Hashable {
+    /// The IP source address.
     public var sourceAddress: IPAddress
+    /// The UDP source port.
     public var sourcePort: UInt16
+    /// The IP destination address.
     public var destinationAddress: IPAddress
+    /// The UDP destination port.
     public var destinationPort: UInt16
     /// The UDP payload.
     public var payload: [UInt8]
+    /// A datagram from its addresses, ports and payload.
     public init(sourceAddress: IPAddress, sourcePort: UInt16, destinationAddress: IPAddress, destinationPort: UInt16, payload: [UInt8]) {
         self.sourceAddress = sourceAddress
         self.sourcePort = sourcePort
@@ -42,6 +48,7 @@ public struct UDPDatagram: Sendable, Hashable {
 public struct ATTRecord: Sendable, Hashable {
     /// The ACL connection handle it travelled on.
     public var connectionHandle: UInt16
+    /// Which way the PDU went (`.unknown` under LINKTYPE_BLUETOOTH_HCI_H4 without `epb_flags`).
     public var direction: HCIDirection
     /// The ATT opcode byte as sent.
     public var opcode: UInt8
@@ -54,6 +61,10 @@ public struct ATTRecord: Sendable, Hashable {
     public var serviceUUID: String?
     /// The characteristic UUID owning `handle`, when discovery told it.
     public var characteristicUUID: String?
+    /// The descriptor type at `handle` (e.g. `0x2902` for a CCCD), when `handle` is a descriptor of
+    /// ``characteristicUUID`` that Find Information named.
+    public var descriptorUUID: String? = nil
+    /// A record; the UUIDs default to unknown.
     public init(connectionHandle: UInt16, direction: HCIDirection, opcode: UInt8, handle: UInt16?, value: [UInt8], serviceUUID: String? = nil, characteristicUUID: String? = nil) {
         self.connectionHandle = connectionHandle
         self.direction = direction
@@ -80,11 +91,23 @@ public struct DissectedFrame: Sendable, Hashable {
     public var udp: UDPDatagram?
     /// Why the frame could not be dissected further, if it could not (a value, not an error).
     public var problem: String?
+    /// The text of a BlueZ monitor System Note (opcode 12) or User Logging record (opcode 13):
+    /// how a live annotation lands inside the BLE timeline.
+    public var note: String? = nil
+    /// A dissected frame; everything but the summary defaults to absent.
     public init(summary: String, direction: HCIDirection? = nil, att: [ATTRecord] = [], udp: UDPDatagram? = nil, problem: String? = nil) {
         self.summary = summary
         self.direction = direction
         self.att = att
         self.udp = udp
         self.problem = problem
+    }
+}
+
+extension DissectedFrame {
+    /// A frame whose bytes break a layout: the summary and the problem both say which layer, where
+    /// and what was expected.
+    public init(problem: String, direction: HCIDirection? = nil) {
+        self.init(summary: problem, direction: direction, problem: problem)
     }
 }

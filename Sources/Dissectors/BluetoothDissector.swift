@@ -1,0 +1,230 @@
+import CaptureKit
+
+/// The Bluetooth half of ``FrameDissector``: link types 201 (H4 with a 4-byte big-endian direction,
+/// 0 sent by the host, 1 received; https://www.tcpdump.org/linktypes/LINKTYPE_BLUETOOTH_HCI_H4_WITH_PHDR.html),
+/// 187 (bare H4, direction unknown unless the pcapng `epb_flags` give it) and 254 (BlueZ monitor,
+/// see ``BluetoothMonitor``), then HCI → ACL reassembly → L2CAP → ATT with GATT discovery.
+struct BluetoothDissector: Sendable {
+    var acl = ACLReassembler()
+    var att = ATTSession()
+
+    mutating func dissect(_ data: UnsafeRawBufferPointer, linkType: LinkType, flags: UInt32?) -> DissectedFrame {
+        switch linkType {
+        case .bluetoothHCIH4WithPHDR:
+            guard let field = data.u32be(at: 0) else {
+                return DissectedFrame(problem: DissectionProblem.short(
+                    "H4 pseudo-header", at: 0, need: 4, what: "direction", have: data.count).description)
+            }
+            let direction: HCIDirection = field & 1 == 0 ? .sent : .received
+            return h4(data, at: 4, direction: direction)
+        case .bluetoothHCIH4:
+            // pcapng epb_flags bits 0–1: 1 inbound, 2 outbound (a pcap file has none).
+            let direction: HCIDirection = switch (flags ?? 0) & 0x3 {
+            case 1: .received
+            case 2: .sent
+            default: .unknown
+            }
+            return h4(data, at: 0, direction: direction)
+        case .bluetoothLinuxMonitor:
+            return monitor(data)
+        default:
+            return DissectedFrame(summary: "\(linkType) \(data.count) bytes", problem: "link type \(linkType) is not dissected by Tether")
+        }
+    }
+
+    private mutating func h4(_ data: UnsafeRawBufferPointer, at offset: Int, direction: HCIDirection) -> DissectedFrame {
+        guard let typeByte = data.u8(at: offset) else {
+            return DissectedFrame(problem: DissectionProblem.short("H4", at: offset, need: 1, what: "packet type", have: 0).description, direction: direction)
+        }
+        guard let type = H4PacketType(rawValue: typeByte) else {
+            return DissectedFrame(problem: DissectionProblem(
+                layer: "H4", offset: offset, expected: "packet type 1 (command), 2 (ACL), 3 (SCO), 4 (event) or 5 (ISO)",
+                found: "\(hex(typeByte, digits: 2))").description, direction: direction)
+        }
+        return hci(type, data, at: offset + 1, direction: direction, adapter: 0)
+    }
+
+    private mutating func monitor(_ data: UnsafeRawBufferPointer) -> DissectedFrame {
+        let header: BluetoothMonitor.Header
+        switch BluetoothMonitor.parse(data) {
+        case .failure(let problem): return DissectedFrame(problem: problem.description)
+        case .success(let parsed): header = parsed
+        }
+        if let (type, direction) = BluetoothMonitor.hciPacket(header.opcode) {
+            return hci(type, data, at: BluetoothMonitor.headerLength, direction: direction, adapter: header.adapter)
+        }
+        let payload = data.slice(at: BluetoothMonitor.headerLength, count: data.count - BluetoothMonitor.headerLength)
+            ?? UnsafeRawBufferPointer(start: nil, count: 0)
+        let (summary, note) = BluetoothMonitor.describe(opcode: header.opcode, adapter: header.adapter, payload: payload)
+        var frame = DissectedFrame(summary: summary)
+        frame.note = note
+        return frame
+    }
+
+    private mutating func hci(_ type: H4PacketType, _ data: UnsafeRawBufferPointer, at offset: Int, direction: HCIDirection, adapter: UInt16) -> DissectedFrame {
+        func failed(_ problem: DissectionProblem) -> DissectedFrame { DissectedFrame(problem: problem.description, direction: direction) }
+        switch type {
+        case .command:
+            switch HCICommandHeader.parse(data, at: offset) {
+            case .failure(let problem): return failed(problem)
+            case .success(let header): return DissectedFrame(summary: "HCI Command \(header.name)", direction: direction)
+            }
+        case .event:
+            switch HCIEventHeader.parse(data, at: offset) {
+            case .failure(let problem): return failed(problem)
+            case .success(let header):
+                let parameters = data.slice(at: offset + HCIEventHeader.length, count: header.parameterLength)
+                    ?? UnsafeRawBufferPointer(start: nil, count: 0)
+                return event(header, parameters: parameters, parametersOffset: offset + HCIEventHeader.length, direction: direction, adapter: adapter)
+            }
+        case .acl:
+            switch HCIACLHeader.parse(data, at: offset) {
+            case .failure(let problem): return failed(problem)
+            case .success(let header):
+                let payloadOffset = offset + HCIACLHeader.length
+                let payload = data.slice(at: payloadOffset, count: header.dataLength) ?? UnsafeRawBufferPointer(start: nil, count: 0)
+                return aclData(header, payload: payload, payloadOffset: payloadOffset, direction: direction, adapter: adapter)
+            }
+        case .sco:
+            switch HCISCOHeader.parse(data, at: offset) {
+            case .failure(let problem): return failed(problem)
+            case .success(let header):
+                return DissectedFrame(summary: "HCI SCO handle \(hex(header.handle, digits: 4)) \(header.dataLength) bytes", direction: direction)
+            }
+        case .iso:
+            switch HCIISOHeader.parse(data, at: offset) {
+            case .failure(let problem): return failed(problem)
+            case .success(let header):
+                return DissectedFrame(summary: "HCI ISO handle \(hex(header.handle, digits: 4)) \(header.dataLength) bytes", direction: direction)
+            }
+        }
+    }
+
+    private mutating func event(_ header: HCIEventHeader, parameters: UnsafeRawBufferPointer, parametersOffset: Int, direction: HCIDirection, adapter: UInt16) -> DissectedFrame {
+        let name = HCINames.eventName(header.code) ?? hex(header.code, digits: 2)
+        var summary = "HCI Event \(name)"
+        var problem: DissectionProblem?
+        func need(_ count: Int, _ what: String) {
+            problem = .short("HCI Event \(name)", at: parametersOffset, need: count, what: what, have: parameters.count)
+        }
+        switch header.code {
+        case HCIEventHeader.commandComplete:
+            if let opcode = parameters.u16le(at: 1) {
+                summary += " (\(HCICommandHeader(opcode: opcode, parameterLength: 0).name))"
+                if let status = parameters.u8(at: 3), status != 0 { summary += " status \(hex(status, digits: 2))" }
+            } else {
+                need(3, "Num_HCI_Command_Packets and command opcode")
+            }
+        case HCIEventHeader.commandStatus:
+            if let status = parameters.u8(at: 0), let opcode = parameters.u16le(at: 2) {
+                summary += " (\(HCICommandHeader(opcode: opcode, parameterLength: 0).name))"
+                if status != 0 { summary += " status \(hex(status, digits: 2))" }
+            } else {
+                need(4, "status, Num_HCI_Command_Packets and command opcode")
+            }
+        case HCIEventHeader.disconnectionComplete:
+            if let status = parameters.u8(at: 0), let handleField = parameters.u16le(at: 1), let reason = parameters.u8(at: 3) {
+                let handle = handleField & 0x0FFF
+                summary += " handle \(hex(handle, digits: 4)) reason \(hex(reason, digits: 2))"
+                if status == 0 {
+                    let connection = ConnectionKey(adapter: adapter, handle: handle)
+                    acl.drop(connection)
+                    att.drop(connection)
+                } else {
+                    summary += " status \(hex(status, digits: 2))"
+                }
+            } else {
+                need(4, "status, connection handle and reason")
+            }
+        case HCIEventHeader.leMeta:
+            if let subevent = parameters.u8(at: 0) {
+                summary += " (\(HCINames.leSubeventName(subevent) ?? "subevent \(hex(subevent, digits: 2))"))"
+            } else {
+                need(1, "subevent code")
+            }
+        default:
+            break
+        }
+        return DissectedFrame(summary: summary, direction: direction, problem: problem?.description)
+    }
+
+    private mutating func aclData(_ header: HCIACLHeader, payload: UnsafeRawBufferPointer, payloadOffset: Int, direction: HCIDirection, adapter: UInt16) -> DissectedFrame {
+        let connection = ConnectionKey(adapter: adapter, handle: header.handle)
+        let key = ACLReassembler.Key(connection: connection, direction: direction)
+        let outcome = acl.add(header, data: payload, key: key, dataOffset: payloadOffset)
+        let handleText = hex(header.handle, digits: 4)
+        guard let pdu = outcome.pdu else {
+            if let (have, total) = outcome.progress {
+                let of = total.map { " of \($0)" } ?? ""
+                return DissectedFrame(
+                    summary: "ACL fragment handle \(handleText) (\(have)\(of) bytes)", direction: direction,
+                    problem: outcome.problem?.description)
+            }
+            return DissectedFrame(
+                summary: "ACL handle \(handleText) \(payload.count) bytes (dropped)", direction: direction,
+                problem: outcome.problem?.description)
+        }
+        // A PDU that came whole in this frame gets frame offsets; a reassembled one gets offsets
+        // within the PDU, said so in the problem text.
+        let wasSingle = header.dataLength == pdu.count && !header.isContinuation
+        let context = "the L2CAP PDU on handle \(handleText) reassembled from ACL fragments"
+        var frame = pdu.withUnsafeBytes { buffer in
+            l2cap(buffer, connection: connection, direction: direction, context: context)
+        }
+        if wasSingle, let problem = frame.problemValue {
+            var rebased = problem
+            if rebased.context == context {
+                rebased.offset += payloadOffset
+                rebased.context = nil
+            }
+            frame.problemValue = rebased
+        }
+        var result = frame.dissected
+        if let earlier = outcome.problem {
+            // A dropped unfinished PDU before a good one: both are worth seeing.
+            result.problem = [earlier.description, result.problem].compactMap { $0 }.joined(separator: "; ")
+        }
+        return result
+    }
+
+    /// A dissected frame whose problem can still be moved to frame offsets.
+    private struct Partial {
+        var dissected: DissectedFrame
+        var problemValue: DissectionProblem? {
+            didSet { dissected.problem = problemValue?.description }
+        }
+    }
+
+    private mutating func l2cap(_ pdu: UnsafeRawBufferPointer, connection: ConnectionKey, direction: HCIDirection, context: String) -> Partial {
+        let header: L2CAPBasicHeader
+        switch L2CAPBasicHeader.parse(pdu, context: context) {
+        case .failure(let problem):
+            var partial = Partial(dissected: DissectedFrame(summary: "L2CAP [malformed]", direction: direction))
+            partial.problemValue = problem
+            return partial
+        case .success(let parsed): header = parsed
+        }
+        let payload = pdu.slice(at: L2CAPBasicHeader.length, count: header.payloadLength) ?? UnsafeRawBufferPointer(start: nil, count: 0)
+        switch header.channelID {
+        case L2CAPBasicHeader.attChannel:
+            // Offsets inside ATT count from the ATT opcode; shift them to the PDU's start.
+            let result = att.dissect(payload, connection: connection, direction: direction, context: context)
+            var partial = Partial(dissected: DissectedFrame(summary: result.summary, direction: direction, att: result.records))
+            if var problem = result.problem {
+                problem.offset += L2CAPBasicHeader.length
+                partial.problemValue = problem
+            }
+            return partial
+        case L2CAPBasicHeader.leSignallingChannel, 0x0001:
+            let code = payload.u8(at: 0).map(L2CAPBasicHeader.signallingCommandName) ?? "empty"
+            let channel = L2CAPBasicHeader.channelName(header.channelID)
+            return Partial(dissected: DissectedFrame(summary: "L2CAP \(channel) \(code)", direction: direction))
+        case L2CAPBasicHeader.smpChannel:
+            let code = payload.u8(at: 0).map(L2CAPBasicHeader.smpCommandName) ?? "empty"
+            return Partial(dissected: DissectedFrame(summary: "SMP \(code)", direction: direction))
+        default:
+            let channel = L2CAPBasicHeader.channelName(header.channelID)
+            return Partial(dissected: DissectedFrame(summary: "L2CAP \(channel) \(header.payloadLength) bytes", direction: direction))
+        }
+    }
+}

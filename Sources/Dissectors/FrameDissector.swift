@@ -1,0 +1,61 @@
+import CaptureKit
+
+/// Dissects captured frames into one-line summaries, ATT records and UDP datagrams.
+///
+/// Stateful across frames: IP fragments, ACL fragments, outstanding ATT requests and each
+/// connection's GATT database are carried from frame to frame, so feed one capture's frames in
+/// order to one dissector. All state is bounded. Bluetooth link types: 187, 201, 254. IP link
+/// types: 0, 1, 101, 108, 113, 228, 229, 276. Any other link type gets a summary and a problem saying
+/// it is not dissected. Bad bytes never trap: they become ``DissectedFrame/problem``.
+public struct FrameDissector: Sendable {
+    private var ip = UDPExtractor()
+    private var bluetooth = BluetoothDissector()
+
+    /// A dissector with no state.
+    public init() {}
+
+    /// Dissects one frame of an interface with link type `linkType`.
+    public mutating func dissect(_ frame: CaptureFrame, linkType: LinkType) -> DissectedFrame {
+        frame.data.withUnsafeBytes { data in
+            if UDPExtractor.handles(linkType) {
+                return Self.describe(ip.dissect(data, linkType: linkType))
+            }
+            return bluetooth.dissect(data, linkType: linkType, flags: frame.flags)
+        }
+    }
+
+    /// What GATT discovery so far told about a connection's handles, or `nil` when nothing was seen
+    /// (or the connection was disconnected). `adapter` is the BlueZ monitor index (0 for H4).
+    public func gattDatabase(connectionHandle: UInt16, adapter: UInt16 = 0) -> GATTDatabase? {
+        bluetooth.att.databases[ConnectionKey(adapter: adapter, handle: connectionHandle)]
+    }
+
+    /// Gives a connection a GATT database when the capture holds no discovery (for example built
+    /// from the handles a manifest names). Discovery seen later adds to it; Disconnection Complete
+    /// forgets it, as it forgets discovered ones.
+    public mutating func setGATTDatabase(_ database: GATTDatabase, connectionHandle: UInt16, adapter: UInt16 = 0) {
+        bluetooth.att.setDatabase(database, for: ConnectionKey(adapter: adapter, handle: connectionHandle))
+    }
+
+    static func describe(_ outcome: UDPExtractor.Outcome) -> DissectedFrame {
+        switch outcome {
+        case .udp(let datagram, let reassembled):
+            let source = endpoint(datagram.sourceAddress, datagram.sourcePort)
+            let destination = endpoint(datagram.destinationAddress, datagram.destinationPort)
+            let suffix = reassembled ? " (reassembled)" : ""
+            return DissectedFrame(summary: "UDP \(source) → \(destination) \(datagram.payload.count) bytes\(suffix)", udp: datagram)
+        case .fragmentPending(let version, let identification, let offset):
+            return DissectedFrame(summary: "IPv\(version) fragment id \(hex(identification, digits: version == 4 ? 4 : 8)) offset \(offset)")
+        case .otherTransport(let version, let proto, let source, let destination):
+            return DissectedFrame(summary: "IPv\(version) \(IPProtocol.name(proto)) \(source) → \(destination)")
+        case .notIP(let name):
+            return DissectedFrame(summary: name)
+        case .problem(let problem):
+            return DissectedFrame(problem: problem.description)
+        }
+    }
+
+    private static func endpoint(_ address: IPAddress, _ port: UInt16) -> String {
+        address.isIPv4 ? "\(address):\(port)" : "[\(address)]:\(port)"
+    }
+}

@@ -1,0 +1,175 @@
+import CaptureKit
+
+/// What ``UDPExtractor`` made of one frame.
+public enum UDPExtraction: Sendable, Hashable {
+    /// A whole UDP datagram: the frame carried it, or its fragment completed it.
+    case datagram(UDPDatagram)
+    /// An IP fragment was kept; the datagram is not complete yet.
+    case fragmentPending
+    /// Not UDP (another IP protocol, ARP, a link type that carries no IP, …).
+    case notUDP
+    /// The bytes break a layout: the text names the layer, the offset and what was expected.
+    case malformed(String)
+}
+
+/// The fast path from a frame to its UDP datagram, for replay: link layer (Ethernet, Linux SLL/SLL2,
+/// NULL/LOOP, RAW/IPv4/IPv6) → IPv4 or IPv6 (with fragment reassembly) → UDP, and nothing else.
+///
+/// Stateful only for fragment reassembly, which is bounded (see ``IPFragmentReassembler``).
+public struct UDPExtractor: Sendable {
+    var reassembler = IPFragmentReassembler()
+
+    /// An extractor with no pending fragments.
+    public init() {}
+
+    /// The UDP datagram the frame carries or completes. `data` is the frame's bytes under `linkType`.
+    public mutating func datagram(from data: UnsafeRawBufferPointer, linkType: LinkType) -> UDPExtraction {
+        switch dissect(data, linkType: linkType) {
+        case .udp(let datagram, _): .datagram(datagram)
+        case .fragmentPending: .fragmentPending
+        case .otherTransport, .notIP: .notUDP
+        case .problem(let problem): .malformed(problem.description)
+        }
+    }
+
+    /// The link types this path understands.
+    public static func handles(_ linkType: LinkType) -> Bool {
+        switch linkType {
+        case .ethernet, .linuxSLL, .linuxSLL2, .null, .loop, .raw, .ipv4, .ipv6: true
+        default: false
+        }
+    }
+
+    /// The full outcome, with what ``FrameDissector`` needs for a summary.
+    enum Outcome: Sendable, Hashable {
+        case udp(UDPDatagram, reassembled: Bool)
+        case fragmentPending(version: Int, identification: UInt32, offset: Int)
+        case otherTransport(version: Int, proto: UInt8, source: IPAddress, destination: IPAddress)
+        case notIP(String)
+        case problem(DissectionProblem)
+    }
+
+    mutating func dissect(_ data: UnsafeRawBufferPointer, linkType: LinkType) -> Outcome {
+        let link: Result<LinkLayerResult, DissectionProblem>
+        switch linkType {
+        case .ethernet: link = Ethernet.parse(data)
+        case .linuxSLL: link = LinuxCooked.parseSLL(data)
+        case .linuxSLL2: link = LinuxCooked.parseSLL2(data)
+        case .null: link = Loopback.parseNull(data)
+        case .loop: link = Loopback.parseLoop(data)
+        case .raw: link = RawIP.parse(data)
+        case .ipv4: link = .success(LinkLayerResult(network: .ipv4, offset: 0))
+        case .ipv6: link = .success(LinkLayerResult(network: .ipv6, offset: 0))
+        default: return .notIP("link type \(linkType) carries no IP")
+        }
+        switch link {
+        case .failure(let problem): return .problem(problem)
+        case .success(let result):
+            switch result.network {
+            case .ipv4: return ipv4(data, at: result.offset)
+            case .ipv6: return ipv6(data, at: result.offset)
+            case .other(let name): return .notIP(name)
+            }
+        }
+    }
+
+    private mutating func ipv4(_ data: UnsafeRawBufferPointer, at offset: Int) -> Outcome {
+        let header: IPv4Header
+        switch IPv4Header.parse(data, at: offset) {
+        case .failure(let problem): return .problem(problem)
+        case .success(let parsed): header = parsed
+        }
+        let payloadStart = offset + header.headerLength
+        let payloadEnd = offset + header.totalLength
+        let source = IPAddress(bytes: header.source)
+        let destination = IPAddress(bytes: header.destination)
+        guard header.proto == IPProtocol.udp else {
+            return .otherTransport(version: 4, proto: header.proto, source: source, destination: destination)
+        }
+        guard header.isFragment else {
+            return udp(data, at: payloadStart, end: payloadEnd, source: source, destination: destination, reassembled: false, context: nil)
+        }
+        guard let fragment = data.slice(at: payloadStart, count: payloadEnd - payloadStart) else {
+            return .problem(.short("IPv4", at: payloadStart, need: payloadEnd - payloadStart, what: "fragment data", have: data.count - payloadStart))
+        }
+        let key = IPFragmentReassembler.Key(
+            source: header.source, destination: header.destination, proto: header.proto,
+            identification: UInt32(header.identification))
+        switch reassembler.add(key: key, offset: header.fragmentOffset, moreFragments: header.moreFragments, payload: fragment) {
+        case .pending:
+            return .fragmentPending(version: 4, identification: UInt32(header.identification), offset: header.fragmentOffset)
+        case .rejected(let expected, let found):
+            return .problem(DissectionProblem(layer: "IPv4 reassembly", offset: offset + 6, expected: expected, found: found))
+        case .complete(let payload):
+            return payload.withUnsafeBytes { buffer in
+                udp(buffer, at: 0, end: buffer.count, source: source, destination: destination, reassembled: true,
+                    context: "the datagram reassembled from IPv4 fragments id \(hex(header.identification, digits: 4))")
+            }
+        }
+    }
+
+    private mutating func ipv6(_ data: UnsafeRawBufferPointer, at offset: Int) -> Outcome {
+        let header: IPv6Header
+        switch IPv6Header.parse(data, at: offset) {
+        case .failure(let problem): return .problem(problem)
+        case .success(let parsed): header = parsed
+        }
+        let end = offset + IPv6Header.fixedLength + header.payloadLength
+        let source = IPAddress(bytes: header.source)
+        let destination = IPAddress(bytes: header.destination)
+        switch IPv6Header.walk(data, next: header.nextHeader, offset: offset + IPv6Header.fixedLength, end: end) {
+        case .failure(let problem):
+            return .problem(problem)
+        case .success(.upper(let proto, let upperOffset)):
+            guard proto == IPProtocol.udp else {
+                return .otherTransport(version: 6, proto: proto, source: source, destination: destination)
+            }
+            return udp(data, at: upperOffset, end: end, source: source, destination: destination, reassembled: false, context: nil)
+        case .success(.fragment(let next, let fragmentOffset, let more, let id, let dataOffset)):
+            guard let fragment = data.slice(at: dataOffset, count: end - dataOffset) else {
+                return .problem(.short("IPv6", at: dataOffset, need: end - dataOffset, what: "fragment data", have: data.count - dataOffset))
+            }
+            let key = IPFragmentReassembler.Key(source: header.source, destination: header.destination, proto: next, identification: id)
+            switch reassembler.add(key: key, offset: fragmentOffset, moreFragments: more, payload: fragment) {
+            case .pending:
+                return .fragmentPending(version: 6, identification: id, offset: fragmentOffset)
+            case .rejected(let expected, let found):
+                return .problem(DissectionProblem(layer: "IPv6 reassembly", offset: dataOffset - 6, expected: expected, found: found))
+            case .complete(let payload):
+                let context = "the datagram reassembled from IPv6 fragments id \(hex(id, digits: 8))"
+                return payload.withUnsafeBytes { buffer in
+                    // Headers after the Fragment header belong to the fragmentable part.
+                    switch IPv6Header.walk(buffer, next: next, offset: 0, end: buffer.count, context: context) {
+                    case .failure(let problem):
+                        return .problem(problem)
+                    case .success(.fragment):
+                        return .problem(DissectionProblem(
+                            layer: "IPv6", offset: 0, expected: "one Fragment header per datagram",
+                            found: "another inside the reassembled data", context: context))
+                    case .success(.upper(let proto, let upperOffset)):
+                        guard proto == IPProtocol.udp else {
+                            return .otherTransport(version: 6, proto: proto, source: source, destination: destination)
+                        }
+                        return udp(buffer, at: upperOffset, end: buffer.count, source: source, destination: destination, reassembled: true, context: context)
+                    }
+                }
+            }
+        }
+    }
+
+    private func udp(
+        _ buffer: UnsafeRawBufferPointer, at offset: Int, end: Int, source: IPAddress, destination: IPAddress,
+        reassembled: Bool, context: String?
+    ) -> Outcome {
+        switch UDPHeader.parse(buffer, at: offset, end: end, context: context) {
+        case .failure(let problem):
+            return .problem(problem)
+        case .success(let header):
+            let payload = buffer.bytes(at: header.payload.lowerBound, count: header.payload.count) ?? []
+            return .udp(UDPDatagram(
+                sourceAddress: source, sourcePort: header.sourcePort,
+                destinationAddress: destination, destinationPort: header.destinationPort,
+                payload: payload), reassembled: reassembled)
+        }
+    }
+}
