@@ -1,0 +1,411 @@
+/// Limits and timers of an ``IngestCore``.
+public struct IngestConfiguration: Sendable, Hashable {
+    /// A stream ends when no datagram came from its source for this long.
+    public var idleTimeout: Duration = .seconds(15)
+    /// A stream's buffered points are handed on at the latest this long after the first of them arrived.
+    public var flushInterval: Duration = .milliseconds(100)
+    /// A stream's buffered points are handed on as soon as their payloads add up to this many bytes.
+    public var flushBytes: Int = 10_000
+    /// A larger datagram is rejected as ``RejectionReason/oversize`` (9216 is the iOS/macOS UDP limit).
+    public var maxDatagramBytes: Int = 9216
+    /// A gap is reported when the time between two data datagrams exceeds `gapFactor` × the learned period.
+    public var gapFactor: Double = 4
+
+    /// Creates a configuration; every limit has the default of the Motion plugin protocol.
+    public init(
+        idleTimeout: Duration = .seconds(15),
+        flushInterval: Duration = .milliseconds(100),
+        flushBytes: Int = 10_000,
+        maxDatagramBytes: Int = 9216,
+        gapFactor: Double = 4
+    ) {
+        self.idleTimeout = idleTimeout
+        self.flushInterval = flushInterval
+        self.flushBytes = flushBytes
+        self.maxDatagramBytes = maxDatagramBytes
+        self.gapFactor = gapFactor
+    }
+}
+
+/// Why a datagram was refused. The raw value is the name used in logs and traces.
+public enum RejectionReason: String, Sendable, Hashable, CaseIterable {
+    /// Longer than ``IngestConfiguration/maxDatagramBytes``.
+    case oversize = "oversize"
+    /// The datagram, or a `string` payload, is not valid UTF-8.
+    case notUTF8 = "not_utf8"
+    /// Not one JSON value (trailing commas and whitespace are allowed).
+    case notJSON = "not_json"
+    /// A required member (`t`, `n`, `p`, an entry in `d`) is absent.
+    case missingField = "missing_field"
+    /// A member has the wrong JSON type, or `end` is not the string `"true"`.
+    case wrongFieldType = "wrong_field_type"
+    /// A payload is not strict, padded, standard-alphabet base64.
+    case badBase64 = "bad_base64"
+    /// A payload's length does not fit its type (float64/int64 need 8 bytes, vector_2d 16, vector_3d 24).
+    case payloadLength = "payload_length"
+    /// The sample time is not a decimal string of seconds since the Unix epoch.
+    case badTime = "bad_time"
+    /// Valid JSON that is none of the known messages.
+    case unknownMessage = "unknown_message"
+}
+
+/// Why a stream ended.
+public enum StreamEndCause: String, Sendable, Hashable {
+    /// The plugin sent `{"end": "true"}`.
+    case endMessage = "end_message"
+    /// No datagram came for ``IngestConfiguration/idleTimeout``.
+    case idleTimeout = "idle_timeout"
+    /// The caller called ``IngestCore/finish(now:)``.
+    case finished = "finished"
+}
+
+/// Accepted data points of one stream, handed to a sink as a unit.
+///
+/// A chunk is identified by `source`, `streamStartNs` and `sequence`; a sink that stores it twice
+/// should keep it once.
+public struct IngestChunk: Sendable, Hashable {
+    /// The stream's sender.
+    public var source: DatagramSource
+    /// Core time (`now`, in nanoseconds) at which the stream started; it identifies the stream.
+    /// Strictly increasing across the streams of one core, so two streams never share it.
+    public var streamStartNs: Int64
+    /// Numbered from 1 in each stream, without holes.
+    public var sequence: Int
+    /// In arrival order.
+    public var dataPoints: [DataPoint]
+    /// Sum of the points' payload lengths.
+    public var byteCount: Int
+
+    /// Creates a chunk.
+    public init(source: DatagramSource, streamStartNs: Int64, sequence: Int, dataPoints: [DataPoint], byteCount: Int) {
+        self.source = source
+        self.streamStartNs = streamStartNs
+        self.sequence = sequence
+        self.dataPoints = dataPoints
+        self.byteCount = byteCount
+    }
+}
+
+/// What the core reports; the caller carries out `chunkReady` and records the rest.
+public enum IngestEvent: Sendable, Hashable {
+    /// One accepted data point, in datagram entry order.
+    case dataPoint(DataPoint)
+    /// The plugin named itself.
+    case pluginName(DatagramSource, String)
+    /// The plugin said it stops sending; `streamEnded(_, .endMessage)` follows.
+    case endMessage(DatagramSource)
+    /// A Motion V1 message: `d` is one base64 string. Recognised, not decoded further.
+    case legacyV1(DatagramSource, timeNs: Int64?, payload: [UInt8])
+    /// The datagram was refused whole; nothing of it was used.
+    case rejected(DatagramSource, RejectionReason, detail: String)
+    /// The first message from a source with no open stream.
+    case streamStarted(DatagramSource)
+    /// The stream is closed; the next message from its source starts a new one.
+    case streamEnded(DatagramSource, StreamEndCause)
+    /// The stream's sending rate was learned, or changed by more than 20 %.
+    case rateLearned(DatagramSource, hertz: Double)
+    /// A data datagram's sample time is earlier than the previous one's of the same stream.
+    case timeWentBackwards(DatagramSource, previousNs: Int64, currentNs: Int64)
+    /// Data datagrams arrived `gapNs` apart, more than ``IngestConfiguration/gapFactor`` × the learned period.
+    case gap(DatagramSource, gapNs: Int64, expectedPeriodNs: Int64)
+    /// Hand this chunk to the sink.
+    case chunkReady(IngestChunk)
+}
+
+/// Running totals. `datagrams == accepted + rejected` always holds.
+public struct IngestCounters: Sendable, Hashable {
+    /// Every datagram given to ``IngestCore/receive(_:from:now:)-([UInt8],_,_)``.
+    public var datagrams: Int = 0
+    /// Datagrams that were a valid message.
+    public var accepted: Int = 0
+    /// Refused datagrams, by reason.
+    public var rejectedByReason: [RejectionReason: Int] = [:]
+    /// Accepted data points.
+    public var dataPoints: Int = 0
+    /// Accepted Motion V1 messages.
+    public var legacyV1Messages: Int = 0
+    /// Accepted plugin name messages.
+    public var nameMessages: Int = 0
+    /// Accepted end messages.
+    public var endMessages: Int = 0
+    /// Streams started.
+    public var streamsStarted: Int = 0
+    /// Streams ended, for any cause.
+    public var streamsEnded: Int = 0
+    /// Chunks handed on.
+    public var chunks: Int = 0
+    /// Times a stream's sample time went backwards.
+    public var timeWentBackwards: Int = 0
+    /// Gaps reported.
+    public var gaps: Int = 0
+
+    /// All refused datagrams.
+    public var rejected: Int { rejectedByReason.values.reduce(0, +) }
+
+    /// Creates counters, all zero by default.
+    public init(
+        datagrams: Int = 0, accepted: Int = 0, rejectedByReason: [RejectionReason: Int] = [:],
+        dataPoints: Int = 0, legacyV1Messages: Int = 0, nameMessages: Int = 0, endMessages: Int = 0,
+        streamsStarted: Int = 0, streamsEnded: Int = 0, chunks: Int = 0, timeWentBackwards: Int = 0, gaps: Int = 0
+    ) {
+        self.datagrams = datagrams
+        self.accepted = accepted
+        self.rejectedByReason = rejectedByReason
+        self.dataPoints = dataPoints
+        self.legacyV1Messages = legacyV1Messages
+        self.nameMessages = nameMessages
+        self.endMessages = endMessages
+        self.streamsStarted = streamsStarted
+        self.streamsEnded = streamsEnded
+        self.chunks = chunks
+        self.timeWentBackwards = timeWentBackwards
+        self.gaps = gaps
+    }
+}
+
+/// The receiving side of Motion's plugin UDP protocol, without I/O: datagrams and time in, events out.
+///
+/// Give one input (``receive(_:from:now:)-(UnsafeRawBufferPointer,_,_)``, ``handleTimeout(now:)``,
+/// ``finish(now:)``), carry out every returned `chunkReady`, record the other events, then ask
+/// ``nextDeadline``. `now` is the caller's monotonic or virtual time and never decreases (a smaller
+/// value is taken as the previous one). The core reads no clock.
+///
+/// Streams are keyed by source address and port. A stream starts with the first accepted message
+/// from a source with no open stream, and ends with an end message, after ``IngestConfiguration/idleTimeout``
+/// without an accepted message (at exactly the last one's `now` + idleTimeout), or at ``finish(now:)``.
+/// A rejected datagram is counted and reported but touches no stream: it neither starts one nor
+/// keeps one alive, because it is not a message.
+///
+/// Order of events in one call, always:
+/// 1. Timers already due at `now` (``receive(_:from:now:)-(UnsafeRawBufferPointer,_,_)`` and
+///    ``finish(now:)`` first do what ``handleTimeout(now:)`` would), in deadline order; at equal
+///    deadlines a flush before an idle end, then by source. A flush gives `chunkReady`; an idle end
+///    gives `chunkReady` (if points are pending) then `streamEnded(_, .idleTimeout)`.
+/// 2. For a datagram: `rejected`; or `streamStarted` (if no stream was open), then for a data
+///    message `timeWentBackwards`, `gap`, `rateLearned` (each if it applies), one `dataPoint` per
+///    entry in entry order, and `chunkReady` if the pending payload bytes reached
+///    ``IngestConfiguration/flushBytes``; for a name `pluginName`; for a V1 message `legacyV1`;
+///    for an end `endMessage`, `chunkReady` (if points are pending), `streamEnded(_, .endMessage)`.
+/// 3. For ``finish(now:)``: per open stream in source order, `chunkReady` (if pending) then
+///    `streamEnded(_, .finished)`.
+///
+/// A datagram's points always go into one chunk together, so a chunk may exceed `flushBytes` by
+/// less than one datagram's payloads.
+public struct IngestCore: Sendable {
+    /// The limits this core was created with.
+    public let configuration: IngestConfiguration
+    /// Running totals.
+    public private(set) var counters = IngestCounters()
+
+    private let idleNs: Int64
+    private let flushNs: Int64
+    private var streams: [DatagramSource: IngestStream] = [:]
+    private var lastNowNs: Int64 = .min
+    private var lastStreamStartNs: Int64?
+    /// No deadline of any stream is earlier than this (it may be earlier than the earliest one):
+    /// lets a datagram skip the scan of all streams when nothing can be due.
+    private var deadlineLowerBound: Int64?
+
+    /// Creates a core with no open stream.
+    public init(configuration: IngestConfiguration = .init()) {
+        self.configuration = configuration
+        self.idleNs = configuration.idleTimeout.clampedNanoseconds
+        self.flushNs = configuration.flushInterval.clampedNanoseconds
+    }
+
+    /// Takes one datagram (one message). The bytes are only read during the call.
+    public mutating func receive(_ datagram: UnsafeRawBufferPointer, from source: DatagramSource, now: Duration) -> [IngestEvent] {
+        let nowNs = advance(to: now)
+        var events: [IngestEvent] = []
+        fireDueTimers(nowNs: nowNs, into: &events)
+        counters.datagrams += 1
+        guard datagram.count <= configuration.maxDatagramBytes else {
+            reject(source, .oversize,
+                   "\(datagram.count) bytes, more than the \(configuration.maxDatagramBytes)-byte limit; send one message per datagram",
+                   into: &events)
+            return events
+        }
+        let message: MotionMessage
+        do throws(MotionMessage.Rejection) {
+            message = try MotionMessage.parse(datagram)
+        } catch {
+            reject(source, error.reason, error.detail, into: &events)
+            return events
+        }
+        counters.accepted += 1
+
+        let index: Dictionary<DatagramSource, IngestStream>.Index
+        if let existing = streams.index(forKey: source) {
+            index = existing
+        } else {
+            index = startStream(source, nowNs: nowNs, into: &events)
+        }
+        streams.values[index].lastDatagramNs = nowNs
+
+        switch message {
+        case .data(let timeNs, let entries):
+            receiveData(at: index, timeNs: timeNs, entries: entries, nowNs: nowNs, into: &events)
+        case .pluginName(let name):
+            counters.nameMessages += 1
+            events.append(.pluginName(source, name))
+        case .legacyV1(let timeNs, let payload):
+            counters.legacyV1Messages += 1
+            events.append(.legacyV1(source, timeNs: timeNs, payload: payload))
+        case .end:
+            counters.endMessages += 1
+            events.append(.endMessage(source))
+            endStream(at: index, cause: .endMessage, into: &events)
+        }
+        return events
+    }
+
+    /// Takes one datagram (one message).
+    public mutating func receive(_ datagram: [UInt8], from source: DatagramSource, now: Duration) -> [IngestEvent] {
+        datagram.withUnsafeBytes { receive($0, from: source, now: now) }
+    }
+
+    /// Fires the timers due at `now`: flush deadlines and idle timeouts. An early call does nothing.
+    public mutating func handleTimeout(now: Duration) -> [IngestEvent] {
+        let nowNs = advance(to: now)
+        var events: [IngestEvent] = []
+        fireDueTimers(nowNs: nowNs, into: &events)
+        return events
+    }
+
+    /// When to call ``handleTimeout(now:)`` next: the earliest flush deadline or idle timeout of
+    /// any open stream, exactly; nil when no stream is open.
+    public var nextDeadline: Duration? {
+        var earliest: Int64?
+        for stream in streams.values {
+            var deadline = stream.idleDeadline(idleNs: idleNs)
+            if let flush = stream.flushDeadline(flushNs: flushNs) { deadline = min(deadline, flush) }
+            earliest = min(earliest ?? deadline, deadline)
+        }
+        return earliest.map { .nanoseconds($0) }
+    }
+
+    /// Fires due timers, then flushes every pending chunk and ends every open stream with
+    /// ``StreamEndCause/finished``. The core stays usable: a later datagram starts a new stream.
+    public mutating func finish(now: Duration) -> [IngestEvent] {
+        let nowNs = advance(to: now)
+        var events: [IngestEvent] = []
+        fireDueTimers(nowNs: nowNs, into: &events)
+        for source in streams.keys.sorted() {
+            guard let index = streams.index(forKey: source) else { continue }
+            endStream(at: index, cause: .finished, into: &events)
+        }
+        deadlineLowerBound = nil
+        return events
+    }
+
+    // MARK: Steps
+
+    private mutating func advance(to now: Duration) -> Int64 {
+        lastNowNs = max(lastNowNs, now.clampedNanoseconds)
+        return lastNowNs
+    }
+
+    private mutating func reject(_ source: DatagramSource, _ reason: RejectionReason, _ detail: String, into events: inout [IngestEvent]) {
+        counters.rejectedByReason[reason, default: 0] += 1
+        events.append(.rejected(source, reason, detail: detail))
+    }
+
+    private mutating func startStream(_ source: DatagramSource, nowNs: Int64, into events: inout [IngestEvent]) -> Dictionary<DatagramSource, IngestStream>.Index {
+        // Two streams of one source may start in the same nanosecond (an end, then a new message
+        // in one batch); the start time identifies a stream, so it must differ.
+        let startNs = lastStreamStartNs.map { max(nowNs, $0.addingSaturating(1)) } ?? nowNs
+        lastStreamStartNs = startNs
+        streams[source] = IngestStream(source: source, startNs: startNs, nowNs: nowNs)
+        lowerDeadlineBound(to: nowNs.addingSaturating(idleNs))
+        counters.streamsStarted += 1
+        events.append(.streamStarted(source))
+        guard let index = streams.index(forKey: source) else {
+            preconditionFailure("IngestCore: stream \(source) vanished right after it was inserted")
+        }
+        return index
+    }
+
+    private mutating func receiveData(at index: Dictionary<DatagramSource, IngestStream>.Index, timeNs: Int64,
+                                      entries: [MotionMessage.Entry], nowNs: Int64, into events: inout [IngestEvent]) {
+        let source = streams.values[index].source
+        if let previous = streams.values[index].lastSampleNs, timeNs < previous {
+            counters.timeWentBackwards += 1
+            events.append(.timeWentBackwards(source, previousNs: previous, currentNs: timeNs))
+        }
+        streams.values[index].lastSampleNs = timeNs
+        let (gap, learned) = streams.values[index].noteDataArrival(nowNs: nowNs, gapFactor: configuration.gapFactor)
+        if let (gapNs, periodNs) = gap {
+            counters.gaps += 1
+            events.append(.gap(source, gapNs: gapNs, expectedPeriodNs: periodNs))
+        }
+        if let periodNs = learned {
+            events.append(.rateLearned(source, hertz: 1e9 / Double(periodNs)))
+        }
+        if streams.values[index].pendingSinceNs == nil {
+            streams.values[index].pendingSinceNs = nowNs
+            lowerDeadlineBound(to: nowNs.addingSaturating(flushNs))
+        }
+        for entry in entries {
+            let point = DataPoint(source: source, timeNs: timeNs, name: entry.name, type: entry.type,
+                                  value: entry.value, payload: entry.payload)
+            events.append(.dataPoint(point))
+            streams.values[index].pending.append(point)
+            streams.values[index].pendingBytes += entry.payload.count
+        }
+        counters.dataPoints += entries.count
+        if streams.values[index].pendingBytes >= configuration.flushBytes, let chunk = streams.values[index].takeChunk() {
+            counters.chunks += 1
+            events.append(.chunkReady(chunk))
+        }
+    }
+
+    private mutating func endStream(at index: Dictionary<DatagramSource, IngestStream>.Index, cause: StreamEndCause, into events: inout [IngestEvent]) {
+        if let chunk = streams.values[index].takeChunk() {
+            counters.chunks += 1
+            events.append(.chunkReady(chunk))
+        }
+        let source = streams.values[index].source
+        streams.remove(at: index)
+        counters.streamsEnded += 1
+        events.append(.streamEnded(source, cause))
+    }
+
+    private mutating func lowerDeadlineBound(to deadline: Int64) {
+        deadlineLowerBound = min(deadlineLowerBound ?? deadline, deadline)
+    }
+
+    private mutating func fireDueTimers(nowNs: Int64, into events: inout [IngestEvent]) {
+        guard let bound = deadlineLowerBound, bound <= nowNs else { return }
+        // Kind 0 (flush) sorts before kind 1 (idle end) at equal deadlines.
+        var due: [(deadline: Int64, kind: Int, source: DatagramSource)] = []
+        var earliestLeft: Int64?
+        for stream in streams.values {
+            let idle = stream.idleDeadline(idleNs: idleNs)
+            if let flush = stream.flushDeadline(flushNs: flushNs) {
+                if flush <= nowNs {
+                    due.append((flush, 0, stream.source))
+                } else {
+                    earliestLeft = min(earliestLeft ?? flush, flush)
+                }
+            }
+            if idle <= nowNs {
+                due.append((idle, 1, stream.source))
+            } else {
+                earliestLeft = min(earliestLeft ?? idle, idle)
+            }
+        }
+        due.sort { ($0.deadline, $0.kind, $0.source) < ($1.deadline, $1.kind, $1.source) }
+        for item in due {
+            guard let index = streams.index(forKey: item.source) else { continue }
+            if item.kind == 0 {
+                if let chunk = streams.values[index].takeChunk() {
+                    counters.chunks += 1
+                    events.append(.chunkReady(chunk))
+                }
+            } else {
+                endStream(at: index, cause: .idleTimeout, into: &events)
+            }
+        }
+        deadlineLowerBound = earliestLeft
+    }
+}

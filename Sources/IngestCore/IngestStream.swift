@@ -1,0 +1,92 @@
+/// The state of one open plugin stream (one source address and port), kept by ``IngestCore``.
+///
+/// Times are integer nanoseconds of the caller's `now`, so arithmetic on the hot path stays on
+/// `Int64`; deadlines saturate instead of overflowing.
+struct IngestStream: Sendable {
+    /// Number of inter-arrival intervals per learning window. The period is the median of a
+    /// window, so one late datagram (a gap) does not skew it; windows do not overlap, so the
+    /// median is computed once per window, not once per datagram.
+    static let rateWindow = 8
+
+    let source: DatagramSource
+    let startNs: Int64
+    var lastDatagramNs: Int64
+    var lastDataArrivalNs: Int64?
+    var lastSampleNs: Int64?
+    var intervals: [Int64] = []
+    var periodNs: Int64?
+    var pending: [DataPoint] = []
+    var pendingBytes = 0
+    var pendingSinceNs: Int64?
+    var nextSequence = 1
+
+    init(source: DatagramSource, startNs: Int64, nowNs: Int64) {
+        self.source = source
+        self.startNs = startNs
+        self.lastDatagramNs = nowNs
+    }
+
+    func idleDeadline(idleNs: Int64) -> Int64 {
+        lastDatagramNs.addingSaturating(idleNs)
+    }
+
+    func flushDeadline(flushNs: Int64) -> Int64? {
+        pendingSinceNs.map { $0.addingSaturating(flushNs) }
+    }
+
+    /// Learns the period from a data datagram's arrival; returns a gap (the interval and the
+    /// period it exceeded) and a newly learned period, if any.
+    mutating func noteDataArrival(nowNs: Int64, gapFactor: Double) -> (gap: (Int64, Int64)?, learnedPeriodNs: Int64?) {
+        defer { lastDataArrivalNs = nowNs }
+        guard let last = lastDataArrivalNs else { return (nil, nil) }
+        let interval = nowNs &- last
+        var gap: (Int64, Int64)?
+        if let period = periodNs, Double(interval) > gapFactor * Double(period) {
+            gap = (interval, period)
+        }
+        intervals.append(interval)
+        guard intervals.count >= Self.rateWindow else { return (gap, nil) }
+        intervals.sort()
+        let middle = Self.rateWindow / 2
+        let median = intervals[middle - 1] / 2 + intervals[middle] / 2
+        intervals.removeAll(keepingCapacity: true)
+        // Datagrams delivered in one batch share a `now`; a zero period says nothing about the rate.
+        guard median > 0 else { return (gap, nil) }
+        if let period = periodNs, Double(abs(median - period)) <= 0.2 * Double(period) {
+            return (gap, nil)
+        }
+        periodNs = median
+        return (gap, median)
+    }
+
+    /// Takes the pending points as the next chunk, or nil when nothing is pending.
+    mutating func takeChunk() -> IngestChunk? {
+        guard !pending.isEmpty else { return nil }
+        let chunk = IngestChunk(source: source, streamStartNs: startNs, sequence: nextSequence,
+                                dataPoints: pending, byteCount: pendingBytes)
+        nextSequence += 1
+        pending.removeAll(keepingCapacity: true)
+        pendingBytes = 0
+        pendingSinceNs = nil
+        return chunk
+    }
+}
+
+extension Int64 {
+    /// `self + other`, clamped to the representable range: deadlines far in the future stay far.
+    func addingSaturating(_ other: Int64) -> Int64 {
+        let (sum, overflow) = addingReportingOverflow(other)
+        guard overflow else { return sum }
+        return other > 0 ? .max : .min
+    }
+}
+
+extension Duration {
+    /// Whole nanoseconds, clamped to `Int64`; attoseconds below a nanosecond are dropped.
+    var clampedNanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        guard !overflow else { return seconds > 0 ? .max : .min }
+        return scaled.addingSaturating(attoseconds / 1_000_000_000)
+    }
+}
