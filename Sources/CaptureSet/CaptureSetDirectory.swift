@@ -1,0 +1,315 @@
+import Crypto
+import Foundation
+import Yams
+
+/// A capture set on disk: `<folder>/manifest.yaml`, the capture file it names, and
+/// `baseline/<core>.jsonl`. Loading, creating, sealing and finding sets.
+public struct CaptureSetDirectory: Sendable, Hashable {
+    /// The manifest's file name inside a set folder.
+    public static let manifestFileName = "manifest.yaml"
+    /// The capture file name Tether gives a new set.
+    public static let defaultCaptureFileName = "capture.pcapng"
+    /// The folder holding accepted traces.
+    public static let baselineFolderName = "baseline"
+
+    /// The set's folder, as given.
+    public var path: String
+
+    /// Refer to the set at `path` (nothing is read).
+    public init(path: String) { self.path = path }
+
+    /// The folder's last path component, which is the set's name in reports.
+    public var name: String { FileIO.split(path).base }
+    /// `<path>/manifest.yaml`.
+    public var manifestPath: String { FileIO.join(path, Self.manifestFileName) }
+    /// Where the set's capture file is, for the given manifest.
+    public func capturePath(for manifest: CaptureSetManifest) -> String { FileIO.join(path, manifest.captureFile) }
+    /// The conventional baseline path of a core, relative to the set folder: `baseline/<core>.jsonl`.
+    public static func defaultBaselinePath(core: String) -> String { "\(baselineFolderName)/\(core).jsonl" }
+
+    // MARK: Finding sets
+
+    /// `true` when `path` is a folder holding a `manifest.yaml`.
+    public static func isCaptureSet(_ path: String) -> Bool {
+        FileIO.isDirectory(path) && FileIO.isRegularFile(FileIO.join(path, manifestFileName))
+    }
+
+    /// Every capture set at or below `folder`, sorted by path. A set's own subfolders are not
+    /// searched (a set does not nest); hidden folders (`.build`, `.git`) are skipped.
+    public static func findSets(under folder: String) throws(CaptureSetError) -> [String] {
+        guard FileIO.isDirectory(folder) else {
+            throw .io(path: folder, operation: "open folder", reason: "not a folder or does not exist")
+        }
+        var found: [String] = []
+        try collectSets(in: folder, depth: 0, into: &found)
+        return found.sorted()
+    }
+
+    private static func collectSets(in folder: String, depth: Int, into found: inout [String]) throws(CaptureSetError) {
+        if isCaptureSet(folder) {
+            found.append(folder)
+            return
+        }
+        // Symlink loops would otherwise recurse for ever; no real capture tree is this deep.
+        guard depth < 32 else { return }
+        for entry in try FileIO.listDirectory(folder).sorted() where !entry.hasPrefix(".") {
+            let child = FileIO.join(folder, entry)
+            if FileIO.isDirectory(child) { try collectSets(in: child, depth: depth + 1, into: &found) }
+        }
+    }
+
+    // MARK: Manifest text
+
+    /// The manifest as YAML, in a stable key order (the same manifest gives the same text).
+    public static func encodeManifest(_ manifest: CaptureSetManifest) throws(CaptureSetError) -> String {
+        do {
+            let encoder = YAMLEncoder()
+            encoder.options.indent = 2
+            encoder.options.allowUnicode = true
+            encoder.options.width = -1
+            return try encoder.encode(manifest)
+        } catch {
+            throw .invalidManifest(path: "<memory>", field: nil, problem: "cannot be written as YAML: \(error)")
+        }
+    }
+
+    /// Parses manifest YAML; `path` is only used in error messages.
+    public static func decodeManifest(_ text: String, path: String) throws(CaptureSetError) -> CaptureSetManifest {
+        // The schema version is checked first, so a manifest from a newer Tether fails with
+        // "upgrade Tether" rather than with whichever new field it trips over first.
+        struct VersionOnly: Decodable {
+            var schemaVersion: Int?
+            enum CodingKeys: String, CodingKey { case schemaVersion = "schema_version" }
+        }
+        let version: VersionOnly
+        do {
+            version = try YAMLDecoder().decode(VersionOnly.self, from: text)
+        } catch {
+            throw .invalidManifest(path: path, field: nil, problem: describe(error))
+        }
+        if let found = version.schemaVersion, found > CaptureSetManifest.supportedSchemaVersion {
+            throw .unsupportedSchemaVersion(path: path, found: found, supported: CaptureSetManifest.supportedSchemaVersion)
+        }
+        let manifest: CaptureSetManifest
+        do {
+            manifest = try YAMLDecoder().decode(CaptureSetManifest.self, from: text)
+        } catch let error as DecodingError {
+            throw .invalidManifest(path: path, field: fieldPath(of: error), problem: describe(error))
+        } catch {
+            throw .invalidManifest(path: path, field: nil, problem: describe(error))
+        }
+        try validate(manifest, path: path)
+        return manifest
+    }
+
+    /// Checks that decoding alone cannot do.
+    static func validate(_ manifest: CaptureSetManifest, path: String) throws(CaptureSetError) {
+        if manifest.schemaVersion < 1 {
+            throw .invalidManifest(path: path, field: "schema_version", problem: "must be 1 or more, found \(manifest.schemaVersion)")
+        }
+        if manifest.captureFile.isEmpty {
+            throw .invalidManifest(path: path, field: "capture_file", problem: "is empty")
+        }
+        if let digest = manifest.captureSha256, !isHexDigest(digest) {
+            throw .invalidManifest(path: path, field: "capture_sha256", problem: "expected 64 hex digits, found \"\(digest)\"")
+        }
+        var seen = Set<Int>()
+        for (i, interface) in manifest.interfaces.enumerated() {
+            if interface.index < 0 {
+                throw .invalidManifest(path: path, field: "interfaces[\(i)].index", problem: "must be 0 or more, found \(interface.index)")
+            }
+            if !seen.insert(interface.index).inserted {
+                throw .invalidManifest(path: path, field: "interfaces[\(i)].index", problem: "interface \(interface.index) is described twice")
+            }
+        }
+        if let ingest = manifest.ingest {
+            let limits: [(String, Int?)] = [
+                ("ingest.idle_timeout_ms", ingest.idleTimeoutMs), ("ingest.flush_interval_ms", ingest.flushIntervalMs),
+                ("ingest.flush_bytes", ingest.flushBytes),
+            ]
+            for (field, value) in limits {
+                if let value, value <= 0 {
+                    throw .invalidManifest(path: path, field: field, problem: "must be greater than 0, found \(value)")
+                }
+            }
+        }
+        for (i, annotation) in manifest.annotations.enumerated() where annotation.frame < 1 {
+            throw .invalidManifest(path: path, field: "annotations[\(i)].frame", problem: "frame numbers start at 1, found \(annotation.frame)")
+        }
+    }
+
+    private static func isHexDigest(_ text: String) -> Bool {
+        text.utf8.count == 64 && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) || (0x41...0x46).contains($0) }
+    }
+
+    private static func fieldPath(of error: DecodingError) -> String? {
+        let path: [any CodingKey]
+        switch error {
+        case let .typeMismatch(_, c), let .valueNotFound(_, c), let .dataCorrupted(c): path = c.codingPath
+        case let .keyNotFound(key, c): path = c.codingPath + [key]
+        @unknown default: return nil
+        }
+        guard !path.isEmpty else { return nil }
+        var text = ""
+        for key in path {
+            if let i = key.intValue { text += "[\(i)]" } else { text += text.isEmpty ? key.stringValue : "." + key.stringValue }
+        }
+        return text
+    }
+
+    private static func describe(_ error: any Error) -> String {
+        guard let error = error as? DecodingError else { return "\(error)" }
+        switch error {
+        case let .typeMismatch(type, c): return "expected \(type): \(c.debugDescription)"
+        case let .valueNotFound(type, c): return "expected a value of type \(type): \(c.debugDescription)"
+        case let .keyNotFound(key, _): return "required key `\(key.stringValue)` is missing"
+        case let .dataCorrupted(c): return c.debugDescription
+        @unknown default: return "\(error)"
+        }
+    }
+
+    // MARK: Reading and writing
+
+    /// Reads and parses `<setPath>/manifest.yaml` without looking at the capture file.
+    public static func readManifest(at setPath: String) throws(CaptureSetError) -> CaptureSetManifest {
+        let set = CaptureSetDirectory(path: setPath)
+        guard FileIO.isDirectory(setPath) else {
+            throw .io(path: setPath, operation: "open folder", reason: "not a folder or does not exist")
+        }
+        guard FileIO.isRegularFile(set.manifestPath) else { throw .notACaptureSet(path: setPath) }
+        let bytes = try FileIO.readAll(set.manifestPath)
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw .invalidManifest(path: set.manifestPath, field: nil, problem: "not UTF-8 text")
+        }
+        return try decodeManifest(text, path: set.manifestPath)
+    }
+
+    /// Replaces `<setPath>/manifest.yaml` atomically (temporary file, fsync, rename): a crash
+    /// leaves the old manifest or the new one, never a torn one.
+    public static func saveManifest(_ manifest: CaptureSetManifest, to setPath: String) throws(CaptureSetError) {
+        let set = CaptureSetDirectory(path: setPath)
+        try validate(manifest, path: set.manifestPath)
+        let text = try encodeManifest(manifest)
+        try FileIO.writeAtomically(Array(text.utf8), to: set.manifestPath)
+    }
+
+    /// Writes any file of a set (a baseline, say) atomically, creating its folder if needed.
+    public static func writeAtomically(_ bytes: [UInt8], to path: String) throws(CaptureSetError) {
+        try FileIO.makeDirectories(FileIO.split(path).dir)
+        try FileIO.writeAtomically(bytes, to: path)
+    }
+
+    /// Makes the set folder (and parents) and writes its first manifest. The capture file is the
+    /// caller's to write. Fails if the folder already holds a manifest.
+    @discardableResult
+    public static func create(at path: String, manifest: CaptureSetManifest) throws(CaptureSetError) -> CaptureSetDirectory {
+        let set = CaptureSetDirectory(path: path)
+        if FileIO.exists(set.manifestPath) { throw .alreadyExists(path: path) }
+        try FileIO.makeDirectories(path)
+        try saveManifest(manifest, to: path)
+        return set
+    }
+
+    /// Seals a recording: computes the capture file's digest, sets status `complete`, saves the
+    /// manifest, and returns it.
+    @discardableResult
+    public static func seal(at path: String) throws(CaptureSetError) -> CaptureSetManifest {
+        let set = CaptureSetDirectory(path: path)
+        var manifest = try readManifest(at: path)
+        let capture = set.capturePath(for: manifest)
+        guard FileIO.isRegularFile(capture) else { throw .captureFileMissing(set: set.name, path: capture) }
+        manifest.captureSha256 = try sha256(ofFile: capture)
+        manifest.status = .complete
+        try saveManifest(manifest, to: path)
+        return manifest
+    }
+
+    /// Loads a set: parses the manifest, checks the capture file is there and, with `verify`,
+    /// that its SHA-256 matches the manifest's.
+    ///
+    /// A set without a digest (an unsealed or interrupted recording) loads with a warning.
+    public static func load(_ path: String, verify: Bool = true) throws(CaptureSetError) -> LoadedCaptureSet {
+        let set = CaptureSetDirectory(path: path)
+        let manifest = try readManifest(at: path)
+        let capture = set.capturePath(for: manifest)
+        guard FileIO.isRegularFile(capture) else { throw .captureFileMissing(set: set.name, path: capture) }
+        var warnings: [String] = []
+        var verified = false
+        if manifest.status == .recording {
+            warnings.append("capture set \(set.name): status is `recording`: the recording was not sealed "
+                + "(interrupted, or still running); the capture may end in a cut-off block.")
+        }
+        if let expected = manifest.captureSha256 {
+            if verify {
+                let actual = try sha256(ofFile: capture)
+                guard actual == expected.lowercased() else {
+                    throw .digestMismatch(set: set.name, file: capture, expected: expected.lowercased(), actual: actual)
+                }
+                verified = true
+            } else {
+                warnings.append("capture set \(set.name): SHA-256 of \(manifest.captureFile) not checked (--no-verify).")
+            }
+        } else {
+            warnings.append("capture set \(set.name): the manifest has no capture_sha256, so \(manifest.captureFile) "
+                + "cannot be verified; seal it with `tether import` once it is known to be good.")
+        }
+        return LoadedCaptureSet(directory: set, manifest: manifest, capturePath: capture, verified: verified, warnings: warnings)
+    }
+
+    /// Lower-case hex SHA-256 of a file, read in 1 MiB pieces (constant memory whatever its size).
+    public static func sha256(ofFile path: String) throws(CaptureSetError) -> String {
+        try sha256(ofFile: path, chunkSize: 1 << 20)
+    }
+
+    static func sha256(ofFile path: String, chunkSize: Int) throws(CaptureSetError) -> String {
+        var hasher = SHA256()
+        try FileIO.forEachChunk(path, chunkSize: chunkSize) { hasher.update(bufferPointer: $0) }
+        return hex(Array(hasher.finalize()))
+    }
+
+    private static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count * 2)
+        for b in bytes {
+            out.append(digits[Int(b >> 4)])
+            out.append(digits[Int(b & 0x0f)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
+
+/// A capture set that was loaded (and, unless asked not to, verified).
+public struct LoadedCaptureSet: Sendable, Equatable {
+    /// The set's folder.
+    public var directory: CaptureSetDirectory
+    /// Its manifest as read.
+    public var manifest: CaptureSetManifest
+    /// Full path of its capture file.
+    public var capturePath: String
+    /// `true` when the capture file's digest was computed and matched.
+    public var verified: Bool
+    /// Things the user should know that do not stop a replay (unsealed recording, no digest).
+    public var warnings: [String]
+
+    /// The set's name (its folder's last component).
+    public var name: String { directory.name }
+
+    /// Full path of a core's accepted trace: the manifest's `baselines` entry, else
+    /// `baseline/<core>.jsonl` if that file exists; `nil` when the set has none.
+    public func baselinePath(core: String) -> String? {
+        if let relative = manifest.baselines[core] { return FileIO.join(directory.path, relative) }
+        let conventional = FileIO.join(directory.path, CaptureSetDirectory.defaultBaselinePath(core: core))
+        return FileIO.isRegularFile(conventional) ? conventional : nil
+    }
+}
+
+extension CaptureSetManifest {
+    /// `date` as the manifest's `recorded_at` text: ISO 8601, UTC, whole seconds.
+    public static func timestamp(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.string(from: date)
+    }
+}

@@ -1,0 +1,45 @@
+/// Why a capture set could not be loaded, created or saved. Each case names the file or folder,
+/// and ``description`` ends with what to do next.
+public enum CaptureSetError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The folder has no `manifest.yaml`.
+    case notACaptureSet(path: String)
+    /// The operating system refused an operation (`open`, `read`, `write`, `rename`, `mkdir`…).
+    case io(path: String, operation: String, reason: String)
+    /// `manifest.yaml` is not YAML, or a field is missing or of the wrong type.
+    case invalidManifest(path: String, field: String?, problem: String)
+    /// The manifest was written by a newer Tether with a schema this build does not know.
+    case unsupportedSchemaVersion(path: String, found: Int, supported: Int)
+    /// The capture file the manifest names is not there.
+    case captureFileMissing(set: String, path: String)
+    /// The capture file's SHA-256 is not the one the manifest recorded: it changed after sealing.
+    case digestMismatch(set: String, file: String, expected: String, actual: String)
+    /// `create` was asked to make a set where a manifest already exists.
+    case alreadyExists(path: String)
+
+    /// The problem, the file, and what to do next.
+    public var description: String {
+        switch self {
+        case let .notACaptureSet(path):
+            return "\(path): not a capture set (no manifest.yaml). Point at a folder made by `tether record` "
+                + "or `tether import`, or run `tether import` on a bare capture file."
+        case let .io(path, operation, reason):
+            return "\(path): \(operation) failed: \(reason). Check that the path exists and is readable/writable."
+        case let .invalidManifest(path, field, problem):
+            let at = field.map { " at `\($0)`" } ?? ""
+            return "\(path): invalid manifest\(at): \(problem). Fix the field by hand (docs/capture-set.md "
+                + "lists every field) or recreate the set with `tether import`."
+        case let .unsupportedSchemaVersion(path, found, supported):
+            return "\(path): manifest schema_version \(found) is newer than this Tether reads (\(supported)). "
+                + "Upgrade Tether to replay this set."
+        case let .captureFileMissing(set, path):
+            return "capture set \(set): capture file \(path) is missing. Restore it from version control "
+                + "or re-record the set."
+        case let .digestMismatch(set, file, expected, actual):
+            return "capture set \(set): \(file) has SHA-256 \(actual) but the manifest expects \(expected); "
+                + "the capture changed after it was sealed. Restore the original file, re-record the set, "
+                + "run `tether import` to reseal it on purpose, or pass --no-verify to replay it anyway."
+        case let .alreadyExists(path):
+            return "\(path): a capture set already exists here. Choose another name or remove the old set first."
+        }
+    }
+}

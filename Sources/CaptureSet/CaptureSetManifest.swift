@@ -1,0 +1,334 @@
+import CaptureKit
+
+/// The contents of a capture set's `manifest.yaml`: what was recorded, when, by what, which
+/// interface plays which role, annotations, IngestCore overrides, expectations and baselines.
+///
+/// Every key is snake_case in YAML; docs/capture-set.md describes each field with an example.
+/// Keys Tether does not know are ignored on load, so a newer minor writer stays readable; a higher
+/// ``schemaVersion`` than ``CaptureSetManifest/supportedSchemaVersion`` is refused.
+public struct CaptureSetManifest: Codable, Sendable, Equatable {
+    /// The manifest schema this build of Tether reads and writes.
+    public static let supportedSchemaVersion = 1
+
+    /// Manifest schema version (currently 1).
+    public var schemaVersion: Int
+    /// One line saying what was recorded.
+    public var title: String
+    /// Free text: the scenario, the conditions, anything a reader of the replay report should know.
+    public var description: String?
+    /// When recording started, ISO 8601 with a UTC offset (`2026-11-22T00:45:00Z`).
+    public var recordedAt: String
+    /// The Tether version that wrote the set (``TetherVersion/current`` at the time).
+    public var tetherVersion: String
+    /// Whether the recording was sealed. An interrupted live recording stays `recording`.
+    public var status: CaptureSetStatus
+    /// The capture file's name inside the set folder (normally `capture.pcapng`).
+    public var captureFile: String
+    /// Lower-case hex SHA-256 of the capture file, set when the recording is sealed. `nil` while
+    /// recording: such a set loads with a warning instead of a verified digest.
+    public var captureSha256: String?
+    /// Which capture interface plays which role.
+    public var interfaces: [ManifestInterface]
+    /// The devices that took part.
+    public var devices: [ManifestDevice]
+    /// Notes attached to frames.
+    public var annotations: [ManifestAnnotation]
+    /// ATT handles named by hand, for captures that do not contain the GATT discovery.
+    public var gattHandles: [ManifestGATTHandle]
+    /// IngestCore configuration used for replaying this set (unset fields keep the core's defaults).
+    public var ingest: IngestOverrides?
+    /// What replay checks.
+    public var expectations: [Expectation]
+    /// Accepted behaviour traces: core name (`ingest`, `messaging`, `session`) → path relative to
+    /// the set folder (normally `baseline/<core>.jsonl`).
+    public var baselines: [String: String]
+
+    /// A manifest for a new recording: status `recording`, no digest yet, written by this Tether.
+    public init(
+        title: String, description: String? = nil, recordedAt: String,
+        tetherVersion: String = TetherVersion.current, status: CaptureSetStatus = .recording,
+        captureFile: String = CaptureSetDirectory.defaultCaptureFileName, captureSha256: String? = nil,
+        interfaces: [ManifestInterface] = [], devices: [ManifestDevice] = [],
+        annotations: [ManifestAnnotation] = [], gattHandles: [ManifestGATTHandle] = [],
+        ingest: IngestOverrides? = nil, expectations: [Expectation] = [], baselines: [String: String] = [:],
+        schemaVersion: Int = CaptureSetManifest.supportedSchemaVersion
+    ) {
+        self.schemaVersion = schemaVersion
+        self.title = title
+        self.description = description
+        self.recordedAt = recordedAt
+        self.tetherVersion = tetherVersion
+        self.status = status
+        self.captureFile = captureFile
+        self.captureSha256 = captureSha256
+        self.interfaces = interfaces
+        self.devices = devices
+        self.annotations = annotations
+        self.gattHandles = gattHandles
+        self.ingest = ingest
+        self.expectations = expectations
+        self.baselines = baselines
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case schemaVersion = "schema_version"
+        case title, description
+        case recordedAt = "recorded_at"
+        case tetherVersion = "tether_version"
+        case status
+        case captureFile = "capture_file"
+        case captureSha256 = "capture_sha256"
+        case interfaces, devices, annotations
+        case gattHandles = "gatt_handles"
+        case ingest, expectations, baselines
+    }
+
+    /// Lists and maps may be left out of a hand-written manifest; they default to empty.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        schemaVersion = try c.decode(Int.self, forKey: .schemaVersion)
+        title = try c.decode(String.self, forKey: .title)
+        description = try c.decodeIfPresent(String.self, forKey: .description)
+        recordedAt = try c.decode(String.self, forKey: .recordedAt)
+        tetherVersion = try c.decode(String.self, forKey: .tetherVersion)
+        status = try c.decodeIfPresent(CaptureSetStatus.self, forKey: .status) ?? .complete
+        captureFile = try c.decodeIfPresent(String.self, forKey: .captureFile) ?? CaptureSetDirectory.defaultCaptureFileName
+        captureSha256 = try c.decodeIfPresent(String.self, forKey: .captureSha256)
+        interfaces = try c.decodeIfPresent([ManifestInterface].self, forKey: .interfaces) ?? []
+        devices = try c.decodeIfPresent([ManifestDevice].self, forKey: .devices) ?? []
+        annotations = try c.decodeIfPresent([ManifestAnnotation].self, forKey: .annotations) ?? []
+        gattHandles = try c.decodeIfPresent([ManifestGATTHandle].self, forKey: .gattHandles) ?? []
+        ingest = try c.decodeIfPresent(IngestOverrides.self, forKey: .ingest)
+        expectations = try c.decodeIfPresent([Expectation].self, forKey: .expectations) ?? []
+        baselines = try c.decodeIfPresent([String: String].self, forKey: .baselines) ?? [:]
+    }
+
+    /// Empty lists are written too, so a hand editor sees every section.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(schemaVersion, forKey: .schemaVersion)
+        try c.encode(title, forKey: .title)
+        try c.encodeIfPresent(description, forKey: .description)
+        try c.encode(recordedAt, forKey: .recordedAt)
+        try c.encode(tetherVersion, forKey: .tetherVersion)
+        try c.encode(status, forKey: .status)
+        try c.encode(captureFile, forKey: .captureFile)
+        try c.encodeIfPresent(captureSha256, forKey: .captureSha256)
+        try c.encode(interfaces, forKey: .interfaces)
+        try c.encode(devices, forKey: .devices)
+        try c.encode(annotations, forKey: .annotations)
+        try c.encode(gattHandles, forKey: .gattHandles)
+        try c.encodeIfPresent(ingest, forKey: .ingest)
+        try c.encode(expectations, forKey: .expectations)
+        // Sorted by hand: a Dictionary's order differs from run to run, a manifest must not.
+        var b = c.nestedContainer(keyedBy: BaselineKey.self, forKey: .baselines)
+        for core in baselines.keys.sorted() {
+            try b.encode(baselines[core, default: ""], forKey: BaselineKey(stringValue: core))
+        }
+    }
+
+    private struct BaselineKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    /// The interface entry for a capture interface index, if the manifest describes it.
+    public func interface(index: Int) -> ManifestInterface? {
+        interfaces.first { $0.index == index }
+    }
+}
+
+/// Whether a capture set's recording finished.
+public enum CaptureSetStatus: String, Codable, Sendable, Hashable {
+    /// The recorder wrote the manifest at start and has not sealed it (still running, or it was
+    /// interrupted). The capture file may end in a cut-off block.
+    case recording
+    /// The recorder closed the capture file and wrote its digest.
+    case complete
+}
+
+/// What a capture interface carries, as far as replay is concerned. An open set of names: the
+/// constants are the ones Tether's adapters know; any other string is kept as written.
+public struct InterfaceRole: RawRepresentable, Codable, Sendable, Hashable, CustomStringConvertible {
+    /// The role's name as written in the manifest.
+    public var rawValue: String
+    /// A role by name.
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    /// UDP datagrams to intdash Motion's plugin port; replayed into IngestCore.
+    public static let ingestUDP = InterfaceRole(rawValue: "ingest-udp")
+    /// HCI packets with direction (H4 with phdr, or an H4 tap); replayed into the BLE cores.
+    public static let bleHCI = InterfaceRole(rawValue: "ble-hci")
+    /// BlueZ monitor-channel records; replayed into the BLE cores.
+    public static let bleMonitor = InterfaceRole(rawValue: "ble-monitor")
+    /// Recorded for context only; no adapter consumes it.
+    public static let context = InterfaceRole(rawValue: "context")
+
+    /// Reads the plain string.
+    public init(from decoder: any Decoder) throws {
+        rawValue = try decoder.singleValueContainer().decode(String.self)
+    }
+    /// Writes the plain string.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.singleValueContainer()
+        try c.encode(rawValue)
+    }
+    /// The role's name.
+    public var description: String { rawValue }
+}
+
+/// One capture interface as the manifest describes it.
+public struct ManifestInterface: Codable, Sendable, Equatable {
+    /// The interface's index in the capture file (pcapng Interface Description Block order, from 0).
+    public var index: Int
+    /// The interface name it was recorded from (`lo`, `any`, `hci0`, `h4tap:9001`).
+    public var name: String?
+    /// The LINKTYPE_ number of its frames (1 Ethernet, 276 Linux SLL2, 201 HCI H4 with phdr…).
+    public var linkType: UInt32
+    /// What the interface carries for replay.
+    public var role: InterfaceRole?
+    /// For `ingest-udp`: the UDP port the ingest server listened on (12345 when absent).
+    public var ingestPort: UInt16?
+
+    /// Describe one interface.
+    public init(index: Int, name: String? = nil, linkType: LinkType, role: InterfaceRole? = nil, ingestPort: UInt16? = nil) {
+        self.index = index
+        self.name = name
+        self.linkType = linkType.rawValue
+        self.role = role
+        self.ingestPort = ingestPort
+    }
+
+    /// ``linkType`` as a CaptureKit value.
+    public var captureLinkType: LinkType { LinkType(rawValue: linkType) }
+
+    enum CodingKeys: String, CodingKey {
+        case index, name
+        case linkType = "link_type"
+        case role
+        case ingestPort = "ingest_port"
+    }
+}
+
+/// A device that took part in the recording.
+public struct ManifestDevice: Codable, Sendable, Equatable {
+    /// A name to refer to it by (`forerunner-965`, `iphone-15`).
+    public var name: String
+    /// Manufacturer's model name.
+    public var model: String?
+    /// Firmware or OS version.
+    public var firmware: String?
+    /// App identifiers involved (Connect IQ app UUIDs, bundle ids).
+    public var appIds: [String]
+
+    /// Describe one device.
+    public init(name: String, model: String? = nil, firmware: String? = nil, appIds: [String] = []) {
+        self.name = name
+        self.model = model
+        self.firmware = firmware
+        self.appIds = appIds
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case name, model, firmware
+        case appIds = "app_ids"
+    }
+
+    /// `app_ids` may be left out.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        name = try c.decode(String.self, forKey: .name)
+        model = try c.decodeIfPresent(String.self, forKey: .model)
+        firmware = try c.decodeIfPresent(String.self, forKey: .firmware)
+        appIds = try c.decodeIfPresent([String].self, forKey: .appIds) ?? []
+    }
+}
+
+/// A note attached to one frame. Also written as a pcapng packet comment when recorded live.
+public struct ManifestAnnotation: Codable, Sendable, Equatable {
+    /// The 1-based frame number it is attached to (Wireshark's numbering).
+    public var frame: Int
+    /// Virtual time of that frame: nanoseconds since the capture's first frame, the same clock as
+    /// the trace's `t_ns`.
+    public var timeNs: Int64
+    /// The note.
+    public var text: String
+    /// Who wrote it, when known.
+    public var author: String?
+
+    /// Describe one annotation.
+    public init(frame: Int, timeNs: Int64, text: String, author: String? = nil) {
+        self.frame = frame
+        self.timeNs = timeNs
+        self.text = text
+        self.author = author
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case frame
+        case timeNs = "time_ns"
+        case text, author
+    }
+}
+
+/// An ATT handle named by hand, for a capture that starts after GATT discovery.
+public struct ManifestGATTHandle: Codable, Sendable, Equatable {
+    /// The attribute handle (the characteristic's value handle).
+    public var handle: UInt16
+    /// The owning service's UUID.
+    public var serviceUUID: String?
+    /// The characteristic's UUID.
+    public var characteristicUUID: String
+
+    /// Name one handle.
+    public init(handle: UInt16, serviceUUID: String? = nil, characteristicUUID: String) {
+        self.handle = handle
+        self.serviceUUID = serviceUUID
+        self.characteristicUUID = characteristicUUID
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case handle
+        case serviceUUID = "service_uuid"
+        case characteristicUUID = "characteristic_uuid"
+    }
+}
+
+/// IngestCore settings a capture set (or the command line) changes from the core's defaults.
+/// `nil` keeps the default.
+public struct IngestOverrides: Codable, Sendable, Equatable {
+    /// A stream with no datagram for this long ends (`stream_end` with cause idle).
+    public var idleTimeoutMs: Int?
+    /// Buffered data points are handed on at least this often.
+    public var flushIntervalMs: Int?
+    /// Buffered data points are handed on once they reach this many payload bytes.
+    public var flushBytes: Int?
+
+    /// Overrides; all `nil` means the core's defaults.
+    public init(idleTimeoutMs: Int? = nil, flushIntervalMs: Int? = nil, flushBytes: Int? = nil) {
+        self.idleTimeoutMs = idleTimeoutMs
+        self.flushIntervalMs = flushIntervalMs
+        self.flushBytes = flushBytes
+    }
+
+    /// These overrides with every field that `other` sets taken from `other`.
+    public func overridden(by other: IngestOverrides?) -> IngestOverrides {
+        guard let other else { return self }
+        return IngestOverrides(
+            idleTimeoutMs: other.idleTimeoutMs ?? idleTimeoutMs,
+            flushIntervalMs: other.flushIntervalMs ?? flushIntervalMs,
+            flushBytes: other.flushBytes ?? flushBytes
+        )
+    }
+
+    /// `true` when no field is set.
+    public var isEmpty: Bool { idleTimeoutMs == nil && flushIntervalMs == nil && flushBytes == nil }
+
+    enum CodingKeys: String, CodingKey {
+        case idleTimeoutMs = "idle_timeout_ms"
+        case flushIntervalMs = "flush_interval_ms"
+        case flushBytes = "flush_bytes"
+    }
+}

@@ -1,0 +1,147 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Small POSIX file helpers that report failures as ``CaptureSetError/io(path:operation:reason:)``
+/// with the system's own reason, which Foundation's file APIs tend to hide.
+enum FileIO {
+    static func errnoText(_ code: Int32 = errno) -> String {
+        guard let text = strerror(code) else { return "errno \(code)" }
+        return String(cString: text)
+    }
+
+    static func exists(_ path: String) -> Bool {
+        var st = stat()
+        return stat(path, &st) == 0
+    }
+
+    static func isDirectory(_ path: String) -> Bool {
+        var st = stat()
+        return stat(path, &st) == 0 && (st.st_mode & mode_t(S_IFMT)) == mode_t(S_IFDIR)
+    }
+
+    static func isRegularFile(_ path: String) -> Bool {
+        var st = stat()
+        return stat(path, &st) == 0 && (st.st_mode & mode_t(S_IFMT)) == mode_t(S_IFREG)
+    }
+
+    /// Reads a whole (small) file such as a manifest.
+    static func readAll(_ path: String) throws(CaptureSetError) -> [UInt8] {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw .io(path: path, operation: "open", reason: errnoText()) }
+        defer { close(fd) }
+        var out: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw .io(path: path, operation: "read", reason: errnoText())
+            }
+            if n == 0 { break }
+            out.append(contentsOf: chunk[0..<n])
+        }
+        return out
+    }
+
+    /// Calls `body` with successive pieces of the file, in a fixed-size buffer: constant memory.
+    static func forEachChunk(
+        _ path: String, chunkSize: Int = 1 << 20, _ body: (UnsafeRawBufferPointer) -> Void
+    ) throws(CaptureSetError) {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw .io(path: path, operation: "open", reason: errnoText()) }
+        defer { close(fd) }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
+        defer { buffer.deallocate() }
+        while true {
+            let n = read(fd, buffer.baseAddress, chunkSize)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw .io(path: path, operation: "read", reason: errnoText())
+            }
+            if n == 0 { return }
+            body(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+        }
+    }
+
+    /// Writes `bytes` to a temporary file beside `path`, syncs it and renames it over `path`, so a
+    /// reader sees the old file or the new one, never half of one. The temporary file is removed
+    /// on any failure.
+    static func writeAtomically(_ bytes: [UInt8], to path: String) throws(CaptureSetError) {
+        let (dir, base) = split(path)
+        let temp = join(dir, ".\(base).tmp-\(getpid())")
+        let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw .io(path: temp, operation: "create", reason: errnoText()) }
+        var failure: CaptureSetError?
+        var written = 0
+        while written < bytes.count {
+            let n = bytes.withUnsafeBytes { all -> Int in
+                guard let base = all.baseAddress else { return 0 }
+                return write(fd, base + written, all.count - written)
+            }
+            if n < 0 {
+                if errno == EINTR { continue }
+                failure = .io(path: temp, operation: "write", reason: errnoText())
+                break
+            }
+            written += n
+        }
+        if failure == nil, fsync(fd) != 0 {
+            failure = .io(path: temp, operation: "fsync", reason: errnoText())
+        }
+        if close(fd) != 0, failure == nil {
+            failure = .io(path: temp, operation: "close", reason: errnoText())
+        }
+        if failure == nil, rename(temp, path) != 0 {
+            failure = .io(path: path, operation: "rename \(temp) to", reason: errnoText())
+        }
+        if let failure {
+            unlink(temp)
+            throw failure
+        }
+    }
+
+    /// Creates a folder and any missing parents.
+    static func makeDirectories(_ path: String) throws(CaptureSetError) {
+        if isDirectory(path) { return }
+        let (parent, _) = split(path)
+        if !parent.isEmpty, parent != path, parent != "/", !exists(parent) {
+            try makeDirectories(parent)
+        }
+        if mkdir(path, 0o755) != 0, errno != EEXIST {
+            throw .io(path: path, operation: "mkdir", reason: errnoText())
+        }
+    }
+
+    /// Entries of a folder, without `.` and `..`, unsorted.
+    static func listDirectory(_ path: String) throws(CaptureSetError) -> [String] {
+        guard let dir = opendir(path) else { throw .io(path: path, operation: "opendir", reason: errnoText()) }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != ".", name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    static func split(_ path: String) -> (dir: String, base: String) {
+        var trimmed = Substring(path)
+        while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
+        guard let slash = trimmed.lastIndex(of: "/") else { return (".", String(trimmed)) }
+        let dir = trimmed[..<slash]
+        return (dir.isEmpty ? "/" : String(dir), String(trimmed[trimmed.index(after: slash)...]))
+    }
+
+    static func join(_ dir: String, _ name: String) -> String {
+        if name.hasPrefix("/") { return name }
+        if dir.isEmpty || dir == "." { return name }
+        return dir.hasSuffix("/") ? dir + name : dir + "/" + name
+    }
+}

@@ -1,0 +1,278 @@
+#if canImport(CaptureSet)
+import CaptureSet
+#endif
+
+/// The outcome of one expectation against one trace.
+public struct ExpectationResult: Sendable, Hashable {
+    /// The expectation checked.
+    public var expectation: Expectation
+    /// Whether it held.
+    public var passed: Bool
+    /// What was measured, short, e.g. `1188` or `max gap 312.5 ms at t=12.000 s`.
+    public var measured: String
+    /// One line saying what was expected and what was measured, e.g.
+    /// `count(datapoint where name=v1/1/yaw): expected 1200, measured 1188`.
+    public var message: String
+
+    /// Creates a result.
+    public init(expectation: Expectation, passed: Bool, measured: String, message: String) {
+        self.expectation = expectation
+        self.passed = passed
+        self.measured = measured
+        self.message = message
+    }
+}
+
+/// Evaluates manifest expectations against a behaviour trace (docs/expectations.md).
+public enum Expectations {
+    /// Checks every expectation against `trace` (events in trace order) and returns one result
+    /// each, in the same order. Pure: the same inputs always give the same results.
+    public static func evaluate(_ expectations: [Expectation], trace: [TraceEvent]) -> [ExpectationResult] {
+        expectations.map { evaluate($0, trace: trace) }
+    }
+
+    /// Checks one expectation against `trace`.
+    public static func evaluate(_ expectation: Expectation, trace: [TraceEvent]) -> ExpectationResult {
+        let label = expectation.displayName
+        func result(_ passed: Bool, expected: String, measured: String) -> ExpectationResult {
+            ExpectationResult(
+                expectation: expectation, passed: passed, measured: measured,
+                message: "\(label): expected \(expected), measured \(measured)"
+            )
+        }
+
+        switch expectation.kind {
+        case .count(let selector, let bounds):
+            let n = trace.lazy.filter { selector.matches($0) }.count
+            return result(bounds.contains(n), expected: bounds.summary, measured: "\(n)")
+
+        case .absent(let selector):
+            guard let first = trace.first(where: { selector.matches($0) }) else {
+                return result(true, expected: "none", measured: "0")
+            }
+            let n = trace.lazy.filter { selector.matches($0) }.count
+            return result(false, expected: "none", measured: "\(n) (first at \(formatTime(first.timeNs)))")
+
+        case .order(let selectors):
+            var index = 0
+            var found: [Int64] = []
+            for selector in selectors {
+                guard let hit = trace[index...].firstIndex(where: { selector.matches($0) }) else { break }
+                found.append(trace[hit].timeNs)
+                index = hit + 1
+            }
+            let expected = "in order: " + selectors.map(\.summary).joined(separator: " → ")
+            if found.count == selectors.count {
+                return result(true, expected: expected,
+                              measured: "all \(selectors.count) in order at " + found.map(formatTime).joined(separator: ", "))
+            }
+            let missing = selectors[found.count].summary
+            let after = found.last.map { " after \(formatTime($0))" } ?? ""
+            return result(false, expected: expected,
+                          measured: "\(found.count) of \(selectors.count) in order; no \(missing)\(after)")
+
+        case .maxGap(let selector, let maxMs, let startSelector, let endSelector):
+            return evaluateMaxGap(expectation, selector, maxMs, startSelector, endSelector, trace, result)
+
+        case .rate(let selector, let hz, let tolerancePercent):
+            let matches = trace.filter { selector.matches($0) }
+            let expected = "\(formatNumber(hz)) Hz ± \(formatNumber(tolerancePercent))%"
+            guard let first = matches.first, let last = matches.last, matches.count >= 2,
+                  last.timeNs > first.timeNs
+            else {
+                return result(false, expected: expected,
+                              measured: "\(matches.count) event(s) over no time span; a rate needs two at different times")
+            }
+            let seconds = (Double(last.timeNs) - Double(first.timeNs)) / 1e9
+            let measuredHz = Double(matches.count - 1) / seconds
+            let allowed = hz * tolerancePercent / 100
+            return result(abs(measuredHz - hz) <= allowed, expected: expected,
+                          measured: "\(formatNumber(measuredHz)) Hz (\(matches.count) events over \(formatNumber(seconds)) s)")
+
+        case .at(let selector, let tMs, let toleranceMs):
+            let target = tMs * 1e6
+            let expected = "one at \(formatNumber(tMs)) ms ± \(formatNumber(toleranceMs)) ms"
+            let nearest = trace.lazy.filter { selector.matches($0) }
+                .min { abs(Double($0.timeNs) - target) < abs(Double($1.timeNs) - target) }
+            guard let nearest else { return result(false, expected: expected, measured: "none matched") }
+            let offMs = (Double(nearest.timeNs) - target) / 1e6
+            return result(abs(offMs) <= toleranceMs, expected: expected,
+                          measured: "nearest at \(formatTime(nearest.timeNs)) (\(signed(offMs)) ms)")
+
+        case .range(let selector, let field, let min, let max):
+            let expected = "\(field) in [\(min.map(formatNumber) ?? "-∞"), \(max.map(formatNumber) ?? "+∞")]"
+            var count = 0
+            var low = Double.infinity, high = -Double.infinity
+            var firstOutside: (TraceEvent, String)?
+            for event in trace where selector.matches(event) {
+                count += 1
+                guard let number = event.fields[field]?.numericValue else {
+                    if firstOutside == nil {
+                        firstOutside = (event, event.fields[field].map { "non-numeric \($0.compactText)" } ?? "missing")
+                    }
+                    continue
+                }
+                low = Swift.min(low, number)
+                high = Swift.max(high, number)
+                let inside = (min.map { number >= $0 } ?? true) && (max.map { number <= $0 } ?? true)
+                if !inside && firstOutside == nil { firstOutside = (event, formatNumber(number)) }
+            }
+            guard count > 0 else { return result(false, expected: expected, measured: "no matching events") }
+            var measured = low <= high ? "[\(formatNumber(low)), \(formatNumber(high))] over \(count) events"
+                : "no numeric values over \(count) events"
+            if let (event, value) = firstOutside {
+                measured += "; first outside: \(value) at \(formatTime(event.timeNs))"
+            }
+            return result(firstOutside == nil, expected: expected, measured: measured)
+
+        case .equals(let selector, let field, let value, let which):
+            let expected = "\(which.rawValue) \(field) = \(value.description)"
+            let matches = trace.filter { selector.matches($0) }
+            guard !matches.isEmpty else { return result(false, expected: expected, measured: "no matching events") }
+            let checked: [TraceEvent]
+            switch which {
+            case .first: checked = Array(matches.prefix(1))
+            case .last: checked = Array(matches.suffix(1))
+            case .every: checked = matches
+            }
+            let failures = checked.filter { !value.matches($0.fields[field]) }
+            if let firstFailure = failures.first {
+                let got = firstFailure.fields[field]?.compactText ?? "missing"
+                let prefix = which == .every ? "\(failures.count) of \(checked.count) differ; first " : ""
+                return result(false, expected: expected,
+                              measured: "\(prefix)\(got) at \(formatTime(firstFailure.timeNs))")
+            }
+            let suffix = which == .every ? " (all \(checked.count))" : ""
+            return result(true, expected: expected, measured: value.description + suffix)
+        }
+    }
+
+    private static func evaluateMaxGap(
+        _ expectation: Expectation, _ selector: Expectation.Selector, _ maxMs: Double,
+        _ startSelector: Expectation.Selector?, _ endSelector: Expectation.Selector?, _ trace: [TraceEvent],
+        _ result: (Bool, String, String) -> ExpectationResult
+    ) -> ExpectationResult {
+        var expected = "gaps ≤ \(formatNumber(maxMs)) ms"
+        var lower = trace.startIndex
+        var upper = trace.endIndex
+        var windowStart: Int64?
+        var windowEnd: Int64?
+        if let startSelector {
+            expected += " from \(startSelector.summary)"
+            guard let hit = trace.firstIndex(where: { startSelector.matches($0) }) else {
+                return result(false, expected, "no \(startSelector.summary) to start the window")
+            }
+            windowStart = trace[hit].timeNs
+            lower = hit + 1
+        }
+        if let endSelector {
+            expected += " until \(endSelector.summary)"
+            guard let hit = trace[lower...].firstIndex(where: { endSelector.matches($0) }) else {
+                return result(false, expected, "no \(endSelector.summary) to end the window")
+            }
+            windowEnd = trace[hit].timeNs
+            upper = hit
+        }
+        var times: [Int64] = []
+        if let windowStart { times.append(windowStart) }
+        for event in trace[lower..<upper] where selector.matches(event) { times.append(event.timeNs) }
+        if let windowEnd { times.append(windowEnd) }
+        guard times.count >= 2 else {
+            return result(false, expected, "fewer than two matching events; no gap to measure")
+        }
+        var largest: Int64 = 0
+        var largestAt: Int64 = times[0]
+        for (previous, next) in zip(times, times.dropFirst()) where next &- previous > largest {
+            largest = next &- previous
+            largestAt = previous
+        }
+        let largestMs = Double(largest) / 1e6
+        return result(largestMs <= maxMs, expected,
+                      "max gap \(formatNumber(largestMs)) ms after \(formatTime(largestAt))")
+    }
+
+    /// Virtual time for messages: `12.345678 s`, exact to the microsecond.
+    static func formatTime(_ ns: Int64) -> String {
+        "t=" + formatNumber(Double(ns) / 1e9) + " s"
+    }
+
+    /// At most six decimals, trailing zeros dropped: `1200`, `99.5`, `0.333333`.
+    static func formatNumber(_ value: Double) -> String {
+        guard value.isFinite else { return value.description }
+        let scaled = (value * 1e6).rounded()
+        guard abs(scaled) < 9e18 else { return value.description }
+        let micro = Int64(scaled)
+        let sign = micro < 0 ? "-" : ""
+        let magnitude = micro.magnitude
+        let whole = magnitude / 1_000_000
+        var fraction = String(magnitude % 1_000_000)
+        if fraction == "0" { return sign + String(whole) }
+        fraction = String(repeating: "0", count: 6 - fraction.count) + fraction
+        while fraction.hasSuffix("0") { fraction.removeLast() }
+        return "\(sign)\(whole).\(fraction)"
+    }
+
+    private static func signed(_ value: Double) -> String {
+        (value >= 0 ? "+" : "") + formatNumber(value)
+    }
+}
+
+extension Expectation.Selector {
+    /// Whether `event` is one this selector chooses.
+    public func matches(_ event: TraceEvent) -> Bool {
+        guard event.event == self.event else { return false }
+        if let core, event.core != core { return false }
+        for (key, wanted) in self.where where !wanted.matches(event.fields[key]) {
+            return false
+        }
+        return true
+    }
+}
+
+extension Expectation.Value {
+    /// Manifest values come from YAML, where `12` may be meant for a string field "12" or an int
+    /// field 12, so numbers compare numerically and everything else by text.
+    public func matches(_ field: TraceValue?) -> Bool {
+        guard let field else { return false }
+        switch (self, field) {
+        case (.null, .null): return true
+        case (.null, _), (_, .null): return false
+        case (.bool(let a), .bool(let b)): return a == b
+        case (.int(let a), .int(let b)): return a == b
+        case (.int, _), (.double, _):
+            if let mine = numericValue, let theirs = field.numericValue { return mine == theirs }
+            if case .string(let s) = field { return s == description }
+            return false
+        case (.string(let s), .string(let t)): return s == t
+        case (.string(let s), _): return s == field.compactText
+        case (.bool, _): return false
+        }
+    }
+
+    var numericValue: Double? {
+        switch self {
+        case .int(let i): return Double(i)
+        case .double(let d): return d
+        default: return nil
+        }
+    }
+}
+
+extension TraceValue {
+    /// The number an int or double field holds; nil for anything else.
+    public var numericValue: Double? {
+        switch self {
+        case .int(let i): return Double(i)
+        case .double(let d): return d
+        default: return nil
+        }
+    }
+
+    /// The value as compact JSON for messages (strings unquoted at top level).
+    public var compactText: String {
+        if case .string(let s) = self { return s }
+        var out = ""
+        TraceJSONWriter.appendValue(self, to: &out)
+        return out
+    }
+}

@@ -1,0 +1,199 @@
+import CaptureKit
+import CaptureSet
+import Dissectors
+import IngestCore
+
+/// Replays captured UDP datagrams into ``IngestCore`` and writes what it does as `ingest` trace
+/// events.
+///
+/// It takes the frames of every interface whose manifest role is `ingest-udp`, and of every
+/// IP-carrying interface the manifest does not describe (a bare imported capture). Of those it
+/// feeds each UDP datagram whose destination port is the ingest port — the interface's
+/// `ingest_port`, else ``defaultPort`` (12345); ``portOverride`` replaces both — with the IP
+/// source address and port as the ``DatagramSource``.
+///
+/// Trace events (every one has `source` but `summary` and `frame_malformed`):
+/// `datapoint` {name, type, time_ns, value | bytes}, `rejected` {reason, detail}, `plugin_name`
+/// {name}, `end_message`, `legacy_v1` {bytes, time_ns?}, `stream_start`, `stream_end` {cause},
+/// `rate` {hz}, `time_backwards` {previous_ns, current_ns}, `gap` {gap_ns, expected_period_ns},
+/// `chunk` {sequence, points, bytes}, `frame_malformed` {frame, detail}, and one `summary` at the end.
+public struct IngestAdapter: CoreAdapter {
+    /// The port Motion listens on unless configured otherwise.
+    public static let standardPort: UInt16 = 12345
+
+    /// Always `ingest`.
+    public let core = "ingest"
+    /// The core under test.
+    public private(set) var ingest: IngestCore
+    /// The ingest port for an `ingest-udp` interface that names none, or an undescribed one.
+    public var defaultPort: UInt16
+    /// When set, the ingest port on every interface.
+    public var portOverride: UInt16?
+
+    private var extractor = UDPExtractor()
+    private var otherPortDatagrams = 0
+    private var notUDPFrames = 0
+    private var malformedFrames = 0
+
+    /// An adapter around a fresh ``IngestCore``.
+    public init(configuration: IngestConfiguration = .init(), defaultPort: UInt16 = IngestAdapter.standardPort, portOverride: UInt16? = nil) {
+        self.ingest = IngestCore(configuration: configuration)
+        self.defaultPort = defaultPort
+        self.portOverride = portOverride
+    }
+
+    /// The core's defaults with every field `overrides` sets replaced.
+    public static func configuration(applying overrides: IngestOverrides?, to base: IngestConfiguration = .init()) -> IngestConfiguration {
+        var configuration = base
+        guard let overrides else { return configuration }
+        if let ms = overrides.idleTimeoutMs { configuration.idleTimeout = .milliseconds(ms) }
+        if let ms = overrides.flushIntervalMs { configuration.flushInterval = .milliseconds(ms) }
+        if let bytes = overrides.flushBytes { configuration.flushBytes = bytes }
+        return configuration
+    }
+
+    /// Link types that can carry IP, which an undescribed interface is taken to be UDP-capable by.
+    static let ipLinkTypes: Set<LinkType> = [.ethernet, .linuxSLL, .linuxSLL2, .raw, .ipv4, .ipv6, .null, .loop]
+
+    /// Raw bytes of `ingest-udp` interfaces and of undescribed IP interfaces; nothing else.
+    public func input(for interface: ReplayInterface) -> ReplayInput {
+        if let role = interface.role { return role == .ingestUDP ? .raw : .ignore }
+        return Self.ipLinkTypes.contains(interface.linkType) ? .raw : .ignore
+    }
+
+    /// Extracts the frame's UDP datagram and, if it is for the ingest port, feeds it to the core.
+    public mutating func frame(_ frame: ReplayFrame, now: Duration) -> [TraceEvent] {
+        let port = portOverride ?? frame.interface.ingestPort ?? defaultPort
+        switch extractor.datagram(from: frame.bytes, linkType: frame.interface.linkType) {
+        case .datagram(let datagram):
+            guard datagram.destinationPort == port else {
+                otherPortDatagrams += 1
+                return []
+            }
+            let source = DatagramSource(address: datagram.sourceAddress.description, port: datagram.sourcePort)
+            return trace(ingest.receive(datagram.payload, from: source, now: now), now: now)
+        case .fragmentPending:
+            return []
+        case .notUDP:
+            notUDPFrames += 1
+            return []
+        case .malformed(let detail):
+            malformedFrames += 1
+            return [TraceEvent(timeNs: now.replayNanoseconds, core: core, event: "frame_malformed",
+                               fields: ["frame": .int(Int64(frame.number)), "detail": .string(detail)])]
+        }
+    }
+
+    /// The core's next flush or idle deadline.
+    public var nextDeadline: Duration? { ingest.nextDeadline }
+
+    /// Lets the core flush and end idle streams.
+    public mutating func timeout(now: Duration) -> [TraceEvent] {
+        trace(ingest.handleTimeout(now: now), now: now)
+    }
+
+    /// Ends every open stream, then writes the `summary` event.
+    public mutating func finish(now: Duration) -> [TraceEvent] {
+        var events = trace(ingest.finish(now: now), now: now)
+        events.append(summaryEvent(now: now))
+        return events
+    }
+
+    /// The closing `summary` event: the core's counters and what the adapter skipped.
+    func summaryEvent(now: Duration) -> TraceEvent {
+        let c = ingest.counters
+        var byReason: [String: TraceValue] = [:]
+        for (reason, count) in c.rejectedByReason where count > 0 { byReason[reason.rawValue] = .int(Int64(count)) }
+        return TraceEvent(timeNs: now.replayNanoseconds, core: core, event: "summary", fields: [
+            "datagrams": .int(Int64(c.datagrams)),
+            "accepted": .int(Int64(c.accepted)),
+            "rejected": .int(Int64(c.rejected)),
+            "rejected_by_reason": .object(byReason),
+            "datapoints": .int(Int64(c.dataPoints)),
+            "legacy_v1": .int(Int64(c.legacyV1Messages)),
+            "name_messages": .int(Int64(c.nameMessages)),
+            "end_messages": .int(Int64(c.endMessages)),
+            "streams": .int(Int64(c.streamsStarted)),
+            "streams_ended": .int(Int64(c.streamsEnded)),
+            "chunks": .int(Int64(c.chunks)),
+            "time_backwards": .int(Int64(c.timeWentBackwards)),
+            "gaps": .int(Int64(c.gaps)),
+            "other_port_datagrams": .int(Int64(otherPortDatagrams)),
+            "not_udp_frames": .int(Int64(notUDPFrames)),
+            "malformed_frames": .int(Int64(malformedFrames)),
+        ])
+    }
+
+    /// Maps core events to trace events, in the order the core returned them.
+    func trace(_ events: [IngestEvent], now: Duration) -> [TraceEvent] {
+        let t = now.replayNanoseconds
+        return events.map { Self.traceEvent($0, timeNs: t) }
+    }
+
+    /// One core event as a trace event at `timeNs`.
+    public static func traceEvent(_ event: IngestEvent, timeNs t: Int64) -> TraceEvent {
+        func make(_ name: String, _ source: DatagramSource, _ fields: [String: TraceValue] = [:]) -> TraceEvent {
+            var all = fields
+            all["source"] = .string(source.description)
+            return TraceEvent(timeNs: t, core: "ingest", event: name, fields: all)
+        }
+        switch event {
+        case .dataPoint(let point):
+            var fields: [String: TraceValue] = [
+                "name": .string(point.name), "type": .string(point.type), "time_ns": .int(point.timeNs),
+            ]
+            switch point.value {
+            case .float64(let x): fields["value"] = .double(x)
+            case .int64(let i): fields["value"] = .int(i)
+            case .vector2D(let x, let y): fields["value"] = .array([.double(x), .double(y)])
+            case .vector3D(let x, let y, let z): fields["value"] = .array([.double(x), .double(y), .double(z)])
+            case .string(let s): fields["value"] = .string(s)
+            case .bytes(let b): fields["bytes"] = .string(hex(b))
+            }
+            return make("datapoint", point.source, fields)
+        case .pluginName(let source, let name):
+            return make("plugin_name", source, ["name": .string(name)])
+        case .endMessage(let source):
+            return make("end_message", source)
+        case .legacyV1(let source, let timeNs, let payload):
+            var fields: [String: TraceValue] = ["bytes": .string(hex(payload))]
+            if let timeNs { fields["time_ns"] = .int(timeNs) }
+            return make("legacy_v1", source, fields)
+        case .rejected(let source, let reason, let detail):
+            return make("rejected", source, ["reason": .string(reason.rawValue), "detail": .string(detail)])
+        case .streamStarted(let source):
+            return make("stream_start", source)
+        case .streamEnded(let source, let cause):
+            return make("stream_end", source, ["cause": .string(cause.rawValue)])
+        case .rateLearned(let source, let hertz):
+            return make("rate", source, ["hz": .double(roundedToMillis(hertz))])
+        case .timeWentBackwards(let source, let previousNs, let currentNs):
+            return make("time_backwards", source, ["previous_ns": .int(previousNs), "current_ns": .int(currentNs)])
+        case .gap(let source, let gapNs, let expectedPeriodNs):
+            return make("gap", source, ["gap_ns": .int(gapNs), "expected_period_ns": .int(expectedPeriodNs)])
+        case .chunkReady(let chunk):
+            return make("chunk", chunk.source, [
+                "sequence": .int(Int64(chunk.sequence)),
+                "points": .int(Int64(chunk.dataPoints.count)),
+                "bytes": .int(Int64(chunk.byteCount)),
+            ])
+        }
+    }
+
+    /// Rounded to 3 decimals, so float noise in a learned rate does not churn baselines.
+    static func roundedToMillis(_ x: Double) -> Double {
+        guard x.isFinite else { return x }
+        return (x * 1000).rounded(.toNearestOrAwayFromZero) / 1000
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String {
+        let digits: [Character] = Array("0123456789abcdef")
+        var out = ""
+        out.reserveCapacity(bytes.count * 2)
+        for b in bytes {
+            out.append(digits[Int(b >> 4)])
+            out.append(digits[Int(b & 0x0f)])
+        }
+        return out
+    }
+}

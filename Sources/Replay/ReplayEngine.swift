@@ -1,0 +1,275 @@
+import CaptureKit
+import CaptureSet
+import Dissectors
+
+/// What a replay run did, besides its trace.
+public struct ReplaySummary: Sendable, Hashable {
+    /// Frames read from the capture file.
+    public var framesRead: Int = 0
+    /// Frames handed to at least one adapter.
+    public var framesFed: Int = 0
+    /// `timeout(now:)` calls made.
+    public var timeoutsFired: Int = 0
+    /// Frames whose timestamp was earlier than the frame before them; they were fed at the
+    /// earlier frame's instant, because virtual time never goes backwards.
+    public var framesOutOfOrder: Int = 0
+    /// Capture timestamp of the first frame (ns since the Unix epoch): virtual time zero.
+    public var firstTimestampNs: Int64?
+    /// Virtual time of the last frame.
+    public var lastFrameTimeNs: Int64 = 0
+    /// Virtual time at which the adapters were finished (the last frame, or the last deadline
+    /// fired after it).
+    public var endTimeNs: Int64 = 0
+    /// Bytes of the capture file consumed.
+    public var bytesRead: UInt64 = 0
+    /// The reader's warnings (a cut-off tail, skipped blocks) and the engine's own.
+    public var warnings: [String] = []
+
+    /// An empty summary.
+    public init() {}
+}
+
+/// How far a long replay has got, for a progress display.
+public struct ReplayProgress: Sendable, Hashable {
+    /// Frames read so far.
+    public var framesRead: Int
+    /// Bytes of the capture file consumed so far.
+    public var bytesRead: UInt64
+}
+
+/// Runs captured frames through core adapters on a virtual clock.
+///
+/// Virtual time is a frame's timestamp minus the first frame's. The loop is
+/// "advance to min(next frame time, earliest adapter deadline)": every deadline fires at its exact
+/// virtual instant, before any frame with a later timestamp. Nothing sleeps and nothing reads a
+/// clock, so the same capture gives the same trace on every run and every machine.
+///
+/// Ordering rules, which make the trace deterministic:
+/// - **Tie:** a deadline at exactly a frame's virtual time fires *before* that frame: a timer that
+///   expires at T has expired when a frame arrives at T (as NIO's scheduler and quinn's `poll_timeout`
+///   treat `deadline <= now`).
+/// - Several adapters due at the same instant fire in the order the adapters were given.
+/// - A frame goes to the adapters in the order they were given.
+/// - A frame stamped earlier than the frame before it is fed at the earlier frame's instant
+///   (counted in ``ReplaySummary/framesOutOfOrder``).
+/// - After the last frame, deadlines keep firing up to `drainHorizon` past it, so idle timeouts
+///   that follow the end of a capture appear in the trace; then every adapter is finished at the
+///   last instant reached.
+/// - An adapter that, right after a timeout at T, still asks for a deadline at or before T would
+///   loop for ever; its deadlines are ignored until it is next fed a frame, with a warning.
+///
+/// An engine runs once: its adapters keep their cores' state. Make a new engine with fresh
+/// adapters for another run.
+public struct ReplayEngine {
+    /// The adapters, in the order they are called.
+    public var adapters: [any CoreAdapter]
+    /// What the manifest says about the capture's interfaces.
+    public var manifestInterfaces: [ManifestInterface]
+    /// How long past the last frame deadlines may still fire.
+    public var drainHorizon: Duration
+    /// Called every `progressEvery` frames.
+    public var progress: ((ReplayProgress) -> Void)?
+    /// Frames between two `progress` calls.
+    public var progressEvery: Int = 65_536
+
+    /// An engine over `adapters`; `manifestInterfaces` give interfaces their roles.
+    public init(adapters: [any CoreAdapter], manifestInterfaces: [ManifestInterface] = [], drainHorizon: Duration = .seconds(600)) {
+        self.adapters = adapters
+        self.manifestInterfaces = manifestInterfaces
+        self.drainHorizon = drainHorizon
+    }
+
+    /// Replays every frame of `reader`, streaming: each trace event goes to `emit` as it is made,
+    /// and frames are read one at a time, so memory does not grow with the capture.
+    /// - Throws: ``CaptureError`` when the capture is damaged other than at its tail.
+    public mutating func run(reader: any CaptureReader, emit: (TraceEvent) -> Void) throws(CaptureError) -> ReplaySummary {
+        var state = RunState(adapterCount: adapters.count)
+        state.manifestInterfaces = Dictionary(manifestInterfaces.map { ($0.index, $0) }, uniquingKeysWith: { first, _ in first })
+        var summary = ReplaySummary()
+        // Owned frames carry `epb_flags` (HCI direction on LINKTYPE 187) for the dissectors; the
+        // borrowed fast path avoids a copy per frame when no adapter dissects.
+        let owned = adapters.contains { $0.dissectsFrames }
+
+        do {
+            if owned {
+                while let frame = try reader.next() {
+                    frame.data.withUnsafeBytes { bytes in
+                        process(FrameHeader(number: frame.number, interfaceIndex: frame.interfaceIndex, timestampNs: frame.timestampNs),
+                                bytes: bytes, owned: frame, reader: reader, state: &state, summary: &summary, emit: emit)
+                    }
+                }
+            } else {
+                while try reader.withNextFrame({ view in
+                    process(FrameHeader(number: view.number, interfaceIndex: view.interfaceIndex, timestampNs: view.timestampNs),
+                            bytes: view.data, owned: nil, reader: reader, state: &state, summary: &summary, emit: emit)
+                }) {}
+            }
+        } catch let error as CaptureError {
+            throw error
+        } catch {
+            throw CaptureError(
+                kind: .io, file: reader.path, offset: reader.bytesRead, recordNumber: summary.framesRead + 1,
+                expected: "a readable frame", found: "\(error)", hint: "Check the file with `tether inspect`.")
+        }
+
+        let (horizon, overflow) = state.clock.replayNanoseconds.addingReportingOverflow(drainHorizon.replayNanoseconds)
+        fireDeadlines(through: .nanoseconds(overflow ? Int64.max : horizon), state: &state, summary: &summary, emit: emit)
+        summary.endTimeNs = state.clock.replayNanoseconds
+        for i in adapters.indices {
+            for event in adapters[i].finish(now: state.clock) { emit(event) }
+        }
+        summary.bytesRead = reader.bytesRead
+        summary.warnings = reader.warnings.map(\.description) + summary.warnings
+        if summary.framesOutOfOrder > 0 {
+            summary.warnings.append("\(summary.framesOutOfOrder) frame(s) were stamped earlier than the frame before them; "
+                + "each was replayed at the earlier frame's instant.")
+        }
+        for (i, count) in state.stallCounts.enumerated() where count > 0 {
+            summary.warnings.append("core \(adapters[i].core): \(count) time(s) asked for a deadline no later than "
+                + "the timeout it had just handled; those deadlines were ignored until its next frame.")
+        }
+        return summary
+    }
+
+    /// Replays every frame of `reader` and returns the whole trace with the summary.
+    public mutating func run(reader: any CaptureReader) throws(CaptureError) -> (trace: [TraceEvent], summary: ReplaySummary) {
+        var trace: [TraceEvent] = []
+        let summary = try run(reader: reader) { trace.append($0) }
+        return (trace, summary)
+    }
+
+    /// One frame: fire what is due before it, then hand it to every adapter that wants it.
+    private mutating func process(
+        _ header: FrameHeader, bytes: UnsafeRawBufferPointer, owned: CaptureFrame?, reader: any CaptureReader,
+        state: inout RunState, summary: inout ReplaySummary, emit: (TraceEvent) -> Void
+    ) {
+        summary.framesRead += 1
+        let first = summary.firstTimestampNs ?? header.timestampNs
+        summary.firstTimestampNs = first
+        var virtualNs = Self.difference(header.timestampNs, first)
+        let clockNs = state.clock.replayNanoseconds
+        if virtualNs < clockNs {
+            summary.framesOutOfOrder += 1
+            virtualNs = clockNs
+        }
+        let frameTime = Duration.nanoseconds(virtualNs)
+        fireDeadlines(through: frameTime, state: &state, summary: &summary, emit: emit)
+        state.clock = frameTime
+        summary.lastFrameTimeNs = virtualNs
+
+        let index = header.interfaceIndex
+        let route = state.route(for: index) { described in
+            let fileInterface = reader.interfaces.indices.contains(index) ? reader.interfaces[index] : nil
+            let interface = ReplayInterface(
+                index: index,
+                linkType: fileInterface?.linkType ?? described?.captureLinkType ?? LinkType(rawValue: UInt32.max),
+                name: described?.name ?? fileInterface?.name,
+                role: described?.role,
+                ingestPort: described?.ingestPort
+            )
+            return InterfaceRoute(interface: interface, inputs: adapters.map { $0.input(for: interface) })
+        }
+        if let progress, progressEvery > 0, summary.framesRead % progressEvery == 0 {
+            progress(ReplayProgress(framesRead: summary.framesRead, bytesRead: reader.bytesRead))
+        }
+        guard let wanted = route.inputs.max(), wanted != .ignore else { return }
+
+        var dissected: DissectedFrame?
+        if wanted == .dissected {
+            let frame = owned ?? CaptureFrame(
+                number: header.number, interfaceIndex: index, timestampNs: header.timestampNs,
+                originalLength: bytes.count, data: Array(bytes))
+            dissected = state.dissect(frame, interface: route.interface)
+        }
+        let frame = ReplayFrame(
+            number: header.number, virtualTimeNs: virtualNs, timestampNs: header.timestampNs,
+            interface: route.interface, bytes: bytes, dissected: dissected
+        )
+        for i in adapters.indices where route.inputs[i] != .ignore {
+            for event in adapters[i].frame(frame, now: frameTime) { emit(event) }
+            state.stalled[i] = nil
+        }
+        summary.framesFed += 1
+    }
+
+    /// Fires every adapter deadline at or before `limit`, earliest first, ties in adapter order.
+    private mutating func fireDeadlines(through limit: Duration, state: inout RunState, summary: inout ReplaySummary, emit: (TraceEvent) -> Void) {
+        while true {
+            var chosen: (index: Int, deadline: Duration)?
+            for i in adapters.indices {
+                guard let deadline = adapters[i].nextDeadline else { continue }
+                if let stalledAt = state.stalled[i], deadline <= stalledAt { continue }
+                if let earliest = chosen, earliest.deadline <= deadline { continue }
+                chosen = (i, deadline)
+            }
+            guard let (i, deadline) = chosen, deadline <= limit else { return }
+            let now = max(deadline, state.clock)
+            state.clock = now
+            for event in adapters[i].timeout(now: now) { emit(event) }
+            summary.timeoutsFired += 1
+            if let again = adapters[i].nextDeadline, again <= now {
+                state.stalled[i] = now
+                state.stallCounts[i] += 1
+            }
+        }
+    }
+
+    /// `a - b` saturating at the ends of Int64 (timestamps come from the file and may be anything).
+    static func difference(_ a: Int64, _ b: Int64) -> Int64 {
+        let (d, overflow) = a.subtractingReportingOverflow(b)
+        if overflow { return a < b ? .min : .max }
+        return d
+    }
+}
+
+/// The parts of a frame's header the engine uses.
+struct FrameHeader {
+    var number: Int
+    var interfaceIndex: Int
+    var timestampNs: Int64
+}
+
+/// Which adapters want an interface's frames, decided once per interface.
+struct InterfaceRoute {
+    var interface: ReplayInterface
+    var inputs: [ReplayInput]
+}
+
+/// The engine's mutable state during one run.
+struct RunState {
+    var clock: Duration = .zero
+    /// Per adapter: deadlines at or before this instant are ignored until the adapter's next frame.
+    var stalled: [Duration?]
+    var stallCounts: [Int]
+    /// Indexed by interface index; grows as interfaces appear.
+    var routes: [InterfaceRoute?] = []
+    /// One dissector per interface, because ACL reassembly state belongs to one link.
+    var dissectors: [Int: FrameDissector] = [:]
+
+    init(adapterCount: Int) {
+        stalled = Array(repeating: nil, count: adapterCount)
+        stallCounts = Array(repeating: 0, count: adapterCount)
+    }
+
+    /// The manifest's interfaces by index.
+    var manifestInterfaces: [Int: ManifestInterface] = [:]
+
+    mutating func route(for index: Int, make: (ManifestInterface?) -> InterfaceRoute) -> InterfaceRoute {
+        if index >= 0, index < routes.count, let route = routes[index] { return route }
+        let route = make(manifestInterfaces[index])
+        // Interface indices come from the file; a wild one is routed each time rather than
+        // growing an array to its size.
+        if index >= 0, index < 4096 {
+            if index >= routes.count { routes.append(contentsOf: repeatElement(nil, count: index + 1 - routes.count)) }
+            routes[index] = route
+        }
+        return route
+    }
+
+    mutating func dissect(_ frame: CaptureFrame, interface: ReplayInterface) -> DissectedFrame {
+        var dissector = dissectors[interface.index] ?? FrameDissector()
+        let result = dissector.dissect(frame, linkType: interface.linkType)
+        dissectors[interface.index] = dissector
+        return result
+    }
+}

@@ -1,0 +1,523 @@
+import Foundation
+
+// The behaviour trace on disk: JSON Lines, one `TraceEvent` per line (docs/trace-format.md).
+//
+// Both directions are written by hand. Foundation's JSONSerialization turns every number into an
+// NSNumber and loses whether `1` was an integer or `1.0` a double; a trace must read back to the
+// very same `TraceValue`s, so the encoder and the parser below keep that distinction exactly.
+
+/// A trace line that is not valid trace JSON: names the file, the 1-based line, the 1-based byte
+/// column, what the parser expected there and what it found.
+public struct TraceFormatError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The trace file (or a caller-chosen label for in-memory text).
+    public var file: String
+    /// 1-based line number.
+    public var line: Int
+    /// 1-based byte column within the line (UTF-8 bytes, not characters).
+    public var column: Int
+    /// What the parser expected at that column, e.g. `a ',' or '}' after an object member`.
+    public var expected: String
+    /// What it found instead, e.g. `end of line` or `'x'`.
+    public var found: String
+
+    /// Creates an error for `file:line:column`.
+    public init(file: String, line: Int, column: Int, expected: String, found: String) {
+        self.file = file
+        self.line = line
+        self.column = column
+        self.expected = expected
+        self.found = found
+    }
+
+    /// `file:line:column: expected X, found Y` plus a hint on what to do.
+    public var description: String {
+        "\(file):\(line):\(column): expected \(expected), found \(found) "
+            + "(each trace line must be one JSON object with t_ns, core and event; see docs/trace-format.md)"
+    }
+}
+
+/// A trace or report file that could not be read or written at all (as opposed to malformed
+/// content).
+public struct TraceFileError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The path involved.
+    public var path: String
+    /// What was attempted, e.g. `read trace file`, `write JUnit report`.
+    public var operation: String
+    /// The underlying system message.
+    public var reason: String
+
+    /// Creates an I/O error for `path`.
+    public init(path: String, operation: String, reason: String) {
+        self.path = path
+        self.operation = operation
+        self.reason = reason
+    }
+
+    /// `cannot read trace file PATH: REASON (check ...)`.
+    public var description: String {
+        "cannot \(operation) \(path): \(reason) (check that the path exists and is accessible)"
+    }
+}
+
+extension TraceEvent {
+    /// Keys that the line carries at top level; a field of the same name is never written twice.
+    static let reservedKeys: Set<String> = ["t_ns", "core", "event"]
+
+    /// This event as one line of trace JSON, without the trailing newline.
+    ///
+    /// Keys come in a fixed order: `t_ns`, `core`, `event`, then every other field sorted by key
+    /// (Unicode scalar order of the NFC form: byte order for ASCII keys); nested objects are
+    /// sorted the same way. No whitespace is written.
+    /// A field named `t_ns`, `core` or `event` in `fields` is not written: the top-level property
+    /// of the same name is the one that counts.
+    public func jsonLine() -> String {
+        var out = "{\"t_ns\":"
+        out += String(timeNs)
+        out += ",\"core\":"
+        TraceJSONWriter.appendString(core, to: &out)
+        out += ",\"event\":"
+        TraceJSONWriter.appendString(event, to: &out)
+        for key in fields.keys.sorted(by: TraceJSONWriter.keyOrder) where !Self.reservedKeys.contains(key) {
+            out += ","
+            TraceJSONWriter.appendString(key, to: &out)
+            out += ":"
+            if let value = fields[key] {
+                TraceJSONWriter.appendValue(value, to: &out)
+            }
+        }
+        out += "}"
+        return out
+    }
+
+    /// Parses one line of trace JSON.
+    ///
+    /// - Parameters:
+    ///   - jsonLine: the line, without its newline (surrounding JSON whitespace is allowed).
+    ///   - lineNumber: its 1-based line number, used in errors.
+    ///   - file: the file name, used in errors.
+    /// - Throws: `TraceFormatError` naming file, line, column and what was expected, when the line
+    ///   is not a JSON object, has a duplicate key, or lacks an integer `t_ns` or a string `core` /
+    ///   `event`.
+    public init(jsonLine: String, lineNumber: Int, file: String) throws(TraceFormatError) {
+        var parser = TraceJSONParser(bytes: Array(jsonLine.utf8), line: lineNumber, file: file)
+        self = try parser.parseEvent()
+    }
+}
+
+/// Reading and writing whole trace files (JSON Lines, UTF-8, `\n` after every line).
+public enum TraceFile {
+    /// The whole trace as text: one `jsonLine()` per event, each followed by `\n`.
+    public static func encode(_ events: [TraceEvent]) -> String {
+        var out = ""
+        out.reserveCapacity(events.count * 96)
+        for event in events {
+            out += event.jsonLine()
+            out += "\n"
+        }
+        return out
+    }
+
+    /// Writes `events` to `path`, replacing the file atomically so a reader never sees half a
+    /// baseline.
+    /// - Throws: `TraceFileError` when the file cannot be written.
+    public static func write(_ events: [TraceEvent], to path: String) throws {
+        let data = Data(encode(events).utf8)
+        do {
+            try data.write(to: URL(fileURLWithPath: path), options: .atomic)
+        } catch {
+            throw TraceFileError(path: path, operation: "write trace file", reason: "\(error.localizedDescription)")
+        }
+    }
+
+    /// Reads every event of the trace file at `path`. Blank lines are skipped.
+    /// - Throws: `TraceFileError` when the file cannot be opened; `TraceFormatError` for the first
+    ///   malformed line.
+    public static func read(_ path: String) throws -> [TraceEvent] {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw TraceFileError(path: path, operation: "read trace file", reason: "\(error.localizedDescription)")
+        }
+        return try decode(Array(data), file: path)
+    }
+
+    /// Parses trace text (the bytes of a whole file). `file` labels errors.
+    /// - Throws: `TraceFormatError` for the first malformed line.
+    public static func decode(_ bytes: [UInt8], file: String) throws(TraceFormatError) -> [TraceEvent] {
+        var events: [TraceEvent] = []
+        var lineStart = 0
+        var lineNumber = 1
+        while lineStart <= bytes.count {
+            var lineEnd = lineStart
+            while lineEnd < bytes.count && bytes[lineEnd] != 0x0A { lineEnd += 1 }
+            let line = Array(bytes[lineStart..<lineEnd])
+            if !line.allSatisfy(TraceJSONParser.isWhitespace) {
+                var parser = TraceJSONParser(bytes: line, line: lineNumber, file: file)
+                events.append(try parser.parseEvent())
+            }
+            lineStart = lineEnd + 1
+            lineNumber += 1
+        }
+        return events
+    }
+
+    /// Parses trace text held in a string. `file` labels errors.
+    /// - Throws: `TraceFormatError` for the first malformed line.
+    public static func decode(_ text: String, file: String) throws(TraceFormatError) -> [TraceEvent] {
+        try decode(Array(text.utf8), file: file)
+    }
+}
+
+/// The deterministic writer for trace values.
+enum TraceJSONWriter {
+    /// Swift's String order: Unicode scalar order of the NFC form, independent of locale (byte
+    /// order for ASCII keys). It agrees with String equality, which is what dictionary keys use.
+    static func keyOrder(_ a: String, _ b: String) -> Bool {
+        a < b
+    }
+
+    static func appendValue(_ value: TraceValue, to out: inout String) {
+        switch value {
+        case .string(let s):
+            appendString(s, to: &out)
+        case .int(let i):
+            out += String(i)
+        case .double(let d):
+            out += formatDouble(d)
+        case .bool(let b):
+            out += b ? "true" : "false"
+        case .null:
+            out += "null"
+        case .array(let items):
+            out += "["
+            for (index, item) in items.enumerated() {
+                if index > 0 { out += "," }
+                appendValue(item, to: &out)
+            }
+            out += "]"
+        case .object(let members):
+            out += "{"
+            for (index, key) in members.keys.sorted(by: keyOrder).enumerated() {
+                if index > 0 { out += "," }
+                appendString(key, to: &out)
+                out += ":"
+                if let member = members[key] { appendValue(member, to: &out) }
+            }
+            out += "}"
+        }
+    }
+
+    /// Swift's `description` is the shortest text that reads back to the same Double, and it always
+    /// carries a `.` or an exponent, so a double never re-reads as an integer. JSON has no NaN or
+    /// infinity: those are written as the strings `"NaN"`, `"Infinity"`, `"-Infinity"`.
+    static func formatDouble(_ d: Double) -> String {
+        if d.isNaN { return "\"NaN\"" }
+        if d.isInfinite { return d < 0 ? "\"-Infinity\"" : "\"Infinity\"" }
+        let text = d.description
+        // Guard the int/double distinction even if a future description drops the fraction.
+        if text.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }) { return text }
+        return text + ".0"
+    }
+
+    private static let hexDigits: [Character] = Array("0123456789abcdef")
+
+    /// RFC 8259 §7: escape `"`, `\` and U+0000–U+001F; everything else is written as UTF-8.
+    static func appendString(_ s: String, to out: inout String) {
+        out += "\""
+        // Most strings need no escape: append them whole (much faster than scalar by scalar).
+        if !s.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) {
+            out += s
+            out += "\""
+            return
+        }
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case "\u{08}": out += "\\b"
+            case "\u{0C}": out += "\\f"
+            default:
+                if scalar.value < 0x20 {
+                    out += "\\u00"
+                    out.append(hexDigits[Int(scalar.value >> 4)])
+                    out.append(hexDigits[Int(scalar.value & 0xF)])
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        out += "\""
+    }
+}
+
+/// A small RFC 8259 parser over the UTF-8 bytes of one line. Never traps: every index is checked.
+struct TraceJSONParser {
+    let bytes: [UInt8]
+    let line: Int
+    let file: String
+    var position = 0
+    /// Nesting is bounded so a hostile line cannot exhaust the stack.
+    static let maxDepth = 128
+
+    init(bytes: [UInt8], line: Int, file: String) {
+        self.bytes = bytes
+        self.line = line
+        self.file = file
+    }
+
+    static func isWhitespace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
+    }
+
+    private func error(_ expected: String, at offset: Int? = nil) -> TraceFormatError {
+        let at = offset ?? position
+        return TraceFormatError(file: file, line: line, column: at + 1, expected: expected, found: describe(at: at))
+    }
+
+    private func describe(at offset: Int) -> String {
+        guard offset < bytes.count else { return "end of line" }
+        let byte = bytes[offset]
+        if byte >= 0x21 && byte < 0x7F { return "'\(Character(Unicode.Scalar(byte)))'" }
+        return "byte 0x" + String(byte, radix: 16, uppercase: true)
+    }
+
+    private var current: UInt8? { position < bytes.count ? bytes[position] : nil }
+
+    private mutating func skipWhitespace() {
+        while let byte = current, Self.isWhitespace(byte) { position += 1 }
+    }
+
+    mutating func parseEvent() throws(TraceFormatError) -> TraceEvent {
+        skipWhitespace()
+        let start = position
+        guard current == UInt8(ascii: "{") else { throw error("'{' starting a trace event object") }
+        guard case .object(var members) = try parseValue(depth: 0) else {
+            throw error("a JSON object", at: start)
+        }
+        skipWhitespace()
+        if position < bytes.count { throw error("end of line after the event object") }
+        guard let t = members.removeValue(forKey: "t_ns") else {
+            throw error("a \"t_ns\" key (integer nanoseconds)", at: start)
+        }
+        guard case .int(let timeNs) = t else { throw error("an integer value for \"t_ns\"", at: start) }
+        guard let c = members.removeValue(forKey: "core") else { throw error("a \"core\" key", at: start) }
+        guard case .string(let core) = c else { throw error("a string value for \"core\"", at: start) }
+        guard let e = members.removeValue(forKey: "event") else { throw error("an \"event\" key", at: start) }
+        guard case .string(let event) = e else { throw error("a string value for \"event\"", at: start) }
+        return TraceEvent(timeNs: timeNs, core: core, event: event, fields: members)
+    }
+
+    private mutating func parseValue(depth: Int) throws(TraceFormatError) -> TraceValue {
+        skipWhitespace()
+        guard let byte = current else { throw error("a JSON value") }
+        switch byte {
+        case UInt8(ascii: "{"):
+            guard depth < Self.maxDepth else { throw error("at most \(Self.maxDepth) levels of nesting") }
+            return try parseObject(depth: depth + 1)
+        case UInt8(ascii: "["):
+            guard depth < Self.maxDepth else { throw error("at most \(Self.maxDepth) levels of nesting") }
+            return try parseArray(depth: depth + 1)
+        case UInt8(ascii: "\""):
+            return .string(try parseString())
+        case UInt8(ascii: "t"):
+            try expectLiteral("true")
+            return .bool(true)
+        case UInt8(ascii: "f"):
+            try expectLiteral("false")
+            return .bool(false)
+        case UInt8(ascii: "n"):
+            try expectLiteral("null")
+            return .null
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return try parseNumber()
+        default:
+            throw error("a JSON value (object, array, string, number, true, false or null)")
+        }
+    }
+
+    private mutating func expectLiteral(_ literal: String) throws(TraceFormatError) {
+        let start = position
+        for expectedByte in literal.utf8 {
+            guard current == expectedByte else { throw error("the literal '\(literal)'", at: start) }
+            position += 1
+        }
+    }
+
+    private mutating func parseObject(depth: Int) throws(TraceFormatError) -> TraceValue {
+        position += 1  // '{'
+        var members: [String: TraceValue] = [:]
+        skipWhitespace()
+        if current == UInt8(ascii: "}") {
+            position += 1
+            return .object(members)
+        }
+        while true {
+            skipWhitespace()
+            guard current == UInt8(ascii: "\"") else { throw error("a '\"' starting an object key") }
+            let keyStart = position
+            let key = try parseString()
+            skipWhitespace()
+            guard current == UInt8(ascii: ":") else { throw error("a ':' after the object key") }
+            position += 1
+            let value = try parseValue(depth: depth)
+            // A duplicate key would make the line mean two things; refuse it rather than pick one.
+            guard members.updateValue(value, forKey: key) == nil else {
+                throw error("a key not already used in this object (\"\(key)\" repeats)", at: keyStart)
+            }
+            skipWhitespace()
+            guard let byte = current else { throw error("a ',' or '}' after an object member") }
+            position += 1
+            if byte == UInt8(ascii: "}") { return .object(members) }
+            guard byte == UInt8(ascii: ",") else {
+                throw error("a ',' or '}' after an object member", at: position - 1)
+            }
+        }
+    }
+
+    private mutating func parseArray(depth: Int) throws(TraceFormatError) -> TraceValue {
+        position += 1  // '['
+        var items: [TraceValue] = []
+        skipWhitespace()
+        if current == UInt8(ascii: "]") {
+            position += 1
+            return .array(items)
+        }
+        while true {
+            items.append(try parseValue(depth: depth))
+            skipWhitespace()
+            guard let byte = current else { throw error("a ',' or ']' after an array element") }
+            position += 1
+            if byte == UInt8(ascii: "]") { return .array(items) }
+            guard byte == UInt8(ascii: ",") else {
+                throw error("a ',' or ']' after an array element", at: position - 1)
+            }
+        }
+    }
+
+    private mutating func parseHex4() throws(TraceFormatError) -> UInt32 {
+        var value: UInt32 = 0
+        for _ in 0..<4 {
+            guard let byte = current else { throw error("four hex digits after '\\u'") }
+            let digit: UInt32
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(byte - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(byte - UInt8(ascii: "a") + 10)
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(byte - UInt8(ascii: "A") + 10)
+            default: throw error("four hex digits after '\\u'")
+            }
+            value = value << 4 | digit
+            position += 1
+        }
+        return value
+    }
+
+    private mutating func parseString() throws(TraceFormatError) -> String {
+        let open = position
+        position += 1  // '"'
+        // Fast path: no escape before the closing quote, so the bytes are the string.
+        var end = position
+        while end < bytes.count, bytes[end] != 0x22, bytes[end] != 0x5C, bytes[end] >= 0x20 { end += 1 }
+        if end < bytes.count, bytes[end] == 0x22 {
+            guard let text = String(validating: bytes[position..<end], as: UTF8.self) else {
+                throw error("valid UTF-8 in the string", at: open)
+            }
+            position = end + 1
+            return text
+        }
+        var utf8: [UInt8] = []
+        while true {
+            guard let byte = current else { throw error("a closing '\"' for the string opened at column \(open + 1)") }
+            switch byte {
+            case UInt8(ascii: "\""):
+                position += 1
+                guard let text = String(validating: utf8, as: UTF8.self) else {
+                    throw error("valid UTF-8 in the string", at: open)
+                }
+                return text
+            case UInt8(ascii: "\\"):
+                position += 1
+                guard let escape = current else { throw error("an escape character after '\\'") }
+                position += 1
+                switch escape {
+                case UInt8(ascii: "\""): utf8.append(0x22)
+                case UInt8(ascii: "\\"): utf8.append(0x5C)
+                case UInt8(ascii: "/"): utf8.append(0x2F)
+                case UInt8(ascii: "b"): utf8.append(0x08)
+                case UInt8(ascii: "f"): utf8.append(0x0C)
+                case UInt8(ascii: "n"): utf8.append(0x0A)
+                case UInt8(ascii: "r"): utf8.append(0x0D)
+                case UInt8(ascii: "t"): utf8.append(0x09)
+                case UInt8(ascii: "u"):
+                    let escapeStart = position - 2
+                    var code = try parseHex4()
+                    if (0xD800..<0xDC00).contains(code) {
+                        // RFC 8259 §7: a character outside the BMP is a surrogate pair of escapes.
+                        guard current == UInt8(ascii: "\\"), position + 1 < bytes.count,
+                              bytes[position + 1] == UInt8(ascii: "u")
+                        else { throw error("a '\\u' low surrogate after the high surrogate") }
+                        position += 2
+                        let low = try parseHex4()
+                        guard (0xDC00..<0xE000).contains(low) else {
+                            throw error("a low surrogate (DC00–DFFF) after the high surrogate", at: position - 6)
+                        }
+                        code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
+                    } else if (0xDC00..<0xE000).contains(code) {
+                        throw error("a high surrogate before a low surrogate", at: escapeStart)
+                    }
+                    guard let scalar = Unicode.Scalar(code) else {
+                        throw error("a valid Unicode scalar", at: escapeStart)
+                    }
+                    utf8.append(contentsOf: Array(String(scalar).utf8))
+                default:
+                    throw error("one of \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX", at: position - 2)
+                }
+            default:
+                guard byte >= 0x20 else { throw error("a control character to be escaped inside a string") }
+                utf8.append(byte)
+                position += 1
+            }
+        }
+    }
+
+    /// RFC 8259 §6 number grammar. A number with a fraction or exponent is a double; one without is
+    /// an Int64; an integer outside the Int64 range is read as a double.
+    private mutating func parseNumber() throws(TraceFormatError) -> TraceValue {
+        let start = position
+        var isDouble = false
+        if current == UInt8(ascii: "-") { position += 1 }
+        guard let first = current, isDigit(first) else { throw error("a digit in the number") }
+        if first == UInt8(ascii: "0") {
+            position += 1
+            if let next = current, isDigit(next) { throw error("no leading zero in a number") }
+        } else {
+            while let byte = current, isDigit(byte) { position += 1 }
+        }
+        if current == UInt8(ascii: ".") {
+            isDouble = true
+            position += 1
+            guard let byte = current, isDigit(byte) else { throw error("a digit after the decimal point") }
+            while let byte = current, isDigit(byte) { position += 1 }
+        }
+        if current == UInt8(ascii: "e") || current == UInt8(ascii: "E") {
+            isDouble = true
+            position += 1
+            if current == UInt8(ascii: "+") || current == UInt8(ascii: "-") { position += 1 }
+            guard let byte = current, isDigit(byte) else { throw error("a digit in the exponent") }
+            while let byte = current, isDigit(byte) { position += 1 }
+        }
+        let text = String(decoding: bytes[start..<position], as: UTF8.self)
+        if !isDouble, let int = Int64(text) { return .int(int) }
+        guard let double = Double(text), double.isFinite else {
+            throw error("a number within the range of a 64-bit double", at: start)
+        }
+        return .double(double)
+    }
+
+    private func isDigit(_ byte: UInt8) -> Bool {
+        byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")
+    }
+}
