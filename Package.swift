@@ -95,7 +95,7 @@ let package = Package(
             name: "ReplayTests",
             dependencies: ["Replay", "IngestCore", "CaptureKit", "CaptureSet", "Dissectors", .product(name: "Yams", package: "Yams")]
         ),
-        .testTarget(name: "LiveCaptureTests", dependencies: ["LiveCapture", "CaptureKit"]),
+        .testTarget(name: "LiveCaptureTests", dependencies: ["LiveCapture", "CaptureKit", "CaptureSet"]),
         .testTarget(name: "LiveHostsTests", dependencies: ["LiveHosts", "IngestCore", "IngestStore"]),
         .testTarget(name: "TetherCLITests", dependencies: ["TetherCLI", "CaptureKit", "CaptureSet", "Dissectors", "Replay"]),
     ]

@@ -191,14 +191,26 @@ public struct ManifestInterface: Codable, Sendable, Equatable {
     public var role: InterfaceRole?
     /// For `ingest-udp`: the UDP port the ingest server listened on (12345 when absent).
     public var ingestPort: UInt16?
+    /// Frames the recorder wrote for this interface (absent for imported sets).
+    public var frames: Int?
+    /// Packets the live source saw (libpcap's `ps_recv`), when it counts them.
+    public var received: UInt64?
+    /// Packets the live source dropped (`ps_drop + ps_ifdrop`), when it counts them.
+    public var dropped: UInt64?
 
     /// Describe one interface.
-    public init(index: Int, name: String? = nil, linkType: LinkType, role: InterfaceRole? = nil, ingestPort: UInt16? = nil) {
+    public init(
+        index: Int, name: String? = nil, linkType: LinkType, role: InterfaceRole? = nil, ingestPort: UInt16? = nil,
+        frames: Int? = nil, received: UInt64? = nil, dropped: UInt64? = nil
+    ) {
         self.index = index
         self.name = name
         self.linkType = linkType.rawValue
         self.role = role
         self.ingestPort = ingestPort
+        self.frames = frames
+        self.received = received
+        self.dropped = dropped
     }
 
     /// ``linkType`` as a CaptureKit value.
@@ -209,6 +221,7 @@ public struct ManifestInterface: Codable, Sendable, Equatable {
         case linkType = "link_type"
         case role
         case ingestPort = "ingest_port"
+        case frames, received, dropped
     }
 }
 

@@ -97,7 +97,10 @@ public struct Expectation: Sendable, Hashable, Codable {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encodeIfPresent(core, forKey: .core)
             try container.encode(event, forKey: .event)
-            if !self.where.isEmpty { try container.encode(self.where, forKey: .where) }
+            if !self.where.isEmpty {
+                var conditions = container.nestedContainer(keyedBy: Expectation.Key.self, forKey: .where)
+                try Expectation.encodeSorted(self.where, into: &conditions)
+            }
         }
 
         /// `ingest:datapoint where name=v1/1/yaw, source=imu`: used in report messages.
@@ -256,6 +259,14 @@ public struct Expectation: Sendable, Hashable, Codable {
 
     // MARK: Codable
 
+    /// Writes `where` conditions in key order: a Dictionary's own order changes from run to run,
+    /// and a manifest must come out the same for the same content.
+    static func encodeSorted(_ conditions: [String: Value], into container: inout KeyedEncodingContainer<Key>) throws {
+        for (key, value) in conditions.sorted(by: { $0.key < $1.key }) {
+            try container.encode(value, forKey: Key(key))
+        }
+    }
+
     struct Key: CodingKey, Hashable {
         var stringValue: String
         var intValue: Int? { nil }
@@ -392,7 +403,10 @@ public struct Expectation: Sendable, Hashable, Codable {
         func put(_ selector: Selector) throws {
             try container.encodeIfPresent(selector.core, forKey: Key("core"))
             try container.encode(selector.event, forKey: Key("event"))
-            if !selector.where.isEmpty { try container.encode(selector.where, forKey: Key("where")) }
+            if !selector.where.isEmpty {
+                var conditions = container.nestedContainer(keyedBy: Key.self, forKey: Key("where"))
+                try Expectation.encodeSorted(selector.where, into: &conditions)
+            }
         }
         switch kind {
         case .count(let s, let bounds):

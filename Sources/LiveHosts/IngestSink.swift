@@ -1,0 +1,49 @@
+import Foundation
+import IngestCore
+import IngestStore
+
+/// Where an ``IngestServer`` hands its chunks: the durable SQLite store in live use, anything else
+/// (an upstream forwarder, a test collector) that can keep a chunk.
+///
+/// Called only on the server's event loop, one chunk at a time, in the order the core made them.
+public protocol IngestSink: AnyObject, Sendable {
+    /// Keeps one chunk. A throw means the chunk was not kept: the server holds it and tries again
+    /// with the next chunk and when draining, so keeping the same chunk twice must keep it once.
+    func accept(_ chunk: IngestChunk) throws
+    /// Called once after the last chunk, when the server drains.
+    func close() throws
+}
+
+/// A sink that keeps chunks in memory: for tests, and for serving without a store.
+public final class MemoryIngestSink: IngestSink, @unchecked Sendable {
+    // Thread-safety: every member is guarded by `lock`; the server calls from its loop, readers
+    // from anywhere.
+    private let lock = NSLock()
+    private var kept: [IngestChunk] = []
+    private var isClosed = false
+
+    /// An empty sink.
+    public init() {}
+
+    public func accept(_ chunk: IngestChunk) throws {
+        lock.withLock { kept.append(chunk) }
+    }
+
+    public func close() throws {
+        lock.withLock { isClosed = true }
+    }
+
+    /// The chunks kept, in the order they came.
+    public var chunks: [IngestChunk] { lock.withLock { kept } }
+    /// Every data point kept, in order.
+    public var dataPoints: [DataPoint] { lock.withLock { kept.flatMap(\.dataPoints) } }
+    /// Whether the server closed the sink.
+    public var closed: Bool { lock.withLock { isClosed } }
+}
+
+extension SQLiteIngestStore: IngestSink {
+    /// Stores the chunk durably; a chunk stored before (a retry) is kept once.
+    public func accept(_ chunk: IngestChunk) throws {
+        _ = try store(chunk)
+    }
+}

@@ -1,0 +1,233 @@
+import Foundation
+import IngestCore
+import IngestStore
+import Testing
+
+@testable import LiveHosts
+
+/// A data point reduced to what the simulator decides (the source port is the sender's).
+private struct PointKey: Hashable, CustomStringConvertible {
+    var timeNs: Int64
+    var name: String
+    var type: String
+    var value: DataValue
+    var payload: [UInt8]
+    var description: String { "\(timeNs) \(name) \(type) \(value)" }
+}
+
+private func expectedPoints(_ schedule: [ScheduledDatagram]) -> [PointKey] {
+    schedule.filter(\.carriesValidData).flatMap { datagram in
+        datagram.entries.map { PointKey(timeNs: datagram.sampleTimeNs ?? -1, name: $0.name, type: $0.type, value: $0.value, payload: $0.payload) }
+    }
+}
+
+private func keys(_ points: [DataPoint]) -> [PointKey] {
+    points.map { PointKey(timeNs: $0.timeNs, name: $0.name, type: $0.type, value: $0.value, payload: $0.payload) }
+}
+
+private func temporaryStorePath() -> String {
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("tether-ingest-\(UUID().uuidString)")
+    try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    return folder.appendingPathComponent("ingest.sqlite").path
+}
+
+/// Polls every 10 ms; the limit only keeps a broken test from hanging.
+private func eventually(limit: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
+    let clock = ContinuousClock()
+    let end = clock.now.advanced(by: limit)
+    while clock.now < end {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    return condition()
+}
+
+private func wallClockNow() -> Int64 { Int64(Date().timeIntervalSince1970 * 1e9) }
+
+/// Real UDP sockets on loopback, free ports picked by the kernel.
+@Suite(.serialized) struct IngestServerTests {
+    @Test func storesExactlyTheDataPointsTheSimulatorSent() async throws {
+        let path = temporaryStorePath()
+        let server = IngestServer(configuration: .init(port: 0), sink: try SQLiteIngestStore(path: path))
+        try await server.start()
+        let port = try #require(server.port)
+        let simulator = PluginSimulator(configuration: .init(rate: 100, duration: .seconds(1), seed: 5, startWallClockNs: wallClockNow()), host: "127.0.0.1", port: UInt16(port))
+        let schedule = simulator.schedule
+
+        let report = try await simulator.run(clock: ContinuousClock())
+        #expect(report.sent == schedule.count)
+        #expect(await eventually { server.status.counters.datagrams == schedule.count })
+        let status = try await server.stop()
+
+        let stored = try SQLiteIngestStore(path: path).dataPoints()
+        #expect(stored.count == 600)
+        #expect(keys(stored) == expectedPoints(schedule))
+        #expect(status.counters.rejected == 0)
+        #expect(status.dataPointsStored == 600)
+        #expect(status.chunksPending == 0)
+    }
+
+    @Test func malformedDatagramsAreCountedAndTheirNeighboursKept() async throws {
+        let sink = MemoryIngestSink()
+        let server = IngestServer(configuration: .init(port: 0), sink: sink)
+        try await server.start()
+        let port = try #require(server.port)
+        let faults: [TrafficFault] = [.notJSON, .badBase64, .oversize, .wrongPayloadLength, .missingFields]
+        let schedule = PluginTrafficGenerator(configuration: .init(rate: 50, duration: .seconds(1), seed: 11, startWallClockNs: wallClockNow(), faults: faults)).schedule()
+
+        let sender = try PluginSender(host: "127.0.0.1", port: UInt16(port))
+        _ = try await sender.send(schedule, clock: ContinuousClock())
+        #expect(await eventually { server.status.counters.datagrams == schedule.count })
+        let status = try await server.stop()
+
+        #expect(status.counters.rejectedByReason == [.notJSON: 1, .badBase64: 1, .oversize: 1, .payloadLength: 1, .missingField: 1])
+        #expect(keys(sink.dataPoints) == expectedPoints(schedule))
+        #expect(sink.dataPoints.count == 300)
+    }
+
+    @Test func shutdownStoresTheChunksStillBuffered() async throws {
+        let path = temporaryStorePath()
+        // Timers and limits far away: nothing is handed on until the drain.
+        let core = IngestConfiguration(idleTimeout: .seconds(3600), flushInterval: .seconds(3600), flushBytes: .max)
+        let server = IngestServer(configuration: .init(port: 0, core: core), sink: try SQLiteIngestStore(path: path))
+        try await server.start()
+        let port = try #require(server.port)
+        let schedule = PluginTrafficGenerator(configuration: .init(rate: 200, duration: .milliseconds(50), startWallClockNs: wallClockNow(), sendsEndMessage: false)).schedule()
+
+        let sender = try PluginSender(host: "127.0.0.1", port: UInt16(port))
+        for datagram in schedule { try sender.send(datagram.bytes) }
+        #expect(await eventually { server.status.counters.datagrams == schedule.count })
+        #expect(server.status.chunksStored == 0)
+        #expect(server.status.streamsOpen == 1)
+        let status = try await server.stop()
+
+        #expect(status.dataPointsStored == 60)
+        #expect(keys(try SQLiteIngestStore(path: path).dataPoints()) == expectedPoints(schedule))
+    }
+
+    @Test func listensOnIPv6LoopbackToo() async throws {
+        let sink = MemoryIngestSink()
+        let server = IngestServer(configuration: .init(port: 0), sink: sink)
+        let bound = try await server.start()
+        let port = try #require(server.port)
+        try #require(bound.contains("[::1]:\(port)"), "IPv6 loopback not bound: \(server.notices)")
+        let schedule = PluginTrafficGenerator(configuration: .init(rate: 100, duration: .milliseconds(100), startWallClockNs: wallClockNow())).schedule()
+        let sender = try PluginSender(host: "::1", port: UInt16(port))
+        for datagram in schedule { try sender.send(datagram.bytes) }
+        #expect(await eventually { server.status.counters.datagrams == schedule.count })
+        try await server.stop()
+        #expect(sink.dataPoints.count == 60)
+        #expect(Set(sink.dataPoints.map(\.source.address)) == ["::1"])
+        #expect(sink.closed)
+    }
+
+    @Test func secondServerOnABusyPortSaysSo() async throws {
+        let first = IngestServer(configuration: .init(port: 0, ipv6Host: nil), sink: MemoryIngestSink())
+        try await first.start()
+        let port = try #require(first.port)
+        let second = IngestServer(configuration: .init(port: port, ipv6Host: nil), sink: MemoryIngestSink())
+        do {
+            try await second.start()
+            Issue.record("a second server bound a port in use")
+        } catch let error as LiveHostError {
+            #expect(error.step == "bind UDP")
+            #expect(error.hint.contains("--port"))
+        }
+        try await first.stop()
+    }
+
+    @Test func runReturnsOnceStopHasDrained() async throws {
+        let sink = MemoryIngestSink()
+        let server = IngestServer(configuration: .init(port: 0), sink: sink)
+        try await server.start()
+        let running = Task { try await server.run() }
+        try await server.stop()
+        try await running.value
+        #expect(sink.closed)
+    }
+
+    @Test func stopBeforeStartStoresNothingAndSucceeds() async throws {
+        let sink = MemoryIngestSink()
+        let status = try await IngestServer(configuration: .init(port: 0), sink: sink).stop()
+        #expect(status.counters.datagrams == 0)
+        #expect(sink.chunks.isEmpty)
+    }
+
+    @Test func statusLineNamesRejectionReasons() {
+        var counters = IngestCounters()
+        counters.datagrams = 12
+        counters.dataPoints = 60
+        counters.rejectedByReason = [.oversize: 1, .notJSON: 1]
+        counters.streamsStarted = 1
+        let status = IngestServerStatus(counters: counters, chunksStored: 3, dataPointsStored: 60, chunksPending: 0, lastStoreError: nil, socketErrors: 0)
+        #expect(status.description == "datagrams 12 · points 60 stored 60 · rejected 2 (not_json 1, oversize 1) · streams 1")
+    }
+}
+
+/// A clock that moves only when told: shows the server measures time on the injected clock.
+private final class ManualClock: Clock, @unchecked Sendable {
+    struct Instant: InstantProtocol {
+        var offset: Duration
+        func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
+        func duration(to other: Instant) -> Duration { other.offset - offset }
+        static func < (a: Instant, b: Instant) -> Bool { a.offset < b.offset }
+    }
+    private let lock = NSLock()
+    private var current = Instant(offset: .zero)
+    var now: Instant { lock.withLock { current } }
+    var minimumResolution: Duration { .nanoseconds(1) }
+    func advance(by duration: Duration) { lock.withLock { current = current.advanced(by: duration) } }
+    func sleep(until deadline: Instant, tolerance: Duration?) async throws {
+        while now < deadline { try await Task.sleep(for: .milliseconds(1)) }
+    }
+}
+
+@Suite(.serialized) struct IngestServerTimeTests {
+    @Test func coreTimeComesFromTheInjectedClock() async throws {
+        let clock = ManualClock()
+        let sink = MemoryIngestSink()
+        // A flush interval no real clock reaches within the test's wait limit.
+        let core = IngestConfiguration(idleTimeout: .seconds(3600), flushInterval: .seconds(600))
+        let server = IngestServer(configuration: .init(port: 0, ipv6Host: nil, core: core), sink: sink, clock: clock)
+        try await server.start()
+        let port = try #require(server.port)
+        let schedule = PluginTrafficGenerator(configuration: .init(rate: 100, duration: .milliseconds(30), startWallClockNs: wallClockNow(), sendsEndMessage: false)).schedule()
+        let sender = try PluginSender(host: "127.0.0.1", port: UInt16(port))
+        for datagram in schedule { try sender.send(datagram.bytes) }
+        #expect(await eventually { server.status.counters.datagrams == schedule.count })
+        #expect(server.status.chunksStored == 0)
+        clock.advance(by: .seconds(600))
+        #expect(await eventually { server.status.chunksStored == 1 })
+        try await server.stop()
+        #expect(sink.dataPoints.count == 18)
+    }
+
+    @Test func chunksAreStoredWhileRunningOnTheFlushTimer() async throws {
+        let sink = MemoryIngestSink()
+        let server = IngestServer(configuration: .init(port: 0, ipv6Host: nil), sink: sink)
+        try await server.start()
+        let port = try #require(server.port)
+        let schedule = PluginTrafficGenerator(configuration: .init(rate: 100, duration: .milliseconds(50), startWallClockNs: wallClockNow(), sendsEndMessage: false)).schedule()
+        let sender = try PluginSender(host: "127.0.0.1", port: UInt16(port))
+        for datagram in schedule { try sender.send(datagram.bytes) }
+        #expect(await eventually { server.status.dataPointsStored == 30 })
+        #expect(server.status.streamsOpen == 1)
+        try await server.stop()
+        #expect(sink.dataPoints.count == 30)
+    }
+
+    @Test func timeGoingBackwardsIsCountedAndItsPointsKept() async throws {
+        let sink = MemoryIngestSink()
+        let server = IngestServer(configuration: .init(port: 0, ipv6Host: nil), sink: sink)
+        try await server.start()
+        let port = try #require(server.port)
+        let schedule = PluginTrafficGenerator(configuration: .init(rate: 100, duration: .milliseconds(100), seed: 9, startWallClockNs: wallClockNow(), faults: [.timeBackwards])).schedule()
+        let sender = try PluginSender(host: "127.0.0.1", port: UInt16(port))
+        for datagram in schedule { try sender.send(datagram.bytes) }
+        #expect(await eventually { server.status.counters.datagrams == schedule.count })
+        let status = try await server.stop()
+        #expect(status.counters.timeWentBackwards == 1)
+        #expect(status.counters.rejected == 0)
+        #expect(keys(sink.dataPoints) == expectedPoints(schedule))
+    }
+}
