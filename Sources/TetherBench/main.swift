@@ -1,0 +1,44 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+// TetherBench: the Swift side of the benchmarks in CI/bench. Subcommands are parsed by hand so
+// this target needs no ArgumentParser; each prints `key=value` lines that the scripts read.
+
+let usage = """
+    usage: TetherBench read FILE [--fast | --next]
+           TetherBench gen-plugin-session OUT [--seconds 3600] [--rate 20] [--port 12345]
+           TetherBench gen-plugin-hour OUT          (the same, one hour at 20 Hz)
+           TetherBench replay-hour SET [--trace FILE]
+    See CI/bench/README.md.
+    """
+
+let arguments = CommandLine.arguments
+guard arguments.count >= 2 else {
+    printError(usage)
+    exit(2)
+}
+let rest = arguments.dropFirst(2)
+do {
+    let status: Int32
+    switch arguments[1] {
+    case "read":
+        status = try ReadBench.run(Arguments(rest, valued: []))
+    case "gen-plugin-session", "gen-plugin-hour":
+        status = try GeneratePluginSession.run(Arguments(rest, valued: ["seconds", "rate", "port"]))
+    case "replay-hour":
+        status = try ReplayHour.run(Arguments(rest, valued: ["trace"]))
+    default:
+        printError("unknown subcommand \(arguments[1])\n\(usage)")
+        status = 2
+    }
+    exit(status)
+} catch let error as UsageError {
+    printError("TetherBench: \(error.description)\n\(usage)")
+    exit(2)
+} catch {
+    printError("TetherBench: \(error)")
+    exit(1)
+}
