@@ -97,6 +97,9 @@ let package = Package(
         ),
         .testTarget(name: "LiveCaptureTests", dependencies: ["LiveCapture", "CaptureKit", "CaptureSet"]),
         .testTarget(name: "LiveHostsTests", dependencies: ["LiveHosts", "IngestCore", "IngestStore"]),
-        .testTarget(name: "TetherCLITests", dependencies: ["TetherCLI", "CaptureKit", "CaptureSet", "Dissectors", "Replay"]),
+        .testTarget(
+            name: "TetherCLITests",
+            dependencies: ["TetherCLI", "CaptureKit", "CaptureSet", "Dissectors", "Replay", "IngestCore", "IngestStore", "LiveHosts"]
+        ),
     ]
 )

@@ -233,6 +233,10 @@ public struct IngestCore: Sendable {
             return events
         }
         counters.accepted += 1
+        if case .data(_, let entries) = message {
+            // One dataPoint per entry plus a few stream events: sized once, not grown by doubling.
+            events.reserveCapacity(events.count + entries.count + 4)
+        }
 
         let index: Dictionary<DatagramSource, IngestStream>.Index
         if let existing = streams.index(forKey: source) {

@@ -290,6 +290,8 @@ struct JSONReader {
             return .legacy(try readString())
         case UInt8(ascii: "["):
             var entries: [MessageShape.EntryShape] = []
+            // The plugin sends a handful of entries; one allocation instead of a regrowth per doubling.
+            entries.reserveCapacity(8)
             var more = try beginContainer(close: UInt8(ascii: "]"))
             while more {
                 entries.append(try readEntry())

@@ -13,6 +13,11 @@ public struct IngestServerStatus: Sendable, Hashable, CustomStringConvertible {
     public var dataPointsStored: Int
     /// Chunks the sink refused and the server still holds (retried with the next chunk and on drain).
     public var chunksPending: Int
+    /// Chunks made by the core and waiting for the writer thread to hand them to the sink; more
+    /// than a few means the store is slower than the traffic (the queue is memory, not dropped).
+    public var chunksQueued: Int = 0
+    /// The most chunks that were waiting for the writer at once during this run.
+    public var chunksQueuedPeak: Int = 0
     /// The sink's last refusal, if any.
     public var lastStoreError: String?
     /// Socket errors the channels reported (reading went on).
@@ -33,6 +38,7 @@ public struct IngestServerStatus: Sendable, Hashable, CustomStringConvertible {
             line += " · rejected 0"
         }
         line += " · streams \(streamsOpen)"
+        if chunksQueued > 0 { line += " · store queue \(chunksQueued)" }
         if chunksPending > 0 { line += " · UNSTORED chunks \(chunksPending)" }
         return line
     }
@@ -43,13 +49,14 @@ public struct IngestServerStatus: Sendable, Hashable, CustomStringConvertible {
 /// Both channels live on one event loop, so the core (a value type) is only ever touched there.
 /// Time is the injected clock's elapsed time since ``start()``; after each datagram or timer the
 /// server arms a wake-up at the core's next deadline, waited for on the same clock and handled on
-/// the loop. Chunks go to the sink as soon as the core
-/// makes them. ``stop()`` drains: the channels close, `finish` flushes every stream, the remaining
-/// chunks are stored, the sink is closed.
+/// the loop. Chunks go, as soon as the core makes them, to a writer thread that hands them to the
+/// sink in batches: the loop never waits for a commit, so storage cannot stall reading. ``stop()``
+/// drains: the channels close, `finish` flushes every stream, the writer stores every remaining
+/// chunk, the sink is closed.
 public final class IngestServer: @unchecked Sendable {
-    // Thread-safety: `core`, `pending`, `timer*`, `lastNow`, `elapsed` and `sleepUntil` are touched only on
-    // `loop` (asserted); `published`, `phase`, `channels`, `notices` and `waiters` are guarded by
-    // `lock`.
+    // Thread-safety: `core`, `timer*`, `lastNow`, `lastAddress`, `lastSource`, `elapsed` and
+    // `sleepUntil` are touched only on `loop` (asserted); `published`, `phase`, `channels`,
+    // `notices` and `waiters` are guarded by `lock`; `writer` is thread-safe.
 
     /// Where and how the server listens.
     public struct Configuration: Sendable, Hashable {
@@ -69,13 +76,28 @@ public final class IngestServer: @unchecked Sendable {
         public var readBytesPerDatagram: Int
         /// Requested `SO_RCVBUF`; the kernel may cap it at `net.core.rmem_max`.
         public var receiveBufferBytes: Int
+        /// When the kernel capped the receive buffer, ask again with `SO_RCVBUFFORCE`, which
+        /// ignores `net.core.rmem_max` for a process with `CAP_NET_ADMIN` (root): a larger buffer
+        /// rides out longer bursts. Without the capability the cap stays and a notice says so.
+        public var forceReceiveBuffer: Bool
+        /// Datagram reads (each of ``vectorReadMessageCount`` datagrams) per wake-up of the loop.
+        public var readsPerWakeup: Int
+        /// Chunks waiting for the writer at which the server adds a notice that the store is
+        /// falling behind (the chunks are kept in memory, never dropped).
+        public var storeQueueWarningChunks: Int
 
-        /// Defaults: port 12345 on 127.0.0.1 and ::1, 64 datagrams per read, 16 KiB each, 8 MiB buffer.
+        /// Defaults: port 12345 on 127.0.0.1 and ::1, 64 datagrams per read, 16 KiB each, 16
+        /// reads per wake-up, 8 MiB buffer (forced past `net.core.rmem_max` when allowed), a
+        /// notice at 1000 chunks waiting for the store.
         public init(
             port: Int = 12345, ipv4Host: String = "127.0.0.1", ipv6Host: String? = "::1",
             core: IngestConfiguration = .init(), vectorReadMessageCount: Int = 64,
-            readBytesPerDatagram: Int = 16_384, receiveBufferBytes: Int = 8 << 20
+            readBytesPerDatagram: Int = 16_384, receiveBufferBytes: Int = 8 << 20,
+            forceReceiveBuffer: Bool = true, readsPerWakeup: Int = 16, storeQueueWarningChunks: Int = 1000
         ) {
+            self.forceReceiveBuffer = forceReceiveBuffer
+            self.readsPerWakeup = readsPerWakeup
+            self.storeQueueWarningChunks = storeQueueWarningChunks
             self.port = port
             self.ipv4Host = ipv4Host
             self.ipv6Host = ipv6Host
@@ -95,10 +117,18 @@ public final class IngestServer: @unchecked Sendable {
     private let eventHandler: (@Sendable (IngestEvent, Duration) -> Void)?
     private let group: MultiThreadedEventLoopGroup
     private let loop: any EventLoop
+    private let writer: ChunkWriter
 
     // Loop-confined.
     private var core: IngestCore
-    private var pending: [IngestChunk] = []
+    /// The last sender and its source: one stream sends thousands of datagrams a second, and
+    /// turning its address into text each time costs more than comparing the addresses.
+    private var lastAddress: SocketAddress?
+    private var lastSource = DatagramSource(address: "", port: 0)
+    /// Chunks the core made during the current read, handed to the writer at the read's end.
+    private var madeChunks: [IngestChunk] = []
+    /// Whether the core's counters changed since they were last published.
+    private var unpublished = false
     private var timer: Task<Void, Never>?
     private var timerDeadline: Duration?
     private var timerGeneration = 0
@@ -130,6 +160,20 @@ public final class IngestServer: @unchecked Sendable {
         self.published = IngestServerStatus(counters: .init(), chunksStored: 0, dataPointsStored: 0, chunksPending: 0, lastStoreError: nil, socketErrors: 0)
         self.group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         self.loop = group.next()
+        self.writer = ChunkWriter(sink: sink)
+        writer.setProgressHandler { [weak self] progress in self?.record(progress) }
+    }
+
+    /// The writer's report after each batch, from its thread: `published` stays the one place
+    /// the status lives.
+    private func record(_ progress: ChunkWriter.Progress) {
+        lock.withLock {
+            published.chunksStored += progress.storedChunks
+            published.dataPointsStored += progress.storedPoints
+            published.chunksPending = progress.heldChunks
+            published.chunksQueued = progress.queuedChunks
+            if let failure = progress.failure { published.lastStoreError = failure }
+        }
     }
 
     /// The bound UDP port, once ``start()`` returned.
@@ -152,6 +196,7 @@ public final class IngestServer: @unchecked Sendable {
             }
             phase = .running
         }
+        writer.start()
         let clock = self.clock
         try await loop.submit {
             let timing = Self.timing(clock)
@@ -165,6 +210,7 @@ public final class IngestServer: @unchecked Sendable {
         let bootstrap = DatagramBootstrap(group: loop)
             .channelOption(ChannelOptions.socketOption(.so_rcvbuf), value: configuration.receiveBufferBytes)
             .channelOption(ChannelOptions.datagramVectorReadMessageCount, value: perRead)
+            .channelOption(ChannelOptions.maxMessagesPerRead, value: UInt(max(1, configuration.readsPerWakeup)))
             // With vector reads NIO splits one buffer evenly between the messages of a read.
             .channelOption(ChannelOptions.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: perRead * max(configuration.readBytesPerDatagram, configuration.core.maxDatagramBytes + 1)))
             .channelInitializer { channel in
@@ -179,6 +225,8 @@ public final class IngestServer: @unchecked Sendable {
             v4 = try await bootstrap.bind(host: configuration.ipv4Host, port: configuration.port).get()
         } catch {
             lock.withLock { phase = .stopped }
+            // Nothing was read: end the writer without closing the sink (the caller still owns it).
+            _ = await writer.finish(closingSink: false)
             try? await group.shutdownGracefully()
             throw LiveHostError(
                 target: v4Target, step: "bind UDP", detail: "\(error)",
@@ -197,15 +245,16 @@ public final class IngestServer: @unchecked Sendable {
                 notices.append("[\(host6)]:\(port): IPv6 loopback unavailable (\(error)); listening on IPv4 only")
             }
         }
+        var shortBuffer: Int?
         for channel in channels {
-            if let actual = try? await channel.getOption(ChannelOptions.socketOption(.so_rcvbuf)).get(),
-                actual < configuration.receiveBufferBytes
-            {
-                notices.append(
-                    "SO_RCVBUF is \(actual) bytes, less than the \(configuration.receiveBufferBytes) asked; "
-                        + "raise net.core.rmem_max for long bursts")
-                break
+            if let actual = await receiveBuffer(of: channel), actual < configuration.receiveBufferBytes {
+                shortBuffer = actual
             }
+        }
+        if let actual = shortBuffer {
+            notices.append(
+                "SO_RCVBUF is \(actual) bytes, less than the \(configuration.receiveBufferBytes) asked; "
+                    + "raise net.core.rmem_max (or run as root, which may exceed it) for long bursts")
         }
         let stoppedMeanwhile = lock.withLock { () -> Bool in
             self.channels = channels
@@ -274,7 +323,9 @@ public final class IngestServer: @unchecked Sendable {
         }
         let result: Result<IngestServerStatus, any Error>
         do {
-            result = .success(try await loop.submit { try self.drain() }.get())
+            try await loop.submit { self.drain() }.get()
+            let outcome = await writer.finish(closingSink: true)
+            result = .success(try finished(outcome))
         } catch {
             result = .failure(error)
         }
@@ -289,16 +340,46 @@ public final class IngestServer: @unchecked Sendable {
         return try result.get()
     }
 
+    /// Asks for `SO_RCVBUFFORCE` if the kernel capped the buffer and that is allowed; returns the
+    /// buffer the socket has (as `SO_RCVBUF` reports it: Linux doubles the request for overhead).
+    private func receiveBuffer(of channel: any Channel) async -> Int? {
+        let asked = configuration.receiveBufferBytes
+        guard var actual = try? await channel.getOption(ChannelOptions.socketOption(.so_rcvbuf)).get() else { return nil }
+        #if os(Linux)
+        if actual < asked, configuration.forceReceiveBuffer {
+            let force = ChannelOptions.Types.SocketOption(level: .socket, name: NIOBSDSocket.Option(rawValue: SO_RCVBUFFORCE))
+            // Refused without CAP_NET_ADMIN; the capped buffer then stays, and the caller says so.
+            if (try? await channel.setOption(force, value: asked).get()) != nil,
+                let forced = try? await channel.getOption(ChannelOptions.socketOption(.so_rcvbuf)).get()
+            {
+                actual = forced
+            }
+        }
+        #endif
+        return actual
+    }
+
     // MARK: On the loop
 
     fileprivate func receive(_ envelope: AddressedEnvelope<ByteBuffer>) {
         loop.preconditionInEventLoop()
         let remote = envelope.remoteAddress
-        let source = DatagramSource(address: remote.ipAddress ?? "\(remote)", port: UInt16(clamping: remote.port ?? 0))
+        if remote != lastAddress {
+            lastAddress = remote
+            lastSource = DatagramSource(address: remote.ipAddress ?? "\(remote)", port: UInt16(clamping: remote.port ?? 0))
+        }
         let now = currentTime()
-        let events = envelope.data.withUnsafeReadableBytes { core.receive($0, from: source, now: now) }
-        handle(events, now: now)
+        let events = envelope.data.withUnsafeReadableBytes { core.receive($0, from: lastSource, now: now) }
+        collect(events, now: now)
+        unpublished = true
         reschedule()
+    }
+
+    /// The end of one read from a socket: hands the read's chunks to the writer and publishes the
+    /// counters once for the whole read rather than per datagram.
+    fileprivate func readComplete() {
+        loop.preconditionInEventLoop()
+        handOver()
     }
 
     fileprivate func socketError(_ error: any Error) {
@@ -313,44 +394,37 @@ public final class IngestServer: @unchecked Sendable {
         return now
     }
 
-    private func handle(_ events: [IngestEvent], now: Duration) {
+    private func collect(_ events: [IngestEvent], now: Duration) {
         for event in events {
-            if case .chunkReady(let chunk) = event { pending.append(chunk) }
+            if case .chunkReady(let chunk) = event { madeChunks.append(chunk) }
             eventHandler?(event, now)
         }
-        storePending()
-        publish()
     }
 
-    /// Hands held chunks to the sink in order; stops at the first refusal and keeps the rest.
-    private func storePending() {
-        var stored = 0
-        var points = 0
-        var failure: String?
-        while let chunk = pending.first {
-            do {
-                try sink.accept(chunk)
-            } catch {
-                failure = "\(error)"
-                break
-            }
-            pending.removeFirst()
-            stored += 1
-            points += chunk.dataPoints.count
+    /// Queues the chunks made since the last hand-over for the writer and publishes the counters.
+    private func handOver() {
+        var queued: Int?
+        if !madeChunks.isEmpty {
+            queued = writer.enqueue(madeChunks)
+            madeChunks.removeAll(keepingCapacity: true)
         }
-        lock.withLock {
-            published.chunksStored += stored
-            published.dataPointsStored += points
-            if let failure { published.lastStoreError = failure }
-        }
-    }
-
-    private func publish() {
+        guard unpublished || queued != nil else { return }
+        unpublished = false
         let counters = core.counters
-        let pendingCount = pending.count
+        let warning = max(1, configuration.storeQueueWarningChunks)
         lock.withLock {
             published.counters = counters
-            published.chunksPending = pendingCount
+            if let queued {
+                published.chunksQueued = queued
+                if queued > published.chunksQueuedPeak {
+                    if published.chunksQueuedPeak < warning, queued >= warning {
+                        noticeList.append(
+                            "the store is falling behind: \(queued) chunks wait in memory for the writer (none are dropped); "
+                                + "check the disk holding the database")
+                    }
+                    published.chunksQueuedPeak = queued
+                }
+            }
         }
     }
 
@@ -361,7 +435,10 @@ public final class IngestServer: @unchecked Sendable {
             cancelTimer()
             return
         }
-        if timer != nil, timerDeadline == deadline { return }
+        // A wake-up already armed no later than the deadline stays: when it comes early the core
+        // does nothing and the next one is armed then. Re-arming only for an earlier deadline
+        // keeps a task per datagram out of the hot path.
+        if timer != nil, let armed = timerDeadline, armed <= deadline { return }
         cancelTimer()
         timerGeneration &+= 1
         let generation = timerGeneration
@@ -391,28 +468,38 @@ public final class IngestServer: @unchecked Sendable {
         timer = nil
         timerDeadline = nil
         let now = currentTime()
-        handle(core.handleTimeout(now: now), now: now)
+        collect(core.handleTimeout(now: now), now: now)
+        unpublished = true
+        handOver()
         reschedule()
     }
 
-    private func drain() throws -> IngestServerStatus {
+    /// Flushes every stream and queues the last chunks for the writer (which ``stop()`` then waits for).
+    private func drain() {
         loop.preconditionInEventLoop()
         cancelTimer()
         timerGeneration &+= 1
         let now = currentTime()
-        handle(core.finish(now: now), now: now)
-        var closeError: (any Error)?
-        do { try sink.close() } catch { closeError = error }
-        let status = lock.withLock { published }
-        if !pending.isEmpty {
-            let points = pending.reduce(0) { $0 + $1.dataPoints.count }
+        collect(core.finish(now: now), now: now)
+        unpublished = true
+        handOver()
+    }
+
+    /// The final status once the writer has stored what it could and closed the sink.
+    private func finished(_ outcome: ChunkWriter.Outcome) throws -> IngestServerStatus {
+        let status = lock.withLock { () -> IngestServerStatus in
+            published.chunksQueued = 0
+            published.chunksPending = outcome.unstoredChunks
+            return published
+        }
+        if outcome.unstoredChunks > 0 {
             throw LiveHostError(
                 target: "ingest sink", step: "store chunks on shutdown",
-                detail: "\(pending.count) chunks (\(points) data points) were not stored: \(status.lastStoreError ?? "unknown error")",
+                detail: "\(outcome.unstoredChunks) chunks (\(outcome.unstoredPoints) data points) were not stored: \(status.lastStoreError ?? "unknown error")",
                 hint: "Check the store's disk space and permissions; the datagrams are in the capture if one was recorded.")
         }
-        if let closeError {
-            throw LiveHostError(target: "ingest sink", step: "close", detail: "\(closeError)", hint: "Check the store's disk space and permissions.")
+        if let closeError = outcome.closeError {
+            throw LiveHostError(target: "ingest sink", step: "close", detail: closeError, hint: "Check the store's disk space and permissions.")
         }
         return status
     }
@@ -439,6 +526,10 @@ private final class IngestDatagramHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         server.receive(unwrapInboundIn(data))
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        server.readComplete()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {

@@ -34,6 +34,9 @@ public struct IngestAdapter: CoreAdapter {
     private var otherPortDatagrams = 0
     private var notUDPFrames = 0
     private var malformedFrames = 0
+    private var lastSource: DatagramSource?
+    private var lastSourceBytes: [UInt8] = []
+    private var sourceText = SourceText()
 
     /// An adapter around a fresh ``IngestCore``.
     public init(configuration: IngestConfiguration = .init(), defaultPort: UInt16 = IngestAdapter.standardPort, portOverride: UInt16? = nil) {
@@ -70,7 +73,7 @@ public struct IngestAdapter: CoreAdapter {
                 otherPortDatagrams += 1
                 return []
             }
-            let source = DatagramSource(address: datagram.sourceAddress.description, port: datagram.sourcePort)
+            let source = datagramSource(datagram)
             return trace(ingest.receive(datagram.payload, from: source, now: now), now: now)
         case .fragmentPending:
             return []
@@ -82,6 +85,18 @@ public struct IngestAdapter: CoreAdapter {
             return [TraceEvent(timeNs: now.replayNanoseconds, core: core, event: "frame_malformed",
                                fields: ["frame": .int(Int64(frame.number)), "detail": .string(detail)])]
         }
+    }
+
+    /// The datagram's sender as the core keys it. The address text is made once per sender, not
+    /// once per datagram: a replay is mostly one stream.
+    private mutating func datagramSource(_ datagram: UDPDatagram) -> DatagramSource {
+        if let last = lastSource, last.port == datagram.sourcePort, lastSourceBytes == datagram.sourceAddress.bytes {
+            return last
+        }
+        let source = DatagramSource(address: datagram.sourceAddress.description, port: datagram.sourcePort)
+        lastSource = source
+        lastSourceBytes = datagram.sourceAddress.bytes
+        return source
     }
 
     /// The core's next flush or idle deadline.
@@ -125,58 +140,103 @@ public struct IngestAdapter: CoreAdapter {
     }
 
     /// Maps core events to trace events, in the order the core returned them.
-    func trace(_ events: [IngestEvent], now: Duration) -> [TraceEvent] {
+    mutating func trace(_ events: [IngestEvent], now: Duration) -> [TraceEvent] {
         let t = now.replayNanoseconds
-        return events.map { Self.traceEvent($0, timeNs: t) }
+        var out: [TraceEvent] = []
+        out.reserveCapacity(events.count)
+        for event in events { out.append(Self.traceEvent(event, timeNs: t, sourceText: &sourceText)) }
+        return out
     }
 
     /// One core event as a trace event at `timeNs`.
     public static func traceEvent(_ event: IngestEvent, timeNs t: Int64) -> TraceEvent {
-        func make(_ name: String, _ source: DatagramSource, _ fields: [String: TraceValue] = [:]) -> TraceEvent {
-            var all = fields
-            all["source"] = .string(source.description)
-            return TraceEvent(timeNs: t, core: "ingest", event: name, fields: all)
+        var sourceText = SourceText()
+        return traceEvent(event, timeNs: t, sourceText: &sourceText)
+    }
+
+    /// The last source's `description`: nearly every event of a replay names the same stream, and
+    /// formatting the address for each of them would cost more than the rest of the event.
+    struct SourceText {
+        private var source: DatagramSource?
+        private var text = ""
+
+        mutating func callAsFunction(_ source: DatagramSource) -> TraceValue {
+            if source != self.source {
+                self.source = source
+                text = source.description
+            }
+            return .string(text)
+        }
+    }
+
+    /// The events' fields are built in one dictionary sized for them up front (a datapoint has
+    /// five), so no event pays for a regrowth or a copy.
+    static func traceEvent(_ event: IngestEvent, timeNs t: Int64, sourceText: inout SourceText) -> TraceEvent {
+        func make(_ name: String, _ fields: [String: TraceValue]) -> TraceEvent {
+            TraceEvent(timeNs: t, core: "ingest", event: name, fields: fields)
+        }
+        func fields(_ source: DatagramSource, capacity: Int) -> [String: TraceValue] {
+            var fields = [String: TraceValue](minimumCapacity: capacity)
+            fields["source"] = sourceText(source)
+            return fields
         }
         switch event {
         case .dataPoint(let point):
-            var fields: [String: TraceValue] = [
-                "name": .string(point.name), "type": .string(point.type), "time_ns": .int(point.timeNs),
-            ]
+            var f = fields(point.source, capacity: 5)
+            f["name"] = .string(point.name)
+            f["type"] = .string(point.type)
+            f["time_ns"] = .int(point.timeNs)
             switch point.value {
-            case .float64(let x): fields["value"] = .double(x)
-            case .int64(let i): fields["value"] = .int(i)
-            case .vector2D(let x, let y): fields["value"] = .array([.double(x), .double(y)])
-            case .vector3D(let x, let y, let z): fields["value"] = .array([.double(x), .double(y), .double(z)])
-            case .string(let s): fields["value"] = .string(s)
-            case .bytes(let b): fields["bytes"] = .string(hex(b))
+            case .float64(let x): f["value"] = .double(x)
+            case .int64(let i): f["value"] = .int(i)
+            case .vector2D(let x, let y): f["value"] = .array([.double(x), .double(y)])
+            case .vector3D(let x, let y, let z): f["value"] = .array([.double(x), .double(y), .double(z)])
+            case .string(let s): f["value"] = .string(s)
+            case .bytes(let b): f["bytes"] = .string(hex(b))
             }
-            return make("datapoint", point.source, fields)
+            return make("datapoint", f)
         case .pluginName(let source, let name):
-            return make("plugin_name", source, ["name": .string(name)])
+            var f = fields(source, capacity: 2)
+            f["name"] = .string(name)
+            return make("plugin_name", f)
         case .endMessage(let source):
-            return make("end_message", source)
+            return make("end_message", fields(source, capacity: 1))
         case .legacyV1(let source, let timeNs, let payload):
-            var fields: [String: TraceValue] = ["bytes": .string(hex(payload))]
-            if let timeNs { fields["time_ns"] = .int(timeNs) }
-            return make("legacy_v1", source, fields)
+            var f = fields(source, capacity: 3)
+            f["bytes"] = .string(hex(payload))
+            if let timeNs { f["time_ns"] = .int(timeNs) }
+            return make("legacy_v1", f)
         case .rejected(let source, let reason, let detail):
-            return make("rejected", source, ["reason": .string(reason.rawValue), "detail": .string(detail)])
+            var f = fields(source, capacity: 3)
+            f["reason"] = .string(reason.rawValue)
+            f["detail"] = .string(detail)
+            return make("rejected", f)
         case .streamStarted(let source):
-            return make("stream_start", source)
+            return make("stream_start", fields(source, capacity: 1))
         case .streamEnded(let source, let cause):
-            return make("stream_end", source, ["cause": .string(cause.rawValue)])
+            var f = fields(source, capacity: 2)
+            f["cause"] = .string(cause.rawValue)
+            return make("stream_end", f)
         case .rateLearned(let source, let hertz):
-            return make("rate", source, ["hz": .double(roundedToMillis(hertz))])
+            var f = fields(source, capacity: 2)
+            f["hz"] = .double(roundedToMillis(hertz))
+            return make("rate", f)
         case .timeWentBackwards(let source, let previousNs, let currentNs):
-            return make("time_backwards", source, ["previous_ns": .int(previousNs), "current_ns": .int(currentNs)])
+            var f = fields(source, capacity: 3)
+            f["previous_ns"] = .int(previousNs)
+            f["current_ns"] = .int(currentNs)
+            return make("time_backwards", f)
         case .gap(let source, let gapNs, let expectedPeriodNs):
-            return make("gap", source, ["gap_ns": .int(gapNs), "expected_period_ns": .int(expectedPeriodNs)])
+            var f = fields(source, capacity: 3)
+            f["gap_ns"] = .int(gapNs)
+            f["expected_period_ns"] = .int(expectedPeriodNs)
+            return make("gap", f)
         case .chunkReady(let chunk):
-            return make("chunk", chunk.source, [
-                "sequence": .int(Int64(chunk.sequence)),
-                "points": .int(Int64(chunk.dataPoints.count)),
-                "bytes": .int(Int64(chunk.byteCount)),
-            ])
+            var f = fields(chunk.source, capacity: 4)
+            f["sequence"] = .int(Int64(chunk.sequence))
+            f["points"] = .int(Int64(chunk.dataPoints.count))
+            f["bytes"] = .int(Int64(chunk.byteCount))
+            return make("chunk", f)
         }
     }
 
@@ -187,13 +247,15 @@ public struct IngestAdapter: CoreAdapter {
     }
 
     static func hex(_ bytes: [UInt8]) -> String {
-        let digits: [Character] = Array("0123456789abcdef")
-        var out = ""
-        out.reserveCapacity(bytes.count * 2)
-        for b in bytes {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 0x0f)])
+        let digits: StaticString = "0123456789abcdef"
+        return String(unsafeUninitializedCapacity: bytes.count * 2) { (out: UnsafeMutableBufferPointer<UInt8>) -> Int in
+            digits.withUTF8Buffer { digits in
+                for (i, b) in bytes.enumerated() {
+                    out[2 * i] = digits[Int(b >> 4)]
+                    out[2 * i + 1] = digits[Int(b & 0x0f)]
+                }
+            }
+            return bytes.count * 2
         }
-        return out
     }
 }

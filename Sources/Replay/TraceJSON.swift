@@ -71,22 +71,9 @@ extension TraceEvent {
     /// A field named `t_ns`, `core` or `event` in `fields` is not written: the top-level property
     /// of the same name is the one that counts.
     public func jsonLine() -> String {
-        var out = "{\"t_ns\":"
-        out += String(timeNs)
-        out += ",\"core\":"
-        TraceJSONWriter.appendString(core, to: &out)
-        out += ",\"event\":"
-        TraceJSONWriter.appendString(event, to: &out)
-        for key in fields.keys.sorted(by: TraceJSONWriter.keyOrder) where !Self.reservedKeys.contains(key) {
-            out += ","
-            TraceJSONWriter.appendString(key, to: &out)
-            out += ":"
-            if let value = fields[key] {
-                TraceJSONWriter.appendValue(value, to: &out)
-            }
-        }
-        out += "}"
-        return out
+        var out = TraceJSONBytes()
+        out.appendEvent(self)
+        return String(decoding: out.bytes, as: UTF8.self)
     }
 
     /// Parses one line of trace JSON.
@@ -108,22 +95,37 @@ extension TraceEvent {
 public enum TraceFile {
     /// The whole trace as text: one `jsonLine()` per event, each followed by `\n`.
     public static func encode(_ events: [TraceEvent]) -> String {
-        var out = ""
-        out.reserveCapacity(events.count * 96)
+        String(decoding: encodeBytes(events), as: UTF8.self)
+    }
+
+    /// The whole trace as UTF-8 bytes, exactly the bytes of ``encode(_:)``. Written straight into
+    /// one growing buffer: building a `String` per line costs more than the JSON itself.
+    public static func encodeBytes(_ events: [TraceEvent]) -> [UInt8] {
+        var out = TraceJSONBytes()
+        // Ingest lines average a little under 180 bytes; one reservation avoids most regrowth.
+        out.bytes.reserveCapacity(events.count * 176)
         for event in events {
-            out += event.jsonLine()
-            out += "\n"
+            out.appendEvent(event)
+            out.bytes.append(0x0A)
         }
-        return out
+        return out.bytes
     }
 
     /// Writes `events` to `path`, replacing the file atomically so a reader never sees half a
     /// baseline.
     /// - Throws: `TraceFileError` when the file cannot be written.
     public static func write(_ events: [TraceEvent], to path: String) throws {
-        let data = Data(encode(events).utf8)
+        var bytes = encodeBytes(events)
         do {
-            try data.write(to: URL(fileURLWithPath: path), options: .atomic)
+            // The buffer is handed to Foundation without a copy; it outlives the write.
+            try bytes.withUnsafeMutableBytes { buffer in
+                guard let base = buffer.baseAddress else {
+                    try Data().write(to: URL(fileURLWithPath: path), options: .atomic)
+                    return
+                }
+                let data = Data(bytesNoCopy: base, count: buffer.count, deallocator: .none)
+                try data.write(to: URL(fileURLWithPath: path), options: .atomic)
+            }
         } catch {
             throw TraceFileError(path: path, operation: "write trace file", reason: "\(error.localizedDescription)")
         }
@@ -251,6 +253,164 @@ enum TraceJSONWriter {
             }
         }
         out += "\""
+    }
+}
+
+/// The trace writer over UTF-8 bytes: the same text as ``TraceJSONWriter``'s `String` functions,
+/// byte for byte, without a `String` per value. It is the `TextOutputStream` a `Double` prints
+/// itself into, so a double's shortest text goes straight into the buffer.
+struct TraceJSONBytes: TextOutputStream {
+    var bytes: [UInt8] = []
+
+    mutating func write(_ string: String) {
+        bytes.append(contentsOf: string.utf8)
+    }
+
+    /// `Double.write(to:)` hands its digits over as ASCII; taking them as bytes skips a `String`.
+    mutating func _writeASCII(_ buffer: UnsafeBufferPointer<UInt8>) {
+        bytes.append(contentsOf: buffer)
+    }
+
+    mutating func appendLiteral(_ text: StaticString) {
+        text.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    }
+
+    /// One event as ``TraceEvent/jsonLine()`` writes it, without the newline.
+    mutating func appendEvent(_ event: TraceEvent) {
+        appendLiteral("{\"t_ns\":")
+        appendInt(event.timeNs)
+        appendLiteral(",\"core\":")
+        appendString(event.core)
+        appendLiteral(",\"event\":")
+        appendString(event.event)
+        appendMembers(event.fields, skippingReserved: true)
+        bytes.append(UInt8(ascii: "}"))
+    }
+
+    /// `"key":value` for every member in key order, comma-separated (the caller writes the braces).
+    /// An event's fields (`skippingReserved`) follow `t_ns`, `core` and `event`, so each of them
+    /// gets a leading comma, and a field named like one of those three is left out.
+    private mutating func appendMembers(_ members: [String: TraceValue], skippingReserved: Bool) {
+        // One pass over the dictionary, sorted in place: no second lookup per key.
+        var sorted: [(key: String, value: TraceValue)] = []
+        sorted.reserveCapacity(members.count)
+        for member in members where !(skippingReserved && Self.isReserved(member.key)) {
+            sorted.append(member)
+        }
+        sorted.sort { TraceJSONWriter.keyOrder($0.key, $1.key) }
+        var first = !skippingReserved
+        for member in sorted {
+            if !first { bytes.append(UInt8(ascii: ",")) }
+            first = false
+            appendString(member.key)
+            bytes.append(UInt8(ascii: ":"))
+            appendValue(member.value)
+        }
+    }
+
+    /// ``TraceEvent/reservedKeys`` without hashing: compared with small literals.
+    private static func isReserved(_ key: String) -> Bool {
+        key == "t_ns" || key == "core" || key == "event"
+    }
+
+    mutating func appendValue(_ value: TraceValue) {
+        switch value {
+        case .string(let s):
+            appendString(s)
+        case .int(let i):
+            appendInt(i)
+        case .double(let d):
+            appendDouble(d)
+        case .bool(let b):
+            if b { appendLiteral("true") } else { appendLiteral("false") }
+        case .null:
+            appendLiteral("null")
+        case .array(let items):
+            bytes.append(UInt8(ascii: "["))
+            for (index, item) in items.enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                appendValue(item)
+            }
+            bytes.append(UInt8(ascii: "]"))
+        case .object(let members):
+            bytes.append(UInt8(ascii: "{"))
+            appendMembers(members, skippingReserved: false)
+            bytes.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// Decimal digits, as `String(i)` writes them.
+    mutating func appendInt(_ i: Int64) {
+        if i < 0 { bytes.append(UInt8(ascii: "-")) }
+        var magnitude = i.magnitude
+        // 20 digits hold UInt64.max.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var start = 20
+            repeat {
+                start -= 1
+                digits[start] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: digits[start..<20]))
+        }
+    }
+
+    /// The text of ``TraceJSONWriter/formatDouble(_:)``.
+    mutating func appendDouble(_ d: Double) {
+        if d.isNaN { appendLiteral("\"NaN\""); return }
+        if d.isInfinite {
+            if d < 0 { appendLiteral("\"-Infinity\"") } else { appendLiteral("\"Infinity\"") }
+            return
+        }
+        let start = bytes.count
+        d.write(to: &self)
+        // Guard the int/double distinction even if a future description drops the fraction.
+        var i = start
+        while i < bytes.count {
+            switch bytes[i] {
+            case UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E"): return
+            default: i += 1
+            }
+        }
+        appendLiteral(".0")
+    }
+
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    /// RFC 8259 §7, as ``TraceJSONWriter/appendString(_:to:)``: escape `"`, `\\` and
+    /// U+0000–U+001F; every other byte of the UTF-8 is copied.
+    mutating func appendString(_ s: String) {
+        bytes.append(UInt8(ascii: "\""))
+        var s = s
+        s.withUTF8 { utf8 in
+            var clean = true
+            for byte in utf8 where byte < 0x20 || byte == 0x22 || byte == 0x5C {
+                clean = false
+                break
+            }
+            if clean {
+                bytes.append(contentsOf: utf8)
+                return
+            }
+            for byte in utf8 {
+                switch byte {
+                case 0x22: appendLiteral("\\\"")
+                case 0x5C: appendLiteral("\\\\")
+                case 0x0A: appendLiteral("\\n")
+                case 0x0D: appendLiteral("\\r")
+                case 0x09: appendLiteral("\\t")
+                case 0x08: appendLiteral("\\b")
+                case 0x0C: appendLiteral("\\f")
+                case 0..<0x20:
+                    appendLiteral("\\u00")
+                    bytes.append(Self.hexDigits[Int(byte >> 4)])
+                    bytes.append(Self.hexDigits[Int(byte & 0xF)])
+                default:
+                    bytes.append(byte)
+                }
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
     }
 }
 

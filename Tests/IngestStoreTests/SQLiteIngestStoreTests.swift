@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import IngestCore
 import IngestStore
 import Testing
@@ -133,5 +134,106 @@ import Testing
         #expect(expected.count == 25)
         #expect(try store.dataPoints() == expected)
         #expect(try store.chunkCount() == 13)
+    }
+}
+
+/// Chunks stored several at a time, one row each, and databases from before that.
+@Suite struct SQLiteIngestStoreBatchTests {
+    let base = SQLiteIngestStoreTests()
+
+    @Test func severalChunksInOneCallAreStoredInOrder() throws {
+        let store = try SQLiteIngestStore(path: try base.temporaryPath())
+        let points = base.samplePoints()
+        let chunks = [base.chunk(1, Array(points[0..<2])), base.chunk(2, Array(points[2..<5])), base.chunk(3, Array(points[5...]))]
+        #expect(try store.store(chunks) == 3)
+        #expect(try store.dataPoints() == points)
+        #expect(try store.chunkCount() == 3)
+        #expect(try store.dataPointCount() == points.count)
+    }
+
+    @Test func aBatchRepeatingStoredChunksCountsOnlyTheNewOnes() throws {
+        let store = try SQLiteIngestStore(path: try base.temporaryPath())
+        let points = base.samplePoints()
+        try store.store(base.chunk(1, Array(points[0..<3])))
+        #expect(try store.store([base.chunk(1, Array(points[0..<3])), base.chunk(2, Array(points[3...]))]) == 1)
+        #expect(try store.dataPoints() == points)
+    }
+
+    @Test func aBatchWithAConflictingChunkStoresNoneOfIt() throws {
+        let store = try SQLiteIngestStore(path: try base.temporaryPath())
+        let points = base.samplePoints()
+        try store.store(base.chunk(1, Array(points[0..<2])))
+        #expect(throws: IngestStoreError.conflictingChunk(path: store.path, source: SQLiteIngestStoreTests.source.description, streamStartNs: 42, sequence: 1)) {
+            try store.store([base.chunk(2, Array(points[2..<4])), base.chunk(1, Array(points[4...]))])
+        }
+        #expect(try store.chunkCount() == 1)
+        #expect(try store.dataPoints() == Array(points[0..<2]))
+    }
+
+    @Test func aChunkWithoutPointsRoundTrips() throws {
+        let store = try SQLiteIngestStore(path: try base.temporaryPath())
+        try store.store(base.chunk(1, []))
+        try store.store(base.chunk(2, Array(base.samplePoints()[0..<1])))
+        #expect(try store.dataPoints() == Array(base.samplePoints()[0..<1]))
+        #expect(try store.chunkCount() == 2)
+    }
+
+    @Test func aVersion1DatabaseIsConvertedKeepingEveryPointInOrder() throws {
+        let path = try base.temporaryPath()
+        let points = base.samplePoints()
+        // The schema and rows Tether's first store wrote: one data_point row per point.
+        let old = try DatabaseQueue(path: path)
+        try old.write { db in
+            try db.execute(sql: """
+                CREATE TABLE chunk (id INTEGER PRIMARY KEY, address TEXT NOT NULL, port INTEGER NOT NULL,
+                    stream_start_ns INTEGER NOT NULL, sequence INTEGER NOT NULL, byte_count INTEGER NOT NULL,
+                    point_count INTEGER NOT NULL, UNIQUE (address, port, stream_start_ns, sequence));
+                CREATE TABLE data_point (id INTEGER PRIMARY KEY, chunk_id INTEGER NOT NULL REFERENCES chunk(id),
+                    time_ns INTEGER NOT NULL, name TEXT NOT NULL, type TEXT NOT NULL, payload BLOB NOT NULL);
+                PRAGMA user_version = 1;
+                """)
+            for (chunkID, range) in [(1, 0..<4), (2, 4..<6)] {
+                try db.execute(sql: "INSERT INTO chunk VALUES (?, '::1', 50000, 42, ?, 0, ?)", arguments: [chunkID, chunkID, range.count])
+                for point in points[range] {
+                    try db.execute(sql: "INSERT INTO data_point (chunk_id, time_ns, name, type, payload) VALUES (?, ?, ?, ?, ?)",
+                                   arguments: [chunkID, point.timeNs, point.name, point.type, Data(point.payload)])
+                }
+            }
+        }
+        try old.close()
+
+        let store = try SQLiteIngestStore(path: path)
+        #expect(try store.dataPoints() == points)
+        #expect(try store.dataPointCount() == 6)
+        #expect(try store.store(base.chunk(1, Array(points[0..<4]))) == false)
+        #expect(try store.store(base.chunk(3, Array(points[0..<1]))) == true)
+    }
+
+    @Test func damagedPackedPointsAreReportedAsCorrupt() throws {
+        let path = try base.temporaryPath()
+        let store = try SQLiteIngestStore(path: path)
+        try store.store(base.chunk(1, base.samplePoints()))
+        let other = try DatabaseQueue(path: path)
+        // Cut the blob inside its first point's name.
+        try other.write { db in try db.execute(sql: "UPDATE chunk SET points = substr(points, 1, 15)") }
+        #expect {
+            _ = try store.dataPoints()
+        } throws: { error in
+            guard let error = error as? IngestStoreError, case .corrupt(let failedPath, let detail) = error else { return false }
+            return failedPath == path && detail.contains("chunk row 1")
+        }
+    }
+
+    @Test func aDatabaseFromANewerTetherIsNotOpened() throws {
+        let path = try base.temporaryPath()
+        let newer = try DatabaseQueue(path: path)
+        try newer.write { db in try db.execute(sql: "PRAGMA user_version = 99") }
+        try newer.close()
+        #expect {
+            _ = try SQLiteIngestStore(path: path)
+        } throws: { error in
+            guard let error = error as? IngestStoreError, case .cannotOpen(let failedPath, let underlying) = error else { return false }
+            return failedPath == path && underlying.contains("99")
+        }
     }
 }

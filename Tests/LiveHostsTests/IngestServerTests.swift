@@ -231,3 +231,151 @@ private final class ManualClock: Clock, @unchecked Sendable {
         #expect(keys(sink.dataPoints) == expectedPoints(schedule))
     }
 }
+
+/// A sink whose `accept` waits until opened, and which can refuse its first calls: stands in for
+/// a store that is slow or failing.
+private final class GatedSink: IngestSink, @unchecked Sendable {
+    private let condition = NSCondition()
+    private var open: Bool
+    private var refusalsLeft: Int
+    private var kept: [IngestChunk] = []
+    private var calls = 0
+    private var isClosed = false
+
+    init(open: Bool = true, refusals: Int = 0) {
+        self.open = open
+        self.refusalsLeft = refusals
+    }
+
+    struct Refused: Error {}
+
+    func accept(_ chunk: IngestChunk) throws { try accept([chunk]) }
+
+    func accept(_ chunks: [IngestChunk]) throws {
+        condition.lock()
+        defer { condition.unlock() }
+        calls += 1
+        while !open { condition.wait() }
+        if refusalsLeft > 0 {
+            refusalsLeft -= 1
+            throw Refused()
+        }
+        // A retry after a refusal brings the same chunks again: keep each once.
+        for chunk in chunks where !kept.contains(chunk) { kept.append(chunk) }
+    }
+
+    func close() throws { condition.withLock { isClosed = true } }
+
+    func openGate() {
+        condition.withLock { open = true }
+        condition.broadcast()
+    }
+
+    var acceptCalls: Int { condition.withLock { calls } }
+    var dataPoints: [DataPoint] { condition.withLock { kept.flatMap(\.dataPoints) } }
+    var closed: Bool { condition.withLock { isClosed } }
+}
+
+/// Storage runs beside reading, never in its way.
+@Suite(.serialized) struct IngestServerWriterTests {
+    @Test func readingGoesOnWhileTheSinkIsBlocked() async throws {
+        let sink = GatedSink(open: false)
+        // Every datagram its own chunk, so chunks queue up behind the blocked sink.
+        let core = IngestConfiguration(idleTimeout: .seconds(3600), flushBytes: 1)
+        let server = IngestServer(configuration: .init(port: 0, ipv6Host: nil, core: core), sink: sink)
+        try await server.start()
+        let port = try #require(server.port)
+        let schedule = PluginTrafficGenerator(configuration: .init(rate: 200, duration: .milliseconds(100), startWallClockNs: wallClockNow(), sendsEndMessage: false)).schedule()
+        let sender = try PluginSender(host: "127.0.0.1", port: UInt16(port))
+        for datagram in schedule { try sender.send(datagram.bytes) }
+
+        #expect(await eventually { server.status.counters.datagrams == schedule.count })
+        #expect(await eventually { sink.acceptCalls == 1 })
+        #expect(server.status.dataPointsStored == 0)
+        #expect(server.status.chunksQueued > 0)
+        #expect(server.status.description.contains("store queue"))
+
+        sink.openGate()
+        let status = try await server.stop()
+        #expect(keys(sink.dataPoints) == expectedPoints(schedule))
+        #expect(status.dataPointsStored == 120)
+        #expect(status.chunksQueued == 0)
+        #expect(status.chunksQueuedPeak > 0)
+        #expect(sink.closed)
+    }
+
+    @Test func aStoreFallingBehindIsAnnounced() async throws {
+        let sink = GatedSink(open: false)
+        let core = IngestConfiguration(idleTimeout: .seconds(3600), flushBytes: 1)
+        let server = IngestServer(configuration: .init(port: 0, ipv6Host: nil, core: core, storeQueueWarningChunks: 5), sink: sink)
+        try await server.start()
+        let port = try #require(server.port)
+        let schedule = PluginTrafficGenerator(configuration: .init(rate: 200, duration: .milliseconds(100), startWallClockNs: wallClockNow(), sendsEndMessage: false)).schedule()
+        let sender = try PluginSender(host: "127.0.0.1", port: UInt16(port))
+        #expect(!server.notices.contains { $0.contains("falling behind") })
+        for datagram in schedule { try sender.send(datagram.bytes) }
+
+        #expect(await eventually { server.status.counters.datagrams == schedule.count })
+        #expect(server.notices.filter { $0.contains("falling behind") }.count == 1)
+        sink.openGate()
+        let status = try await server.stop()
+        #expect(status.dataPointsStored == 120)
+    }
+
+    @Test func aRefusedBatchIsKeptAndStoredWithTheNextChunks() async throws {
+        let sink = GatedSink(refusals: 1)
+        let core = IngestConfiguration(idleTimeout: .seconds(3600), flushBytes: 1)
+        let server = IngestServer(configuration: .init(port: 0, ipv6Host: nil, core: core), sink: sink)
+        try await server.start()
+        let port = try #require(server.port)
+        let schedule = PluginTrafficGenerator(configuration: .init(rate: 100, duration: .milliseconds(50), startWallClockNs: wallClockNow(), sendsEndMessage: false)).schedule()
+        let sender = try PluginSender(host: "127.0.0.1", port: UInt16(port))
+        try sender.send(schedule[0].bytes)
+        #expect(await eventually { server.status.chunksPending == 1 })
+        #expect(server.status.lastStoreError != nil)
+        for datagram in schedule.dropFirst() { try sender.send(datagram.bytes) }
+
+        #expect(await eventually { server.status.dataPointsStored == 30 })
+        #expect(server.status.chunksPending == 0)
+        let status = try await server.stop()
+        #expect(keys(sink.dataPoints) == expectedPoints(schedule))
+        #expect(status.chunksPending == 0)
+    }
+
+    @Test func chunksTheSinkKeepsRefusingAreReportedOnStop() async throws {
+        let sink = GatedSink(refusals: .max)
+        let server = IngestServer(configuration: .init(port: 0, ipv6Host: nil), sink: sink)
+        try await server.start()
+        let port = try #require(server.port)
+        let schedule = PluginTrafficGenerator(configuration: .init(rate: 100, duration: .milliseconds(50), startWallClockNs: wallClockNow(), sendsEndMessage: false)).schedule()
+        let sender = try PluginSender(host: "127.0.0.1", port: UInt16(port))
+        for datagram in schedule { try sender.send(datagram.bytes) }
+        #expect(await eventually { server.status.counters.datagrams == schedule.count })
+        do {
+            try await server.stop()
+            Issue.record("stop succeeded although the sink refused every chunk")
+        } catch let error as LiveHostError {
+            #expect(error.step == "store chunks on shutdown")
+            #expect(error.detail.contains("30 data points"))
+        }
+        #expect(server.status.chunksPending >= 1)
+        #expect(sink.closed)
+    }
+
+    @Test func aStoreReceivesBatchesAndKeepsEveryPoint() async throws {
+        let path = temporaryStorePath()
+        let core = IngestConfiguration(idleTimeout: .seconds(3600), flushBytes: 1)
+        let server = IngestServer(configuration: .init(port: 0, ipv6Host: nil, core: core), sink: try SQLiteIngestStore(path: path))
+        try await server.start()
+        let port = try #require(server.port)
+        let schedule = PluginTrafficGenerator(configuration: .init(rate: 1000, duration: .milliseconds(500), startWallClockNs: wallClockNow())).schedule()
+        let sender = try PluginSender(host: "127.0.0.1", port: UInt16(port))
+        for datagram in schedule { try sender.send(datagram.bytes) }
+        #expect(await eventually { server.status.counters.datagrams == schedule.count })
+        let status = try await server.stop()
+        let store = try SQLiteIngestStore(path: path)
+        #expect(keys(try store.dataPoints()) == expectedPoints(schedule))
+        #expect(try store.chunkCount() == status.chunksStored)
+        #expect(status.dataPointsStored == 3000)
+    }
+}

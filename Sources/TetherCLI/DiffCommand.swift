@@ -1,0 +1,133 @@
+import ArgumentParser
+import CaptureSet
+import Replay
+
+/// `tether diff A B`: two behaviour traces compared as event sequences.
+struct DiffCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "diff",
+        abstract: "Compare two behaviour traces (or two capture sets' baselines) as event sequences.",
+        discussion: """
+            Each side is a trace file (JSON Lines, as written by `tether replay --trace`) or a \
+            capture set folder, whose baseline traces (manifest `baselines`, one per core) are \
+            compared core by core. A trace file against a set uses the set's baseline for the \
+            trace's core. Events are aligned as sequences, so the report names missing (-), \
+            extra (+), moved (~) and changed (!) events, and events whose time moved by more than \
+            the tolerance (@).
+
+            Exit status: 0 when the traces behave the same, 1 when they differ, 2 when a side \
+            cannot be read.
+
+            Compare an accepted baseline with a new replay's trace, allowing 5 ms of slack:
+              tether diff baseline/ingest.jsonl /tmp/ingest.jsonl --tolerance-ms 5
+            """
+    )
+
+    @Argument(help: "The reference side: a trace file (.jsonl) or a capture set folder.")
+    var a: String
+
+    @Argument(help: "The side compared with it: a trace file (.jsonl) or a capture set folder.")
+    var b: String
+
+    @Option(name: .customLong("tolerance-ms"), help: "Report an aligned event only when its time moved by more than this many milliseconds.")
+    var toleranceMs: Double = 0
+
+    @Option(name: .customLong("ignore-field"), help: "A field to leave out of the comparison (repeatable), e.g. a wall-clock stamp.")
+    var ignoreFields: [String] = []
+
+    @Option(name: .customLong("max-lines"), help: "The longest report to print, in lines.")
+    var maxLines: Int = 40
+
+    func validate() throws {
+        guard toleranceMs >= 0, toleranceMs.isFinite else {
+            throw ValidationError("--tolerance-ms must be 0 or more (got \(toleranceMs)); 0 reports any timing change.")
+        }
+        guard maxLines >= 2 else {
+            throw ValidationError("--max-lines must be at least 2 (got \(maxLines)).")
+        }
+        for side in [a, b] where !FileSystem.exists(side) {
+            throw ValidationError("\(side) does not exist. Give a trace file written by `tether replay --trace FILE` or a capture set folder.")
+        }
+    }
+
+    func run() throws {
+        let pairs: [TracePair]
+        do {
+            pairs = try TracePair.resolve(a, b)
+        } catch {
+            throw CommandFailure(message: "\(error)", exitCode: 2)
+        }
+        let tolerance = Int64((toleranceMs * 1_000_000).rounded())
+        var differ = false
+        for pair in pairs {
+            let eventsA: [TraceEvent]
+            let eventsB: [TraceEvent]
+            do {
+                eventsA = try pair.a.map { try TraceFile.read($0) } ?? []
+                eventsB = try pair.b.map { try TraceFile.read($0) } ?? []
+            } catch {
+                throw CommandFailure(message: "\(error)", exitCode: 2)
+            }
+            if pairs.count > 1 || pair.a == nil || pair.b == nil {
+                StandardOutput.shared.line("== \(pair.label)")
+            }
+            if pair.a == nil || pair.b == nil {
+                differ = true
+                StandardOutput.shared.line("only \(pair.a == nil ? b : a) has a trace for this core (\(eventsA.count + eventsB.count) events)")
+                continue
+            }
+            let report = TraceDiff.compare(eventsA, eventsB, timingToleranceNs: tolerance, ignoringFields: Set(ignoreFields))
+            if !report.isEmpty { differ = true }
+            StandardOutput.shared.line(report.render(maxLines: maxLines))
+        }
+        StandardOutput.shared.flush()
+        if differ { throw CommandFailure(message: "", exitCode: 1) }
+    }
+}
+
+/// The two trace files to compare for one core (`nil` where one side has none).
+struct TracePair {
+    var label: String
+    var a: String?
+    var b: String?
+
+    /// Turn the two command-line sides into trace file pairs.
+    static func resolve(_ a: String, _ b: String) throws -> [TracePair] {
+        switch (CaptureSetDirectory.isCaptureSet(a), CaptureSetDirectory.isCaptureSet(b)) {
+        case (false, false):
+            return [TracePair(label: "\(a) vs \(b)", a: a, b: b)]
+        case (true, true):
+            let baselinesA = try baselines(of: a)
+            let baselinesB = try baselines(of: b)
+            let cores = Set(baselinesA.keys).union(baselinesB.keys).sorted()
+            guard !cores.isEmpty else {
+                throw CommandFailure.failed("neither \(a) nor \(b) has a baseline trace. Make one with `tether replay SET --update-baseline`.")
+            }
+            return cores.map { TracePair(label: "core \($0)", a: baselinesA[$0], b: baselinesB[$0]) }
+        case (true, false):
+            return [TracePair(label: "\(a) vs \(b)", a: try baseline(of: a, matching: b), b: b)]
+        case (false, true):
+            return [TracePair(label: "\(a) vs \(b)", a: a, b: try baseline(of: b, matching: a))]
+        }
+    }
+
+    /// core → full path of the set's baseline trace.
+    static func baselines(of set: String) throws -> [String: String] {
+        let manifest = try CaptureSetDirectory.readManifest(at: set)
+        var result: [String: String] = [:]
+        for (core, relative) in manifest.baselines {
+            result[core] = FileSystem.join(set, relative)
+        }
+        return result
+    }
+
+    /// The set's baseline for the core the trace file's first event names.
+    static func baseline(of set: String, matching traceFile: String) throws -> String {
+        let all = try baselines(of: set)
+        let events = try TraceFile.read(traceFile)
+        if let core = events.first?.core, let path = all[core] { return path }
+        if all.count == 1, let only = all.values.first { return only }
+        let cores = all.keys.sorted().joined(separator: ", ")
+        throw CommandFailure.failed("\(set) has no baseline for the core of \(traceFile) (its baselines: \(cores.isEmpty ? "none" : cores)). Give two trace files instead.")
+    }
+}

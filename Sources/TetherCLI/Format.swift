@@ -1,0 +1,145 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Number and time formatting for the CLI's text output, without Foundation's locale-dependent
+/// formatters (output must be the same on every machine).
+enum Format {
+    /// `value` with exactly `decimals` digits after the point.
+    static func fixed(_ value: Double, _ decimals: Int) -> String {
+        guard value.isFinite else { return String(value) }
+        var scale = 1.0
+        for _ in 0..<decimals { scale *= 10 }
+        let scaled = (abs(value) * scale).rounded()
+        let whole = Int64(scaled / scale)
+        let fraction = Int64(scaled - Double(whole) * scale)
+        let sign = value < 0 && scaled != 0 ? "-" : ""
+        guard decimals > 0 else { return sign + String(whole) }
+        var digits = String(fraction)
+        while digits.count < decimals { digits = "0" + digits }
+        return sign + String(whole) + "." + digits
+    }
+
+    /// Nanoseconds as seconds with nine decimals (`12.000345678`).
+    static func seconds(_ nanoseconds: Int64) -> String {
+        let sign = nanoseconds < 0 ? "-" : ""
+        let magnitude = nanoseconds.magnitude
+        var fraction = String(magnitude % 1_000_000_000)
+        while fraction.count < 9 { fraction = "0" + fraction }
+        return sign + String(magnitude / 1_000_000_000) + "." + fraction
+    }
+
+    /// Nanoseconds as a short duration: `850 ns`, `12.3 µs`, `4.56 ms`, `1.234 s`.
+    static func duration(_ nanoseconds: Int64) -> String {
+        let value = Double(nanoseconds)
+        switch abs(value) {
+        case ..<1_000: return "\(nanoseconds) ns"
+        case ..<1_000_000: return fixed(value / 1_000, 1) + " µs"
+        case ..<1_000_000_000: return fixed(value / 1_000_000, 2) + " ms"
+        default: return fixed(value / 1_000_000_000, 3) + " s"
+        }
+    }
+
+    /// A byte count with a binary unit.
+    static func bytes(_ count: UInt64) -> String {
+        let units = ["B", "KiB", "MiB", "GiB", "TiB"]
+        var value = Double(count)
+        var unit = 0
+        while value >= 1024 && unit < units.count - 1 {
+            value /= 1024
+            unit += 1
+        }
+        return unit == 0 ? "\(count) B" : fixed(value, 1) + " " + units[unit]
+    }
+
+    /// Nanoseconds since the Unix epoch as ISO 8601 UTC with nanoseconds.
+    static func utc(_ nanoseconds: Int64) -> String {
+        var seconds = nanoseconds / 1_000_000_000
+        var remainder = nanoseconds % 1_000_000_000
+        if remainder < 0 {
+            seconds -= 1
+            remainder += 1_000_000_000
+        }
+        var time = time_t(seconds)
+        var parts = tm()
+        guard gmtime_r(&time, &parts) != nil else { return "\(nanoseconds) ns" }
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        var fraction = String(remainder)
+        while fraction.count < 9 { fraction = "0" + fraction }
+        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)).\(fraction)Z"
+    }
+
+    /// Now, as ISO 8601 UTC to the second (for manifests).
+    static func utcNow() -> String {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let text = utc(Int64(now.tv_sec) * 1_000_000_000)
+        return String(text.prefix(19)) + "Z"
+    }
+
+    /// Right-align `text` in `width` columns.
+    static func pad(_ text: String, _ width: Int) -> String {
+        text.count >= width ? text : String(repeating: " ", count: width - text.count) + text
+    }
+}
+
+extension String {
+    /// Left-align in `width` columns.
+    func padding(_ width: Int) -> String {
+        count >= width ? self : self + String(repeating: " ", count: width - count)
+    }
+
+    /// Control characters shown as `\u{…}` so one item stays one line on a terminal.
+    func replacingControlCharacters() -> String {
+        var out = ""
+        for scalar in unicodeScalars {
+            if scalar.value < 0x20 || scalar.value == 0x7F {
+                out += "\\u{\(String(scalar.value, radix: 16))}"
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+}
+
+/// ATT opcode names (Bluetooth Core Specification, Vol 3, Part F, §3.4.8, Table 3.37).
+enum ATTOpcodeNames {
+    static func name(_ opcode: UInt8) -> String {
+        switch opcode {
+        case 0x01: "Error Response"
+        case 0x02: "Exchange MTU Request"
+        case 0x03: "Exchange MTU Response"
+        case 0x04: "Find Information Request"
+        case 0x05: "Find Information Response"
+        case 0x06: "Find By Type Value Request"
+        case 0x07: "Find By Type Value Response"
+        case 0x08: "Read By Type Request"
+        case 0x09: "Read By Type Response"
+        case 0x0A: "Read Request"
+        case 0x0B: "Read Response"
+        case 0x0C: "Read Blob Request"
+        case 0x0D: "Read Blob Response"
+        case 0x0E: "Read Multiple Request"
+        case 0x0F: "Read Multiple Response"
+        case 0x10: "Read By Group Type Request"
+        case 0x11: "Read By Group Type Response"
+        case 0x12: "Write Request"
+        case 0x13: "Write Response"
+        case 0x16: "Prepare Write Request"
+        case 0x17: "Prepare Write Response"
+        case 0x18: "Execute Write Request"
+        case 0x19: "Execute Write Response"
+        case 0x1B: "Handle Value Notification"
+        case 0x1D: "Handle Value Indication"
+        case 0x1E: "Handle Value Confirmation"
+        case 0x20: "Read Multiple Variable Request"
+        case 0x21: "Read Multiple Variable Response"
+        case 0x23: "Multiple Handle Value Notification"
+        case 0x52: "Write Command"
+        case 0xD2: "Signed Write Command"
+        default: "Unknown ATT opcode 0x" + String(opcode, radix: 16)
+        }
+    }
+}

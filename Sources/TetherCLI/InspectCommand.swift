@@ -1,0 +1,359 @@
+import ArgumentParser
+import CaptureKit
+import CaptureSet
+import Dissectors
+
+/// `tether inspect PATH`: what a capture file or set holds.
+struct InspectCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "inspect",
+        abstract: "Show what a capture file or capture set holds: format, interfaces, frames, time span, drops, comments.",
+        discussion: """
+            PATH is a capture file (pcap, pcapng, btsnoop, PacketLogger .pklg; the format is \
+            found from the first bytes) or a capture set folder (its capture.pcapng is read and its \
+            manifest shown). The file is streamed in constant memory whatever its size; a read that \
+            takes a while shows its progress on stderr when stderr is a terminal.
+
+            --frames lists every frame: number (1-based, as Wireshark numbers them), seconds since \
+            the first frame, interface, direction and a one-line dissection (ATT opcode, handle and \
+            characteristic; UDP addresses, ports and length). An ATT PDU reassembled from several \
+            ACL fragments is shown on the frame that completes it.
+
+            --json prints one JSON object (docs/cli.md describes every key): `frames` (total), \
+            `interfaces` (each with `linktype` and `frames`), `first_time_ns`, `last_time_ns`, \
+            `comments`, `warnings`; with --frames also `frame_list`, one object per frame with \
+            `number`, `time_ns`, `interface`, and `att` (`opcode`, `handle`, `value` in hex; \
+            `att_all` lists every ATT PDU the frame completes) or `udp` (`src`, `src_port`, `dst`, \
+            `dst_port`, `length`). Frames are written as they are read.
+
+            A file whose last block is cut off is read up to that block; the warning (on stderr, \
+            and in `warnings`) gives the offset where it ends early.
+
+            List the ATT traffic of an Android btsnoop log:
+              tether inspect btsnoop_hci.log --frames
+            Count frames per interface of a capture set, for a script:
+              tether inspect Captures/ingest-clean --json
+            """
+    )
+
+    @Argument(help: "A capture file (pcap, pcapng, btsnoop, .pklg) or a capture set folder.")
+    var path: String
+
+    @Flag(name: .long, help: "List every frame with a one-line dissection.")
+    var frames = false
+
+    @Flag(name: .long, help: "Print JSON instead of text (see docs/cli.md for the keys).")
+    var json = false
+
+    @Flag(name: .customLong("no-verify"), help: "For a set, do not check the capture file's SHA-256 against the manifest (saves a pass over a large file).")
+    var noVerify = false
+
+    @Option(name: .customLong("limit"), help: "With --frames, list at most this many frames (the summary still counts all).")
+    var limit: Int?
+
+    func validate() throws {
+        guard FileSystem.exists(path) else {
+            throw ValidationError("\(path) does not exist. Give a capture file or a capture set folder such as Captures/<name>.")
+        }
+        if FileSystem.isDirectory(path) && !CaptureSetDirectory.isCaptureSet(path) {
+            throw ValidationError("\(path) is a folder without a manifest.yaml, so not a capture set. Give a set folder or a capture file; `tether import FILE --out Captures/<name>` makes a set.")
+        }
+        if let limit, limit < 0 {
+            throw ValidationError("--limit must be 0 or more (got \(limit)).")
+        }
+    }
+
+    func run() throws {
+        var set: LoadedCaptureSet?
+        var capturePath = path
+        if FileSystem.isDirectory(path) {
+            let loaded: LoadedCaptureSet
+            do {
+                loaded = try CaptureSetDirectory.load(path, verify: !noVerify)
+            } catch {
+                guard case .digestMismatch(let name, let file, let expected, let actual) = error else { throw error }
+                // Inspect must still show a damaged set: say so, and read what is there.
+                Terminal.warn("tether: warning: capture set \(name): \(file) has SHA-256 \(actual), but the manifest records \(expected); it changed after the set was sealed.")
+                loaded = try CaptureSetDirectory.load(path, verify: false)
+            }
+            set = loaded
+            capturePath = loaded.capturePath
+        }
+        let reader = try CaptureFile.open(path: capturePath)
+        let output: InspectOutput = json
+            ? JSONInspectOutput(listFrames: frames)
+            : TextInspectOutput(listFrames: frames)
+        output.begin(path: capturePath, format: reader.format, fileSize: FileSystem.size(capturePath), set: set)
+
+        var summary = CaptureSummary()
+        var dissector = FrameDissectorAdapter()
+        let progress = ProgressDisplay(
+            label: FileSystem.baseName(capturePath), totalBytes: FileSystem.size(capturePath),
+            enabled: Terminal.stderrIsTerminal && !(frames && !json && Terminal.stdoutIsTerminal))
+        var listed = 0
+        while let frame = try reader.next() {
+            summary.add(frame)
+            if frames, limit.map({ listed < $0 }) ?? true {
+                let interface = reader.interfaces[frame.interfaceIndex]
+                let dissected = dissector.dissect(frame, interface: interface)
+                output.frame(frame, interface: interface, dissected: dissected, firstTimeNs: summary.firstTimeNs ?? frame.timestampNs)
+                listed += 1
+            }
+            progress.update(bytesRead: reader.bytesRead, frames: summary.frames)
+        }
+        progress.clear()
+        for warning in reader.warnings where warning.kind != .skippedUnknown {
+            Terminal.warn("tether: warning: \(warning)")
+        }
+        output.end(summary: summary, interfaces: reader.interfaces, warnings: reader.warnings, set: set)
+        StandardOutput.shared.flush()
+    }
+}
+
+/// Counts gathered in one pass over a capture.
+struct CaptureSummary {
+    /// Comments kept for display; a file with more still counts them all.
+    static let keptCommentLimit = 1000
+
+    var frames = 0
+    var framesPerInterface: [Int: Int] = [:]
+    var bytesPerInterface: [Int: Int] = [:]
+    var firstTimeNs: Int64?
+    var lastTimeNs: Int64?
+    var minTimeNs: Int64?
+    var maxTimeNs: Int64?
+    var commentCount = 0
+    var comments: [(frame: Int, text: String)] = []
+
+    mutating func add(_ frame: CaptureFrame) {
+        frames += 1
+        framesPerInterface[frame.interfaceIndex, default: 0] += 1
+        bytesPerInterface[frame.interfaceIndex, default: 0] += frame.data.count
+        if firstTimeNs == nil { firstTimeNs = frame.timestampNs }
+        lastTimeNs = frame.timestampNs
+        minTimeNs = min(minTimeNs ?? frame.timestampNs, frame.timestampNs)
+        maxTimeNs = max(maxTimeNs ?? frame.timestampNs, frame.timestampNs)
+        for comment in frame.comments {
+            commentCount += 1
+            if comments.count < Self.keptCommentLimit { comments.append((frame.number, comment)) }
+        }
+    }
+}
+
+/// Progress of a long read on stderr: percentage of the file and frames so far.
+final class ProgressDisplay {
+    private let status: StatusLine
+    private let label: String
+    private let totalBytes: UInt64?
+
+    init(label: String, totalBytes: UInt64?, enabled: Bool) {
+        status = StatusLine(enabled: enabled)
+        self.label = label
+        self.totalBytes = totalBytes
+    }
+
+    func update(bytesRead: UInt64, frames: Int) {
+        status.update {
+            if let totalBytes, totalBytes > 0 {
+                let percent = Double(bytesRead) * 100 / Double(totalBytes)
+                return "\(label): \(Format.fixed(percent, 1))% (\(frames) frames)"
+            }
+            return "\(label): \(frames) frames"
+        }
+    }
+
+    func clear() { status.clear() }
+}
+
+/// How `inspect` presents what it reads; text and JSON share the reading loop.
+protocol InspectOutput {
+    func begin(path: String, format: CaptureFormat, fileSize: UInt64?, set: LoadedCaptureSet?)
+    func frame(_ frame: CaptureFrame, interface: CaptureInterface, dissected: DissectedFrame, firstTimeNs: Int64)
+    func end(summary: CaptureSummary, interfaces: [CaptureInterface], warnings: [CaptureWarning], set: LoadedCaptureSet?)
+}
+
+/// The direction to show for a frame: the HCI direction when the dissector found one, otherwise the
+/// pcapng `epb_flags` inbound/outbound bits.
+func directionText(_ frame: CaptureFrame, _ dissected: DissectedFrame) -> String? {
+    if let direction = dissected.direction {
+        return direction == .unknown ? nil : direction.rawValue
+    }
+    switch (frame.flags ?? 0) & 0x3 {
+    case 1: return "received"
+    case 2: return "sent"
+    default: return nil
+    }
+}
+
+/// Human-readable output.
+final class TextInspectOutput: InspectOutput {
+    private let listFrames: Bool
+    private let out = StandardOutput.shared
+
+    init(listFrames: Bool) { self.listFrames = listFrames }
+
+    func begin(path: String, format: CaptureFormat, fileSize: UInt64?, set: LoadedCaptureSet?) {
+        let size = fileSize.map { ", \(Format.bytes($0))" } ?? ""
+        out.line("File:        \(path) (\(format.rawValue)\(size))")
+        if let set {
+            let manifest = set.manifest
+            out.line("Set:         \(set.directory.name): \(manifest.title)")
+            out.line("Recorded:    \(manifest.recordedAt) by Tether \(manifest.tetherVersion), status \(manifest.status.rawValue)")
+            out.line("SHA-256:     \(set.verified ? "matches the manifest" : "not verified")")
+            if !manifest.devices.isEmpty {
+                let devices = manifest.devices.map { device in
+                    [device.name, device.model, device.firmware].compactMap { $0 }.joined(separator: " ")
+                }
+                out.line("Devices:     \(devices.joined(separator: "; "))")
+            }
+            for warning in set.warnings { Terminal.warn("tether: warning: \(warning)") }
+        }
+        if listFrames {
+            out.line("")
+            out.line("   Frame        Time  If  Direction  Summary")
+        }
+    }
+
+    func frame(_ frame: CaptureFrame, interface: CaptureInterface, dissected: DissectedFrame, firstTimeNs: Int64) {
+        let seconds = Format.seconds(frame.timestampNs &- firstTimeNs)
+        let direction = directionText(frame, dissected) ?? "-"
+        var line = Format.pad(String(frame.number), 8) + "  " + Format.pad(seconds, 10) + "  "
+            + Format.pad(String(frame.interfaceIndex), 2) + "  " + direction.padding(9) + "  " + dissected.summary
+        for comment in frame.comments { line += "  # " + comment.replacingControlCharacters() }
+        out.line(line)
+    }
+
+    func end(summary: CaptureSummary, interfaces: [CaptureInterface], warnings: [CaptureWarning], set: LoadedCaptureSet?) {
+        if listFrames { out.line("") }
+        out.line("Frames:      \(summary.frames)")
+        if let first = summary.minTimeNs, let last = summary.maxTimeNs {
+            out.line("Time span:   \(Format.utc(first)) → \(Format.utc(last)) (\(Format.seconds(last &- first)) s)")
+        }
+        out.line("Interfaces:  \(interfaces.count)")
+        for (index, interface) in interfaces.enumerated() {
+            var line = "  #\(index)  \(interface.linkType)"
+            if let name = interface.name { line += "  name \(name)" }
+            if let role = set?.manifest.interface(index: index)?.role { line += "  role \(role)" }
+            line += "  \(summary.framesPerInterface[index, default: 0]) frames"
+            let statistics = interface.statistics
+            if statistics.interfaceDropped != nil || statistics.osDropped != nil {
+                line += "  dropped \(statistics.totalDropped)"
+            }
+            if let received = statistics.received { line += "  received \(received)" }
+            out.line(line)
+            for comment in interface.comments { out.line("      # \(comment.replacingControlCharacters())") }
+        }
+        out.line("Comments:    \(summary.commentCount)")
+        for comment in summary.comments.prefix(50) {
+            out.line("  frame \(comment.frame): \(comment.text.replacingControlCharacters())")
+        }
+        if summary.commentCount > 50 { out.line("  … and \(summary.commentCount - 50) more") }
+        if let set, !set.manifest.annotations.isEmpty {
+            out.line("Annotations: \(set.manifest.annotations.count) (in manifest.yaml)")
+        }
+        let shown = warnings.filter { $0.kind != .skippedUnknown }
+        if !shown.isEmpty { out.line("Warnings:    \(shown.count) (see stderr)") }
+    }
+}
+
+/// JSON output, written as it is read: the frame list first, the summary keys after it (JSON
+/// objects are unordered, and only the end knows the totals).
+final class JSONInspectOutput: InspectOutput {
+    private let listFrames: Bool
+    private let out = StandardOutput.shared
+    private var firstFrame = true
+
+    init(listFrames: Bool) { self.listFrames = listFrames }
+
+    func begin(path: String, format: CaptureFormat, fileSize: UInt64?, set: LoadedCaptureSet?) {
+        var members: [(String, String)] = [("path", JSONText.string(path)), ("format", JSONText.string(format.rawValue))]
+        if let fileSize { members.append(("file_size", String(fileSize))) }
+        let head = JSONText.object(members)
+        out.write(String(head.dropLast()))
+        if listFrames { out.write(",\"frame_list\":[") }
+    }
+
+    func frame(_ frame: CaptureFrame, interface: CaptureInterface, dissected: DissectedFrame, firstTimeNs: Int64) {
+        var members: [(String, String)] = [
+            ("number", String(frame.number)),
+            ("time_ns", String(frame.timestampNs)),
+            ("interface", String(frame.interfaceIndex)),
+            ("length", String(frame.data.count)),
+            ("original_length", String(frame.originalLength)),
+            ("direction", JSONText.string(directionText(frame, dissected))),
+            ("summary", JSONText.string(dissected.summary)),
+        ]
+        if !frame.comments.isEmpty { members.append(("comments", JSONText.strings(frame.comments))) }
+        if let first = dissected.att.first {
+            members.append(("att", Self.att(first)))
+            members.append(("att_all", "[" + dissected.att.map(Self.att).joined(separator: ",") + "]"))
+        }
+        if let udp = dissected.udp {
+            members.append(("udp", JSONText.object([
+                ("src", JSONText.string(udp.sourceAddress.description)),
+                ("src_port", String(udp.sourcePort)),
+                ("dst", JSONText.string(udp.destinationAddress.description)),
+                ("dst_port", String(udp.destinationPort)),
+                ("length", String(udp.payload.count)),
+            ])))
+        }
+        if let problem = dissected.problem { members.append(("problem", JSONText.string(problem))) }
+        out.write((firstFrame ? "" : ",") + "\n" + JSONText.object(members))
+        firstFrame = false
+    }
+
+    static func att(_ record: ATTRecord) -> String {
+        JSONText.object([
+            ("opcode", String(record.opcode)),
+            ("opcode_name", JSONText.string(ATTOpcodeNames.name(record.opcode))),
+            ("handle", record.handle.map { String($0) } ?? "null"),
+            ("value", JSONText.string(JSONText.hex(record.value))),
+            ("direction", JSONText.string(record.direction.rawValue)),
+            ("connection_handle", String(record.connectionHandle)),
+            ("service_uuid", JSONText.string(record.serviceUUID)),
+            ("characteristic_uuid", JSONText.string(record.characteristicUUID)),
+        ])
+    }
+
+    func end(summary: CaptureSummary, interfaces: [CaptureInterface], warnings: [CaptureWarning], set: LoadedCaptureSet?) {
+        if listFrames { out.write("\n]") }
+        var members: [(String, String)] = [("frames", String(summary.frames))]
+        let interfaceObjects = interfaces.enumerated().map { index, interface -> String in
+            var fields: [(String, String)] = [
+                ("index", String(index)),
+                ("linktype", String(interface.linkType.rawValue)),
+                ("linktype_name", JSONText.string(interface.linkType.name)),
+                ("name", JSONText.string(interface.name)),
+                ("frames", String(summary.framesPerInterface[index, default: 0])),
+                ("bytes", String(summary.bytesPerInterface[index, default: 0])),
+            ]
+            let statistics = interface.statistics
+            fields.append(("dropped", statistics.interfaceDropped != nil || statistics.osDropped != nil ? String(statistics.totalDropped) : "null"))
+            fields.append(("received", statistics.received.map { String($0) } ?? "null"))
+            if let role = set?.manifest.interface(index: index)?.role { fields.append(("role", JSONText.string(role.rawValue))) }
+            if !interface.comments.isEmpty { fields.append(("comments", JSONText.strings(interface.comments))) }
+            return JSONText.object(fields)
+        }
+        members.append(("interfaces", "[" + interfaceObjects.joined(separator: ",") + "]"))
+        members.append(("first_time_ns", summary.minTimeNs.map { String($0) } ?? "null"))
+        members.append(("last_time_ns", summary.maxTimeNs.map { String($0) } ?? "null"))
+        members.append(("duration_ns", summary.minTimeNs.flatMap { first in summary.maxTimeNs.map { String($0 &- first) } } ?? "null"))
+        members.append(("comment_count", String(summary.commentCount)))
+        members.append(("comments", "[" + summary.comments.map {
+            JSONText.object([("frame", String($0.frame)), ("text", JSONText.string($0.text))])
+        }.joined(separator: ",") + "]"))
+        members.append(("warnings", JSONText.strings(warnings.filter { $0.kind != .skippedUnknown }.map(\.description))))
+        if let set {
+            members.append(("set", JSONText.object([
+                ("name", JSONText.string(set.directory.name)),
+                ("title", JSONText.string(set.manifest.title)),
+                ("status", JSONText.string(set.manifest.status.rawValue)),
+                ("recorded_at", JSONText.string(set.manifest.recordedAt)),
+                ("annotations", String(set.manifest.annotations.count)),
+                ("verified", set.verified ? "true" : "false"),
+            ])))
+        }
+        let tail = JSONText.object(members)
+        out.write("," + String(tail.dropFirst()) + "\n")
+    }
+}

@@ -1,0 +1,302 @@
+import ArgumentParser
+import CaptureKit
+import CaptureSet
+import Dissectors
+import Replay
+
+/// `tether replay SET_OR_FOLDER…`: virtual-clock replay with checks, or `--realtime` re-sending.
+struct ReplayCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "replay",
+        abstract: "Replay capture sets on a virtual clock and check expectations and baselines (or re-send them in real time).",
+        discussion: """
+            Each argument is a capture set folder or a folder holding sets (searched below, as \
+            Captures/ is). For every set, the captured frames are fed to the protocol cores at \
+            their captured instants on a virtual clock: every datagram addressed to the manifest's \
+            ingest port goes to IngestCore, and the cores' timers fire at their exact virtual \
+            instants. Nothing sleeps, so an hour of traffic replays in well under a second, and two \
+            replays of one set give byte-identical traces.
+
+            The behaviour trace (JSON Lines, docs/trace-format.md) is then checked against the \
+            manifest's expectations and against each baseline trace (baseline/<core>.jsonl), \
+            compared as events. The report is printed; the exit status is 1 when any check \
+            failed or any set could not be replayed. --update-baseline accepts this run's trace as \
+            the new baseline (the baseline check is then not made).
+
+            --realtime instead sends the set's captured ingest datagrams over real UDP to --to, at \
+            their recorded pace scaled by --speed, and reports how far the sent gaps strayed from \
+            the recorded ones (p50, p99, max) and the total drift.
+
+            Replay every committed set, as CI does, keeping a JUnit report:
+              tether replay Captures --junit .build/replay-junit.xml
+            Keep one set's trace and try a shorter idle timeout:
+              tether replay Captures/ingest-faulty --trace t.jsonl --ingest-idle-timeout 5
+            Re-send a recording to a live server at twice its pace:
+              tether replay --realtime --speed 2 --to 127.0.0.1:12345 Captures/clean
+            """
+    )
+
+    @Argument(help: "Capture set folders, or folders searched for capture sets (e.g. Captures).")
+    var paths: [String]
+
+    @Option(name: .long, help: "Write the behaviour trace (JSON Lines) to this file (one set only).")
+    var trace: String?
+
+    @Option(name: .long, help: "Write a JUnit XML report to this file.")
+    var junit: String?
+
+    @Flag(name: .customLong("update-baseline"), help: "Accept this run's traces as the sets' baselines (writes baseline/<core>.jsonl and the manifest).")
+    var updateBaseline = false
+
+    @Option(name: .customLong("ingest-idle-timeout"), help: "IngestCore's stream idle timeout in seconds, overriding the manifest.")
+    var ingestIdleTimeout: Double?
+
+    @Option(name: .customLong("ingest-port"), help: "Feed IngestCore the datagrams to this UDP port, whatever the manifest says.")
+    var ingestPort: UInt16?
+
+    @Option(name: .customLong("tolerance-ms"), help: "Timing slack for the baseline comparison, in milliseconds.")
+    var toleranceMs: Double = 0
+
+    @Flag(name: .customLong("no-verify"), help: "Do not check the capture file's SHA-256 against the manifest.")
+    var noVerify = false
+
+    @Option(name: .customLong("max-diff-lines"), help: "The most lines of baseline differences shown per set.")
+    var maxDiffLines: Int = 40
+
+    @Flag(name: .long, help: "Send the captured ingest datagrams over real UDP at their recorded pace instead.")
+    var realtime = false
+
+    @Option(name: .long, help: "With --realtime: the pace factor (2 sends twice as fast as recorded).")
+    var speed: Double = 1
+
+    @Option(name: .long, help: "With --realtime: where to send, HOST:PORT (e.g. 127.0.0.1:12345 or [::1]:12345).")
+    var to: String?
+
+    func validate() throws {
+        guard !paths.isEmpty else {
+            throw ValidationError("Give a capture set or a folder of sets, e.g. `tether replay Captures`.")
+        }
+        if let ingestIdleTimeout, !(ingestIdleTimeout > 0 && ingestIdleTimeout.isFinite) {
+            throw ValidationError("--ingest-idle-timeout must be a positive number of seconds (got \(ingestIdleTimeout)).")
+        }
+        guard toleranceMs >= 0, toleranceMs.isFinite else {
+            throw ValidationError("--tolerance-ms must be 0 or more (got \(toleranceMs)).")
+        }
+        if realtime {
+            guard let to else {
+                throw ValidationError("--realtime needs --to HOST:PORT, e.g. --to 127.0.0.1:12345 (start `tether serve ingest` there first).")
+            }
+            guard HostPort.parse(to) != nil else {
+                throw ValidationError("--to \(to) is not HOST:PORT. Write e.g. 127.0.0.1:12345 or [::1]:12345.")
+            }
+            guard speed > 0, speed.isFinite else {
+                throw ValidationError("--speed must be a positive factor (got \(speed)); 1 is the recorded pace.")
+            }
+            guard paths.count == 1, CaptureSetDirectory.isCaptureSet(paths[0]) else {
+                throw ValidationError("--realtime replays one capture set; give its folder, e.g. Captures/ingest-clean.")
+            }
+            if trace != nil || junit != nil || updateBaseline {
+                throw ValidationError("--trace, --junit and --update-baseline belong to virtual replay; leave them out with --realtime.")
+            }
+        } else {
+            if to != nil || speed != 1 {
+                throw ValidationError("--to and --speed only apply with --realtime.")
+            }
+        }
+        for path in paths where !FileSystem.isDirectory(path) {
+            throw ValidationError("\(path) is not a folder. Give a capture set folder (with manifest.yaml) or a folder holding sets, such as Captures.")
+        }
+    }
+
+    func run() throws {
+        if realtime {
+            try runRealtime()
+            return
+        }
+        var sets: [String] = []
+        for path in paths {
+            if CaptureSetDirectory.isCaptureSet(path) {
+                sets.append(path)
+            } else {
+                let found = try CaptureSetDirectory.findSets(under: path)
+                if found.isEmpty {
+                    throw CommandFailure.failed("\(path) holds no capture set (no folder with a manifest.yaml). Record one with `tether record` or make one with `tether import`.")
+                }
+                sets += found
+            }
+        }
+        if trace != nil && sets.count != 1 {
+            throw CommandFailure(message: "--trace writes one set's trace, and \(sets.count) sets were found; name one set.", exitCode: ExitCode.validationFailure.rawValue)
+        }
+
+        var options = ReplayOptions(verify: !noVerify, ingestPort: ingestPort)
+        if let ingestIdleTimeout {
+            options.ingest = IngestOverrides(idleTimeoutMs: Int((ingestIdleTimeout * 1000).rounded()))
+        }
+        let tolerance = Int64((toleranceMs * 1_000_000).rounded())
+        var outcomes: [CaptureSetOutcome] = []
+        var errors: [(name: String, message: String)] = []
+        let status = StatusLine()
+        for (index, set) in sets.enumerated() {
+            let name = CaptureSetDirectory(path: set).name
+            status.update(force: true) { "replaying \(name) (\(index + 1)/\(sets.count))" }
+            let outcome: ReplayOutcome
+            do {
+                outcome = try replaySet(at: set, options: options)
+            } catch {
+                status.clear()
+                errors.append((name, error.description))
+                Terminal.warn("tether: \(name): \(error)")
+                continue
+            }
+            status.clear()
+            for warning in outcome.warnings { Terminal.warn("tether: warning: \(name): \(warning)") }
+            if let trace {
+                try TraceFile.write(outcome.trace, to: trace)
+            }
+            let expectations = Expectations.evaluate(outcome.manifest.expectations, trace: outcome.trace)
+            var baselines: [BaselineComparison] = []
+            if updateBaseline {
+                try Self.acceptBaselines(outcome, at: set)
+            } else {
+                for core in outcome.manifest.baselines.keys.sorted() {
+                    let path = FileSystem.join(set, outcome.manifest.baselines[core, default: ""])
+                    let accepted: [TraceEvent]
+                    do {
+                        accepted = try TraceFile.read(path)
+                    } catch {
+                        errors.append((name, "baseline \(core): \(error)"))
+                        continue
+                    }
+                    let replayed = outcome.trace.filter { $0.core == core }
+                    baselines.append(BaselineComparison(
+                        name: core, diff: TraceDiff.compare(accepted, replayed, timingToleranceNs: tolerance)))
+                }
+            }
+            outcomes.append(CaptureSetOutcome(name: name, expectations: expectations, baselines: baselines))
+        }
+
+        StandardOutput.shared.write(ReplayReport.render(outcomes, maxDiffLines: maxDiffLines))
+        for error in errors {
+            StandardOutput.shared.line("ERROR \(error.name): \(error.message)")
+        }
+        if updateBaseline {
+            StandardOutput.shared.line("Baselines updated for \(outcomes.count) set(s); review them with `git diff` before committing.")
+        }
+        if let junit {
+            var report = JUnitReport(outcomes: outcomes, maxDiffLines: maxDiffLines)
+            for error in errors {
+                report.suites.append(JUnitReport.TestSuite(name: error.name, cases: [
+                    JUnitReport.TestCase(name: "replay", className: "replay." + error.name,
+                                         failure: JUnitReport.Failure(message: error.message, type: "error")),
+                ]))
+            }
+            try report.write(to: junit)
+        }
+        StandardOutput.shared.flush()
+        if !errors.isEmpty || outcomes.contains(where: { !$0.passed }) {
+            throw CommandFailure(message: "", exitCode: 1)
+        }
+    }
+
+    /// Write this run's trace as the set's baseline, one file per core, and record them in the
+    /// manifest. A core the manifest already names keeps its path; an empty trace is written too,
+    /// so "this core did nothing" is itself checked next time.
+    static func acceptBaselines(_ outcome: ReplayOutcome, at set: String) throws {
+        var manifest = outcome.manifest
+        var cores = Set(outcome.trace.map(\.core))
+        cores.formUnion(manifest.baselines.keys)
+        for core in cores.sorted() {
+            let relative = manifest.baselines[core] ?? CaptureSetDirectory.defaultBaselinePath(core: core)
+            let events = outcome.trace.filter { $0.core == core }
+            try CaptureSetDirectory.writeAtomically(Array(TraceFile.encode(events).utf8), to: FileSystem.join(set, relative))
+            manifest.baselines[core] = relative
+        }
+        if manifest != outcome.manifest {
+            try CaptureSetDirectory.saveManifest(manifest, to: set)
+        }
+    }
+
+    // MARK: realtime
+
+    private func runRealtime() throws {
+        guard let to, let target = HostPort.parse(to) else { return }
+        let set = paths[0]
+        let loaded = try CaptureSetDirectory.load(set, verify: !noVerify)
+        for warning in loaded.warnings { Terminal.warn("tether: warning: \(warning)") }
+        let datagrams = try Self.ingestDatagrams(of: loaded, portOverride: ingestPort)
+        guard !datagrams.isEmpty else {
+            throw CommandFailure.failed("\(set) has no captured datagrams to the ingest port; nothing to send. `tether inspect \(set) --frames` shows what it holds.")
+        }
+        let sender = try PacedUDPSender(host: target.host, port: target.port)
+        let recordedSpanNs = datagrams[datagrams.count - 1].offsetNs
+        StandardOutput.shared.line("Sending \(datagrams.count) datagrams from \(loaded.directory.name) to \(to) at \(Format.fixed(speed, 2))× (\(Format.seconds(Int64(Double(recordedSpanNs) / speed))) s)")
+        StandardOutput.shared.flush()
+        let status = StatusLine()
+        let report = sender.run(datagrams, speed: speed) { sent in
+            status.update { "sent \(sent)/\(datagrams.count)" }
+        }
+        status.clear()
+        StandardOutput.shared.line("Sent \(report.sent) datagrams in \(Format.seconds(report.elapsedNs)) s" + (report.failed > 0 ? " (\(report.failed) refused by the kernel)" : ""))
+        StandardOutput.shared.line("Gap error: p50 \(Format.duration(report.gapErrorQuantile(0.5))), p99 \(Format.duration(report.gapErrorQuantile(0.99))), max \(Format.duration(report.gapErrorsNs.last ?? 0)); total drift \(report.totalDriftNs >= 0 ? "+" : "")\(Format.duration(report.totalDriftNs))")
+        // One stable key=value line for scripts (CI/bench parses it).
+        StandardOutput.shared.line("pacing sent=\(report.sent) failed=\(report.failed) p50_ns=\(report.gapErrorQuantile(0.5)) p99_ns=\(report.gapErrorQuantile(0.99)) max_ns=\(report.gapErrorsNs.last ?? 0) drift_ns=\(report.totalDriftNs) speed=\(speed)")
+        StandardOutput.shared.flush()
+        if report.failed > 0 {
+            throw CommandFailure.failed("\(report.failed) datagrams could not be sent to \(to); is a server listening there (`tether serve ingest`)?")
+        }
+    }
+
+    /// The set's captured datagrams to the ingest port, in capture order, with their offsets from
+    /// the first one. Interfaces the manifest marks `ingest-udp` are used; when none is marked,
+    /// every interface libpcap-style link types can carry UDP on.
+    static func ingestDatagrams(of set: LoadedCaptureSet, portOverride: UInt16?) throws -> [PacedDatagram] {
+        let reader = try CaptureFile.open(path: set.capturePath)
+        let marked = set.manifest.interfaces.filter { $0.role == .ingestUDP }
+        var ports: [Int: UInt16] = [:]
+        for interface in marked { ports[interface.index] = portOverride ?? interface.ingestPort ?? 12345 }
+        var extractor = UDPExtractor()
+        var result: [PacedDatagram] = []
+        var firstNs: Int64?
+        while let frame = try reader.next() {
+            let linkType = reader.interfaces[frame.interfaceIndex].linkType
+            let port: UInt16
+            if marked.isEmpty {
+                guard UDPExtractor.handles(linkType) else { continue }
+                port = portOverride ?? 12345
+            } else {
+                guard let marked = ports[frame.interfaceIndex] else { continue }
+                port = marked
+            }
+            let extraction = frame.data.withUnsafeBytes { extractor.datagram(from: $0, linkType: linkType) }
+            guard case .datagram(let datagram) = extraction, datagram.destinationPort == port else { continue }
+            let first = firstNs ?? frame.timestampNs
+            firstNs = first
+            result.append(PacedDatagram(offsetNs: frame.timestampNs &- first, payload: datagram.payload))
+        }
+        for warning in reader.warnings where warning.kind != .skippedUnknown {
+            Terminal.warn("tether: warning: \(warning)")
+        }
+        return result
+    }
+}
+
+/// `HOST:PORT`, `[IPv6]:PORT`.
+struct HostPort: Equatable {
+    var host: String
+    var port: UInt16
+
+    static func parse(_ text: String) -> HostPort? {
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]") else { return nil }
+            let host = String(text[text.index(after: text.startIndex)..<close])
+            let rest = text[text.index(after: close)...]
+            guard rest.hasPrefix(":"), let port = UInt16(rest.dropFirst()), !host.isEmpty else { return nil }
+            return HostPort(host: host, port: port)
+        }
+        guard let colon = text.lastIndex(of: ":") else { return nil }
+        let host = String(text[..<colon])
+        guard !host.isEmpty, !host.contains(":"), let port = UInt16(text[text.index(after: colon)...]) else { return nil }
+        return HostPort(host: host, port: port)
+    }
+}

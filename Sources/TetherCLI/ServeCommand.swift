@@ -1,0 +1,110 @@
+import ArgumentParser
+import Dispatch
+#if canImport(Glibc)
+import Glibc
+#endif
+import IngestCore
+import IngestStore
+import LiveHosts
+
+/// `tether serve …`: the cores on real sockets.
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Run a protocol core on real sockets.",
+        discussion: """
+            Serve intdash Motion's plugin ingest on the standard port, storing into SQLite:
+              tether serve ingest --port 12345 --db /tmp/ingest.sqlite
+            """,
+        subcommands: [ServeIngestCommand.self]
+    )
+}
+
+/// `tether serve ingest`: IngestCore behind a SwiftNIO UDP server with a durable SQLite store.
+struct ServeIngestCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ingest",
+        abstract: "Receive Motion plugin UDP datagrams on 127.0.0.1 and ::1, parse them with IngestCore, store the data points.",
+        discussion: """
+            Listens on 127.0.0.1 and ::1 (UDP, vector reads, receive buffers sized for 9216-byte \
+            datagrams). Accepted data points are handed to the store in chunks (every 100 ms or \
+            10,000 bytes) and committed to the SQLite database --db (WAL mode): they survive a \
+            crash of this process, and a chunk written twice is stored once.
+
+            On a terminal a status line on stderr shows datagrams, data points, rejections by \
+            reason and open streams; otherwise nothing is printed until the end. SIGINT (Ctrl-C) \
+            or SIGTERM stops the server cleanly: the sockets close, every stream is flushed, the \
+            remaining chunks are committed, and the final counts are printed. A second signal \
+            exits at once.
+
+            Serve on the standard port, storing into a database beside you:
+              tether serve ingest --port 12345 --db ingest.sqlite
+            Serve on a free port for a test, IPv4 only, with a 5 s idle timeout:
+              tether serve ingest --port 0 --ipv4-only --idle-timeout 5 --db t.sqlite
+            """
+    )
+
+    @Option(name: .long, help: "UDP port to listen on (0 picks a free one and prints it).")
+    var port: Int = 12345
+
+    @Option(name: .long, help: "The SQLite database to store data points in (created if missing).")
+    var db: String = "ingest.sqlite"
+
+    @Option(name: .customLong("idle-timeout"), help: "Seconds without a datagram after which a plugin stream ends.")
+    var idleTimeout: Double?
+
+    @Flag(name: .customLong("ipv4-only"), help: "Listen on 127.0.0.1 only, not on ::1.")
+    var ipv4Only = false
+
+    func validate() throws {
+        guard (0...65535).contains(port) else {
+            throw ValidationError("--port must be 0…65535 (got \(port)); 12345 is Motion's plugin port.")
+        }
+        if let idleTimeout, !(idleTimeout > 0 && idleTimeout.isFinite) {
+            throw ValidationError("--idle-timeout must be a positive number of seconds (got \(idleTimeout)).")
+        }
+        if FileSystem.isDirectory(db) {
+            throw ValidationError("--db \(db) is a folder; give a file name, e.g. \(FileSystem.join(db, "ingest.sqlite")).")
+        }
+    }
+
+    func run() async throws {
+        var core = IngestConfiguration()
+        if let idleTimeout { core.idleTimeout = .nanoseconds(Int64(idleTimeout * 1e9)) }
+        let sink = try SQLiteIngestStore(path: db)
+        let server = IngestServer(
+            configuration: .init(port: port, ipv6Host: ipv4Only ? nil : "::1", core: core), sink: sink)
+        let bound = try await server.start()
+        for notice in server.notices { Terminal.warn("tether: note: \(notice)") }
+        StandardOutput.shared.line("Serving ingest on \(bound.joined(separator: " and ")), storing into \(db). Stop with Ctrl-C.")
+        StandardOutput.shared.flush()
+
+        let queue = DispatchQueue(label: "tether.serve.ui")
+        let status = StatusLine()
+        var ticker: (any DispatchSourceTimer)?
+        if Terminal.stderrIsTerminal {
+            let timer = DispatchSource.makeTimerSource(queue: queue)
+            timer.schedule(deadline: .now(), repeating: .milliseconds(250))
+            timer.setEventHandler { status.update(force: true) { server.status.description } }
+            timer.resume()
+            ticker = timer
+        }
+        let stopped = AsyncSignalLatch()
+        let signals = InterruptSignals(queue: queue) { number in
+            status.clear()
+            Terminal.writeStderr("tether: \(number == SIGTERM ? "SIGTERM" : "SIGINT"): draining…\n")
+            stopped.open()
+        }
+        defer { signals.cancel() }
+        await stopped.wait()
+        ticker?.cancel()
+        status.clear()
+        let final = try await server.stop()
+        StandardOutput.shared.line("Stopped. \(final.description)")
+        StandardOutput.shared.line("Stored \(final.dataPointsStored) data points in \(final.chunksStored) chunks into \(db)")
+        if final.socketErrors > 0 { StandardOutput.shared.line("Socket errors: \(final.socketErrors)") }
+        if final.chunksPending > 0 || final.lastStoreError != nil {
+            throw CommandFailure.failed("\(final.chunksPending) chunks could not be stored in \(db): \(final.lastStoreError ?? "unknown error"). Check free disk space and the file's permissions.")
+        }
+    }
+}

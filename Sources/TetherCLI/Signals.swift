@@ -1,0 +1,77 @@
+import Dispatch
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Turns SIGINT and SIGTERM into a callback on a dispatch queue instead of killing the process, so
+/// long-running commands (`serve`, `record`) can drain and seal what they hold.
+///
+/// The default handlers are replaced by `SIG_IGN` first, as DispatchSource signal sources require;
+/// a second signal after the first restores the default handler's effect by exiting with 130.
+final class InterruptSignals: @unchecked Sendable {
+    private let sources: [any DispatchSourceSignal]
+    private let received = Mutex(0)
+
+    /// Start listening; `handler` runs once, on `queue`, with the signal number of the first signal.
+    init(queue: DispatchQueue = DispatchQueue(label: "tether.signals"), handler: @escaping @Sendable (Int32) -> Void) {
+        var sources: [any DispatchSourceSignal] = []
+        let signals: [Int32] = [SIGINT, SIGTERM]
+        for number in signals {
+            signal(number, SIG_IGN)
+            sources.append(DispatchSource.makeSignalSource(signal: number, queue: queue))
+        }
+        self.sources = sources
+        for (source, number) in zip(sources, signals) {
+            source.setEventHandler { [unowned self] in
+                let count = self.received.withLock { count -> Int in
+                    count += 1
+                    return count
+                }
+                if count == 1 {
+                    handler(number)
+                } else {
+                    // The user insists: stop now, as an unhandled SIGINT would.
+                    Terminal.writeStderr("\ntether: interrupted again, exiting without draining\n")
+                    _exit(130)
+                }
+            }
+            source.resume()
+        }
+    }
+
+    /// Stop listening and restore the default handlers.
+    func cancel() {
+        for source in sources { source.cancel() }
+        signal(SIGINT, SIG_DFL)
+        signal(SIGTERM, SIG_DFL)
+    }
+}
+
+/// A one-shot gate for async code: `wait()` returns once `open()` has been called, before or after.
+/// Lets a signal handler (on a dispatch queue) wake a command's async `run()`.
+final class AsyncSignalLatch: Sendable {
+    private let state = Mutex<(isOpen: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    /// Open the gate and wake every waiter.
+    func open() {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.isOpen = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Return once the gate is open.
+    func wait() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let queued = state.withLock { state -> Bool in
+                if state.isOpen { return false }
+                state.waiters.append(continuation)
+                return true
+            }
+            if !queued { continuation.resume() }
+        }
+    }
+}

@@ -1,0 +1,151 @@
+import ArgumentParser
+import LiveHosts
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `tether simulate …`: traffic generators that stand in for real devices.
+struct SimulateCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "simulate",
+        abstract: "Stand-ins for real devices: send the traffic they would send.",
+        discussion: """
+            Send a minute of Motion plugin traffic to a local ingest server:
+              tether simulate plugin --to 127.0.0.1:12345 --duration 60
+            """,
+        subcommands: [SimulatePluginCommand.self]
+    )
+}
+
+/// `tether simulate plugin`: a plugin sender like intdash Motion's sample.
+struct SimulatePluginCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "plugin",
+        abstract: "Send UDP datagrams like a Motion plugin: data messages, name messages, an end message.",
+        discussion: """
+            Like the Motion plugin sample: data messages at --rate Hz, each with six entries \
+            v1/1/yaw … v1/1/z of the chosen --types, a name message every 10 s, and an end message \
+            at the end. The traffic is a pure function of the options and --seed (sample times \
+            start at the current wall clock), so two runs with one seed send the same sequence.
+
+            --malformed injects bad traffic, once each, at positions chosen from the seed: \
+            not-json, bad-base64, oversize (10,000 bytes), wrong-payload-length, missing-fields, \
+            time-backwards (a valid message stamped one second earlier), stall=SECONDS (the plugin \
+            goes quiet; longer than the ingest idle timeout, 15 s, ends its stream), or all (every \
+            kind, with a 20 s stall).
+
+            The faulty session committed under Captures/ was sent with:
+              tether simulate plugin --duration 60 --malformed all --seed 7
+            A clean minute at 50 Hz of mixed payload types:
+              tether simulate plugin --rate 50 --duration 60 --types mixed
+            """
+    )
+
+    @Option(name: .long, help: "Where to send, HOST:PORT.")
+    var to: String = "127.0.0.1:12345"
+
+    @Option(name: .long, help: "Data messages per second.")
+    var rate: Double = 20
+
+    @Option(name: .long, help: "Seconds of traffic (the end message goes out after this, plus any stall).")
+    var duration: Double = 10
+
+    @Option(name: .long, help: "Payload types: float64, int64, vector_3d, string, or mixed (one of each, plus bytes).")
+    var types: String = "float64"
+
+    @Option(name: .long, parsing: .upToNextOption, help: "Bad traffic to inject: not-json bad-base64 oversize wrong-payload-length missing-fields time-backwards stall=SECONDS, or all.")
+    var malformed: [String] = []
+
+    @Option(name: .long, help: "Seed for the signal phases and fault positions, for repeatable traffic.")
+    var seed: UInt64 = 1
+
+    @Option(name: .customLong("plugin-name"), help: "The text of the name messages.")
+    var pluginName: String = "Plugin Sample"
+
+    @Flag(name: .customLong("no-end"), help: "Do not send the end message (the stream then ends by idle timeout).")
+    var noEnd = false
+
+    func validate() throws {
+        guard HostPort.parse(to) != nil else {
+            throw ValidationError("--to \(to) is not HOST:PORT. Write e.g. 127.0.0.1:12345 or [::1]:12345.")
+        }
+        guard rate > 0, rate.isFinite, rate <= 100_000 else {
+            throw ValidationError("--rate must be between 0 and 100000 messages per second (got \(rate)).")
+        }
+        guard duration > 0, duration.isFinite else {
+            throw ValidationError("--duration must be a positive number of seconds (got \(duration)).")
+        }
+        guard SimulatedPayloadKind(rawValue: types) != nil else {
+            let kinds = SimulatedPayloadKind.allCases.map(\.rawValue).joined(separator: ", ")
+            throw ValidationError("--types \(types) is not one of \(kinds).")
+        }
+        _ = try Self.faults(malformed)
+    }
+
+    /// Parse the --malformed words.
+    static func faults(_ words: [String]) throws -> [TrafficFault] {
+        var faults: [TrafficFault] = []
+        for word in words.flatMap({ $0.split(separator: ",").map(String.init) }) {
+            switch word {
+            case "not-json": faults.append(.notJSON)
+            case "bad-base64": faults.append(.badBase64)
+            case "oversize": faults.append(.oversize)
+            case "wrong-payload-length": faults.append(.wrongPayloadLength)
+            case "missing-fields": faults.append(.missingFields)
+            case "time-backwards": faults.append(.timeBackwards)
+            case "all":
+                faults += [.notJSON, .badBase64, .oversize, .wrongPayloadLength, .missingFields, .timeBackwards, .stall(.seconds(20))]
+            default:
+                if word.hasPrefix("stall="), let seconds = Double(word.dropFirst(6)), seconds > 0, seconds.isFinite {
+                    faults.append(.stall(.nanoseconds(Int64(seconds * 1e9))))
+                } else {
+                    throw ValidationError("--malformed \(word) is not a fault. Use not-json, bad-base64, oversize, wrong-payload-length, missing-fields, time-backwards, stall=SECONDS or all.")
+                }
+            }
+        }
+        return faults
+    }
+
+    func run() async throws {
+        guard let target = HostPort.parse(to), let kind = SimulatedPayloadKind(rawValue: types) else { return }
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let configuration = PluginTrafficConfiguration(
+            rate: rate, duration: .nanoseconds(Int64(duration * 1e9)), payloadKind: kind, seed: seed,
+            startWallClockNs: Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec), pluginName: pluginName,
+            sendsEndMessage: !noEnd, faults: try Self.faults(malformed))
+        let simulator = PluginSimulator(configuration: configuration, host: target.host, port: target.port)
+        let schedule = simulator.schedule
+        let malformedCount = schedule.filter(\.isMalformed).count
+        let span = Format.seconds(schedule.last?.offset.nanosecondsClamped ?? 0)
+        StandardOutput.shared.line("Sending \(schedule.count) datagrams (\(malformedCount) malformed) to \(to) over \(span) s")
+        StandardOutput.shared.flush()
+
+        let task = Task { try await simulator.run(clock: ContinuousClock()) }
+        let signals = InterruptSignals { _ in task.cancel() }
+        defer { signals.cancel() }
+        let report: PluginSendReport
+        do {
+            report = try await task.value
+        } catch is CancellationError {
+            throw CommandFailure(message: "interrupted; the plugin stopped without its end message", exitCode: 130)
+        }
+        var line = "Sent \(report.sent) datagrams"
+        if report.failed > 0 { line += ", \(report.failed) refused (\(report.firstFailure ?? "unknown reason"))" }
+        line += "; latest send \(Format.duration(report.maxLateness.nanosecondsClamped)) behind schedule"
+        StandardOutput.shared.line(line)
+        if report.failed > 0 {
+            throw CommandFailure.failed("\(report.failed) datagrams were refused by the kernel; is a server listening on \(to)? Start one with `tether serve ingest`.")
+        }
+    }
+}
+
+extension Duration {
+    /// The duration in whole nanoseconds (saturating).
+    var nanosecondsClamped: Int64 {
+        let (seconds, attoseconds) = components
+        let (product, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        if overflow { return seconds < 0 ? .min : .max }
+        return product &+ attoseconds / 1_000_000_000
+    }
+}

@@ -1,0 +1,3 @@
+import TetherCLI
+
+TetherCommand.main()

@@ -1,0 +1,68 @@
+import CaptureKit
+import Foundation
+import LiveHosts
+import Testing
+
+/// `tether diff` names exactly the events a behaviour change altered.
+@Suite struct DiffTests {
+    /// A plugin session with a 4-second stall, as a capture set (the simulator's schedule written
+    /// as Ethernet/IPv4/UDP frames at their offsets).
+    static func stalledSession(_ folder: TemporaryFolder) throws -> String {
+        let configuration = PluginTrafficConfiguration(rate: 10, duration: .seconds(6), seed: 5, faults: [.stall(.seconds(4))])
+        let schedule = PluginTrafficGenerator(configuration: configuration).schedule()
+        var frames: [CaptureFrame] = []
+        let start: Int64 = 1_700_000_000_000_000_000
+        for (index, datagram) in schedule.enumerated() {
+            let data = FrameBuilder.ethernetUDP(source: [127, 0, 0, 1], sourcePort: 41000, destination: [127, 0, 0, 1], destinationPort: 12345, payload: datagram.bytes)
+            let (seconds, attoseconds) = datagram.offset.components
+            let time = start + seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+            frames.append(CaptureFrame(number: index + 1, interfaceIndex: 0, timestampNs: time, originalLength: data.count, data: data))
+        }
+        let source = folder.path("stalled.pcapng").path
+        try FrameBuilder.writePcapng([CaptureInterface(linkType: .ethernet, name: "lo")], frames, to: source)
+        let set = folder.path("stalled").path
+        try Tools.tetherSucceeds(["import", source, "--out", set])
+        return set
+    }
+
+    @Test func aShorterIdleTimeoutShowsOnlyTheStreamEndingAndRestarting() throws {
+        let folder = try TemporaryFolder()
+        let set = try Self.stalledSession(folder)
+        let before = folder.path("default.jsonl").path
+        let after = folder.path("short-idle.jsonl").path
+        try Tools.tetherSucceeds(["replay", set, "--trace", before])
+        try Tools.tetherSucceeds(["replay", set, "--trace", after, "--ingest-idle-timeout", "2"])
+
+        let diff = try Tools.tether(["diff", before, after])
+        #expect(diff.status == 1, "diff should report a difference: \(diff.stdout)")
+        let changes = diff.stdout.split(separator: "\n").filter { line in
+            guard let first = line.first else { return false }
+            return "-+~!@".contains(first)
+        }
+        // The stream ends by idle timeout during the stall and a new one starts when data resumes;
+        // no data point is lost, moved or changed.
+        #expect(changes.contains { $0.hasPrefix("+") && $0.contains("stream_end") }, "\(diff.stdout)")
+        #expect(changes.contains { $0.hasPrefix("+") && $0.contains("stream_start") }, "\(diff.stdout)")
+        #expect(!changes.contains { $0.contains("datapoint") }, "data points should be untouched:\n\(diff.stdout)")
+    }
+
+    @Test func twoReplaysOfOneSetGiveByteIdenticalTracesAndNoDifference() throws {
+        let folder = try TemporaryFolder()
+        let set = try Self.stalledSession(folder)
+        let first = folder.path("first.jsonl").path
+        let second = folder.path("second.jsonl").path
+        try Tools.tetherSucceeds(["replay", set, "--trace", first])
+        try Tools.tetherSucceeds(["replay", set, "--trace", second])
+        #expect(try Data(contentsOf: URL(fileURLWithPath: first)) == Data(contentsOf: URL(fileURLWithPath: second)))
+        let diff = try Tools.tether(["diff", first, second])
+        #expect(diff.status == 0, "\(diff.stdout)")
+    }
+
+    @Test func anUnreadableSideExitsTwo() throws {
+        let folder = try TemporaryFolder()
+        let broken = folder.path("broken.jsonl")
+        try Data("not json\n".utf8).write(to: broken)
+        let diff = try Tools.tether(["diff", broken.path, broken.path])
+        #expect(diff.status == 2, "\(diff.stdout) \(diff.stderr)")
+    }
+}
