@@ -251,7 +251,7 @@ public struct CaptureSetDirectory: Sendable, Hashable {
             }
         } else {
             warnings.append("capture set \(set.name): the manifest has no capture_sha256, so \(manifest.captureFile) "
-                + "cannot be verified; seal it with `tether import` once it is known to be good.")
+                + "cannot be verified; seal it with `tether seal SET` once it is known to be good.")
         }
         return LoadedCaptureSet(directory: set, manifest: manifest, capturePath: capture, verified: verified, warnings: warnings)
     }

@@ -205,7 +205,8 @@ public struct Expectation: Sendable, Hashable, Codable {
             switch self {
             case .string(let s): try container.encode(s)
             case .int(let i): try container.encode(i)
-            case .double(let d): try container.encode(d)
+            case .double(let d):
+                if let whole = Expectation.wholeNumber(d) { try container.encode(whole) } else { try container.encode(d) }
             case .bool(let b): try container.encode(b)
             case .null: try container.encodeNil()
             }
@@ -265,6 +266,17 @@ public struct Expectation: Sendable, Hashable, Codable {
         for (key, value) in conditions.sorted(by: { $0.key < $1.key }) {
             try container.encode(value, forKey: Key(key))
         }
+    }
+
+    /// `d` as an integer when it is one exactly: YAML encoders write every Double in exponent form
+    /// (`1.8e+2`), which would turn a hand-written `max: 180` into noise on the next rewrite.
+    static func wholeNumber(_ d: Double) -> Int64? {
+        guard d.isFinite, d.rounded() == d, abs(d) < 9_007_199_254_740_992 else { return nil }
+        return Int64(d)
+    }
+
+    static func encodeNumber(_ d: Double, forKey key: Key, in container: inout KeyedEncodingContainer<Key>) throws {
+        if let whole = wholeNumber(d) { try container.encode(whole, forKey: key) } else { try container.encode(d, forKey: key) }
     }
 
     struct Key: CodingKey, Hashable {
@@ -418,22 +430,22 @@ public struct Expectation: Sendable, Hashable, Codable {
             try container.encode(sequence, forKey: Key("sequence"))
         case .maxGap(let s, let maxMs, let start, let end):
             try put(s)
-            try container.encode(maxMs, forKey: Key("max_ms"))
+            try Expectation.encodeNumber(maxMs, forKey: Key("max_ms"), in: &container)
             try container.encodeIfPresent(start, forKey: Key("start"))
             try container.encodeIfPresent(end, forKey: Key("end"))
         case .rate(let s, let hz, let tolerance):
             try put(s)
-            try container.encode(hz, forKey: Key("hz"))
-            try container.encode(tolerance, forKey: Key("tolerance_percent"))
+            try Expectation.encodeNumber(hz, forKey: Key("hz"), in: &container)
+            try Expectation.encodeNumber(tolerance, forKey: Key("tolerance_percent"), in: &container)
         case .at(let s, let tMs, let toleranceMs):
             try put(s)
-            try container.encode(tMs, forKey: Key("t_ms"))
-            try container.encode(toleranceMs, forKey: Key("tolerance_ms"))
+            try Expectation.encodeNumber(tMs, forKey: Key("t_ms"), in: &container)
+            try Expectation.encodeNumber(toleranceMs, forKey: Key("tolerance_ms"), in: &container)
         case .range(let s, let field, let min, let max):
             try put(s)
             try container.encode(field, forKey: Key("field"))
-            try container.encodeIfPresent(min, forKey: Key("min"))
-            try container.encodeIfPresent(max, forKey: Key("max"))
+            if let min { try Expectation.encodeNumber(min, forKey: Key("min"), in: &container) }
+            if let max { try Expectation.encodeNumber(max, forKey: Key("max"), in: &container) }
         case .equals(let s, let field, let value, let which):
             try put(s)
             try container.encode(field, forKey: Key("field"))

@@ -159,6 +159,24 @@ public final class PcapLiveSource: LiveSource, @unchecked Sendable {
             throw LiveCaptureError(kind: .misuse, source: device, step: "run", detail: "the source is closed", hint: "Open a new PcapLiveSource.")
         }
         let nanosPerFrac: Int64 = nanosecondTimestamps ? 1 : 1000
+        // In immediate mode libpcap on Linux may block in its own poll() without ever honouring the
+        // read timeout, so a quiet interface would never report `.idle` and the recorder would not
+        // flush. Reading non-blocking and waiting in our own poll() bounds every wait.
+        var errbuf = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE))
+        if pcap_setnonblock(handle, 1, &errbuf) != 0 {
+            throw LiveCaptureError(
+                kind: .system, source: device, step: "pcap_setnonblock", detail: Self.text(errbuf),
+                hint: "This capture device cannot be read without blocking; report the device type."
+            )
+        }
+        let descriptor = pcap_get_selectable_fd(handle)
+        if descriptor < 0 {
+            throw LiveCaptureError(
+                kind: .system, source: device, step: "pcap_get_selectable_fd", detail: "no selectable descriptor",
+                hint: "This capture device cannot be waited on; report the device type."
+            )
+        }
+        let waitMilliseconds = Int32(clamping: max(1, options.readTimeoutMilliseconds))
         while !lock.withLock({ stopRequested }) {
             var header: UnsafeMutablePointer<pcap_pkthdr>?
             var data: UnsafePointer<UInt8>?
@@ -173,7 +191,17 @@ public final class PcapLiveSource: LiveSource, @unchecked Sendable {
                 let bytes = UnsafeRawBufferPointer(start: data, count: Int(h.caplen))
                 try handler(.frame(LiveFrameView(timestampNs: timestamp, originalLength: Int(h.len), data: bytes)))
             case 0:
-                try handler(.idle)
+                var waiter = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+                let ready = poll(&waiter, 1, waitMilliseconds)
+                if ready == 0 {
+                    try handler(.idle)
+                } else if ready < 0, errno != EINTR {
+                    throw LiveCaptureError(
+                        kind: .readFailed, source: device, step: "poll",
+                        detail: String(cString: strerror(errno)),
+                        hint: "The interface may have gone away; frames read before this point are in the capture."
+                    )
+                }
             case Int32(PCAP_ERROR_BREAK):
                 return
             default:

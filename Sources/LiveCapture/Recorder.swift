@@ -403,7 +403,7 @@ public final class Recorder: @unchecked Sendable {
                 }
                 try CaptureSetDirectory.saveManifest(manifest, to: setPath)
             } catch {
-                throw LiveCaptureError(kind: .output, source: setPath, step: "seal manifest", detail: "\(error)", hint: "The capture file is complete; seal it with `tether import` once the problem is fixed.")
+                throw LiveCaptureError(kind: .output, source: setPath, step: "seal manifest", detail: "\(error)", hint: "The capture file is complete; seal it with `tether seal \(setPath)` once the problem is fixed.")
             }
             let notices = noticeList + inputs.flatMap { $0.source?.notices ?? [] }
             return RecordingSummary(setPath: setPath, capturePath: capturePath, frames: frameCount, interfaces: summaries, annotations: annotations, sha256: digest, notices: notices)

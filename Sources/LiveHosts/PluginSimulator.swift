@@ -1,5 +1,5 @@
 /// A simulated Motion plugin: a ``PluginTrafficGenerator`` schedule sent by a ``PluginSender``.
-/// What `tether simulate-plugin` runs.
+/// What `tether simulate plugin` runs.
 public struct PluginSimulator: Sendable {
     /// The traffic.
     public var configuration: PluginTrafficConfiguration

@@ -77,6 +77,27 @@ import Testing
         #expect(frames.first.map { endsWith($0.data, Array("wanted".utf8)) } == true)
     }
 
+    /// A recorder killed after a quiet spell must have every frame before the spell on disk: the
+    /// source reports idle time, and the recorder flushes on it within its one-second interval.
+    @Test func quietInterfaceStillFlushesWithinTheInterval() async throws {
+        let receiver = try LoopbackReceiver()
+        let source = try PcapLiveSource(device: "lo", options: .udpPort(receiver.port))
+        let recorder = Recorder(setPath: temporarySetPath(), title: "quiet flush", inputs: [.ingestUDP(source, port: receiver.port)])
+        let running = Task { try await recorder.run() }
+        _ = await eventually { FileManager.default.fileExists(atPath: recorder.setPath + "/capture.pcapng") }
+        for index in 0..<5 { try receiver.send(Array("quiet-\(index)".utf8)) }
+        #expect(await eventually { recorder.framesRecorded >= 5 })
+        // Nothing more is sent; within about two flush intervals every frame must be readable.
+        var onDisk = 0
+        for _ in 0..<30 where onDisk < 5 {
+            try await Task.sleep(for: .milliseconds(100))
+            onDisk = try readAll(recorder.setPath + "/capture.pcapng").frames.count
+        }
+        recorder.stop()
+        _ = try await running.value
+        #expect(onDisk == 5, "only \(onDisk) of 5 frames reached the file while the interface was quiet")
+    }
+
     @Test func unknownInterfaceListsTheDevicesThatExist() throws {
         do {
             _ = try PcapLiveSource(device: "tether-no-such-if0")

@@ -315,5 +315,18 @@ private func check(_ kind: TraceExpectation.Kind, _ trace: [TraceEvent] = yawTra
         let yaml = try YAMLEncoder().encode(Wrapper(expectations: original))
         #expect(try YAMLDecoder().decode(Wrapper.self, from: yaml).expectations == original)
     }
+
+    @Test func wholeNumbersAreWrittenWithoutExponents() throws {
+        let original = [
+            TraceExpectation(.range(yaw, field: "value", min: -180, max: 180)),
+            TraceExpectation(.rate(yaw, hz: 20, tolerancePercent: 2.5)),
+        ]
+        struct Wrapper: Codable { var expectations: [TraceExpectation] }
+        let yaml = try YAMLEncoder().encode(Wrapper(expectations: original))
+        #expect(yaml.contains("min: -180\n"), "YAML was:\n\(yaml)")
+        #expect(yaml.contains("max: 180\n"), "YAML was:\n\(yaml)")
+        #expect(yaml.contains("hz: 20\n"), "YAML was:\n\(yaml)")
+        #expect(try YAMLDecoder().decode(Wrapper.self, from: yaml).expectations == original)
+    }
 }
 #endif

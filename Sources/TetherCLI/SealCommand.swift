@@ -1,0 +1,42 @@
+import ArgumentParser
+import CaptureKit
+import CaptureSet
+
+/// `tether seal SET`: finishes a capture set whose recording was interrupted.
+struct SealCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "seal",
+        abstract: "Seal a capture set whose recording was interrupted: check its frames, record the SHA-256.",
+        discussion: """
+            `tether record` writes manifest.yaml with status `recording` when it starts and seals it \
+            (status `complete`, the capture's SHA-256) when it ends. If the recorder was killed, the \
+            set keeps every frame flushed before that (at most the last second is lost) and loads \
+            with a warning. `seal` reads the whole capture first, so a damaged file is refused \
+            rather than sealed, reports a cut-off last block (it is kept and ignored on every \
+            read), then marks the set complete.
+
+            After `kill -9` of a recorder:
+              tether seal Captures/plugin-clean
+            """
+    )
+
+    @Argument(help: "The capture set folder to seal, e.g. Captures/plugin-clean.")
+    var set: String
+
+    func validate() throws {
+        guard CaptureSetDirectory.isCaptureSet(set) else {
+            throw ValidationError("\(set) has no manifest.yaml, so it is not a capture set. Give a folder such as Captures/<name>.")
+        }
+    }
+
+    func run() throws {
+        let manifest = try CaptureSetDirectory.readManifest(at: set)
+        let capturePath = CaptureSetDirectory(path: set).capturePath(for: manifest)
+        let reader = try CaptureFile.open(path: capturePath)
+        var frames = 0
+        while try reader.withNextFrame({ _ in }) { frames += 1 }
+        for warning in reader.warnings { Terminal.warn("tether: warning: \(warning)") }
+        let sealed = try CaptureSetDirectory.seal(at: set)
+        print("sealed \(set): \(frames) frames, sha256 \(sealed.captureSha256 ?? "?")")
+    }
+}
