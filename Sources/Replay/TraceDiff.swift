@@ -10,7 +10,9 @@
 /// - **moved**: the same identity removed in one place and inserted in another (reported once);
 /// - **changed**: within one region of differences, an event of A and one of B with the same core,
 ///   event and key fields (`source`, `name`, `sequence`, ... see `defaultKeyFields`) but other
-///   fields different;
+///   fields different, or at the same virtual instant with key fields differing only in a
+///   position counter (`renumberedFields`: a chunk renumbered because its stream did not restart;
+///   paired before moves are looked for, so it is not taken for a look-alike moved);
 /// - **missing** (only in A) and **extra** (only in B): the rest;
 /// - **timing**: aligned events whose `t_ns` differ by more than the tolerance.
 public enum TraceDiff {
@@ -19,6 +21,10 @@ public enum TraceDiff {
     public static let defaultKeyFields: [String] = [
         "source", "name", "sequence", "app", "device", "id", "message_id", "transfer_id", "key",
     ]
+
+    /// Key fields that count position rather than name a thing (a chunk's `sequence`). Two events at
+    /// the same virtual instant whose key fields differ only in these are one event renumbered.
+    public static let renumberedFields: Set<String> = ["sequence"]
 
     /// Beyond this many edits in one region, alignment falls back to patience anchors.
     public static let maxEditDistance = 1024
@@ -66,32 +72,51 @@ public enum TraceDiff {
         }
         closeHunk()
 
+        // Same kind of event at the very same virtual instant, inside one region of differences:
+        // the same event with a field changed (a chunk renumbered because its stream did not
+        // restart). Paired first, so that such events are not mistaken for moves of look-alikes.
+        var pairedA = Set<Int>(), pairedB = Set<Int>()
+        let stableKeyFields = keyFields.filter { !renumberedFields.contains($0) }
+        for hunk in hunks {
+            var byInstant: [InstantKey: [Int]] = [:]
+            for j in hunk.inserted {
+                byInstant[InstantKey(b[j], keyFields: stableKeyFields), default: []].append(j)
+            }
+            for i in hunk.deleted {
+                let key = InstantKey(a[i], keyFields: stableKeyFields)
+                guard var candidates = byInstant[key], let slot = candidates.firstIndex(where: { idsB[$0] != idsA[i] }) else { continue }
+                let j = candidates.remove(at: slot)
+                byInstant[key] = candidates
+                pairedA.insert(i)
+                pairedB.insert(j)
+                report.changed.append(.init(indexA: i, indexB: j, a: a[i], b: b[j], fields: changedFields(a[i], b[j], ignoring: ignoringFields)))
+            }
+        }
+
         // Moved: the same identity removed somewhere and inserted elsewhere, paired in order.
         var pendingInserts: [Int32: [Int]] = [:]
-        for hunk in hunks { for j in hunk.inserted { pendingInserts[idsB[j], default: []].append(j) } }
+        for hunk in hunks { for j in hunk.inserted where !pairedB.contains(j) { pendingInserts[idsB[j], default: []].append(j) } }
         var insertCursor: [Int32: Int] = [:]
-        var movedA = Set<Int>(), movedB = Set<Int>()
         for hunk in hunks {
-            for i in hunk.deleted {
+            for i in hunk.deleted where !pairedA.contains(i) {
                 let id = idsA[i]
                 guard let candidates = pendingInserts[id] else { continue }
                 let cursor = insertCursor[id, default: 0]
                 guard cursor < candidates.count else { continue }
                 let j = candidates[cursor]
                 insertCursor[id] = cursor + 1
-                movedA.insert(i)
-                movedB.insert(j)
+                pairedA.insert(i)
+                pairedB.insert(j)
                 report.moved.append(.init(indexA: i, indexB: j, a: a[i], b: b[j]))
             }
         }
 
         // Changed: within a hunk, pair what is left by core, event and key fields.
         for hunk in hunks {
-            let deleted = hunk.deleted.filter { !movedA.contains($0) }
-            let inserted = hunk.inserted.filter { !movedB.contains($0) }
+            let deleted = hunk.deleted.filter { !pairedA.contains($0) }
+            let inserted = hunk.inserted.filter { !pairedB.contains($0) }
             var byKey: [EventKey: [Int]] = [:]
             for j in inserted { byKey[EventKey(b[j], keyFields: keyFields), default: []].append(j) }
-            var pairedB = Set<Int>()
             for i in deleted {
                 let key = EventKey(a[i], keyFields: keyFields)
                 if var candidates = byKey[key], !candidates.isEmpty {
@@ -109,7 +134,18 @@ public enum TraceDiff {
             }
         }
         report.moved.sort { $0.indexA < $1.indexA }
+        report.changed.sort { $0.indexA < $1.indexA }
         return report
+    }
+
+    /// Same virtual instant, same core and event, same key fields but for renumbered ones.
+    struct InstantKey: Hashable {
+        var timeNs: Int64
+        var identity: EventKey
+        init(_ e: TraceEvent, keyFields: [String]) {
+            timeNs = e.timeNs
+            identity = EventKey(e, keyFields: keyFields)
+        }
     }
 
     static func changedFields(_ x: TraceEvent, _ y: TraceEvent, ignoring: Set<String>) -> [String] {
@@ -405,33 +441,39 @@ public struct TraceDiffReport: Sendable, Hashable {
     /// counts, then the differences in time order (the baseline's time for all but extra events),
     /// one line each, then `... and K more`.
     ///
-    /// Line prefixes: `-` missing, `+` extra, `~` moved, `!` changed, `@` timing.
+    /// Line prefixes: `-` missing, `+` extra, `~` moved, `!` changed, `@` timing. Three or more
+    /// like differences in a row (same core and event; for changes, the same fields) are one line:
+    /// `! changed ×236 ingest chunk [sequence] t_ns=…: first sequence: 1 → 213; last …`.
     public func render(maxLines: Int = 40) -> String {
         let header = "trace diff: \(eventsA) vs \(eventsB) events, \(matched) aligned; " + countsLine
         if isEmpty { return header + "\nno differences" }
-        var lines: [(timeNs: Int64, order: Int, index: Int, text: String)] = []
-        for entry in missing {
-            lines.append((entry.event.timeNs, 0, entry.index, "- missing t_ns=\(entry.event.timeNs) \(Self.describe(entry.event))"))
-        }
-        for entry in extra {
-            lines.append((entry.event.timeNs, 1, entry.index, "+ extra   t_ns=\(entry.event.timeNs) \(Self.describe(entry.event))"))
-        }
+        var lines: [Line] = []
+        lines += Self.collapse(missing.map { entry in
+            Item(timeNs: entry.event.timeNs, index: entry.index, group: "\(entry.event.core) \(entry.event.event)",
+                 text: "- missing t_ns=\(entry.event.timeNs) \(Self.describe(entry.event))", detail: "")
+        }, order: 0, prefix: "- missing")
+        lines += Self.collapse(extra.map { entry in
+            Item(timeNs: entry.event.timeNs, index: entry.index, group: "\(entry.event.core) \(entry.event.event)",
+                 text: "+ extra   t_ns=\(entry.event.timeNs) \(Self.describe(entry.event))", detail: "")
+        }, order: 1, prefix: "+ extra  ")
         for entry in moved {
-            lines.append((entry.a.timeNs, 2, entry.indexA,
-                          "~ moved   t_ns=\(entry.a.timeNs) → \(entry.b.timeNs) (#\(entry.indexA) → #\(entry.indexB)) \(Self.describe(entry.a))"))
+            lines.append(Line(timeNs: entry.a.timeNs, order: 2, index: entry.indexA,
+                              text: "~ moved   t_ns=\(entry.a.timeNs) → \(entry.b.timeNs) (#\(entry.indexA) → #\(entry.indexB)) \(Self.describe(entry.a))"))
         }
-        for entry in changed {
+        lines += Self.collapse(changed.map { entry in
             let changes = entry.fields.map { field in
                 "\(field): \(Self.short(entry.a.fields[field])) → \(Self.short(entry.b.fields[field]))"
             }.joined(separator: ", ")
-            lines.append((entry.a.timeNs, 3, entry.indexA,
-                          "! changed t_ns=\(entry.a.timeNs) \(Self.describe(entry.a, fieldsLimit: 0)) \(changes)"))
-        }
-        for entry in timing {
+            return Item(timeNs: entry.a.timeNs, index: entry.indexA,
+                        group: "\(entry.a.core) \(entry.a.event) [\(entry.fields.joined(separator: ","))]",
+                        text: "! changed t_ns=\(entry.a.timeNs) \(Self.describe(entry.a, fieldsLimit: 0)) \(changes)", detail: changes)
+        }, order: 3, prefix: "! changed")
+        lines += Self.collapse(timing.map { entry in
             let sign = entry.deltaNs >= 0 ? "+" : ""
-            lines.append((entry.a.timeNs, 4, entry.indexA,
-                          "@ timing  t_ns=\(entry.a.timeNs) → \(entry.b.timeNs) (\(sign)\(entry.deltaNs) ns) \(Self.describe(entry.a, fieldsLimit: 0))"))
-        }
+            return Item(timeNs: entry.a.timeNs, index: entry.indexA, group: "\(entry.a.core) \(entry.a.event)",
+                        text: "@ timing  t_ns=\(entry.a.timeNs) → \(entry.b.timeNs) (\(sign)\(entry.deltaNs) ns) \(Self.describe(entry.a, fieldsLimit: 0))",
+                        detail: "\(sign)\(entry.deltaNs) ns")
+        }, order: 4, prefix: "@ timing ")
         lines.sort { ($0.timeNs, $0.order, $0.index) < ($1.timeNs, $1.order, $1.index) }
         let budget = Swift.max(maxLines, 2) - 1  // the header takes one line
         var out = [header]
@@ -442,6 +484,49 @@ public struct TraceDiffReport: Sendable, Hashable {
             out.append("... and \(lines.count - (budget - 1)) more")
         }
         return out.joined(separator: "\n")
+    }
+
+    /// One rendered line and where it sorts.
+    struct Line {
+        var timeNs: Int64
+        var order: Int
+        var index: Int
+        var text: String
+    }
+
+    /// One difference before runs are collapsed.
+    struct Item {
+        var timeNs: Int64
+        var index: Int
+        /// Differences with equal `group` that follow one another form a run.
+        var group: String
+        var text: String
+        /// For changed and timing entries: what changed, shown for a run's first and last member.
+        var detail: String
+    }
+
+    /// Runs of at least `collapseRun` like differences become one line, so a behaviour change
+    /// that renumbers hundreds of chunks reads as one line in a CI log, not hundreds.
+    static let collapseRun = 3
+
+    static func collapse(_ items: [Item], order: Int, prefix: String) -> [Line] {
+        let sorted = items.sorted { $0.index < $1.index }
+        var lines: [Line] = []
+        var start = 0
+        while start < sorted.count {
+            var end = start + 1
+            while end < sorted.count, sorted[end].group == sorted[start].group { end += 1 }
+            let run = sorted[start..<end]
+            if run.count >= collapseRun, let first = run.first, let last = run.last {
+                var text = "\(prefix) ×\(run.count) \(first.group) t_ns=\(first.timeNs)…\(last.timeNs)"
+                if !first.detail.isEmpty { text += ": first \(first.detail); last \(last.detail)" }
+                lines.append(Line(timeNs: first.timeNs, order: order, index: first.index, text: text))
+            } else {
+                for item in run { lines.append(Line(timeNs: item.timeNs, order: order, index: item.index, text: item.text)) }
+            }
+            start = end
+        }
+        return lines
     }
 
     /// `ingest datapoint source=imu name=v1/1/yaw` plus up to `fieldsLimit` other fields.

@@ -106,7 +106,8 @@ func sampleOutcomes() -> [CaptureSetOutcome] {
 
     @Test func failedBaselineDiffIsBoundedByTheLineBudget() {
         var diff = TraceDiffReport(eventsA: 100, eventsB: 0, timingToleranceNs: 0)
-        diff.missing = (0..<100).map { .init(index: $0, event: TraceEvent(timeNs: Int64($0), core: "ingest", event: "chunk")) }
+        // Alternating kinds, so no run collapses and the budget is what bounds the output.
+        diff.missing = (0..<100).map { .init(index: $0, event: TraceEvent(timeNs: Int64($0), core: "ingest", event: $0 % 2 == 0 ? "chunk" : "gap")) }
         let outcome = CaptureSetOutcome(name: "s", expectations: [], baselines: [BaselineComparison(name: "ingest", diff: diff)])
         let lines = ReplayReport.render([outcome], maxDiffLines: 5).split(separator: "\n")
         #expect(lines.filter { $0.hasPrefix("    ") }.count == 5)

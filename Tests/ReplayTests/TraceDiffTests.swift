@@ -156,8 +156,13 @@ private let ms: Int64 = 1_000_000
     }
 
     @Test func renderStaysWithinTheLineBudget() {
-        let a = stream(500)
-        let b = stream(500).map { event -> TraceEvent in
+        // Alternating event kinds, so no run of like differences collapses into one line.
+        let a = stream(500).enumerated().map { index, event -> TraceEvent in
+            var e = event
+            if index % 2 == 1 { e.event = "rate" }
+            return e
+        }
+        let b = a.map { event -> TraceEvent in
             var e = event
             e.timeNs += 5 * ms
             return e
@@ -169,6 +174,27 @@ private let ms: Int64 = 1_000_000
         #expect(lines.first?.hasPrefix("trace diff: 500 vs 500 events, 500 aligned; 0 missing") == true)
         #expect(lines.last == "... and 490 more")
         #expect(report.render().split(separator: "\n").count == 40)
+    }
+
+    @Test func aRunOfLikeDifferencesIsOneLine() {
+        let report = TraceDiff.compare(stream(100), [], timingToleranceNs: 0)
+        let lines = report.render().split(separator: "\n").map(String.init)
+        #expect(lines == [
+            "trace diff: 100 vs 0 events, 0 aligned; 100 missing, 0 extra, 0 moved, 0 changed, 0 timing beyond 0 ns",
+            "- missing ×100 ingest datapoint t_ns=0…990000000",
+        ])
+    }
+
+    @Test func renumberedEventsAtTheSameInstantAreChangedNotMissingAndExtra() {
+        let chunk = { (t: Int64, sequence: Int64) in
+            TraceEvent(timeNs: t, core: "ingest", event: "chunk", fields: ["source": .string("imu"), "sequence": .int(sequence), "points": .int(6)])
+        }
+        let a = [chunk(0, 1), chunk(10, 2), chunk(20, 3)]
+        let b = [chunk(0, 7), chunk(10, 8), chunk(20, 9)]
+        let report = TraceDiff.compare(a, b, timingToleranceNs: 0)
+        #expect(report.missing.isEmpty && report.extra.isEmpty && report.moved.isEmpty)
+        #expect(report.changed.map(\.fields) == [["sequence"], ["sequence"], ["sequence"]])
+        #expect(report.render().split(separator: "\n").last == "! changed ×3 ingest chunk [sequence] t_ns=0…20: first sequence: 1 → 7; last sequence: 3 → 9")
     }
 
     @Test func renderKeepsEachDifferenceOnOneShortLine() {

@@ -46,6 +46,38 @@ import Testing
         #expect(!changes.contains { $0.contains("datapoint") }, "data points should be untouched:\n\(diff.stdout)")
     }
 
+    /// On the committed faulty recording (a 20 s stall), an idle timeout longer than the stall
+    /// keeps the first stream alive: the diff must name exactly the events that this changes and
+    /// nothing else — no data point, no rejection, no name message.
+    @Test func anIdleTimeoutLongerThanTheStallNamesExactlyTheChangedEvents() throws {
+        let folder = try TemporaryFolder()
+        let set = Tools.repositoryRoot.appendingPathComponent("Captures/plugin-faulty").path
+        let before = folder.path("default.jsonl").path
+        let after = folder.path("idle-25s.jsonl").path
+        try Tools.tetherSucceeds(["replay", set, "--trace", before])
+        _ = try Tools.tether(["replay", set, "--trace", after, "--ingest-idle-timeout", "25"])
+
+        let diff = try Tools.tether(["diff", before, after])
+        #expect(diff.status == 1, "diff should report a difference: \(diff.stdout)")
+        let lines = diff.stdout.split(separator: "\n").map(String.init).filter { line in
+            guard let first = line.first else { return false }
+            return "-+~!@".contains(first)
+        }
+        let expected: [(prefix: String, contains: String)] = [
+            ("- missing", "ingest stream_end source=127.0.0.1:37228 cause=idle_timeout"),
+            ("- missing", "ingest stream_start"),
+            ("+ extra", "ingest gap"),
+            ("! changed", "ingest chunk [sequence]"),
+            ("- missing", "ingest rate"),
+            ("! changed", "ingest summary gaps: 0 → 1, streams: 2 → 1, streams_ended: 2 → 1"),
+        ]
+        #expect(lines.count == expected.count, "diff named other events too:\n\(diff.stdout)")
+        for (line, want) in zip(lines, expected) {
+            #expect(line.hasPrefix(want.prefix) && line.contains(want.contains), "expected \(want) but got: \(line)")
+        }
+        #expect(!diff.stdout.contains("datapoint"), "data points must be untouched:\n\(diff.stdout)")
+    }
+
     @Test func twoReplaysOfOneSetGiveByteIdenticalTracesAndNoDifference() throws {
         let folder = try TemporaryFolder()
         let set = try Self.stalledSession(folder)
