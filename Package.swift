@@ -90,7 +90,10 @@ let package = Package(
         .testTarget(name: "CaptureSetTests", dependencies: ["CaptureSet", "CaptureKit"]),
         .testTarget(name: "DissectorsTests", dependencies: ["Dissectors", "CaptureKit"]),
         .testTarget(name: "IngestCoreTests", dependencies: ["IngestCore"]),
-        .testTarget(name: "IngestStoreTests", dependencies: ["IngestStore", "IngestCore"]),
+        .testTarget(
+            name: "IngestStoreTests",
+            dependencies: ["IngestStore", "IngestCore", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
         .testTarget(
             name: "ReplayTests",
             dependencies: ["Replay", "IngestCore", "CaptureKit", "CaptureSet", "Dissectors", .product(name: "Yams", package: "Yams")]

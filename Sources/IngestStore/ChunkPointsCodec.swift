@@ -19,19 +19,38 @@ enum ChunkPointsCodec {
     }
 
     static func encode(_ points: [DataPoint]) -> Data {
+        // Lengths fit in uint32: a point comes from one datagram of at most a few KiB.
         var size = 1
         for point in points { size &+= 20 &+ point.name.utf8.count &+ point.type.utf8.count &+ point.payload.count }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(size)
-        bytes.append(format)
-        for point in points {
-            append(UInt64(bitPattern: point.timeNs), bytes: 8, to: &bytes)
-            append(point.name.utf8, to: &bytes)
-            append(point.type.utf8, to: &bytes)
-            append(UInt64(UInt32(truncatingIfNeeded: point.payload.count)), bytes: 4, to: &bytes)
-            bytes.append(contentsOf: point.payload)
+        var blob = Data(count: size)
+        blob.withUnsafeMutableBytes { (raw: UnsafeMutableRawBufferPointer) in
+            // One pass of plain stores into a buffer of the exact size: this runs for every
+            // point the server stores, on the writer thread.
+            var offset = 0
+            func put<T: FixedWidthInteger>(_ value: T) {
+                raw.storeBytes(of: value.littleEndian, toByteOffset: offset, as: T.self)
+                offset &+= MemoryLayout<T>.size
+            }
+            func put(_ bytes: UnsafeRawBufferPointer) {
+                put(UInt32(truncatingIfNeeded: bytes.count))
+                if let base = bytes.baseAddress, bytes.count > 0 {
+                    (raw.baseAddress! + offset).copyMemory(from: base, byteCount: bytes.count)
+                }
+                offset &+= bytes.count
+            }
+            func put(_ text: String) {
+                var text = text
+                text.withUTF8 { put(UnsafeRawBufferPointer($0)) }
+            }
+            put(format)
+            for point in points {
+                put(point.timeNs)
+                put(point.name)
+                put(point.type)
+                point.payload.withUnsafeBytes { put($0) }
+            }
         }
-        return Data(bytes)
+        return blob
     }
 
     /// Appends the points of `blob`, all from `source`, to `points`.
@@ -54,15 +73,6 @@ enum ChunkPointsCodec {
             }
             points.append(DataPoint(source: source, timeNs: Int64(bitPattern: time), name: name, type: type, value: value, payload: payload))
         }
-    }
-
-    private static func append(_ value: UInt64, bytes width: Int, to bytes: inout [UInt8]) {
-        for shift in 0..<width { bytes.append(UInt8(truncatingIfNeeded: value >> (8 * UInt64(shift)))) }
-    }
-
-    private static func append(_ text: String.UTF8View, to bytes: inout [UInt8]) {
-        append(UInt64(UInt32(truncatingIfNeeded: text.count)), bytes: 4, to: &bytes)
-        bytes.append(contentsOf: text)
     }
 
     private static func integer(_ bytes: [UInt8], at offset: inout Int, width: Int, what: String) throws(DecodingError) -> UInt64 {

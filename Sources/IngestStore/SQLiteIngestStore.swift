@@ -65,7 +65,7 @@ public final class SQLiteIngestStore: Sendable {
     @discardableResult
     public func store(_ chunks: [IngestChunk]) throws(IngestStoreError) -> Int {
         guard !chunks.isEmpty else { return 0 }
-        // Packing happens before the write lock is taken, so readers and the encoder overlap.
+        // Pack outside the write transaction, which then holds the write lock only for the inserts.
         let packed = chunks.map { ChunkPointsCodec.encode($0.dataPoints) }
         var current = 0
         do {

@@ -76,6 +76,7 @@ struct ServeIngestCommand: AsyncParsableCommand {
             configuration: .init(port: port, ipv6Host: ipv4Only ? nil : "::1", core: core), sink: sink)
         let bound = try await server.start()
         for notice in server.notices { Terminal.warn("tether: note: \(notice)") }
+        let noticesShown = server.notices.count
         StandardOutput.shared.line("Serving ingest on \(bound.joined(separator: " and ")), storing into \(db). Stop with Ctrl-C.")
         StandardOutput.shared.flush()
 
@@ -100,6 +101,9 @@ struct ServeIngestCommand: AsyncParsableCommand {
         ticker?.cancel()
         status.clear()
         let final = try await server.stop()
+        // Notices raised while serving (the store falling behind, a refused batch) are told here,
+        // after the status line is gone, so none is lost to the terminal's redraws.
+        for notice in server.notices.dropFirst(noticesShown) { Terminal.warn("tether: note: \(notice)") }
         StandardOutput.shared.line("Stopped. \(final.description)")
         StandardOutput.shared.line("Stored \(final.dataPointsStored) data points in \(final.chunksStored) chunks into \(db)")
         if final.socketErrors > 0 { StandardOutput.shared.line("Socket errors: \(final.socketErrors)") }
