@@ -205,6 +205,8 @@ public struct IngestCore: Sendable {
     /// No deadline of any stream is earlier than this (it may be earlier than the earliest one):
     /// lets a datagram skip the scan of all streams when nothing can be due.
     private var deadlineLowerBound: Int64?
+    /// The last datagram's entry names and types, reused when they repeat.
+    private var entryTexts = EntryTextCache()
 
     /// Creates a core with no open stream.
     public init(configuration: IngestConfiguration = .init()) {
@@ -227,7 +229,7 @@ public struct IngestCore: Sendable {
         }
         let message: MotionMessage
         do throws(MotionMessage.Rejection) {
-            message = try MotionMessage.parse(datagram)
+            message = try MotionMessage.parse(datagram, texts: &entryTexts)
         } catch {
             reject(source, error.reason, error.detail, into: &events)
             return events
@@ -331,36 +333,13 @@ public struct IngestCore: Sendable {
 
     private mutating func receiveData(at index: Dictionary<DatagramSource, IngestStream>.Index, timeNs: Int64,
                                       entries: [MotionMessage.Entry], nowNs: Int64, into events: inout [IngestEvent]) {
-        let source = streams.values[index].source
-        if let previous = streams.values[index].lastSampleNs, timeNs < previous {
-            counters.timeWentBackwards += 1
-            events.append(.timeWentBackwards(source, previousNs: previous, currentNs: timeNs))
-        }
-        streams.values[index].lastSampleNs = timeNs
-        let (gap, learned) = streams.values[index].noteDataArrival(nowNs: nowNs, gapFactor: configuration.gapFactor)
-        if let (gapNs, periodNs) = gap {
-            counters.gaps += 1
-            events.append(.gap(source, gapNs: gapNs, expectedPeriodNs: periodNs))
-        }
-        if let periodNs = learned {
-            events.append(.rateLearned(source, hertz: 1e9 / Double(periodNs)))
-        }
-        if streams.values[index].pendingSinceNs == nil {
-            streams.values[index].pendingSinceNs = nowNs
-            lowerDeadlineBound(to: nowNs.addingSaturating(flushNs))
-        }
-        for entry in entries {
-            let point = DataPoint(source: source, timeNs: timeNs, name: entry.name, type: entry.type,
-                                  value: entry.value, payload: entry.payload)
-            events.append(.dataPoint(point))
-            streams.values[index].pending.append(point)
-            streams.values[index].pendingBytes += entry.payload.count
-        }
-        counters.dataPoints += entries.count
-        if streams.values[index].pendingBytes >= configuration.flushBytes, let chunk = streams.values[index].takeChunk() {
-            counters.chunks += 1
-            events.append(.chunkReady(chunk))
-        }
+        // The stream is worked on in place: reading `streams.values[index].x` copies the whole
+        // stream (its pending points included) for every field read.
+        var lowerBound: Int64?
+        streams.values[index].receiveData(
+            timeNs: timeNs, entries: entries, nowNs: nowNs, configuration: configuration, flushNs: flushNs,
+            counters: &counters, events: &events, newPendingDeadline: &lowerBound)
+        if let lowerBound { lowerDeadlineBound(to: lowerBound) }
     }
 
     private mutating func endStream(at index: Dictionary<DatagramSource, IngestStream>.Index, cause: StreamEndCause, into events: inout [IngestEvent]) {

@@ -59,6 +59,44 @@ struct IngestStream: Sendable {
         return (gap, median)
     }
 
+    /// One accepted data message, in the order ``IngestCore`` documents: `timeWentBackwards`, `gap`,
+    /// `rateLearned`, one `dataPoint` per entry, then `chunkReady` when `flushBytes` is reached.
+    /// `newPendingDeadline` is set when the points start a pending chunk (its flush deadline).
+    mutating func receiveData(
+        timeNs: Int64, entries: [MotionMessage.Entry], nowNs: Int64, configuration: IngestConfiguration, flushNs: Int64,
+        counters: inout IngestCounters, events: inout [IngestEvent], newPendingDeadline: inout Int64?
+    ) {
+        if let previous = lastSampleNs, timeNs < previous {
+            counters.timeWentBackwards += 1
+            events.append(.timeWentBackwards(source, previousNs: previous, currentNs: timeNs))
+        }
+        lastSampleNs = timeNs
+        let (gap, learned) = noteDataArrival(nowNs: nowNs, gapFactor: configuration.gapFactor)
+        if let (gapNs, periodNs) = gap {
+            counters.gaps += 1
+            events.append(.gap(source, gapNs: gapNs, expectedPeriodNs: periodNs))
+        }
+        if let periodNs = learned {
+            events.append(.rateLearned(source, hertz: 1e9 / Double(periodNs)))
+        }
+        if pendingSinceNs == nil {
+            pendingSinceNs = nowNs
+            newPendingDeadline = nowNs.addingSaturating(flushNs)
+        }
+        for entry in entries {
+            let point = DataPoint(source: source, timeNs: timeNs, name: entry.name, type: entry.type,
+                                  value: entry.value, payload: entry.payload)
+            events.append(.dataPoint(point))
+            pending.append(point)
+            pendingBytes += entry.payload.count
+        }
+        counters.dataPoints += entries.count
+        if pendingBytes >= configuration.flushBytes, let chunk = takeChunk() {
+            counters.chunks += 1
+            events.append(.chunkReady(chunk))
+        }
+    }
+
     /// Takes the pending points as the next chunk, or nil when nothing is pending.
     mutating func takeChunk() -> IngestChunk? {
         guard !pending.isEmpty else { return nil }

@@ -34,40 +34,119 @@ enum MotionMessage: Sendable, Hashable {
 
     /// Parses one datagram. The caller has already checked its size.
     static func parse(_ bytes: UnsafeRawBufferPointer) throws(Rejection) -> MotionMessage {
+        var texts = EntryTextCache()
+        return try parse(bytes, texts: &texts)
+    }
+
+    /// Parses one datagram, taking entry names and types from `texts` when they repeat the
+    /// previous datagram's (a plugin sends the same ones every time).
+    static func parse(_ bytes: UnsafeRawBufferPointer, texts: inout EntryTextCache) throws(Rejection) -> MotionMessage {
         if let bad = UTF8Check.firstInvalidOffset(bytes) {
             throw Rejection(reason: .notUTF8, detail: "byte \(bad): not valid UTF-8; a datagram is UTF-8 JSON text")
         }
         var reader = JSONReader(bytes)
         let shape = try reader.readMessageShape()
-        return try shape.validate(reader.bytes)
+        return try shape.validate(JSONText(bytes: reader.bytes, unescaped: reader.unescaped), texts: &texts)
     }
 }
 
-/// A string value as it sits in the datagram: a raw byte range when it has no escapes (the common
-/// case, no copy), or its unescaped bytes.
+/// The name and type strings of the last datagram's entries, by entry position, with their bytes.
+///
+/// Making a `String` from bytes validates and copies them, which costs more than parsing the
+/// entry; a plugin repeats its names and types in every datagram, so comparing the bytes with the
+/// previous datagram's and reusing its string is the common case. The string is always the one
+/// `String(decoding:as:)` makes of the same bytes.
+struct EntryTextCache: Sendable {
+    /// Slots `2 * entry` (name) and `2 * entry + 1` (type); entries past this are not cached.
+    static let slotLimit = 64
+    /// Every slot's key bytes, back to back (one buffer, so a lookup retains nothing).
+    private var keyBytes: [UInt8] = []
+    private var keyRanges: [Range<Int>] = []
+    private var texts: [String] = []
+
+    /// Creates an empty cache.
+    init() {}
+
+    mutating func string(_ bytes: UnsafeRawBufferPointer, slot: Int) -> String {
+        if slot < keyRanges.count {
+            let range = keyRanges[slot]
+            let same = range.count == bytes.count && keyBytes.withUnsafeBufferPointer { keys in
+                var i = 0
+                while i < bytes.count, keys[range.lowerBound &+ i] == bytes[i] { i &+= 1 }
+                return i == bytes.count
+            }
+            if same { return texts[slot] }
+        }
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard slot < Self.slotLimit else { return text }
+        // A sender whose names keep changing would grow the key buffer without end: start over.
+        if keyBytes.count > 16_384 {
+            keyBytes.removeAll(keepingCapacity: true)
+            keyRanges.removeAll(keepingCapacity: true)
+            texts.removeAll(keepingCapacity: true)
+        }
+        while keyRanges.count <= slot {
+            keyRanges.append(0..<0)
+            texts.append("")
+        }
+        let start = keyBytes.count
+        keyBytes.append(contentsOf: bytes)
+        keyRanges[slot] = start..<keyBytes.count
+        texts[slot] = text
+        return text
+    }
+}
+
+/// The text a ``JSONString`` points into: the datagram, and the unescaped bytes of the strings
+/// that had escapes (all of one datagram's in one buffer).
+struct JSONText {
+    let bytes: UnsafeRawBufferPointer
+    let unescaped: [UInt8]
+}
+
+/// A string value as a byte range: of the datagram when it has no escapes (the common case, no
+/// copy), else of the reader's unescaped bytes. Plain data, so the shapes that hold it are copied
+/// without reference counting on the hot path.
 enum JSONString: Sendable, Hashable {
     case raw(Range<Int>)
-    case unescaped([UInt8])
+    case unescaped(Range<Int>)
 
-    func withBytes<R>(in buffer: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+    func withBytes<R>(in buffer: JSONText, _ body: (UnsafeRawBufferPointer) -> R) -> R {
         switch self {
-        case .raw(let range): return body(UnsafeRawBufferPointer(rebasing: buffer[range]))
-        case .unescaped(let bytes): return bytes.withUnsafeBytes(body)
+        case .raw(let range): return body(UnsafeRawBufferPointer(rebasing: buffer.bytes[range]))
+        case .unescaped(let range): return buffer.unescaped.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[range])) }
         }
     }
 
     /// The string quoted for a rejection detail, cut to 40 characters and with control characters
     /// escaped: it is sender-controlled text going into logs.
-    func excerpt(in buffer: UnsafeRawBufferPointer) -> String {
+    func excerpt(in buffer: JSONText) -> String {
         let text = string(in: buffer)
         let head = text.prefix(40).debugDescription
         return text.count > 40 ? head + "…" : head
     }
 
-    func string(in buffer: UnsafeRawBufferPointer) -> String {
+    func string(in buffer: JSONText) -> String {
         // The datagram was checked to be UTF-8 and unescaping writes valid UTF-8, so decoding
         // cannot substitute anything.
         withBytes(in: buffer) { String(decoding: $0, as: UTF8.self) }
+    }
+}
+
+/// The JSON type of a value that is not the one a member needs, for rejection details.
+enum JSONType: Sendable, Hashable, CustomStringConvertible {
+    case string, object, array, boolean, null, number
+
+    /// "a string", "an object", …: how details name the type.
+    var description: String {
+        switch self {
+        case .string: "a string"
+        case .object: "an object"
+        case .array: "an array"
+        case .boolean: "a boolean"
+        case .null: "null"
+        case .number: "a number"
+        }
     }
 }
 
@@ -77,8 +156,8 @@ struct MessageShape {
     enum Member {
         case absent
         case string(JSONString)
-        /// Present with another JSON type; the text names that type.
-        case other(String)
+        /// Present with another JSON type.
+        case other(JSONType)
     }
 
     struct EntryShape {
@@ -87,14 +166,14 @@ struct MessageShape {
         var type: Member = .absent
         var payload: Member = .absent
         /// Set when the element of `d` is not an object.
-        var notAnObject: String?
+        var notAnObject: JSONType?
     }
 
     enum DataMember {
         case absent
         case legacy(JSONString)
         case entries([EntryShape])
-        case other(String)
+        case other(JSONType)
     }
 
     var time: Member = .absent
@@ -104,7 +183,7 @@ struct MessageShape {
 
     typealias Rejection = MotionMessage.Rejection
 
-    func validate(_ buffer: UnsafeRawBufferPointer) throws(Rejection) -> MotionMessage {
+    func validate(_ buffer: JSONText, texts: inout EntryTextCache) throws(Rejection) -> MotionMessage {
         let kindCount = (dataIsPresent ? 1 : 0) + (name.isPresent ? 1 : 0) + (end.isPresent ? 1 : 0)
         guard kindCount <= 1 else {
             let kinds = [dataIsPresent ? "d" : nil, name.isPresent ? "name" : nil, end.isPresent ? "end" : nil].compactMap { $0 }
@@ -150,7 +229,7 @@ struct MessageShape {
                 else {
                     preconditionFailure("MessageShape: entry \(index) passed the shape check without three strings")
                 }
-                let type = typeText.string(in: buffer)
+                let type = typeText.withBytes(in: buffer) { texts.string($0, slot: 2 * index + 1) }
                 let payload = try Self.decodeBase64(payloadText, buffer, what: "entry \(index) of \"d\" (byte \(entry.offset))")
                 let value: DataValue
                 do throws(PayloadDecodingError) {
@@ -158,7 +237,8 @@ struct MessageShape {
                 } catch {
                     throw Rejection(reason: error.reason, detail: "entry \(index) of \"d\" (byte \(entry.offset)): \(error)")
                 }
-                entries.append(MotionMessage.Entry(name: nameText.string(in: buffer), type: type, payload: payload, value: value))
+                let name = nameText.withBytes(in: buffer) { texts.string($0, slot: 2 * index) }
+                entries.append(MotionMessage.Entry(name: name, type: type, payload: payload, value: value))
             }
             return .data(timeNs: timeNs, entries: entries)
         case .absent:
@@ -189,7 +269,7 @@ struct MessageShape {
         return true
     }
 
-    private static func parseTime(_ text: JSONString, _ buffer: UnsafeRawBufferPointer) throws(Rejection) -> Int64 {
+    private static func parseTime(_ text: JSONString, _ buffer: JSONText) throws(Rejection) -> Int64 {
         let result = text.withBytes(in: buffer) { SampleTime.parseNanoseconds($0) }
         switch result {
         case .success(let ns): return ns
@@ -210,7 +290,7 @@ struct MessageShape {
     }
 
     /// `what` is only built when decoding fails: it is on the hot path.
-    private static func decodeBase64(_ text: JSONString, _ buffer: UnsafeRawBufferPointer, what: @autoclosure () -> String) throws(Rejection) -> [UInt8] {
+    private static func decodeBase64(_ text: JSONString, _ buffer: JSONText, what: @autoclosure () -> String) throws(Rejection) -> [UInt8] {
         let result = text.withBytes(in: buffer) { Base64.decode($0) }
         switch result {
         case .success(let bytes): return bytes
@@ -232,6 +312,8 @@ extension MessageShape.Member {
 struct JSONReader {
     let bytes: UnsafeRawBufferPointer
     private(set) var index = 0
+    /// The unescaped bytes of every string with escapes read so far (``JSONString/unescaped(_:)``).
+    private(set) var unescaped: [UInt8] = []
     /// Deeper nesting is refused so that a hostile datagram cannot exhaust the stack.
     static let maxDepth = 32
 
@@ -330,6 +412,7 @@ struct JSONReader {
         return entry
     }
 
+    @inline(__always)
     private mutating func readMember(depth: Int) throws(Rejection) -> MessageShape.Member {
         if peek() == Self.quote { return .string(try readString()) }
         return .other(try skipValue(depth: depth))
@@ -340,6 +423,7 @@ struct JSONReader {
     }
 
     /// Reads `"key"` and the `:` after it, leaving the index at the value.
+    @inline(__always)
     private mutating func readKey() throws(Rejection) -> Key {
         guard peek() == Self.quote else { throw unexpected("'\"' to start a member name") }
         let key = try readString()
@@ -347,7 +431,14 @@ struct JSONReader {
         guard peek() == Self.colon else { throw unexpected("':' after a member name") }
         index += 1
         skipWhitespace()
-        return key.withBytes(in: bytes) { k -> Key in
+        switch key {
+        case .raw(let range): return Self.key(UnsafeRawBufferPointer(rebasing: bytes[range]))
+        case .unescaped(let range): return unescaped.withUnsafeBytes { Self.key(UnsafeRawBufferPointer(rebasing: $0[range])) }
+        }
+    }
+
+    @inline(__always)
+    private static func key(_ k: UnsafeRawBufferPointer) -> Key {
             switch k.count {
             case 1:
                 switch k[0] {
@@ -361,12 +452,12 @@ struct JSONReader {
             case 4: return k.elementsEqual("name".utf8) ? .name : .other
             default: return .other
             }
-        }
     }
 
     // MARK: Containers
 
     /// Consumes the opening bracket; returns whether a first element follows (index at it).
+    @inline(__always)
     private mutating func beginContainer(close: UInt8) throws(Rejection) -> Bool {
         index += 1
         skipWhitespace()
@@ -379,6 +470,7 @@ struct JSONReader {
 
     /// After an element: consumes `,` or the closing bracket; returns whether another element
     /// follows. A comma directly before the closing bracket is accepted (the one extension).
+    @inline(__always)
     private mutating func nextInContainer(close: UInt8, what: String) throws(Rejection) -> Bool {
         skipWhitespace()
         switch peek() {
@@ -401,13 +493,13 @@ struct JSONReader {
     // MARK: Values
 
     /// Validates and skips one value; returns its JSON type for messages ("a number", "an array").
-    private mutating func skipValue(depth: Int) throws(Rejection) -> String {
+    private mutating func skipValue(depth: Int) throws(Rejection) -> JSONType {
         guard depth < Self.maxDepth else { throw unexpected("nesting at most \(Self.maxDepth) deep") }
         guard let byte = peek() else { throw unexpected("a JSON value") }
         switch byte {
         case Self.quote:
             _ = try readString()
-            return "a string"
+            return .string
         case UInt8(ascii: "{"):
             var more = try beginContainer(close: UInt8(ascii: "}"))
             while more {
@@ -420,26 +512,26 @@ struct JSONReader {
                 _ = try skipValue(depth: depth + 1)
                 more = try nextInContainer(close: UInt8(ascii: "}"), what: "object member")
             }
-            return "an object"
+            return .object
         case UInt8(ascii: "["):
             var more = try beginContainer(close: UInt8(ascii: "]"))
             while more {
                 _ = try skipValue(depth: depth + 1)
                 more = try nextInContainer(close: UInt8(ascii: "]"), what: "array element")
             }
-            return "an array"
+            return .array
         case UInt8(ascii: "t"):
             try expectLiteral("true")
-            return "a boolean"
+            return .boolean
         case UInt8(ascii: "f"):
             try expectLiteral("false")
-            return "a boolean"
+            return .boolean
         case UInt8(ascii: "n"):
             try expectLiteral("null")
-            return "null"
+            return .null
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
             try skipNumber()
-            return "a number"
+            return .number
         default:
             throw unexpected("a JSON value")
         }
@@ -480,9 +572,21 @@ struct JSONReader {
     }
 
     /// Reads a string starting at its opening quote; leaves the index after the closing quote.
+    @inline(__always)
     private mutating func readString() throws(Rejection) -> JSONString {
         index += 1
         let start = index
+        // Eight bytes at a time to the first quote, backslash or control byte; the loop below
+        // then decides what that byte means.
+        while index &+ 8 <= bytes.count {
+            let word = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+            let special = SWAR.stringSpecial(word)
+            if special != 0 {
+                index &+= special.trailingZeroBitCount &>> 3
+                break
+            }
+            index &+= 8
+        }
         while index < bytes.count {
             let byte = bytes[index]
             if byte == Self.quote {
@@ -493,28 +597,33 @@ struct JSONReader {
             guard byte >= 0x20 else { throw unexpected("no control character inside a string (escape it)") }
             index += 1
         }
+        return try readEscapedString(start: start)
+    }
+
+    /// The rest of a string whose first escape (or the end of the datagram) is at the index.
+    private mutating func readEscapedString(start: Int) throws(Rejection) -> JSONString {
         guard index < bytes.count else { throw unexpected("'\"' to close the string that starts at byte \(start - 1)") }
-        // Slow path: the string has escapes.
-        var out = Array(UnsafeRawBufferPointer(rebasing: bytes[start..<index]))
+        let outStart = unescaped.count
+        unescaped.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[start..<index]))
         while index < bytes.count {
             let byte = bytes[index]
             if byte == Self.quote {
                 index += 1
-                return .unescaped(out)
+                return .unescaped(outStart..<unescaped.count)
             }
             if byte == Self.backslash {
                 index += 1
                 guard let escaped = peek() else { break }
                 switch escaped {
-                case Self.quote, Self.backslash, UInt8(ascii: "/"): out.append(escaped)
-                case UInt8(ascii: "b"): out.append(0x08)
-                case UInt8(ascii: "f"): out.append(0x0C)
-                case UInt8(ascii: "n"): out.append(0x0A)
-                case UInt8(ascii: "r"): out.append(0x0D)
-                case UInt8(ascii: "t"): out.append(0x09)
+                case Self.quote, Self.backslash, UInt8(ascii: "/"): unescaped.append(escaped)
+                case UInt8(ascii: "b"): unescaped.append(0x08)
+                case UInt8(ascii: "f"): unescaped.append(0x0C)
+                case UInt8(ascii: "n"): unescaped.append(0x0A)
+                case UInt8(ascii: "r"): unescaped.append(0x0D)
+                case UInt8(ascii: "t"): unescaped.append(0x09)
                 case UInt8(ascii: "u"):
                     index += 1
-                    try appendUnicodeEscape(to: &out)
+                    try appendUnicodeEscape()
                     continue
                 default:
                     throw unexpected("an escape: \\\" \\\\ \\/ \\b \\f \\n \\r \\t or \\uXXXX")
@@ -523,14 +632,14 @@ struct JSONReader {
                 continue
             }
             guard byte >= 0x20 else { throw unexpected("no control character inside a string (escape it)") }
-            out.append(byte)
+            unescaped.append(byte)
             index += 1
         }
         throw unexpected("'\"' to close the string that starts at byte \(start - 1)")
     }
 
     /// Index is after `\u`; reads the four hex digits (and a low surrogate's escape if needed).
-    private mutating func appendUnicodeEscape(to out: inout [UInt8]) throws(Rejection) {
+    private mutating func appendUnicodeEscape() throws(Rejection) {
         var scalarValue = UInt32(try readHex4())
         if (0xD800...0xDBFF).contains(scalarValue) {
             guard peek() == Self.backslash, index + 1 < bytes.count, bytes[index + 1] == UInt8(ascii: "u") else {
@@ -544,7 +653,7 @@ struct JSONReader {
         guard let scalar = Unicode.Scalar(scalarValue) else {
             throw unexpected("a Unicode scalar, not a lone low surrogate")
         }
-        out.append(contentsOf: scalar.utf8)
+        unescaped.append(contentsOf: scalar.utf8)
     }
 
     private mutating func readHex4() throws(Rejection) -> UInt16 {
@@ -566,11 +675,30 @@ struct JSONReader {
 
     // MARK: Bytes
 
+    @inline(__always)
     private func peek() -> UInt8? {
         index < bytes.count ? bytes[index] : nil
     }
 
+    @inline(__always)
     private mutating func skipWhitespace() {
+        // Most runs are empty or one space (`"n" : "…"`): settled without the word test.
+        if index < bytes.count, bytes[index] > 0x20 { return }
+        if index &+ 1 < bytes.count, bytes[index] == 0x20, bytes[index &+ 1] > 0x20 {
+            index &+= 1
+            return
+        }
+        // Pretty-printed datagrams are a third indentation: eight bytes at a time while a whole
+        // word is whitespace, then straight to the first byte that is not.
+        while index &+ 8 <= bytes.count {
+            let word = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+            let other = SWAR.nonWhitespace(word)
+            if other != 0 {
+                index &+= other.trailingZeroBitCount &>> 3
+                return
+            }
+            index &+= 8
+        }
         while index < bytes.count {
             switch bytes[index] {
             case 0x20, 0x0A, 0x0D, 0x09: index += 1
@@ -592,6 +720,40 @@ struct JSONReader {
             found = "the end of the datagram"
         }
         return Rejection(reason: .notJSON, detail: "byte \(index): expected \(expected), found \(found)")
+    }
+}
+
+/// Byte tests on eight bytes at once (a little-endian word: byte 0 in the low bits). Each returns
+/// a mask with bit 7 of every byte set where the test holds; callers want the lowest such byte,
+/// `trailingZeroBitCount / 8`.
+enum SWAR {
+    private static let low7: UInt64 = 0x7F7F_7F7F_7F7F_7F7F
+    private static let high: UInt64 = 0x8080_8080_8080_8080
+
+    /// Bytes equal to zero, exactly (no false positives in any byte).
+    @inline(__always)
+    static func zeroBytes(_ t: UInt64) -> UInt64 {
+        ~(((t & low7) &+ low7) | t | low7)
+    }
+
+    @inline(__always)
+    static func equalBytes(_ word: UInt64, _ byte: UInt8) -> UInt64 {
+        zeroBytes(word ^ (UInt64(byte) &* 0x0101_0101_0101_0101))
+    }
+
+    /// Bytes that are not JSON whitespace (space, LF, CR, tab), exactly.
+    @inline(__always)
+    static func nonWhitespace(_ word: UInt64) -> UInt64 {
+        let whitespace = equalBytes(word, 0x20) | equalBytes(word, 0x0A) | equalBytes(word, 0x0D) | equalBytes(word, 0x09)
+        return ~whitespace & high
+    }
+
+    /// Bytes that are `"`, `\` or below 0x20. The below-0x20 test can flag a byte above a true
+    /// hit (a borrow), never below one, so the lowest flagged byte is exact.
+    @inline(__always)
+    static func stringSpecial(_ word: UInt64) -> UInt64 {
+        let control = (word &- 0x2020_2020_2020_2020) & ~word & high
+        return equalBytes(word, 0x22) | equalBytes(word, 0x5C) | control
     }
 }
 
