@@ -21,6 +21,8 @@ struct PacingReport: Sendable {
     var totalDriftNs: Int64
     /// Wall time the replay took.
     var elapsedNs: Int64
+    /// Whether the sending thread ran under real-time scheduling (SCHED_FIFO), or why not.
+    var scheduling: String = "normal"
 
     /// The `q`-quantile (0…1) of the gap errors by nearest rank, 0 when there are none.
     func gapErrorQuantile(_ q: Double) -> Int64 {
@@ -44,6 +46,12 @@ struct PacedSendError: Error, CustomStringConvertible {
 /// oversleep seen (capped at 20 ms), because on a loaded machine a sleeping thread may wake
 /// milliseconds late. Every due time is computed from the start, never from the previous send, so
 /// a late datagram does not push the rest later (no accumulated drift).
+///
+/// On a machine with few cores, other processes (the receiver, a capture) can preempt the sender in
+/// the middle of its spin, which makes the rare gap milliseconds late. The sender therefore asks
+/// for real-time scheduling (SCHED_FIFO) for the sending thread, as a pacing tool should; it gets
+/// it as root or with CAP_SYS_NICE, and otherwise runs normally and says so in the report. It
+/// sleeps between datagrams, so it never holds a core for longer than its spin window.
 final class PacedUDPSender {
     private let socketDescriptor: Int32
     /// How long before a due time the sender stops sleeping and starts spinning.
@@ -89,6 +97,8 @@ final class PacedUDPSender {
         var sendTimes: [Int64] = []
         sendTimes.reserveCapacity(datagrams.count)
         var failed = 0
+        let scheduling = Self.enterRealtimeScheduling()
+        defer { Self.leaveRealtimeScheduling(scheduling.previous) }
         let start = Self.monotonicNs() + 1_000_000  // a millisecond to get going
         for datagram in datagrams {
             let due = start + Int64((Double(datagram.offsetNs &- firstOffset) / speed).rounded())
@@ -114,7 +124,29 @@ final class PacedUDPSender {
         return PacingReport(
             sent: datagrams.count - failed, failed: failed, gapErrorsNs: errors,
             totalDriftNs: Int64((sentSpan - recordedSpan).rounded()),
-            elapsedNs: sendTimes[sendTimes.count - 1] &- start)
+            elapsedNs: sendTimes[sendTimes.count - 1] &- start, scheduling: scheduling.description)
+    }
+
+    /// Moves the calling thread to SCHED_FIFO at a low real-time priority. Returns the policy to
+    /// restore and a description for the report.
+    private static func enterRealtimeScheduling() -> (previous: (policy: Int32, parameters: sched_param)?, description: String) {
+        var policy: Int32 = 0
+        var parameters = sched_param()
+        guard pthread_getschedparam(pthread_self(), &policy, &parameters) == 0 else {
+            return (nil, "normal (the thread's scheduling could not be read)")
+        }
+        var realtime = sched_param()
+        realtime.sched_priority = 10
+        let code = pthread_setschedparam(pthread_self(), SCHED_FIFO, &realtime)
+        guard code == 0 else {
+            return (nil, "normal (SCHED_FIFO refused: \(String(cString: strerror(code))); run as root or grant CAP_SYS_NICE for steadier pacing)")
+        }
+        return ((policy, parameters), "SCHED_FIFO priority 10")
+    }
+
+    private static func leaveRealtimeScheduling(_ previous: (policy: Int32, parameters: sched_param)?) {
+        guard var previous else { return }
+        _ = pthread_setschedparam(pthread_self(), previous.policy, &previous.parameters)
     }
 
     private func wait(until due: Int64) {

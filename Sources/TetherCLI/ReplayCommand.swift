@@ -238,6 +238,7 @@ struct ReplayCommand: ParsableCommand {
         }
         status.clear()
         StandardOutput.shared.line("Sent \(report.sent) datagrams in \(Format.seconds(report.elapsedNs)) s" + (report.failed > 0 ? " (\(report.failed) refused by the kernel)" : ""))
+        StandardOutput.shared.line("Scheduling: \(report.scheduling)")
         StandardOutput.shared.line("Gap error: p50 \(Format.duration(report.gapErrorQuantile(0.5))), p99 \(Format.duration(report.gapErrorQuantile(0.99))), max \(Format.duration(report.gapErrorsNs.last ?? 0)); total drift \(report.totalDriftNs >= 0 ? "+" : "")\(Format.duration(report.totalDriftNs))")
         // One stable key=value line for scripts (CI/bench parses it).
         StandardOutput.shared.line("pacing sent=\(report.sent) failed=\(report.failed) p50_ns=\(report.gapErrorQuantile(0.5)) p99_ns=\(report.gapErrorQuantile(0.99)) max_ns=\(report.gapErrorsNs.last ?? 0) drift_ns=\(report.totalDriftNs) speed=\(speed)")
