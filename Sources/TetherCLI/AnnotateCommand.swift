@@ -18,7 +18,7 @@ struct AnnotateCommand: ParsableCommand {
             is replaced, then the set is sealed again with the new SHA-256.
 
             Mark the moment the sender stalled, so the replay report and Wireshark both show it:
-              tether annotate Captures/ingest-faulty --frame 412 --text "stall starts"
+              tether annotate Captures/plugin-faulty --frame 412 --text "stall starts"
             """
     )
 

@@ -32,7 +32,7 @@ struct InspectCommand: ParsableCommand {
             List the ATT traffic of an Android btsnoop log:
               tether inspect btsnoop_hci.log --frames
             Count frames per interface of a capture set, for a script:
-              tether inspect Captures/ingest-clean --json
+              tether inspect Captures/plugin-clean --json
             """
     )
 

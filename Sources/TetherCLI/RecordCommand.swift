@@ -30,7 +30,7 @@ struct RecordCommand: AsyncParsableCommand {
             or pipe lines in from a script. Capturing needs root or CAP_NET_RAW.
 
             Record a plugin session on loopback for a minute:
-              tether record --udp lo:12345 --out Captures/ingest-clean --duration 60
+              tether record --udp lo:12345 --out Captures/plugin-clean --duration 60
             Record until Ctrl-C, marking moments from the keyboard:
               tether record --udp lo:12345 --out Captures/bench-walk --mark-stdin
             """

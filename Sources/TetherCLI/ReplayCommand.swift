@@ -30,7 +30,7 @@ struct ReplayCommand: ParsableCommand {
             Replay every committed set, as CI does, keeping a JUnit report:
               tether replay Captures --junit .build/replay-junit.xml
             Keep one set's trace and try a shorter idle timeout:
-              tether replay Captures/ingest-faulty --trace t.jsonl --ingest-idle-timeout 5
+              tether replay Captures/plugin-faulty --trace t.jsonl --ingest-idle-timeout 5
             Re-send a recording to a live server at twice its pace:
               tether replay --realtime --speed 2 --to 127.0.0.1:12345 Captures/clean
             """
@@ -93,7 +93,7 @@ struct ReplayCommand: ParsableCommand {
                 throw ValidationError("--speed must be a positive factor (got \(speed)); 1 is the recorded pace.")
             }
             guard paths.count == 1, CaptureSetDirectory.isCaptureSet(paths[0]) else {
-                throw ValidationError("--realtime replays one capture set; give its folder, e.g. Captures/ingest-clean.")
+                throw ValidationError("--realtime replays one capture set; give its folder, e.g. Captures/plugin-clean.")
             }
             if trace != nil || junit != nil || updateBaseline {
                 throw ValidationError("--trace, --junit and --update-baseline belong to virtual replay; leave them out with --realtime.")
