@@ -571,6 +571,23 @@ struct JSONReader {
         return index - start
     }
 
+    /// Advances eight bytes at a time while `mask` marks no byte of the word, then to the first
+    /// marked byte. Returns `true` when it stopped on a marked byte, `false` when fewer than eight
+    /// bytes remain (the caller finishes byte by byte).
+    @inline(__always) @discardableResult
+    private mutating func skipWords(until mask: (UInt64) -> UInt64) -> Bool {
+        while index &+ 8 <= bytes.count {
+            let word = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+            let marked = mask(word)
+            if marked != 0 {
+                index &+= marked.trailingZeroBitCount &>> 3
+                return true
+            }
+            index &+= 8
+        }
+        return false
+    }
+
     /// Reads a string starting at its opening quote; leaves the index after the closing quote.
     @inline(__always)
     private mutating func readString() throws(Rejection) -> JSONString {
@@ -578,15 +595,7 @@ struct JSONReader {
         let start = index
         // Eight bytes at a time to the first quote, backslash or control byte; the loop below
         // then decides what that byte means.
-        while index &+ 8 <= bytes.count {
-            let word = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self))
-            let special = SWAR.stringSpecial(word)
-            if special != 0 {
-                index &+= special.trailingZeroBitCount &>> 3
-                break
-            }
-            index &+= 8
-        }
+        skipWords(until: SWAR.stringSpecial)
         while index < bytes.count {
             let byte = bytes[index]
             if byte == Self.quote {
@@ -690,15 +699,7 @@ struct JSONReader {
         }
         // Pretty-printed datagrams are a third indentation: eight bytes at a time while a whole
         // word is whitespace, then straight to the first byte that is not.
-        while index &+ 8 <= bytes.count {
-            let word = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self))
-            let other = SWAR.nonWhitespace(word)
-            if other != 0 {
-                index &+= other.trailingZeroBitCount &>> 3
-                return
-            }
-            index &+= 8
-        }
+        if skipWords(until: SWAR.nonWhitespace) { return }
         while index < bytes.count {
             switch bytes[index] {
             case 0x20, 0x0A, 0x0D, 0x09: index += 1
