@@ -271,8 +271,6 @@ extension TraceValue {
     /// The value as compact JSON for messages (strings unquoted at top level).
     public var compactText: String {
         if case .string(let s) = self { return s }
-        var out = ""
-        TraceJSONWriter.appendValue(self, to: &out)
-        return out
+        return JSONLiteral.value(self)
     }
 }

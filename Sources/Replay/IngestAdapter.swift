@@ -281,16 +281,5 @@ public struct IngestAdapter: CoreAdapter {
         return (x * 1000).rounded(.toNearestOrAwayFromZero) / 1000
     }
 
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits: StaticString = "0123456789abcdef"
-        return String(unsafeUninitializedCapacity: bytes.count * 2) { (out: UnsafeMutableBufferPointer<UInt8>) -> Int in
-            digits.withUTF8Buffer { digits in
-                for (i, b) in bytes.enumerated() {
-                    out[2 * i] = digits[Int(b >> 4)]
-                    out[2 * i + 1] = digits[Int(b & 0x0f)]
-                }
-            }
-            return bytes.count * 2
-        }
-    }
+    static func hex(_ bytes: [UInt8]) -> String { JSONLiteral.hex(bytes) }
 }

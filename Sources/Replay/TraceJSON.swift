@@ -178,86 +178,41 @@ enum TraceJSONWriter {
     static func keyOrder(_ a: String, _ b: String) -> Bool {
         a < b
     }
+}
 
-    static func appendValue(_ value: TraceValue, to out: inout String) {
-        switch value {
-        case .string(let s):
-            appendString(s, to: &out)
-        case .int(let i):
-            out += String(i)
-        case .double(let d):
-            out += formatDouble(d)
-        case .bool(let b):
-            out += b ? "true" : "false"
-        case .null:
-            out += "null"
-        case .array(let items):
-            out += "["
-            for (index, item) in items.enumerated() {
-                if index > 0 { out += "," }
-                appendValue(item, to: &out)
-            }
-            out += "]"
-        case .object(let members):
-            out += "{"
-            for (index, key) in members.keys.sorted(by: keyOrder).enumerated() {
-                if index > 0 { out += "," }
-                appendString(key, to: &out)
-                out += ":"
-                if let member = members[key] { appendValue(member, to: &out) }
-            }
-            out += "}"
-        }
+/// JSON text for tools that stream their own JSON (`tether inspect --json`), written by the same
+/// writer as traces so escaping and number formats agree everywhere.
+public enum JSONLiteral {
+    /// A JSON string literal, escaped per RFC 8259 §7.
+    public static func string(_ text: String) -> String {
+        var out = TraceJSONBytes()
+        out.appendString(text)
+        return String(decoding: out.bytes, as: UTF8.self)
     }
 
-    /// Swift's `description` is the shortest text that reads back to the same Double, and it always
-    /// carries a `.` or an exponent, so a double never re-reads as an integer. JSON has no NaN or
-    /// infinity: those are written as the strings `"NaN"`, `"Infinity"`, `"-Infinity"`.
-    static func formatDouble(_ d: Double) -> String {
-        if d.isNaN { return "\"NaN\"" }
-        if d.isInfinite { return d < 0 ? "\"-Infinity\"" : "\"Infinity\"" }
-        let text = d.description
-        // Guard the int/double distinction even if a future description drops the fraction.
-        if text.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }) { return text }
-        return text + ".0"
+    /// Any trace value as compact JSON, object keys sorted.
+    public static func value(_ value: TraceValue) -> String {
+        var out = TraceJSONBytes()
+        out.appendValue(value)
+        return String(decoding: out.bytes, as: UTF8.self)
     }
 
-    private static let hexDigits: [Character] = Array("0123456789abcdef")
-
-    /// RFC 8259 §7: escape `"`, `\` and U+0000–U+001F; everything else is written as UTF-8.
-    static func appendString(_ s: String, to out: inout String) {
-        out += "\""
-        // Most strings need no escape: append them whole (much faster than scalar by scalar).
-        if !s.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) {
-            out += s
-            out += "\""
-            return
-        }
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case "\u{08}": out += "\\b"
-            case "\u{0C}": out += "\\f"
-            default:
-                if scalar.value < 0x20 {
-                    out += "\\u00"
-                    out.append(hexDigits[Int(scalar.value >> 4)])
-                    out.append(hexDigits[Int(scalar.value & 0xF)])
-                } else {
-                    out.unicodeScalars.append(scalar)
+    /// Lower-case hex of `bytes`, no separators: how traces write opaque bytes.
+    public static func hex(_ bytes: [UInt8]) -> String {
+        let digits: StaticString = "0123456789abcdef"
+        return String(unsafeUninitializedCapacity: bytes.count * 2) { (out: UnsafeMutableBufferPointer<UInt8>) -> Int in
+            digits.withUTF8Buffer { digits in
+                for (i, b) in bytes.enumerated() {
+                    out[2 * i] = digits[Int(b >> 4)]
+                    out[2 * i + 1] = digits[Int(b & 0x0f)]
                 }
             }
+            return bytes.count * 2
         }
-        out += "\""
     }
 }
 
-/// The trace writer over UTF-8 bytes: the same text as ``TraceJSONWriter``'s `String` functions,
-/// byte for byte, without a `String` per value. It is the `TextOutputStream` a `Double` prints
+/// The one trace JSON writer, over UTF-8 bytes, without a `String` per value. It is the `TextOutputStream` a `Double` prints
 /// itself into, so a double's shortest text goes straight into the buffer.
 struct TraceJSONBytes: TextOutputStream {
     var bytes: [UInt8] = []
@@ -355,7 +310,9 @@ struct TraceJSONBytes: TextOutputStream {
         }
     }
 
-    /// The text of ``TraceJSONWriter/formatDouble(_:)``.
+    /// Swift's shortest round-trip text, which always carries a `.` or an exponent, so a double
+    /// never re-reads as an integer. JSON has no NaN or infinity: those are written as the strings
+    /// `"NaN"`, `"Infinity"`, `"-Infinity"`.
     mutating func appendDouble(_ d: Double) {
         if d.isNaN { appendLiteral("\"NaN\""); return }
         if d.isInfinite {
@@ -377,8 +334,7 @@ struct TraceJSONBytes: TextOutputStream {
 
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
-    /// RFC 8259 §7, as ``TraceJSONWriter/appendString(_:to:)``: escape `"`, `\\` and
-    /// U+0000–U+001F; every other byte of the UTF-8 is copied.
+    /// RFC 8259 §7: escape `"`, `\\` and U+0000–U+001F; every other byte of the UTF-8 is copied.
     mutating func appendString(_ s: String) {
         bytes.append(UInt8(ascii: "\""))
         var s = s

@@ -3,21 +3,101 @@ import Testing
 @testable import IngestCore
 @testable import Replay
 
-// The byte writer behind `jsonLine()` and `TraceFile` must write exactly what the `String`
-// writer (`TraceJSONWriter`, still used for expectation values) writes; baselines are compared
-// byte for byte.
+// The byte writer behind `jsonLine()`, `TraceFile` and `JSONLiteral` must write exactly what the
+// String reference writer below writes; baselines are compared byte for byte.
+
+/// The String writer the byte writer replaced, kept here as an independent reference: the two must
+/// agree byte for byte, because baselines are compared byte for byte.
+private enum StringWriterOracle {
+    static func appendValue(_ value: TraceValue, to out: inout String) {
+        switch value {
+        case .string(let s):
+            appendString(s, to: &out)
+        case .int(let i):
+            out += String(i)
+        case .double(let d):
+            out += formatDouble(d)
+        case .bool(let b):
+            out += b ? "true" : "false"
+        case .null:
+            out += "null"
+        case .array(let items):
+            out += "["
+            for (index, item) in items.enumerated() {
+                if index > 0 { out += "," }
+                appendValue(item, to: &out)
+            }
+            out += "]"
+        case .object(let members):
+            out += "{"
+            for (index, key) in members.keys.sorted(by: TraceJSONWriter.keyOrder).enumerated() {
+                if index > 0 { out += "," }
+                appendString(key, to: &out)
+                out += ":"
+                if let member = members[key] { appendValue(member, to: &out) }
+            }
+            out += "}"
+        }
+    }
+
+    /// Swift's `description` is the shortest text that reads back to the same Double, and it always
+    /// carries a `.` or an exponent, so a double never re-reads as an integer. JSON has no NaN or
+    /// infinity: those are written as the strings `"NaN"`, `"Infinity"`, `"-Infinity"`.
+    static func formatDouble(_ d: Double) -> String {
+        if d.isNaN { return "\"NaN\"" }
+        if d.isInfinite { return d < 0 ? "\"-Infinity\"" : "\"Infinity\"" }
+        let text = d.description
+        // Guard the int/double distinction even if a future description drops the fraction.
+        if text.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }) { return text }
+        return text + ".0"
+    }
+
+    private static let hexDigits: [Character] = Array("0123456789abcdef")
+
+    /// RFC 8259 §7: escape `"`, `\` and U+0000–U+001F; everything else is written as UTF-8.
+    static func appendString(_ s: String, to out: inout String) {
+        out += "\""
+        // Most strings need no escape: append them whole (much faster than scalar by scalar).
+        if !s.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) {
+            out += s
+            out += "\""
+            return
+        }
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case "\u{08}": out += "\\b"
+            case "\u{0C}": out += "\\f"
+            default:
+                if scalar.value < 0x20 {
+                    out += "\\u00"
+                    out.append(hexDigits[Int(scalar.value >> 4)])
+                    out.append(hexDigits[Int(scalar.value & 0xF)])
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        out += "\""
+    }
+}
+
 
 /// A line as the `String` writer builds it: `t_ns`, `core`, `event`, then the fields by key.
 private func stringWriterLine(_ event: TraceEvent) -> String {
     var out = "{\"t_ns\":\(event.timeNs),\"core\":"
-    TraceJSONWriter.appendString(event.core, to: &out)
+    StringWriterOracle.appendString(event.core, to: &out)
     out += ",\"event\":"
-    TraceJSONWriter.appendString(event.event, to: &out)
+    StringWriterOracle.appendString(event.event, to: &out)
     for key in event.fields.keys.sorted(by: TraceJSONWriter.keyOrder) where !TraceEvent.reservedKeys.contains(key) {
         out += ","
-        TraceJSONWriter.appendString(key, to: &out)
+        StringWriterOracle.appendString(key, to: &out)
         out += ":"
-        if let value = event.fields[key] { TraceJSONWriter.appendValue(value, to: &out) }
+        if let value = event.fields[key] { StringWriterOracle.appendValue(value, to: &out) }
     }
     return out + "}"
 }
@@ -39,7 +119,7 @@ private func sampleDoubles() -> [Double] {
     for value in sampleDoubles() + [.nan, .infinity, -.infinity] {
         var bytes = TraceJSONBytes()
         bytes.appendDouble(value)
-        #expect(String(decoding: bytes.bytes, as: UTF8.self) == TraceJSONWriter.formatDouble(value), "\(value.bitPattern)")
+        #expect(String(decoding: bytes.bytes, as: UTF8.self) == StringWriterOracle.formatDouble(value), "\(value.bitPattern)")
     }
 }
 
@@ -59,7 +139,7 @@ private func sampleDoubles() -> [Double] {
         var bytes = TraceJSONBytes()
         bytes.appendString(s)
         var reference = ""
-        TraceJSONWriter.appendString(s, to: &reference)
+        StringWriterOracle.appendString(s, to: &reference)
         #expect(String(decoding: bytes.bytes, as: UTF8.self) == reference)
     }
 }
