@@ -12,14 +12,12 @@ SCRATCH="${TETHER_BENCH_SCRATCH:-$ROOT/.build-bench}"
 PACKAGE="${TETHER_BENCH_PACKAGE:-$ROOT}"
 mkdir -p "$OUT"
 
-# need TOOL APT_PACKAGE: installs a missing tool with apt (these benchmarks are run by hand as root
-# or with sudo on a Debian machine like CI's).
+. "$ROOT/Harness/packages.sh"
+
+# need TOOL APT_PACKAGE: installs APT_PACKAGE when TOOL is missing (these benchmarks are run by hand
+# as root or with sudo on a Debian machine like CI's).
 need() {
-    command -v "$1" >/dev/null 2>&1 && return 0
-    echo "installing $2 (for $1)" >&2
-    local sudo=""
-    [ "$(id -u)" = 0 ] || sudo=sudo
-    $sudo apt-get install -y -q "$2" >/dev/null
+    command -v "$1" >/dev/null 2>&1 || install_missing "$2"
 }
 
 # build_c NAME: CI/bench/c/NAME.c → CI/bench/out/NAME, rebuilt when the source is newer.
