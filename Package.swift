@@ -11,6 +11,8 @@ let package = Package(
         .library(name: "CaptureKit", targets: ["CaptureKit"]),
         .library(name: "Dissectors", targets: ["Dissectors"]),
         .library(name: "IngestCore", targets: ["IngestCore"]),
+        .library(name: "MonkeyC", targets: ["MonkeyC"]),
+        .library(name: "MessagingCore", targets: ["MessagingCore"]),
         .library(name: "Replay", targets: ["Replay"]),
     ],
     dependencies: [
@@ -50,6 +52,10 @@ let package = Package(
 
         // The cores: pure Swift, no I/O, no clock.
         .target(name: "IngestCore"),
+        // Monkey C value serialization (Connect IQ messages; SessionCore's property lists).
+        .target(name: "MonkeyC"),
+        // The phone side of the Connect IQ companion link: devices, apps, send/receive, the link.
+        .target(name: "MessagingCore", dependencies: ["MonkeyC"]),
         // The durable SQLite sink for IngestCore's chunks.
         .target(
             name: "IngestStore",
@@ -57,7 +63,7 @@ let package = Package(
         ),
 
         // Virtual-clock replay, behaviour traces, expectations, trace diff.
-        .target(name: "Replay", dependencies: ["CaptureKit", "CaptureSet", "Dissectors", "IngestCore"]),
+        .target(name: "Replay", dependencies: ["CaptureKit", "CaptureSet", "Dissectors", "IngestCore", "MessagingCore", "MonkeyC"]),
 
         // Live sources: libpcap, the BlueZ monitor channel; the incremental recorder.
         .target(name: "LiveCapture", dependencies: ["CPcap", "CBluetooth", "CaptureKit", "CaptureSet"]),
@@ -65,7 +71,8 @@ let package = Package(
         .target(
             name: "LiveHosts",
             dependencies: [
-                "IngestCore", "IngestStore",
+                "IngestCore", "IngestStore", "MessagingCore", "MonkeyC", "Replay", "LiveCapture", "CaptureKit", "CaptureSet",
+                .product(name: "Yams", package: "Yams"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
@@ -90,6 +97,8 @@ let package = Package(
         .testTarget(name: "CaptureSetTests", dependencies: ["CaptureSet", "CaptureKit"]),
         .testTarget(name: "DissectorsTests", dependencies: ["Dissectors", "CaptureKit"]),
         .testTarget(name: "IngestCoreTests", dependencies: ["IngestCore"]),
+        .testTarget(name: "MonkeyCTests", dependencies: ["MonkeyC"]),
+        .testTarget(name: "MessagingCoreTests", dependencies: ["MessagingCore", "MonkeyC"]),
         .testTarget(
             name: "IngestStoreTests",
             dependencies: ["IngestStore", "IngestCore", .product(name: "GRDB", package: "GRDB.swift")]

@@ -33,6 +33,10 @@ public struct LinkType: RawRepresentable, Hashable, Sendable, CustomStringConver
     public static let bluetoothLELLWithPHDR = LinkType(rawValue: 256)
     /// `LINKTYPE_LINUX_SLL2` (276): 20-byte Linux cooked header, what libpcap gives on `any`.
     public static let linuxSLL2 = LinkType(rawValue: 276)
+    /// `LINKTYPE_USER0` (147): Tether's app API-call records, one UTF-8 JSON object per frame
+    /// (docs/capture-set.md). Wireshark shows them as user data, or as JSON with the shipped Lua
+    /// dissector (`Harness/wireshark/connectiq.lua`).
+    public static let user0 = LinkType(rawValue: 147)
 
     /// The registry name without the `LINKTYPE_` prefix, or the number for a type Tether does not know.
     public var name: String {
@@ -50,6 +54,7 @@ public struct LinkType: RawRepresentable, Hashable, Sendable, CustomStringConver
         case .bluetoothLinuxMonitor: "BLUETOOTH_LINUX_MONITOR"
         case .bluetoothLELLWithPHDR: "BLUETOOTH_LE_LL_WITH_PHDR"
         case .linuxSLL2: "LINUX_SLL2"
+        case .user0: "USER0"
         default: "LINKTYPE_\(rawValue)"
         }
     }

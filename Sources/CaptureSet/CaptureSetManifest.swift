@@ -37,6 +37,9 @@ public struct CaptureSetManifest: Codable, Sendable, Equatable {
     public var gattHandles: [ManifestGATTHandle]
     /// IngestCore configuration used for replaying this set (unset fields keep the core's defaults).
     public var ingest: IngestOverrides?
+    /// What replay needs to know about a Connect IQ recording (devices, hand-written API calls,
+    /// MessagingCore settings, frame matching); `nil` when the set has none.
+    public var messaging: ManifestMessaging?
     /// What replay checks.
     public var expectations: [Expectation]
     /// Accepted behaviour traces: core name (`ingest`, `messaging`, `session`) → path relative to
@@ -50,9 +53,10 @@ public struct CaptureSetManifest: Codable, Sendable, Equatable {
         captureFile: String = CaptureSetDirectory.defaultCaptureFileName, captureSha256: String? = nil,
         interfaces: [ManifestInterface] = [], devices: [ManifestDevice] = [],
         annotations: [ManifestAnnotation] = [], gattHandles: [ManifestGATTHandle] = [],
-        ingest: IngestOverrides? = nil, expectations: [Expectation] = [], baselines: [String: String] = [:],
+        ingest: IngestOverrides? = nil, messaging: ManifestMessaging? = nil, expectations: [Expectation] = [], baselines: [String: String] = [:],
         schemaVersion: Int = CaptureSetManifest.supportedSchemaVersion
     ) {
+        self.messaging = messaging
         self.schemaVersion = schemaVersion
         self.title = title
         self.description = description
@@ -80,7 +84,7 @@ public struct CaptureSetManifest: Codable, Sendable, Equatable {
         case captureSha256 = "capture_sha256"
         case interfaces, devices, annotations
         case gattHandles = "gatt_handles"
-        case ingest, expectations, baselines
+        case ingest, messaging, expectations, baselines
     }
 
     /// Lists and maps may be left out of a hand-written manifest; they default to empty.
@@ -99,6 +103,7 @@ public struct CaptureSetManifest: Codable, Sendable, Equatable {
         annotations = try c.decodeIfPresent([ManifestAnnotation].self, forKey: .annotations) ?? []
         gattHandles = try c.decodeIfPresent([ManifestGATTHandle].self, forKey: .gattHandles) ?? []
         ingest = try c.decodeIfPresent(IngestOverrides.self, forKey: .ingest)
+        messaging = try c.decodeIfPresent(ManifestMessaging.self, forKey: .messaging)
         expectations = try c.decodeIfPresent([Expectation].self, forKey: .expectations) ?? []
         baselines = try c.decodeIfPresent([String: String].self, forKey: .baselines) ?? [:]
     }
@@ -119,6 +124,7 @@ public struct CaptureSetManifest: Codable, Sendable, Equatable {
         try c.encode(annotations, forKey: .annotations)
         try c.encode(gattHandles, forKey: .gattHandles)
         try c.encodeIfPresent(ingest, forKey: .ingest)
+        try c.encodeIfPresent(messaging, forKey: .messaging)
         try c.encode(expectations, forKey: .expectations)
         // Sorted by hand: a Dictionary's order differs from run to run, a manifest must not.
         var b = c.nestedContainer(keyedBy: BaselineKey.self, forKey: .baselines)
@@ -163,6 +169,9 @@ public struct InterfaceRole: RawRepresentable, Codable, Sendable, Hashable, Cust
     public static let bleHCI = InterfaceRole(rawValue: "ble-hci")
     /// BlueZ monitor-channel records; replayed into the BLE cores.
     public static let bleMonitor = InterfaceRole(rawValue: "ble-monitor")
+    /// The app's API calls, one UTF-8 JSON object per frame (LINKTYPE_USER0, 147): when the app
+    /// acted, for the core named in each record. docs/capture-set.md describes the records.
+    public static let apiCalls = InterfaceRole(rawValue: "api-calls")
     /// Recorded for context only; no adapter consumes it.
     public static let context = InterfaceRole(rawValue: "context")
 
@@ -191,6 +200,8 @@ public struct ManifestInterface: Codable, Sendable, Equatable {
     public var role: InterfaceRole?
     /// For `ingest-udp`: the UDP port the ingest server listened on (12345 when absent).
     public var ingestPort: UInt16?
+    /// For BLE roles: the core that replays this interface (`messaging` when absent; `session`).
+    public var core: String?
     /// Frames the recorder wrote for this interface (absent for imported sets).
     public var frames: Int?
     /// Packets the live source saw (libpcap's `ps_recv`), when it counts them.
@@ -201,8 +212,9 @@ public struct ManifestInterface: Codable, Sendable, Equatable {
     /// Describe one interface.
     public init(
         index: Int, name: String? = nil, linkType: LinkType, role: InterfaceRole? = nil, ingestPort: UInt16? = nil,
-        frames: Int? = nil, received: UInt64? = nil, dropped: UInt64? = nil
+        core: String? = nil, frames: Int? = nil, received: UInt64? = nil, dropped: UInt64? = nil
     ) {
+        self.core = core
         self.index = index
         self.name = name
         self.linkType = linkType.rawValue
@@ -221,6 +233,7 @@ public struct ManifestInterface: Codable, Sendable, Equatable {
         case linkType = "link_type"
         case role
         case ingestPort = "ingest_port"
+        case core
         case frames, received, dropped
     }
 }

@@ -58,6 +58,19 @@ public struct Expectation: Sendable, Hashable, Codable {
         case equals(Selector, field: String, value: Value, which: Which)
         /// No event matches (shorthand for a count that equals 0).
         case absent(Selector)
+        /// The numeric `field` of matching events never decreases, separately for each value of
+        /// `per` (every event together when nil), and each group's last value equals `endsAt`, or
+        /// that last event's own `endsAtField` (progress `sent` ending at its `total`). Fails when
+        /// nothing matches.
+        case monotonic(Selector, field: String, per: String?, endsAt: Double?, endsAtField: String?)
+        /// For every distinct value of `key` among the events matching `of` (the sends called),
+        /// exactly one event matches the selector with that value (one completion each), and none
+        /// matches with a value `of` never had.
+        case oncePer(Selector, key: String, of: Selector)
+        /// For every event matching `from`, the first later event matching `to` with the same
+        /// `key` value comes within `[minMs, maxMs]` of it (either bound may be absent, not both).
+        /// Fails when a `from` event has no such `to` event, or nothing matches `from`.
+        case latency(from: Selector, to: Selector, key: String, minMs: Double?, maxMs: Double?)
     }
 
     /// Which events an expectation looks at: `event` of `core` (any core when nil) whose fields
@@ -225,7 +238,7 @@ public struct Expectation: Sendable, Hashable, Codable {
     }
 
     /// The `type` names of the vocabulary, in documentation order.
-    public static let knownTypes = ["count", "order", "max_gap", "rate", "at", "range", "equals", "absent"]
+    public static let knownTypes = ["count", "order", "max_gap", "rate", "at", "range", "equals", "absent", "monotonic", "once_per", "latency"]
 
     /// The YAML `type` of this expectation.
     public var typeName: String {
@@ -238,6 +251,9 @@ public struct Expectation: Sendable, Hashable, Codable {
         case .range: return "range"
         case .equals: return "equals"
         case .absent: return "absent"
+        case .monotonic: return "monotonic"
+        case .oncePer: return "once_per"
+        case .latency: return "latency"
         }
     }
 
@@ -252,6 +268,12 @@ public struct Expectation: Sendable, Hashable, Codable {
             return "\(typeName)(\(s.eventSummary).\(field)\(s.conditionsSummary))"
         case .order(let selectors):
             return "order(\(selectors.map(\.summary).joined(separator: " → ")))"
+        case .monotonic(let s, let field, let per, _, _):
+            return "monotonic(\(s.eventSummary).\(field)\(per.map { " per \($0)" } ?? "")\(s.conditionsSummary))"
+        case .oncePer(let s, let key, let of):
+            return "once_per(\(s.summary) per \(key) of \(of.summary))"
+        case .latency(let from, let to, let key, _, _):
+            return "latency(\(from.summary) → \(to.summary) by \(key))"
         }
     }
 
@@ -300,6 +322,9 @@ public struct Expectation: Sendable, Hashable, Codable {
         case "range": return common.union(selectorKeys).union(["field", "min", "max"])
         case "equals": return common.union(selectorKeys).union(["field", "value", "which"])
         case "absent": return common.union(selectorKeys)
+        case "monotonic": return common.union(selectorKeys).union(["field", "per", "ends_at", "ends_at_field"])
+        case "once_per": return common.union(selectorKeys).union(["key", "of"])
+        case "latency": return common.union(["from", "to", "key", "min_ms", "max_ms"])
         default: return common
         }
     }
@@ -402,6 +427,30 @@ public struct Expectation: Sendable, Hashable, Codable {
                 throw invalid("which must be one of first, last, every (got '\(whichText)')")
             }
             kind = .equals(try selector(), field: field, value: value, which: which)
+        case "monotonic":
+            guard let field = try container.decodeIfPresent(String.self, forKey: Key("field")) else {
+                throw invalid("field is required")
+            }
+            let endsAt = try double("ends_at")
+            let endsAtField = try container.decodeIfPresent(String.self, forKey: Key("ends_at_field"))
+            guard endsAt == nil || endsAtField == nil else { throw invalid("give ends_at or ends_at_field, not both") }
+            kind = .monotonic(try selector(), field: field, per: try container.decodeIfPresent(String.self, forKey: Key("per")),
+                              endsAt: endsAt, endsAtField: endsAtField)
+        case "once_per":
+            guard let key = try container.decodeIfPresent(String.self, forKey: Key("key")) else { throw invalid("key is required") }
+            guard let of = try container.decodeIfPresent(Selector.self, forKey: Key("of")) else {
+                throw invalid("of is required: the events whose `key` values must each be matched once, e.g. {event: api_call, where: {call: send}}")
+            }
+            kind = .oncePer(try selector(), key: key, of: of)
+        case "latency":
+            guard let from = try container.decodeIfPresent(Selector.self, forKey: Key("from")),
+                  let to = try container.decodeIfPresent(Selector.self, forKey: Key("to")) else {
+                throw invalid("from and to are required selectors")
+            }
+            guard let key = try container.decodeIfPresent(String.self, forKey: Key("key")) else { throw invalid("key is required") }
+            let minMs = try double("min_ms"), maxMs = try double("max_ms")
+            guard minMs != nil || maxMs != nil else { throw invalid("give min_ms, max_ms or both") }
+            kind = .latency(from: from, to: to, key: key, minMs: minMs, maxMs: maxMs)
         default:  // "absent": the type was checked against knownTypes above.
             kind = .absent(try selector())
         }
@@ -453,6 +502,22 @@ public struct Expectation: Sendable, Hashable, Codable {
             try container.encode(which.rawValue, forKey: Key("which"))
         case .absent(let s):
             try put(s)
+        case .monotonic(let s, let field, let per, let endsAt, let endsAtField):
+            try put(s)
+            try container.encode(field, forKey: Key("field"))
+            try container.encodeIfPresent(per, forKey: Key("per"))
+            if let endsAt { try Expectation.encodeNumber(endsAt, forKey: Key("ends_at"), in: &container) }
+            try container.encodeIfPresent(endsAtField, forKey: Key("ends_at_field"))
+        case .oncePer(let s, let key, let of):
+            try put(s)
+            try container.encode(key, forKey: Key("key"))
+            try container.encode(of, forKey: Key("of"))
+        case .latency(let from, let to, let key, let minMs, let maxMs):
+            try container.encode(from, forKey: Key("from"))
+            try container.encode(to, forKey: Key("to"))
+            try container.encode(key, forKey: Key("key"))
+            if let minMs { try Expectation.encodeNumber(minMs, forKey: Key("min_ms"), in: &container) }
+            if let maxMs { try Expectation.encodeNumber(maxMs, forKey: Key("max_ms"), in: &container) }
         }
     }
 }

@@ -104,6 +104,7 @@ struct BluetoothDissector: Sendable {
         let name = HCINames.eventName(header.code) ?? hex(header.code, digits: 2)
         var summary = "HCI Event \(name)"
         var problem: DissectionProblem?
+        var linkChange: HCILinkChange?
         func need(_ count: Int, _ what: String) {
             problem = .short("HCI Event \(name)", at: parametersOffset, need: count, what: what, have: parameters.count)
         }
@@ -130,6 +131,7 @@ struct BluetoothDissector: Sendable {
                     let connection = ConnectionKey(adapter: adapter, handle: handle)
                     acl.drop(connection)
                     att.drop(connection)
+                    linkChange = .disconnected(connectionHandle: handle, reason: reason)
                 } else {
                     summary += " status \(hex(status, digits: 2))"
                 }
@@ -139,13 +141,32 @@ struct BluetoothDissector: Sendable {
         case HCIEventHeader.leMeta:
             if let subevent = parameters.u8(at: 0) {
                 summary += " (\(HCINames.leSubeventName(subevent) ?? "subevent \(hex(subevent, digits: 2))"))"
+                // LE Connection Complete (0x01) and LE Enhanced Connection Complete (0x0A, 0x29 for v2)
+                // share the prefix: status, handle, role, peer address type, peer address (6, LE).
+                if subevent == 0x01 || subevent == 0x0A || subevent == 0x29 {
+                    if let status = parameters.u8(at: 1), let handleField = parameters.u16le(at: 2), let role = parameters.u8(at: 4),
+                       let address = parameters.bytes(at: 6, count: 6) {
+                        let handle = handleField & 0x0FFF
+                        let peer = bluetoothAddress(address)
+                        if status == 0 {
+                            linkChange = .connected(connectionHandle: handle, peerAddress: peer, role: role)
+                            summary += " handle \(hex(handle, digits: 4)) peer \(peer)"
+                        } else {
+                            summary += " status \(hex(status, digits: 2))"
+                        }
+                    } else {
+                        need(12, "status, connection handle, role and peer address")
+                    }
+                }
             } else {
                 need(1, "subevent code")
             }
         default:
             break
         }
-        return DissectedFrame(summary: summary, direction: direction, problem: problem?.description)
+        var frame = DissectedFrame(summary: summary, direction: direction, problem: problem?.description)
+        frame.linkChange = linkChange
+        return frame
     }
 
     private mutating func aclData(_ header: HCIACLHeader, payload: UnsafeRawBufferPointer, payloadOffset: Int, direction: HCIDirection, adapter: UInt16) -> DissectedFrame {

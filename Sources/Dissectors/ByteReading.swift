@@ -60,3 +60,12 @@ func hex<T: BinaryInteger>(_ value: T, digits: Int) -> String {
     let padding = digits - text.count
     return "0x" + (padding > 0 ? String(repeating: "0", count: padding) : "") + text
 }
+
+/// A Bluetooth device address from its 6 bytes as sent (least significant first), written as
+/// BlueZ and Bumble write it: `F0:F1:F2:F3:F4:F5`, most significant byte first, upper case.
+func bluetoothAddress(_ littleEndian: [UInt8]) -> String {
+    littleEndian.reversed().map { byte in
+        let text = String(byte, radix: 16, uppercase: true)
+        return text.count == 1 ? "0" + text : text
+    }.joined(separator: ":")
+}

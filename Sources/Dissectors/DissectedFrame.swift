@@ -76,6 +76,17 @@ public struct ATTRecord: Sendable, Hashable {
     }
 }
 
+/// A change of an LE link that an HCI event reports, so core adapters can follow connections
+/// without parsing HCI themselves.
+public enum HCILinkChange: Sendable, Hashable {
+    /// LE (Enhanced) Connection Complete with status 0: Core v6.0 Vol 4 Part E §7.7.65.1 / §7.7.65.10.
+    /// `peerAddress` is written `F0:F1:F2:F3:F4:F5` (most significant byte first, as BlueZ does);
+    /// `role` is 0 when the local controller is central, 1 when peripheral.
+    case connected(connectionHandle: UInt16, peerAddress: String, role: UInt8)
+    /// Disconnection Complete with status 0: Core v6.0 Vol 4 Part E §7.7.5.
+    case disconnected(connectionHandle: UInt16, reason: UInt8)
+}
+
 /// What the dissectors made of one captured frame.
 public struct DissectedFrame: Sendable, Hashable {
     /// One line for `tether inspect --frames`, e.g.
@@ -94,6 +105,8 @@ public struct DissectedFrame: Sendable, Hashable {
     /// The text of a BlueZ monitor System Note (opcode 12) or User Logging record (opcode 13):
     /// how a live annotation lands inside the BLE timeline.
     public var note: String? = nil
+    /// The LE link this frame's HCI event opened or closed, if it did.
+    public var linkChange: HCILinkChange? = nil
     /// A dissected frame; everything but the summary defaults to absent.
     public init(summary: String, direction: HCIDirection? = nil, att: [ATTRecord] = [], udp: UDPDatagram? = nil, problem: String? = nil) {
         self.summary = summary

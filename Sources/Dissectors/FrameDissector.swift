@@ -10,15 +10,38 @@ import CaptureKit
 public struct FrameDissector: Sendable {
     private var ip = UDPExtractor()
     private var bluetooth = BluetoothDissector()
+    /// Handles named by hand (a manifest's `gatt_handles`): used for ATT records whose handle
+    /// discovery in the capture did not name.
+    public var namedHandles: [UInt16: (service: String?, characteristic: String)] = [:]
 
     /// A dissector with no state.
     public init() {}
 
+    /// A dissector that names `handles` when the capture's own discovery does not.
+    public init(namedHandles: [UInt16: (service: String?, characteristic: String)]) {
+        self.namedHandles = namedHandles
+    }
+
     /// Dissects one frame of an interface with link type `linkType`.
     public mutating func dissect(_ frame: CaptureFrame, linkType: LinkType) -> DissectedFrame {
+        var result = dissectUnnamed(frame, linkType: linkType)
+        if !namedHandles.isEmpty {
+            for i in result.att.indices where result.att[i].characteristicUUID == nil {
+                guard let handle = result.att[i].handle, let named = namedHandles[handle] else { continue }
+                result.att[i].characteristicUUID = named.characteristic.lowercased()
+                result.att[i].serviceUUID = named.service?.lowercased()
+            }
+        }
+        return result
+    }
+
+    private mutating func dissectUnnamed(_ frame: CaptureFrame, linkType: LinkType) -> DissectedFrame {
         frame.data.withUnsafeBytes { data in
             if UDPExtractor.handles(linkType) {
                 return Self.describe(ip.dissect(data, linkType: linkType))
+            }
+            if linkType == .user0 {
+                return Self.describeAPICall(data)
             }
             return bluetooth.dissect(data, linkType: linkType, flags: frame.flags)
         }
@@ -35,6 +58,15 @@ public struct FrameDissector: Sendable {
     /// forgets it, as it forgets discovered ones.
     public mutating func setGATTDatabase(_ database: GATTDatabase, connectionHandle: UInt16, adapter: UInt16 = 0) {
         bluetooth.att.setDatabase(database, for: ConnectionKey(adapter: adapter, handle: connectionHandle))
+    }
+
+    /// Tether's API-call records (LINKTYPE_USER0): one JSON object of UTF-8 text per frame.
+    static func describeAPICall(_ data: UnsafeRawBufferPointer) -> DissectedFrame {
+        guard let text = String(validating: data, as: UTF8.self) else {
+            return DissectedFrame(problem: "API call record: expected UTF-8 JSON text, found \(data.count) bytes that are not UTF-8")
+        }
+        let shown = text.count > 160 ? String(text.prefix(157)) + "…" : text
+        return DissectedFrame(summary: "API call \(shown)")
     }
 
     static func describe(_ outcome: UDPExtractor.Outcome) -> DissectedFrame {

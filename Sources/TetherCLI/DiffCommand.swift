@@ -35,6 +35,9 @@ struct DiffCommand: ParsableCommand {
     @Option(name: .customLong("ignore-field"), help: "A field to leave out of the comparison (repeatable), e.g. a wall-clock stamp.")
     var ignoreFields: [String] = []
 
+    @Option(name: .customLong("ignore-event"), help: "An event name to leave out of both sides (repeatable), e.g. frame_matched when comparing a live trace with a replayed one.")
+    var ignoreEvents: [String] = []
+
     @Option(name: .customLong("max-lines"), help: "The longest report to print, in lines.")
     var maxLines: Int = 40
 
@@ -63,8 +66,9 @@ struct DiffCommand: ParsableCommand {
             let eventsA: [TraceEvent]
             let eventsB: [TraceEvent]
             do {
-                eventsA = try pair.a.map { try TraceFile.read($0) } ?? []
-                eventsB = try pair.b.map { try TraceFile.read($0) } ?? []
+                let ignored = Set(ignoreEvents)
+                eventsA = try (pair.a.map { try TraceFile.read($0) } ?? []).filter { !ignored.contains($0.event) }
+                eventsB = try (pair.b.map { try TraceFile.read($0) } ?? []).filter { !ignored.contains($0.event) }
             } catch {
                 throw CommandFailure(message: "\(error)", exitCode: 2)
             }

@@ -7,37 +7,64 @@ import LiveCapture
 import Glibc
 #endif
 
-/// `tether record --udp IFACE[:PORT] --out Captures/<name>`: live capture into a capture set.
+/// `tether record --udp IFACE[:PORT] --ble SPEC --out Captures/<name>`: live capture into a capture set.
 struct RecordCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "record",
-        abstract: "Record live UDP traffic with libpcap into a new capture set.",
+        abstract: "Record live BLE (H4 tap or BlueZ) and UDP (libpcap) traffic into a new capture set.",
         discussion: """
             --udp IFACE:PORT captures UDP to or from PORT on IFACE (BPF filter `udp port PORT`, \
             immediate mode, nanosecond timestamps, a 32 MiB buffer) and records PORT in the \
             manifest as the ingest port, so `tether replay` feeds IngestCore from it with no \
             further flags. Without :PORT, all UDP on IFACE is recorded and replay assumes 12345. \
-            The capture file is flushed at least every second: a killed recorder leaves a set that \
-            loses at most the last second (it loads with an "unsealed" warning).
+            Capturing UDP needs root or CAP_NET_RAW.
 
-            The recording ends after --duration seconds, or on SIGINT (Ctrl-C) or SIGTERM; either \
-            way the set is sealed (status complete, SHA-256 of the capture) and libpcap's drop \
-            counts are written to the file (an Interface Statistics Block) and printed. On a \
-            terminal a live frame counter is shown on stderr.
+            --ble tcp:HOST:PORT puts an H4 tap between a host stack and the controller served at \
+            HOST:PORT (Bumble's virtual controllers: `python3 -m bumble.apps.controllers \
+            tcp-server:_:9001 tcp-server:_:9002`). The tap listens on --ble-listen HOST:PORT \
+            (default 127.0.0.1:0, any free port; the port is printed) and forwards bytes both \
+            ways unchanged and at once; point the host stack at it instead of at the controller \
+            (Bumble: transport tcp-client:127.0.0.1:PORT). Every HCI packet is recorded with its \
+            direction (LINKTYPE_BLUETOOTH_HCI_H4_WITH_PHDR, role ble-hci). One host at a time; \
+            when it disconnects the tap waits for the next. --ble serial:/dev/ttyUSB0[,BAUD][,rtscts] \
+            taps a UART controller instead (default 1000000 baud, no flow control).
+
+            --ble hci0 (or bluez:hci0) records adapter hci0 from the BlueZ monitor channel, and \
+            --ble bluez every adapter (LINKTYPE_BLUETOOTH_LINUX_MONITOR, role ble-monitor). It \
+            needs a kernel with Bluetooth and CAP_NET_RAW; without kernel Bluetooth it fails and \
+            says to use the H4 tap. --udp and --ble together record one set: one timeline, one \
+            interface each.
+
+            The capture file is flushed at least every second: a killed recorder leaves a set that \
+            loses at most the last second (it loads with an "unsealed" warning). The recording \
+            ends after --duration seconds, or on SIGINT (Ctrl-C) or SIGTERM; either way the set is \
+            sealed (status complete, SHA-256 of the capture) and libpcap's drop counts are written \
+            to the file (an Interface Statistics Block) and printed. On a terminal a live frame \
+            counter is shown on stderr.
 
             --mark-stdin turns each line read from stdin into an annotation: a packet comment on the \
             next frame recorded and a manifest entry. Type a line and press Enter while recording, \
-            or pipe lines in from a script. Capturing needs root or CAP_NET_RAW.
+            or pipe lines in from a script.
 
             Record a plugin session on loopback for a minute:
               tether record --udp lo:12345 --out Captures/plugin-clean --duration 60
-            Record until Ctrl-C, marking moments from the keyboard:
-              tether record --udp lo:12345 --out Captures/bench-walk --mark-stdin
+            Record a Bumble host through the H4 tap (then start the host with tcp-client:127.0.0.1:9101):
+              tether record --ble tcp:127.0.0.1:9001 --ble-listen 127.0.0.1:9101 --out Captures/bumble-pair
+            Record BLE and the plugin's UDP on one timeline, marking moments from the keyboard:
+              tether record --ble tcp:127.0.0.1:9001 --ble-listen 127.0.0.1:9101 --udp lo:12345 --out Captures/watch-walk --mark-stdin
+            Record adapter hci0 on a machine with BlueZ:
+              tether record --ble hci0 --out Captures/phone-hci0 --duration 60
             """
     )
 
-    @Option(name: .long, help: "The interface to capture UDP on, optionally with the ingest port: lo:12345, any:12345, eth0.")
-    var udp: String
+    @Option(name: .long, help: "Capture UDP on this interface, optionally with the ingest port: lo:12345, any:12345, eth0.")
+    var udp: String?
+
+    @Option(name: .long, help: "Record BLE: tcp:HOST:PORT or serial:/dev/ttyUSB0[,BAUD][,rtscts] (H4 tap in front of that controller), hci0 / bluez:hci0 / bluez (BlueZ monitor channel).")
+    var ble: String?
+
+    @Option(name: .customLong("ble-listen"), help: "Where the H4 tap listens for the host stack, HOST:PORT (default 127.0.0.1:0: any free port, printed at start).")
+    var bleListen: String?
 
     @Option(name: .long, help: "The capture set folder to create, e.g. Captures/<name>. It must not exist yet.")
     var out: String
@@ -54,8 +81,19 @@ struct RecordCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Free text for the manifest's description.")
     var description: String?
 
-    @Option(name: .long, help: "A BPF filter to use instead of `udp port PORT`.")
+    @Option(name: .long, help: "A BPF filter to use instead of `udp port PORT` (for --udp).")
     var filter: String?
+
+    /// What `--ble` asks for.
+    enum BLESource: Equatable {
+        /// An H4 tap in front of this controller.
+        case tap(H4ControllerAddress)
+        /// The BlueZ monitor channel, one adapter or (nil) all.
+        case bluez(adapter: UInt16?)
+    }
+
+    /// The default of `--ble-listen`.
+    static let defaultListen = "127.0.0.1:0"
 
     /// `IFACE[:PORT]` split.
     static func parseUDP(_ text: String) -> (interface: String, port: UInt16?)? {
@@ -65,9 +103,44 @@ struct RecordCommand: AsyncParsableCommand {
         return (interface, port)
     }
 
+    /// `--ble` parsed, or a message saying what to write instead.
+    static func parseBLE(_ text: String) -> Result<BLESource, ValidationError> {
+        if text == "bluez" { return .success(.bluez(adapter: nil)) }
+        let adapterName = text.hasPrefix("bluez:") ? String(text.dropFirst(6)) : text
+        if let index = MonitorAdapterFilter.adapterIndex(adapterName) { return .success(.bluez(adapter: index)) }
+        if text.hasPrefix("bluez:") {
+            return .failure(ValidationError("--ble \(text): expected bluez:hciN (an adapter such as hci0), or bluez for every adapter."))
+        }
+        do throws(LiveCaptureError) {
+            return .success(.tap(try H4ControllerAddress(parsing: text)))
+        } catch {
+            return .failure(ValidationError(
+                "--ble \(text): \(error.detail). Write tcp:HOST:PORT or serial:/dev/ttyUSB0[,BAUD][,rtscts] for an H4 tap in front of a controller, "
+                    + "or hci0 / bluez:hci0 / bluez for the BlueZ monitor channel."))
+        }
+    }
+
     func validate() throws {
-        guard Self.parseUDP(udp) != nil else {
+        guard udp != nil || ble != nil else {
+            throw ValidationError("Nothing to record: give --udp IFACE[:PORT] (e.g. lo:12345), --ble SPEC (e.g. tcp:127.0.0.1:9001), or both.")
+        }
+        if let udp, Self.parseUDP(udp) == nil {
             throw ValidationError("--udp \(udp) is not IFACE or IFACE:PORT. Write e.g. lo:12345 (loopback, the ingest port).")
+        }
+        var bleSource: BLESource?
+        if let ble { bleSource = try Self.parseBLE(ble).get() }
+        if let bleListen {
+            guard case .tap? = bleSource else {
+                throw ValidationError("--ble-listen is where the H4 tap listens; it needs --ble tcp:HOST:PORT or --ble serial:PATH.")
+            }
+            do throws(LiveCaptureError) {
+                _ = try H4ListenAddress(parsing: bleListen)
+            } catch {
+                throw ValidationError("--ble-listen \(bleListen): \(error.detail).")
+            }
+        }
+        if filter != nil, udp == nil {
+            throw ValidationError("--filter applies to the UDP capture; give --udp as well, or leave --filter out.")
         }
         guard !FileSystem.exists(out) else {
             throw ValidationError("\(out) already exists. Choose a new set name under Captures/, or remove the old set.")
@@ -78,24 +151,75 @@ struct RecordCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        guard let (device, port) = Self.parseUDP(udp) else { return }
-        var options = port.map { PcapLiveSource.Options.udpPort($0) } ?? PcapLiveSource.Options(filter: "udp")
-        if let filter { options.filter = filter }
-        let source = try PcapLiveSource(device: device, options: options)
-        let input = RecorderInput(source: source, role: .ingestUDP, ingestPort: port)
+        var inputs: [RecorderInput] = []
+        var parts: [String] = []
+        if let udp, let (device, port) = Self.parseUDP(udp) {
+            var options = port.map { PcapLiveSource.Options.udpPort($0) } ?? PcapLiveSource.Options(filter: "udp")
+            if let filter { options.filter = filter }
+            let source = try PcapLiveSource(device: device, options: options)
+            inputs.append(RecorderInput(source: source, role: .ingestUDP, ingestPort: port))
+            parts.append("UDP on \(udp)")
+        }
+        // The tap connects to the controller here, before the set exists, so a wrong address
+        // leaves nothing behind.
+        var openedTap: H4Tap?
+        var tapInput = 0
+        if let ble {
+            switch try Self.parseBLE(ble).get() {
+            case .bluez(let adapter):
+                let monitor = try BlueZMonitorSource()
+                inputs.append(RecorderInput(source: adapter.map { MonitorAdapterFilter(monitor, adapter: $0) } ?? monitor, role: .bleMonitor))
+                parts.append("BLE from the BlueZ monitor channel (\(adapter.map { "hci\($0)" } ?? "every adapter"))")
+            case .tap(let controller):
+                let created = try H4Tap(listen: bleListen ?? Self.defaultListen, controller: controller)
+                let port = try created.open()
+                tapInput = inputs.count
+                inputs.append(created.recorderInput)
+                parts.append("BLE through the H4 tap on \(H4ListenAddress(host: created.listenAddress.host, port: port)) (controller \(controller))")
+                openedTap = created
+            }
+        }
+        let tap = openedTap
         let recorder = Recorder(
-            setPath: out, title: title ?? "UDP on \(device)\(port.map { ":\($0)" } ?? "")",
-            description: description, inputs: [input])
-        try recorder.start()
+            setPath: out, title: title ?? parts.joined(separator: " and "),
+            description: description, inputs: inputs)
+        do {
+            try recorder.start()
+        } catch {
+            tap?.stop()
+            throw error
+        }
         for notice in recorder.notices { Terminal.warn("tether: note: \(notice)") }
-        // Scripts (and the end-to-end test) wait for this line before sending traffic.
-        StandardOutput.shared.line("Recording UDP on \(udp) into \(out)\(duration.map { " for \(Format.fixed($0, 1)) s" } ?? ""). Stop with Ctrl-C.")
-        StandardOutput.shared.flush()
 
         let status = StatusLine()
+        let queue = DispatchQueue(label: "tether.record.ui")
+        if let tap {
+            tap.record(into: recorder, input: tapInput)
+            // Host connected or gone, framing errors: said as they happen, on the status line's queue.
+            tap.onNotice { text in
+                queue.async {
+                    status.clear()
+                    Terminal.writeStderr("tether: note: \(text)\n")
+                }
+            }
+            do {
+                try tap.start()
+            } catch {
+                tap.stop()
+                _ = try? recorder.finish()
+                throw error
+            }
+        }
+        // Scripts (and the end-to-end tests) wait for this line before sending traffic.
+        StandardOutput.shared.line("Recording \(parts.joined(separator: " and ")) into \(out)\(duration.map { " for \(Format.fixed($0, 1)) s" } ?? ""). Stop with Ctrl-C.")
+        if let tap {
+            let address = H4ListenAddress(host: tap.listenAddress.host, port: tap.port)
+            StandardOutput.shared.line("Point the host stack at \(address) instead of the controller (Bumble transport: tcp-client:\(address)).")
+        }
+        StandardOutput.shared.flush()
+
         let clock = ContinuousClock()
         let started = clock.now
-        let queue = DispatchQueue(label: "tether.record.ui")
         // The live counter exists only on a terminal.
         var ticker: (any DispatchSourceTimer)?
         if Terminal.stderrIsTerminal {
@@ -109,10 +233,17 @@ struct RecordCommand: AsyncParsableCommand {
             timer.resume()
             ticker = timer
         }
-        let signals = InterruptSignals(queue: queue) { _ in recorder.stop() }
+        // The tap stops first, so it writes nothing after the recorder has finished.
+        let stopped = StopSignal()
+        let stopAll: @Sendable () -> Void = {
+            tap?.stop()
+            recorder.stop()
+            stopped.fire()
+        }
+        let signals = InterruptSignals(queue: queue) { _ in stopAll() }
         var stopper: DispatchWorkItem?
         if let duration {
-            let item = DispatchWorkItem { recorder.stop() }
+            let item = DispatchWorkItem { stopAll() }
             queue.asyncAfter(deadline: .now() + .nanoseconds(Int(duration * 1e9)), execute: item)
             stopper = item
         }
@@ -120,8 +251,16 @@ struct RecordCommand: AsyncParsableCommand {
 
         let summary: RecordingSummary
         do {
-            summary = try await recorder.run()
+            if inputs.contains(where: { $0.source != nil }) {
+                summary = try await recorder.run()
+                tap?.stop()  // run() also ends when a source fails
+            } else {
+                // Only the tap writes: wait for the signal or the duration, then seal.
+                await stopped.wait()
+                summary = try recorder.finish()
+            }
         } catch {
+            tap?.stop()
             ticker?.cancel()
             signals.cancel()
             status.clear()
@@ -136,9 +275,15 @@ struct RecordCommand: AsyncParsableCommand {
         out.line("Recorded \(summary.frames) frames into \(summary.setPath) (sealed, sha256 \(summary.sha256.prefix(16))…)")
         for interface in summary.interfaces {
             var line = "  #\(interface.index)  \(interface.name ?? "?")  \(interface.linkType)  \(interface.frames) frames"
-            if let statistics = interface.statistics {
+            if let tap, interface.index == tapInput {
+                let counts = tap.statistics
+                line += "  host→controller \(counts.sentPackets) packets (\(counts.sentBytes) bytes), controller→host \(counts.receivedPackets) packets (\(counts.receivedBytes) bytes)"
+                line += ", host connections \(counts.hostConnections), framing errors \(counts.framingErrors)"
+            } else if let statistics = interface.statistics {
                 line += "  dropped \(statistics.totalDropped)"
                 if let received = statistics.received { line += " of \(received) received" }
+            } else if interface.linkType == .bluetoothLinuxMonitor {
+                line += "  drops unknown (the monitor channel reports none)"
             } else {
                 line += "  drops unknown (libpcap gave no statistics)"
             }
@@ -148,6 +293,9 @@ struct RecordCommand: AsyncParsableCommand {
         if !summary.annotations.isEmpty { out.line("Annotations: \(summary.annotations.count)") }
         for notice in summary.notices { out.line("Note: \(notice)") }
         out.line("Next: tether inspect \(summary.setPath) --frames, then tether replay \(summary.setPath) --update-baseline")
+        if let failure = tap?.recordingFailure {
+            throw CommandFailure.failed("the H4 tap stopped recording part-way: \(failure) The set holds the packets before that.")
+        }
     }
 
     /// Each stdin line becomes a mark, on a thread of its own (a blocking read must not hold up
@@ -162,5 +310,35 @@ struct RecordCommand: AsyncParsableCommand {
             }
         }
         thread.start()
+    }
+}
+
+/// Fires once, from any thread; ``wait()`` returns once it has fired (at once if it already has).
+final class StopSignal: @unchecked Sendable {
+    // Thread-safety: both members are guarded by `lock`.
+    private let lock = NSLock()
+    private var fired = false
+    private var waiter: CheckedContinuation<Void, Never>?
+
+    /// Wakes the waiter; later calls do nothing.
+    func fire() {
+        let waiting = lock.withLock { () -> CheckedContinuation<Void, Never>? in
+            fired = true
+            defer { waiter = nil }
+            return waiter
+        }
+        waiting?.resume()
+    }
+
+    /// Returns once ``fire()`` was called. One waiter at a time.
+    func wait() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let already = lock.withLock { () -> Bool in
+                if fired { return true }
+                waiter = continuation
+                return false
+            }
+            if already { continuation.resume() }
+        }
     }
 }

@@ -54,6 +54,18 @@ struct ReplayCommand: ParsableCommand {
     @Option(name: .customLong("ingest-port"), help: "Feed IngestCore the datagrams to this UDP port, whatever the manifest says.")
     var ingestPort: UInt16?
 
+    @Option(name: .customLong("messaging-window-size"), help: "MessagingCore's data packets per window (1-15), overriding the manifest.")
+    var messagingWindowSize: Int?
+
+    @Option(name: .customLong("messaging-first-retries"), help: "How often MessagingCore resends `first` after `transfer not started` (0-10), overriding the manifest.")
+    var messagingFirstRetries: Int?
+
+    @Option(name: .customLong("messaging-step-timeout"), help: "MessagingCore's wait for each transfer acknowledgement, in seconds, overriding the manifest.")
+    var messagingStepTimeout: Double?
+
+    @Option(name: .customLong("frame-matching"), help: "How the BLE cores' emitted frames are checked: strict, responder or off (default: the manifest's, else strict).")
+    var frameMatching: FrameMatchingMode?
+
     @Option(name: .customLong("tolerance-ms"), help: "Timing slack for the baseline comparison, in milliseconds.")
     var toleranceMs: Double = 0
 
@@ -75,6 +87,15 @@ struct ReplayCommand: ParsableCommand {
     func validate() throws {
         guard !paths.isEmpty else {
             throw ValidationError("Give a capture set or a folder of sets, e.g. `tether replay Captures`.")
+        }
+        if let messagingWindowSize, !(1...15).contains(messagingWindowSize) {
+            throw ValidationError("--messaging-window-size must be 1 to 15 (got \(messagingWindowSize)).")
+        }
+        if let messagingFirstRetries, !(0...10).contains(messagingFirstRetries) {
+            throw ValidationError("--messaging-first-retries must be 0 to 10 (got \(messagingFirstRetries)).")
+        }
+        if let messagingStepTimeout, !(messagingStepTimeout > 0 && messagingStepTimeout <= 3600) {
+            throw ValidationError("--messaging-step-timeout must be more than 0 and at most 3600 seconds (got \(messagingStepTimeout)).")
         }
         if let ingestIdleTimeout, !(ingestIdleTimeout > 0 && ingestIdleTimeout.isFinite) {
             throw ValidationError("--ingest-idle-timeout must be a positive number of seconds (got \(ingestIdleTimeout)).")
@@ -129,7 +150,12 @@ struct ReplayCommand: ParsableCommand {
             throw CommandFailure(message: "--trace writes one set's trace, and \(sets.count) sets were found; name one set.", exitCode: ExitCode.validationFailure.rawValue)
         }
 
-        var options = ReplayOptions(verify: !noVerify, ingestPort: ingestPort)
+        var options = ReplayOptions(verify: !noVerify, ingestPort: ingestPort, frameMatching: frameMatching)
+        if messagingWindowSize != nil || messagingFirstRetries != nil || messagingStepTimeout != nil {
+            options.messaging = MessagingOverrides(
+                stepTimeoutMs: messagingStepTimeout.map { Int(($0 * 1000).rounded()) },
+                windowSize: messagingWindowSize, firstRetries: messagingFirstRetries)
+        }
         if let ingestIdleTimeout {
             options.ingest = IngestOverrides(idleTimeoutMs: Int((ingestIdleTimeout * 1000).rounded()))
         }
@@ -301,3 +327,5 @@ struct HostPort: Equatable {
         return HostPort(host: host, port: port)
     }
 }
+
+extension FrameMatchingMode: ExpressibleByArgument {}

@@ -14,9 +14,12 @@ public struct ReplayInterface: Sendable, Hashable {
     public var role: InterfaceRole?
     /// For `ingest-udp`: the manifest's `ingest_port`.
     public var ingestPort: UInt16?
+    /// For BLE roles: the core the manifest says replays it (`nil`: messaging).
+    public var core: String?
 
     /// Describe one interface.
-    public init(index: Int, linkType: LinkType, name: String? = nil, role: InterfaceRole? = nil, ingestPort: UInt16? = nil) {
+    public init(index: Int, linkType: LinkType, name: String? = nil, role: InterfaceRole? = nil, ingestPort: UInt16? = nil, core: String? = nil) {
+        self.core = core
         self.index = index
         self.linkType = linkType
         self.name = name

@@ -197,6 +197,16 @@ public enum JSONLiteral {
         return String(decoding: out.bytes, as: UTF8.self)
     }
 
+    /// The JSON text of a value, written as traces write it (keys sorted, no whitespace).
+    public static func text(_ value: TraceValue) -> String { self.value(value) }
+
+    /// Parses one JSON object (with the trace reader's rules: integers and doubles kept apart,
+    /// duplicate keys refused). `label` names the input in errors (for example `frame 12`).
+    public static func parseObject(_ bytes: some Collection<UInt8>, label: String) throws(TraceFormatError) -> [String: TraceValue] {
+        var parser = TraceJSONParser(bytes: Array(bytes), line: 1, file: label)
+        return try parser.parseObject()
+    }
+
     /// Lower-case hex of `bytes`, no separators: how traces write opaque bytes.
     public static func hex(_ bytes: [UInt8]) -> String {
         let digits: StaticString = "0123456789abcdef"
@@ -405,6 +415,17 @@ struct TraceJSONParser {
 
     private mutating func skipWhitespace() {
         while let byte = current, Self.isWhitespace(byte) { position += 1 }
+    }
+
+    /// One JSON object filling the whole input (an API-call record).
+    mutating func parseObject() throws(TraceFormatError) -> [String: TraceValue] {
+        skipWhitespace()
+        let start = position
+        guard current == UInt8(ascii: "{") else { throw error("'{' starting a JSON object") }
+        guard case .object(let members) = try parseValue(depth: 0) else { throw error("a JSON object", at: start) }
+        skipWhitespace()
+        if position < bytes.count { throw error("end of input after the object") }
+        return members
     }
 
     mutating func parseEvent() throws(TraceFormatError) -> TraceEvent {

@@ -144,7 +144,78 @@ public enum Expectations {
             }
             let suffix = which == .every ? " (all \(checked.count))" : ""
             return result(true, expected: expected, measured: value.description + suffix)
+
+        case .monotonic(let selector, let field, let per, let endsAt, let endsAtField):
+            return evaluateMonotonic(selector, field: field, per: per, endsAt: endsAt, endsAtField: endsAtField, trace, result)
+
+        case .oncePer(let selector, let key, let of):
+            var expectedKeys: [String] = []
+            var seenExpected: Set<String> = []
+            for event in trace where of.matches(event) {
+                let k = event.fields[key]?.compactText ?? "missing"
+                if seenExpected.insert(k).inserted { expectedKeys.append(k) }
+            }
+            var counts: [String: Int] = [:]
+            for event in trace where selector.matches(event) {
+                counts[event.fields[key]?.compactText ?? "missing", default: 0] += 1
+            }
+            let expected = "exactly one \(selector.summary) per \(key) of \(of.summary)"
+            guard !expectedKeys.isEmpty else { return result(false, expected: expected, measured: "no \(of.summary) events") }
+            var problems: [String] = []
+            for k in expectedKeys where counts[k, default: 0] != 1 { problems.append("\(key) \(k): \(counts[k, default: 0])") }
+            for k in counts.keys.sorted() where !seenExpected.contains(k) { problems.append("\(key) \(k): \(counts[k]!) without a matching \(of.event)") }
+            if problems.isEmpty { return result(true, expected: expected, measured: "one each for \(expectedKeys.count) \(key) value(s)") }
+            return result(false, expected: expected, measured: problems.prefix(5).joined(separator: "; ") + (problems.count > 5 ? "; …" : ""))
+
+        case .latency(let from, let to, let key, let minMs, let maxMs):
+            let expected = "\(to.summary) \(minMs.map { "≥ \(formatNumber($0)) ms" } ?? "")\(minMs != nil && maxMs != nil ? " and " : "")\(maxMs.map { "≤ \(formatNumber($0)) ms" } ?? "") after each \(from.summary) with the same \(key)"
+            var measuredMs: [Double] = []
+            for (index, event) in trace.enumerated() where from.matches(event) {
+                let k = event.fields[key]
+                guard let answer = trace[(index + 1)...].first(where: { to.matches($0) && $0.fields[key] == k }) else {
+                    return result(false, expected: expected, measured: "no \(to.event) for \(key) \(k?.compactText ?? "missing") (from at \(formatTime(event.timeNs)))")
+                }
+                let ms = Double(answer.timeNs - event.timeNs) / 1e6
+                if let minMs, ms < minMs { return result(false, expected: expected, measured: "\(formatNumber(ms)) ms for \(key) \(k?.compactText ?? "missing")") }
+                if let maxMs, ms > maxMs { return result(false, expected: expected, measured: "\(formatNumber(ms)) ms for \(key) \(k?.compactText ?? "missing")") }
+                measuredMs.append(ms)
+            }
+            guard let low = measuredMs.min(), let high = measuredMs.max() else { return result(false, expected: expected, measured: "no \(from.summary) events") }
+            return result(true, expected: expected, measured: "\(measuredMs.count) pair(s), \(formatNumber(low))–\(formatNumber(high)) ms")
         }
+    }
+
+    private static func evaluateMonotonic(
+        _ selector: Expectation.Selector, field: String, per: String?, endsAt: Double?, endsAtField: String?, _ trace: [TraceEvent],
+        _ result: (Bool, String, String) -> ExpectationResult
+    ) -> ExpectationResult {
+        let expected = "\(field) never decreasing\(per.map { " per \($0)" } ?? "")"
+            + (endsAt.map { ", ending at \(formatNumber($0))" } ?? "") + (endsAtField.map { ", ending at its \($0)" } ?? "")
+        var last: [String: (value: Double, event: TraceEvent)] = [:]
+        var order: [String] = []
+        for event in trace where selector.matches(event) {
+            let group = per.map { event.fields[$0]?.compactText ?? "missing" } ?? ""
+            guard let value = event.fields[field]?.numericValue else {
+                return result(false, expected, "\(field) missing or not a number at \(formatTime(event.timeNs))")
+            }
+            if let previous = last[group], value < previous.value {
+                return result(false, expected, "\(field) fell from \(formatNumber(previous.value)) to \(formatNumber(value)) at \(formatTime(event.timeNs))\(per.map { " (\($0) \(group))" } ?? "")")
+            }
+            if last[group] == nil { order.append(group) }
+            last[group] = (value, event)
+        }
+        guard !order.isEmpty else { return result(false, expected, "no matching events") }
+        for group in order {
+            let (value, event) = last[group]!
+            let target = endsAt ?? endsAtField.flatMap { event.fields[$0]?.numericValue }
+            if endsAtField != nil && target == nil {
+                return result(false, expected, "the last event\(per.map { " of \($0) \(group)" } ?? "") has no numeric \(endsAtField!)")
+            }
+            if let target, value != target {
+                return result(false, expected, "ended at \(formatNumber(value)), not \(formatNumber(target))\(per.map { " (\($0) \(group))" } ?? "")")
+            }
+        }
+        return result(true, expected, "non-decreasing in \(order.count) group(s)" + (endsAt != nil || endsAtField != nil ? ", each ending as expected" : ""))
     }
 
     private static func evaluateMaxGap(

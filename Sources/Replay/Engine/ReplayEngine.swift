@@ -67,14 +67,17 @@ public struct ReplayEngine {
     public var manifestInterfaces: [ManifestInterface]
     /// How long past the last frame deadlines may still fire.
     public var drainHorizon: Duration
+    /// ATT handles the manifest names, for captures without GATT discovery.
+    public var gattHandles: [ManifestGATTHandle] = []
     /// Called every `progressEvery` frames.
     public var progress: ((ReplayProgress) -> Void)?
     /// Frames between two `progress` calls.
     public var progressEvery: Int = 65_536
 
     /// An engine over `adapters`; `manifestInterfaces` give interfaces their roles.
-    public init(adapters: [any CoreAdapter], manifestInterfaces: [ManifestInterface] = [], drainHorizon: Duration = .seconds(600)) {
+    public init(adapters: [any CoreAdapter], manifestInterfaces: [ManifestInterface] = [], gattHandles: [ManifestGATTHandle] = [], drainHorizon: Duration = .seconds(600)) {
         self.adapters = adapters
+        self.gattHandles = gattHandles
         self.manifestInterfaces = manifestInterfaces
         self.drainHorizon = drainHorizon
     }
@@ -84,6 +87,8 @@ public struct ReplayEngine {
     /// - Throws: ``CaptureError`` when the capture is damaged other than at its tail.
     public mutating func run(reader: any CaptureReader, emit: (TraceEvent) -> Void) throws(CaptureError) -> ReplaySummary {
         var state = RunState(adapterCount: adapters.count)
+        state.namedHandles = Dictionary(gattHandles.map { ($0.handle, (service: $0.serviceUUID, characteristic: $0.characteristicUUID)) },
+                                        uniquingKeysWith: { first, _ in first })
         state.manifestInterfaces = Dictionary(manifestInterfaces.map { ($0.index, $0) }, uniquingKeysWith: { first, _ in first })
         var summary = ReplaySummary()
         // Owned frames carry `epb_flags` (HCI direction on LINKTYPE 187) for the dissectors; the
@@ -165,7 +170,8 @@ public struct ReplayEngine {
                 linkType: fileInterface?.linkType ?? described?.captureLinkType ?? LinkType(rawValue: UInt32.max),
                 name: described?.name ?? fileInterface?.name,
                 role: described?.role,
-                ingestPort: described?.ingestPort
+                ingestPort: described?.ingestPort,
+                core: described?.core
             )
             return InterfaceRoute(interface: interface, inputs: adapters.map { $0.input(for: interface) })
         }
@@ -245,6 +251,8 @@ struct RunState {
     var routes: [InterfaceRoute?] = []
     /// One dissector per interface, because ACL reassembly state belongs to one link.
     var dissectors: [Int: FrameDissector] = [:]
+    /// The manifest's `gatt_handles`, given to every interface's dissector.
+    var namedHandles: [UInt16: (service: String?, characteristic: String)] = [:]
 
     init(adapterCount: Int) {
         stalled = Array(repeating: nil, count: adapterCount)
@@ -267,7 +275,7 @@ struct RunState {
     }
 
     mutating func dissect(_ frame: CaptureFrame, interface: ReplayInterface) -> DissectedFrame {
-        var dissector = dissectors[interface.index] ?? FrameDissector()
+        var dissector = dissectors[interface.index] ?? FrameDissector(namedHandles: namedHandles)
         let result = dissector.dissect(frame, linkType: interface.linkType)
         dissectors[interface.index] = dissector
         return result

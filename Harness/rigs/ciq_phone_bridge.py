@@ -1,0 +1,410 @@
+#!/usr/bin/env python3
+"""The phone's BLE host on Bumble, bridged to one local TCP client as newline-delimited JSON.
+
+Tether's Swift live host runs the MessagingCore state machine; this bridge does the Bluetooth for
+it. It opens the Bumble transport `--hci`, powers the controller on, listens on `--listen`,
+prints `READY <port>` on stdout (flushed; with port 0 the port picked), accepts ONE client and
+then speaks one JSON object per line each way (docs/ble-rigs.md has the whole contract):
+
+bridge -> host
+  {"ev":"bluetooth","ready":true}                         the controller is up (sent on accept)
+  {"ev":"connected","peer":P,"mtu":247,"max_write":244,"service":"current"|"legacy"}
+                                                           LE link, ATT MTU exchange, Connect IQ
+                                                           service found, notifications enabled
+  {"ev":"not_found","peer":P,"reason":"..."}              connect or discovery failed
+  {"ev":"notify","peer":P,"hex":"..."}                    a notification, in order
+  {"ev":"disconnected","peer":P,"reason":19}              the link dropped (HCI reason code)
+  {"ev":"error","message":"...","op":{...}}               a bad command (the bridge stays up)
+host -> bridge
+  {"op":"connect","peer":P}    {"op":"write","peer":P,"hex":"..."}
+  {"op":"disconnect","peer":P} {"op":"quit"}              EOF on the socket = quit
+
+P is a Bluetooth address as written ("F0:F1:F2:F3:F4:F5", a random/static address; add "/P" for a
+public one); events carry it back exactly as the host wrote it. Writes are ATT Write Commands to
+the Connect IQ write characteristic, sent as they arrive, in order. Several peers may be
+connected at once; connection attempts run one at a time (one LE initiator per controller).
+
+Example:
+    python3 ciq_phone_bridge.py --hci tcp-client:127.0.0.1:9002 --listen 127.0.0.1:0
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import socket
+import sys
+import time
+
+from bumble import hci
+from bumble.core import UUID, PhysicalTransport
+from bumble.device import Device, Peer
+from bumble.gatt import GATT_CLIENT_CHARACTERISTIC_CONFIGURATION_DESCRIPTOR
+from bumble.transport import open_transport
+
+import ciq_link as link
+
+SERVICES = (
+    ("current", link.CURRENT_SERVICE_UUID, link.CURRENT_WRITE_UUID, link.CURRENT_NOTIFY_UUID),
+    ("legacy", link.LEGACY_SERVICE_UUID, link.LEGACY_WRITE_UUID, link.LEGACY_NOTIFY_UUID),
+)
+POWER_ON_TIMEOUT_S = 10.0
+QUIT_DISCONNECT_TIMEOUT_S = 2.0
+MAX_LINE = 1 << 20
+
+_START = time.monotonic()
+
+
+def log(text: str) -> None:
+    """One line on stderr, with the seconds since start."""
+    print(f"{time.monotonic() - _START:9.3f} bridge {text}", file=sys.stderr, flush=True)
+
+
+class SetupFailed(Exception):
+    """Connecting or discovering a peer failed; the message is the `not_found` reason."""
+
+
+class PeerLink:
+    """One watch: its Bumble connection and the Connect IQ characteristics once set up."""
+
+    def __init__(self, name: str, address: hci.Address):
+        self.name = name  # as the host wrote it; every event carries it back
+        self.address = address
+        self.connection = None
+        self.write_characteristic = None
+        self.mtu = 0
+        self.connected = False  # `connected` was sent
+        self.drop_reason: int | None = None  # HCI reason when the link dropped during setup
+        self.task: asyncio.Task | None = None  # the connect procedure while it runs
+
+
+class Bridge:
+    """The JSON-lines client on one side, the Bumble device on the other."""
+
+    def __init__(self, device: Device, args):
+        self.device = device
+        self.args = args
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+        self.peers: dict[str, PeerLink] = {}  # by normalized address
+        self.connect_lock = asyncio.Lock()  # one LE connection attempt at a time
+        self.quitting = asyncio.Event()
+
+    # --- events to the host -----------------------------------------------------------------
+
+    def emit(self, event: dict) -> None:
+        """Send one event line to the host (dropped once the client is gone)."""
+        if self.args.verbose or event["ev"] != "notify":
+            log(f"-> {json.dumps(event)}")
+        if self.writer is not None and not self.writer.is_closing():
+            self.writer.write((json.dumps(event, separators=(",", ":")) + "\n").encode())
+
+    def error(self, message: str, op=None) -> None:
+        """An `error` event for a bad command."""
+        event = {"ev": "error", "message": message}
+        if op is not None:
+            event["op"] = op
+        self.emit(event)
+
+    # --- commands from the host -------------------------------------------------------------
+
+    async def serve_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Read commands until quit or EOF."""
+        self.reader, self.writer = reader, writer
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.emit({"ev": "bluetooth", "ready": True})
+        while not self.quitting.is_set():
+            try:
+                line = await reader.readline()
+            except (ValueError, asyncio.LimitOverrunError):
+                self.error(f"command line longer than {MAX_LINE} bytes; ignored")
+                continue
+            except ConnectionError:
+                break
+            if not line:
+                log("client closed the socket: quitting")
+                break
+            if line.strip():
+                await self.handle_line(line)
+        await self.quit()
+
+    async def handle_line(self, line: bytes) -> None:
+        try:
+            op = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            self.error(f"not a JSON object: {error}; send one object per line")
+            return
+        if not isinstance(op, dict) or not isinstance(op.get("op"), str):
+            self.error('expected an object with "op": connect, write, disconnect or quit', op)
+            return
+        kind = op["op"]
+        if kind == "quit":
+            self.quitting.set()
+            return
+        if kind not in ("connect", "write", "disconnect"):
+            self.error(f"unknown op {kind!r}; expected connect, write, disconnect or quit", op)
+            return
+        name = op.get("peer")
+        if not isinstance(name, str):
+            self.error(f'"{kind}" needs "peer": a Bluetooth address such as "F0:F1:F2:F3:F4:F5"', op)
+            return
+        try:
+            address = hci.Address(name.strip())
+        except Exception as error:  # Bumble raises ValueError or InvalidArgumentError
+            self.error(f"peer {name!r} is not a Bluetooth address ({error})", op)
+            return
+        key = str(address)
+        peer = self.peers.get(key)
+        if kind == "connect":
+            if peer is not None:
+                state = "connected" if peer.connected else "being connected"
+                self.error(f"peer {name} is already {state}; disconnect it first", op)
+                return
+            peer = PeerLink(name, address)
+            self.peers[key] = peer
+            peer.task = asyncio.create_task(self.connect(key, peer))
+        elif kind == "write":
+            if peer is None or not peer.connected:
+                self.error(f"peer {name} is not connected; connect it and wait for \"connected\"", op)
+                return
+            try:
+                data = bytes.fromhex(op.get("hex", None))
+            except (TypeError, ValueError):
+                self.error('"write" needs "hex": the bytes to write as hex digits', op)
+                return
+            if not data or len(data) > peer.mtu - 3:
+                self.error(f"write of {len(data)} bytes; expected 1 to {peer.mtu - 3} (ATT MTU {peer.mtu} - 3)", op)
+                return
+            if self.args.verbose:
+                log(f"<- write {name} {data.hex()}")
+            try:
+                await peer.write_characteristic.write_value(data, with_response=False)
+            except Exception as error:  # the link went away under the write
+                self.error(f"write to {name} failed: {error!r}", op)
+        else:  # disconnect
+            if peer is None:
+                self.error(f"peer {name} is not connected", op)
+            elif not peer.connected:
+                peer.task.cancel()  # the connect procedure reports not_found
+            else:
+                await self.disconnect(peer)
+
+    # --- Bluetooth --------------------------------------------------------------------------
+
+    async def connect(self, key: str, peer: PeerLink) -> None:
+        """LE connect, MTU, discovery, subscription; then `connected`, else `not_found`."""
+        timeout = self.args.connect_timeout
+        try:
+            async with self.connect_lock:
+                log(f"connecting to {peer.name}")
+                try:
+                    # Bumble cancels the attempt itself after `timeout`; the outer bound also
+                    # covers controllers that never complete a cancelled attempt.
+                    connection = await asyncio.wait_for(
+                        self.device.connect(peer.address, transport=PhysicalTransport.LE, timeout=timeout),
+                        timeout + 1.0,
+                    )
+                except (asyncio.TimeoutError, TimeoutError):
+                    raise SetupFailed(f"no connection within {timeout:g} s (is the watch advertising?)") from None
+                except Exception as error:
+                    raise SetupFailed(f"connection failed: {error}") from None
+            peer.connection = connection
+            connection.on("disconnection", lambda reason: self.on_disconnection(key, peer, reason))
+            try:
+                service = await asyncio.wait_for(self.set_up(peer), timeout)
+            except asyncio.TimeoutError:
+                raise SetupFailed(f"GATT setup did not finish within {timeout:g} s") from None
+        except SetupFailed as failure:
+            await self.fail(key, peer, str(failure))
+            return
+        except asyncio.CancelledError:
+            if peer.drop_reason is not None:
+                reason = f"the link dropped during setup (HCI reason {peer.drop_reason})"
+            else:
+                reason = "cancelled by a disconnect op"
+            await self.fail(key, peer, reason)
+            return
+        except Exception as error:  # a GATT error from the peer, a dropped link
+            await self.fail(key, peer, f"{type(error).__name__}: {error}")
+            return
+        finally:
+            peer.task = None
+        peer.connected = True
+        self.emit(
+            {
+                "ev": "connected",
+                "peer": peer.name,
+                "mtu": peer.mtu,
+                "max_write": peer.mtu - 3,
+                "service": service,
+            }
+        )
+
+    async def set_up(self, peer: PeerLink) -> str:
+        """MTU exchange, service and characteristic discovery, CCCD write; the service's kind."""
+        gatt = Peer(peer.connection)
+        peer.mtu = await gatt.request_mtu(self.args.mtu)
+        if peer.mtu < link.MIN_MTU:
+            raise SetupFailed(f"ATT MTU is {peer.mtu}; the link needs at least {link.MIN_MTU}")
+        for kind, service_uuid, write_uuid, notify_uuid in SERVICES:
+            services = await gatt.discover_service(UUID(service_uuid))
+            if not services:
+                continue
+            characteristics = await services[0].discover_characteristics()
+            by_uuid = {c.uuid: c for c in characteristics}
+            write = by_uuid.get(UUID(write_uuid))
+            notify = by_uuid.get(UUID(notify_uuid))
+            if write is None or notify is None:
+                raise SetupFailed(f"the {kind} Connect IQ service lacks its write or notify characteristic")
+            await notify.discover_descriptors()
+            if notify.get_descriptor(GATT_CLIENT_CHARACTERISTIC_CONFIGURATION_DESCRIPTOR) is None:
+                raise SetupFailed(f"the {kind} notify characteristic has no CCCD")
+            name = peer.name
+            await notify.subscribe(lambda value: self.emit({"ev": "notify", "peer": name, "hex": bytes(value).hex()}))
+            peer.write_characteristic = write
+            return kind
+        raise SetupFailed("no Connect IQ service (current or legacy) on the peer")
+
+    async def fail(self, key: str, peer: PeerLink, reason: str) -> None:
+        """Report `not_found`, drop the half-made link, forget the peer."""
+        if self.peers.get(key) is peer:
+            del self.peers[key]
+        connection, peer.connection = peer.connection, None
+        self.emit({"ev": "not_found", "peer": peer.name, "reason": reason})
+        if connection is not None and connection.handle in self.device.connections:
+            try:
+                await asyncio.wait_for(connection.disconnect(), QUIT_DISCONNECT_TIMEOUT_S)
+            except Exception as error:  # best effort: the peer is reported not found anyway
+                log(f"disconnecting {peer.name} after a failed setup: {error!r}")
+
+    def on_disconnection(self, key: str, peer: PeerLink, reason: int) -> None:
+        if peer.connection is None:
+            return  # set-up failed and was reported as not_found
+        peer.connection = None
+        if not peer.connected:
+            peer.drop_reason = int(reason)
+            if peer.task is not None:
+                peer.task.cancel()  # fail() reports not_found
+            return
+        peer.connected = False
+        if self.peers.get(key) is peer:
+            del self.peers[key]
+        self.emit({"ev": "disconnected", "peer": peer.name, "reason": int(reason)})
+
+    async def disconnect(self, peer: PeerLink) -> None:
+        """HCI disconnect (reason 0x13); the `disconnected` event follows from the controller."""
+        connection = peer.connection
+        if connection is None:
+            return
+        try:
+            await asyncio.wait_for(connection.disconnect(), QUIT_DISCONNECT_TIMEOUT_S)
+        except Exception as error:
+            self.error(f"disconnecting {peer.name} failed: {error!r}")
+
+    def stop(self) -> None:
+        """SIGTERM/SIGINT: end as on a quit op (the client's read loop sees end of input)."""
+        self.quitting.set()
+        if self.reader is not None:
+            self.reader.feed_eof()
+
+    async def quit(self) -> None:
+        """Disconnect every peer, close the client, end."""
+        self.quitting.set()
+        for peer in list(self.peers.values()):
+            if peer.task is not None:
+                peer.task.cancel()
+            elif peer.connected:
+                await self.disconnect(peer)
+        await asyncio.sleep(0)  # let pending disconnection events reach the client
+        if self.writer is not None and not self.writer.is_closing():
+            try:
+                await self.writer.drain()
+            except ConnectionError:
+                pass
+            self.writer.close()
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit() or int(port) > 65535:
+        raise argparse.ArgumentTypeError(f"--listen {text!r}: expected HOST:PORT, e.g. 127.0.0.1:0")
+    return host, int(port)
+
+
+async def run(args) -> int:
+    async with await open_transport(args.hci) as hci_transport:
+        device = Device.with_hci("Tether phone", hci.Address(args.address), hci_transport.source, hci_transport.sink)
+        try:
+            await asyncio.wait_for(device.power_on(), POWER_ON_TIMEOUT_S)
+        except asyncio.TimeoutError:
+            print(f"ciq_phone_bridge: the controller behind {args.hci} did not answer within {POWER_ON_TIMEOUT_S:g} s", file=sys.stderr)
+            return 1
+        log(f"controller up on {args.hci}, address {args.address}")
+
+        bridge = Bridge(device, args)
+        accepted = asyncio.Event()
+        done = asyncio.Event()
+
+        async def on_client(reader, writer):
+            if accepted.is_set():
+                writer.close()  # ONE client only
+                return
+            accepted.set()
+            server.close()
+            log(f"client {writer.get_extra_info('peername')}")
+            try:
+                await bridge.serve_client(reader, writer)
+            finally:
+                done.set()
+
+        host, port = args.listen
+        server = await asyncio.start_server(on_client, host, port, limit=MAX_LINE)
+        port = server.sockets[0].getsockname()[1]
+        print(f"READY {port}", flush=True)
+        log(f"listening on {host}:{port}")
+
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, bridge.stop)
+        quit_wait = asyncio.create_task(bridge.quitting.wait())
+        await asyncio.wait([asyncio.create_task(done.wait()), quit_wait], return_when=asyncio.FIRST_COMPLETED)
+        if accepted.is_set():
+            await done.wait()  # serve_client ends: quit op, EOF or stop()
+        else:
+            server.close()
+        log("bye")
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="\n\n".join(__doc__.split("\n\n")[1:]),
+    )
+    parser.add_argument("--hci", required=True, help="Bumble transport of the phone's controller, e.g. tcp-client:127.0.0.1:9002")
+    parser.add_argument("--listen", required=True, type=parse_listen, help="HOST:PORT for the one JSON-lines client (port 0: pick one)")
+    parser.add_argument("--address", default="F1:F1:F1:F1:F1:F1", help="the phone's static random address")
+    parser.add_argument("--connect-timeout", type=float, default=5.0, help="seconds for the LE connection, and again for GATT setup")
+    parser.add_argument("--mtu", type=int, default=247, help=f"ATT MTU to ask for (at least {link.MIN_MTU})")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log every write and notification on stderr")
+    args = parser.parse_args()
+    if args.mtu < link.MIN_MTU:
+        parser.error(f"--mtu {args.mtu}: the Connect IQ link needs at least {link.MIN_MTU}")
+    try:
+        hci.Address(args.address)
+    except Exception as error:
+        parser.error(f"--address {args.address!r} is not a Bluetooth address: {error}")
+    try:
+        return asyncio.run(run(args))
+    except OSError as error:
+        print(f"ciq_phone_bridge: {error}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

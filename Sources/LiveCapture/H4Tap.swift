@@ -1,0 +1,600 @@
+import CBluetooth  // its <sys/socket.h> owns the socket declarations within this package
+import CaptureKit
+import CaptureSet
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One complete HCI packet seen by an ``H4Tap``, borrowed for the duration of the callback.
+public struct H4TapPacket {
+    /// Which way it went: ``H4Direction/sent`` host→controller, ``H4Direction/received`` controller→host.
+    public var direction: H4Direction
+    /// CLOCK_REALTIME, nanoseconds since the Unix epoch, taken when the read that delivered the
+    /// packet's last byte returned.
+    public var timestampNs: Int64
+    /// The packet as on the wire: indicator byte, header, payload.
+    public var bytes: UnsafeRawBufferPointer
+
+    /// Wraps borrowed bytes; see the properties.
+    public init(direction: H4Direction, timestampNs: Int64, bytes: UnsafeRawBufferPointer) {
+        self.direction = direction
+        self.timestampNs = timestampNs
+        self.bytes = bytes
+    }
+
+    /// The packet's indicator (the framer only hands out packets with a known one).
+    public var indicator: HCIPacketIndicator? { bytes.first.flatMap(HCIPacketIndicator.init(rawValue:)) }
+}
+
+/// What an ``H4Tap`` has seen since it was opened.
+public struct H4TapStatistics: Sendable, Hashable {
+    /// Complete packets host→controller.
+    public var sentPackets = 0
+    /// Complete packets controller→host.
+    public var receivedPackets = 0
+    /// Bytes forwarded host→controller (framed or not).
+    public var sentBytes = 0
+    /// Bytes forwarded controller→host (framed or not).
+    public var receivedBytes = 0
+    /// Streams whose framing stopped on bytes that are not H4 (at most two per host connection).
+    public var framingErrors = 0
+    /// Host connections served.
+    public var hostConnections = 0
+    /// Host connections refused because another host was connected.
+    public var refusedHosts = 0
+
+    /// Zero counts.
+    public init() {}
+
+    /// Complete packets in `direction`.
+    public func packets(_ direction: H4Direction) -> Int { direction == .sent ? sentPackets : receivedPackets }
+    /// Bytes forwarded in `direction`.
+    public func bytes(_ direction: H4Direction) -> Int { direction == .sent ? sentBytes : receivedBytes }
+}
+
+/// A proxy between an HCI host stack and its controller speaking H4, recording every packet.
+///
+/// The host connects over TCP to the tap's listen address; the tap connects to the controller
+/// (over TCP, as Bumble serves its virtual controllers, or on a serial device). Bytes are forwarded
+/// both ways unchanged and at once: each read is written to the other side before anything else
+/// happens (TCP_NODELAY on every socket), and a copy of the stream is then cut into packets by an
+/// ``H4Framer`` per direction. Each complete packet goes, with its direction and the time its last
+/// byte arrived, to the ``onPacket(_:)`` handler and to the recorder given to
+/// ``record(into:input:)`` as a `LINKTYPE_BLUETOOTH_HCI_H4_WITH_PHDR` (201) frame.
+///
+/// - A framing error (bytes that are not H4) stops framing that direction for the rest of the
+///   host connection, with a notice naming the direction and offset; forwarding goes on.
+/// - When the host or the controller closes, the tap closes the other side, notes it, and waits
+///   for the next host, for which it connects to the controller again. One host at a time: a
+///   second host is refused (closed at once) with a notice.
+/// - The recorder is flushed at least every ``Options/idleInterval`` plus its flush interval, also
+///   when no traffic flows.
+///
+/// One thread serves both directions with `poll(2)`, so packets are recorded in the order they
+/// were read and a reply is never recorded before the packet that caused it. When a side does not
+/// drain, the tap stops reading the side that feeds it rather than buffer without bound.
+///
+/// Lifecycle: `init` → optionally ``record(into:input:)``, ``onPacket(_:)``, ``onNotice(_:)`` →
+/// ``open()`` (binds, connects the controller; optional, `start` does it) → ``start()`` → ``stop()``.
+/// Stop the tap before finishing the recorder it writes to.
+public final class H4Tap: @unchecked Sendable {
+    // Thread-safety: members under "loop thread" are touched only by the thread `start()` makes
+    // (or, before it exists and after it ended, by `open`/`stop` holding `lock`); everything else
+    // is guarded by `lock`. `finishedCondition` signals the loop thread's end.
+
+    /// Tuning.
+    public struct Options: Sendable, Hashable {
+        /// The longest packet accepted by the framers (indicator, header and payload).
+        public var maximumPacketLength: Int
+        /// The longest the loop waits without calling the recorder's `flushIfDue()`.
+        public var idleInterval: Duration
+        /// How long connecting to a TCP controller may take.
+        public var connectTimeout: Duration
+
+        /// Defaults: any length the headers allow, 100 ms, 5 s.
+        public init(maximumPacketLength: Int = H4Framer.largestPacketLength, idleInterval: Duration = .milliseconds(100), connectTimeout: Duration = .seconds(5)) {
+            self.maximumPacketLength = maximumPacketLength
+            self.idleInterval = idleInterval
+            self.connectTimeout = connectTimeout
+        }
+    }
+
+    /// Where the host stack connects (port 0: see the port ``open()`` returns).
+    public let listenAddress: H4ListenAddress
+    /// Where the controller is.
+    public let controller: H4ControllerAddress
+    /// The options given.
+    public let options: Options
+    /// The interface block for the recording: link type 201, `if_name` `h4tap:<controller>`.
+    public let interface: CaptureInterface
+
+    /// The input to give ``Recorder`` (role `ble-hci`); pass its index to ``record(into:input:)``.
+    public var recorderInput: RecorderInput { RecorderInput(interface: interface, role: .bleHCI) }
+
+    private let lock = NSLock()
+    private let finishedCondition = NSCondition()
+
+    // Guarded by `lock`.
+    private var opened = false
+    private var threadStarted = false
+    private var stopRequested = false
+    private var boundPort: UInt16 = 0
+    private var stats = H4TapStatistics()
+    private var noticeList: [String] = []
+    private var droppedNotices = 0
+    private var packetHandler: (@Sendable (H4TapPacket) -> Void)?
+    private var noticeHandler: (@Sendable (String) -> Void)?
+    private var recorder: Recorder?
+    private var recorderInputIndex = 0
+    private var recordFailure: LiveCaptureError?
+    private var connectedHost: String?
+    private var loopThread: pthread_t?
+    // Guarded by `finishedCondition`.
+    private var loopFinished = false
+
+    // Loop thread (see above).
+    private var wakeRead: Int32 = -1
+    private var wakeWrite: Int32 = -1
+    private var listener: Int32 = -1
+    private var spareController: TapDescriptor?
+    private var session: Session?
+    private var frameBuffer: [UInt8] = []
+
+    /// One host connection and the controller connection serving it.
+    private struct Session {
+        var host: TapDescriptor
+        var controller: TapDescriptor
+        var framers: [H4Framer]
+        /// Bytes read but not yet written, per direction (index = raw value): host→controller, controller→host.
+        var pending: [[UInt8]] = [[], []]
+
+        func source(_ direction: H4Direction) -> TapDescriptor { direction == .sent ? host : controller }
+        func destination(_ direction: H4Direction) -> TapDescriptor { direction == .sent ? controller : host }
+    }
+
+    /// A tap for `controller` that will listen on `listen`.
+    public init(listen: H4ListenAddress, controller: H4ControllerAddress, options: Options = Options()) {
+        self.listenAddress = listen
+        self.controller = controller
+        self.options = options
+        self.interface = CaptureInterface(
+            linkType: .bluetoothHCIH4WithPHDR, name: "h4tap:\(controller)",
+            description: "H4 tap: host stack on \(listen) ↔ controller \(controller)",
+            snapLength: UInt32(4 + min(max(options.maximumPacketLength, 3), H4Framer.largestPacketLength)), nanosecondsPerTick: 1)
+    }
+
+    /// A tap listening on `listen` (`HOST:PORT`, e.g. `127.0.0.1:0`).
+    /// - Throws: ``LiveCaptureError`` (`.misuse`) when `listen` is not `HOST:PORT`.
+    public convenience init(listen: String, controller: H4ControllerAddress, options: Options = Options()) throws(LiveCaptureError) {
+        self.init(listen: try H4ListenAddress(parsing: listen), controller: controller, options: options)
+    }
+
+    deinit {
+        stop()
+    }
+
+    /// Writes every packet into `recorder` as input `input` (its index among the recorder's
+    /// inputs, whose interface should be ``recorderInput``), and calls its `flushIfDue()` when
+    /// idle. Start the recorder before packets can arrive. If a write fails, recording stops with a
+    /// notice (``recordingFailure``) and forwarding goes on.
+    public func record(into recorder: Recorder, input: Int) {
+        lock.withLock {
+            self.recorder = recorder
+            self.recorderInputIndex = input
+        }
+    }
+
+    /// Calls `handler` on the tap's thread with every complete packet, before it is recorded. The
+    /// handler must return quickly (the tap forwards nothing while it runs) and must not call ``stop()``
+    /// and wait; its packet's bytes are valid only during the call.
+    public func onPacket(_ handler: @escaping @Sendable (H4TapPacket) -> Void) {
+        lock.withLock { packetHandler = handler }
+    }
+
+    /// Calls `handler` with each notice (host connected or gone, controller gone, framing error),
+    /// on the tap's thread, as it happens. Notices are also kept in ``notices``.
+    public func onNotice(_ handler: @escaping @Sendable (String) -> Void) {
+        lock.withLock { noticeHandler = handler }
+    }
+
+    /// Counts so far.
+    public var statistics: H4TapStatistics { lock.withLock { stats } }
+
+    /// Every notice so far, oldest first (at most 1000 are kept).
+    public var notices: [String] {
+        lock.withLock { noticeList + (droppedNotices > 0 ? ["\(droppedNotices) more notices were not kept"] : []) }
+    }
+
+    /// The error that stopped recording, if one did (forwarding went on).
+    public var recordingFailure: LiveCaptureError? { lock.withLock { recordFailure } }
+
+    /// The connected host's address, or `nil` while none is connected.
+    public var hostPeer: String? { lock.withLock { connectedHost } }
+
+    /// The port the host stack connects to (after ``open()``; 0 before).
+    public var port: UInt16 { lock.withLock { boundPort } }
+
+    /// Connects to the controller (so a wrong address fails here, before anything is recorded) and
+    /// starts listening for the host; connections wait until ``start()``. Calling it again does nothing.
+    /// - Returns: the port the host stack should connect to.
+    /// - Throws: ``LiveCaptureError``: the controller cannot be reached, the address cannot be
+    ///   listened on, or (`.misuse`) the tap was stopped.
+    @discardableResult
+    public func open() throws(LiveCaptureError) -> UInt16 {
+        try lock.locked { () throws(LiveCaptureError) -> UInt16 in
+            if opened { return boundPort }
+            guard !stopRequested else {
+                throw LiveCaptureError(kind: .misuse, source: interface.name ?? "h4tap", step: "open", detail: "the tap was stopped", hint: "Make a new H4Tap.")
+            }
+            let source = interface.name ?? "h4tap"
+            let controllerDescriptor = try TapIO.open(controller, source: source, timeoutMilliseconds: Self.milliseconds(options.connectTimeout))
+            let (listenFD, port): (Int32, UInt16)
+            do throws(LiveCaptureError) {
+                (listenFD, port) = try TapIO.listen(listenAddress, source: source)
+            } catch {
+                _ = Glibc.close(controllerDescriptor.fd)
+                throw error
+            }
+            var pipeEnds: [Int32] = [-1, -1]
+            guard pipe(&pipeEnds) == 0 else {
+                let code = errno
+                _ = Glibc.close(controllerDescriptor.fd)
+                _ = Glibc.close(listenFD)
+                throw LiveCaptureError(kind: .system, source: source, step: "pipe2", detail: TapIO.errorText(code), hint: "The process may be out of file descriptors; raise `ulimit -n`.")
+            }
+            for end in pipeEnds {
+                _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+                TapIO.setNonBlocking(end)
+            }
+            wakeRead = pipeEnds[0]
+            wakeWrite = pipeEnds[1]
+            listener = listenFD
+            spareController = controllerDescriptor
+            boundPort = port
+            opened = true
+            return port
+        }
+    }
+
+    /// Opens (if ``open()`` was not called) and starts forwarding on a thread of its own.
+    /// - Returns: the port the host stack should connect to.
+    /// - Throws: what ``open()`` throws; (`.misuse`) when started twice or after ``stop()``.
+    @discardableResult
+    public func start() throws(LiveCaptureError) -> UInt16 {
+        let port = try open()
+        try lock.locked { () throws(LiveCaptureError) in
+            guard !threadStarted, !stopRequested else {
+                throw LiveCaptureError(
+                    kind: .misuse, source: interface.name ?? "h4tap", step: "start",
+                    detail: stopRequested ? "the tap was stopped" : "the tap was already started", hint: "Make a new H4Tap for another run.")
+            }
+            threadStarted = true
+        }
+        let thread = Thread { [self] in
+            lock.withLock { loopThread = pthread_self() }
+            runLoop()
+            finishedCondition.withLock {
+                loopFinished = true
+                finishedCondition.broadcast()
+            }
+        }
+        thread.name = "tether-h4tap"
+        thread.start()
+        return port
+    }
+
+    /// Stops forwarding, closes every connection and the listening socket, and returns once the
+    /// tap's thread has ended (at once when called on that thread). Safe from any thread, any
+    /// number of times; the packet and recorder callbacks are not called after it returns.
+    public func stop() {
+        let (running, onLoopThread) = lock.withLock { () -> (Bool, Bool) in
+            stopRequested = true
+            let onLoop = loopThread.map { pthread_equal($0, pthread_self()) != 0 } ?? false
+            if threadStarted, wakeWrite >= 0 {
+                // Under the lock: the loop closes the pipe holding it, so the descriptor is still ours.
+                var byte: UInt8 = 1
+                _ = Glibc.write(wakeWrite, &byte, 1)
+            }
+            return (threadStarted, onLoop)
+        }
+        if running {
+            guard !onLoopThread else { return }
+            finishedCondition.withLock {
+                while !loopFinished { finishedCondition.wait() }
+            }
+        } else {
+            lock.withLock { closeEverything() }
+        }
+    }
+
+    // MARK: - The loop thread
+
+    private static func milliseconds(_ duration: Duration) -> Int32 {
+        let (seconds, attoseconds) = duration.components
+        return Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+    }
+
+    private func runLoop() {
+        frameBuffer = [UInt8](repeating: 0, count: 4 + H4Framer.largestPacketLength)
+        var readBuffer = [UInt8](repeating: 0, count: 65_536)
+        let clock = ContinuousClock()
+        var lastIdle = clock.now
+        let idleMilliseconds = max(1, Self.milliseconds(options.idleInterval))
+        var entries: [pollfd] = []
+        while !lock.withLock({ stopRequested }) {
+            entries.removeAll(keepingCapacity: true)
+            entries.append(pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0))
+            entries.append(pollfd(fd: listener, events: Int16(POLLIN), revents: 0))
+            if let session {
+                entries.append(pollfd(fd: session.host.fd, events: Self.events(reading: session.pending[0].isEmpty, writing: !session.pending[1].isEmpty), revents: 0))
+                entries.append(pollfd(fd: session.controller.fd, events: Self.events(reading: session.pending[1].isEmpty, writing: !session.pending[0].isEmpty), revents: 0))
+            }
+            let ready = poll(&entries, nfds_t(entries.count), idleMilliseconds)
+            if ready < 0 {
+                if errno == EINTR { continue }
+                notice("h4tap: poll failed: \(TapIO.errorText(errno)); the tap stopped forwarding")
+                break
+            }
+            if ready == 0 || clock.now - lastIdle >= options.idleInterval {
+                idle()
+                lastIdle = clock.now
+            }
+            if entries[0].revents != 0 {
+                var scratch = [UInt8](repeating: 0, count: 64)
+                _ = Glibc.read(wakeRead, &scratch, scratch.count)
+                continue
+            }
+            if entries.count == 4 {
+                service(entries[2].revents, side: .sent, buffer: &readBuffer)
+                if session != nil { service(entries[3].revents, side: .received, buffer: &readBuffer) }
+            }
+            if entries[1].revents != 0 { acceptHosts() }
+        }
+        if let session { end(session, reason: "the tap stopped") }
+        lock.withLock { closeEverything() }
+    }
+
+    private static func events(reading: Bool, writing: Bool) -> Int16 {
+        Int16((reading ? POLLIN : 0) | (writing ? POLLOUT : 0))
+    }
+
+    /// Handles the poll result of one session descriptor: `side` `.sent` is the host's descriptor
+    /// (it reads host→controller bytes and drains controller→host ones), `.received` the controller's.
+    private func service(_ revents: Int16, side: H4Direction, buffer: inout [UInt8]) {
+        guard revents != 0, let current = session else { return }
+        let inbound = side
+        let outbound: H4Direction = side == .sent ? .received : .sent
+        let descriptor = current.source(inbound)
+        if !current.pending[Int(outbound.rawValue)].isEmpty, revents & Int16(POLLOUT | POLLERR | POLLHUP) != 0 {
+            guard drain(outbound) else { return }
+        }
+        guard let current = session else { return }
+        if current.pending[Int(inbound.rawValue)].isEmpty, revents & Int16(POLLIN | POLLERR | POLLHUP) != 0 {
+            readAndForward(inbound, buffer: &buffer)
+        } else if revents & Int16(POLLERR | POLLHUP) != 0 {
+            end(current, reason: "\(label(inbound)) \(descriptor.peer) hung up")
+        }
+    }
+
+    private func label(_ source: H4Direction) -> String { source == .sent ? "the host" : "the controller" }
+
+    /// Writes what is pending in `direction`; `false` when the session ended on a write error.
+    private func drain(_ direction: H4Direction) -> Bool {
+        guard var current = session else { return false }
+        session = nil  // mutate the only copy: no copy-on-write of the buffers
+        let index = Int(direction.rawValue)
+        let destination = current.destination(direction)
+        let (written, code) = current.pending[index].withUnsafeBytes { Self.write(destination, $0) }
+        if written < 0 {
+            end(current, reason: "writing to \(label(direction == .sent ? .received : .sent)) \(destination.peer) failed: \(TapIO.errorText(code))")
+            return false
+        }
+        current.pending[index].removeFirst(written)
+        session = current
+        return true
+    }
+
+    /// Writes as much as the descriptor takes now: the count written (0 when it would block), or
+    /// -1 and the errno.
+    private static func write(_ destination: TapDescriptor, _ bytes: UnsafeRawBufferPointer) -> (Int, Int32) {
+        var offset = 0
+        while offset < bytes.count {
+            let pointer = bytes.baseAddress! + offset
+            let count = bytes.count - offset
+            let written = destination.isSocket ? send(destination.fd, pointer, count, Int32(MSG_NOSIGNAL)) : Glibc.write(destination.fd, pointer, count)
+            if written > 0 { offset += written; continue }
+            let code = errno
+            if written < 0 && code == EINTR { continue }
+            if written < 0 && (code == EAGAIN || code == EWOULDBLOCK) { break }
+            return (-1, written == 0 ? EPIPE : code)
+        }
+        return (offset, 0)
+    }
+
+    private func readAndForward(_ direction: H4Direction, buffer: inout [UInt8]) {
+        guard var current = session else { return }
+        session = nil  // mutate the only copy: no copy-on-write of the framers' partial packets
+        let source = current.source(direction)
+        let destination = current.destination(direction)
+        let count = buffer.withUnsafeMutableBytes { Glibc.read(source.fd, $0.baseAddress, $0.count) }
+        if count < 0 {
+            let code = errno
+            if code == EAGAIN || code == EWOULDBLOCK || code == EINTR {
+                session = current
+                return
+            }
+            end(current, reason: "reading from \(label(direction)) \(source.peer) failed: \(TapIO.errorText(code))")
+            return
+        }
+        if count == 0 {
+            end(current, reason: "\(label(direction)) \(source.peer) closed the connection")
+            return
+        }
+        let timestamp = TapIO.wallClockNanoseconds()
+        var writeFailure: Int32?
+        buffer.withUnsafeBytes { raw in
+            let chunk = UnsafeRawBufferPointer(rebasing: raw[0..<count])
+            // Forward first: framing and recording happen on the copy, after the bytes are on their way.
+            let (written, code) = Self.write(destination, chunk)
+            if written < 0 {
+                writeFailure = code
+            } else if written < count {
+                current.pending[Int(direction.rawValue)].append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[written...]))
+            }
+            lock.withLock {
+                if direction == .sent { stats.sentBytes += count } else { stats.receivedBytes += count }
+            }
+            frame(chunk, direction: direction, timestamp: timestamp, session: &current)
+        }
+        if let writeFailure {
+            end(current, reason: "writing to \(label(direction == .sent ? .received : .sent)) \(destination.peer) failed: \(TapIO.errorText(writeFailure))")
+        } else {
+            session = current
+        }
+    }
+
+    private func frame(_ chunk: UnsafeRawBufferPointer, direction: H4Direction, timestamp: Int64, session current: inout Session) {
+        let index = Int(direction.rawValue)
+        guard current.framers[index].failure == nil else { return }
+        let failure = current.framers[index].feed(chunk) { packet in
+            deliver(packet, direction: direction, timestamp: timestamp)
+        }
+        if let failure {
+            lock.withLock { stats.framingErrors += 1 }
+            notice("\(interface.name ?? "h4tap"): framing error in the \(failure); recording of \(direction) stops until the host reconnects, forwarding goes on")
+        }
+    }
+
+    private func deliver(_ packet: UnsafeRawBufferPointer, direction: H4Direction, timestamp: Int64) {
+        let (handler, recorder, input) = lock.withLock { () -> ((@Sendable (H4TapPacket) -> Void)?, Recorder?, Int) in
+            if direction == .sent { stats.sentPackets += 1 } else { stats.receivedPackets += 1 }
+            return (packetHandler, self.recorder, recorderInputIndex)
+        }
+        handler?(H4TapPacket(direction: direction, timestampNs: timestamp, bytes: packet))
+        guard let recorder else { return }
+        let length = 4 + packet.count
+        let result = frameBuffer.withUnsafeMutableBytes { out -> LiveCaptureError? in
+            // LINKTYPE_BLUETOOTH_HCI_H4_WITH_PHDR: the direction as a big-endian u32, then the packet.
+            out.storeBytes(of: direction.rawValue.bigEndian, toByteOffset: 0, as: UInt32.self)
+            UnsafeMutableRawBufferPointer(rebasing: out[4..<length]).copyMemory(from: packet)
+            do throws(LiveCaptureError) {
+                try recorder.write(LiveFrameView(timestampNs: timestamp, originalLength: length, data: UnsafeRawBufferPointer(rebasing: out[0..<length])), input: input)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        if let result { recordingFailed(result) }
+    }
+
+    private func idle() {
+        guard let recorder = lock.withLock({ recorder }) else { return }
+        do throws(LiveCaptureError) {
+            try recorder.flushIfDue()
+        } catch {
+            recordingFailed(error)
+        }
+    }
+
+    private func recordingFailed(_ error: LiveCaptureError) {
+        let first = lock.withLock { () -> Bool in
+            guard recorder != nil else { return false }
+            recorder = nil
+            recordFailure = error
+            return true
+        }
+        if first { notice("\(interface.name ?? "h4tap"): recording stopped: \(error) Forwarding goes on.") }
+    }
+
+    private func acceptHosts() {
+        while true {
+            let (accepted, code) = TapIO.accept(listener)
+            guard let host = accepted else {
+                if code == EAGAIN || code == EWOULDBLOCK || code == EINTR { return }
+                if code == ECONNABORTED || code == EMFILE || code == ENFILE || code == ENOBUFS || code == ENOMEM {
+                    notice("\(interface.name ?? "h4tap"): accepting a host failed: \(TapIO.errorText(code))")
+                }
+                return
+            }
+            if let current = session {
+                _ = Glibc.close(host.fd)
+                lock.withLock { stats.refusedHosts += 1 }
+                notice("\(interface.name ?? "h4tap"): refused host \(host.peer): host \(current.host.peer) is connected and the tap serves one host at a time")
+                continue
+            }
+            let controllerDescriptor: TapDescriptor
+            if let spare = spareController, Self.stillOpen(spare) {
+                controllerDescriptor = spare
+                spareController = nil
+            } else {
+                if let spare = spareController { _ = Glibc.close(spare.fd) }
+                spareController = nil
+                do throws(LiveCaptureError) {
+                    controllerDescriptor = try TapIO.open(controller, source: interface.name ?? "h4tap", timeoutMilliseconds: Self.milliseconds(options.connectTimeout))
+                } catch {
+                    _ = Glibc.close(host.fd)
+                    notice("\(interface.name ?? "h4tap"): host \(host.peer) connected but the controller could not be reached (\(error)); closed the host connection, waiting for the next host")
+                    continue
+                }
+            }
+            let limit = options.maximumPacketLength
+            session = Session(host: host, controller: controllerDescriptor, framers: [H4Framer(direction: .sent, maximumPacketLength: limit), H4Framer(direction: .received, maximumPacketLength: limit)])
+            lock.withLock {
+                stats.hostConnections += 1
+                connectedHost = host.peer
+            }
+            notice("\(interface.name ?? "h4tap"): host \(host.peer) connected; forwarding to the controller \(controller)")
+        }
+    }
+
+    /// A descriptor whose peer has not closed or failed (data waiting to be read is fine).
+    private static func stillOpen(_ descriptor: TapDescriptor) -> Bool {
+        let readHangUp: Int32 = 0x2000  // POLLRDHUP: the peer shut down its writing side.
+        var entry = pollfd(fd: descriptor.fd, events: Int16(POLLIN | readHangUp), revents: 0)
+        guard poll(&entry, 1, 0) >= 0 else { return false }
+        return entry.revents & Int16(POLLERR | POLLHUP | POLLNVAL | readHangUp) == 0
+    }
+
+    /// Closes both sides of `ended` and notes why, what was lost, and what happens next.
+    private func end(_ ended: Session, reason: String) {
+        _ = Glibc.close(ended.host.fd)
+        _ = Glibc.close(ended.controller.fd)
+        session = nil
+        lock.withLock { connectedHost = nil }
+        var text = "\(interface.name ?? "h4tap"): \(reason); closed the connections to the host \(ended.host.peer) and the controller \(controller)"
+        for direction in H4Direction.allCases {
+            let framer = ended.framers[Int(direction.rawValue)]
+            let unsent = ended.pending[Int(direction.rawValue)].count
+            if unsent > 0 { text += "; \(unsent) \(direction) bytes could not be delivered" }
+            if framer.failure == nil, framer.hasPartialPacket { text += "; an unfinished \(direction) packet was not recorded" }
+        }
+        let stopping = lock.withLock { stopRequested }
+        text += stopping ? "" : "; waiting for the next host on port \(lock.withLock { boundPort })"
+        notice(text)
+    }
+
+    private func notice(_ text: String) {
+        let handler = lock.withLock { () -> (@Sendable (String) -> Void)? in
+            if noticeList.count < 1000 { noticeList.append(text) } else { droppedNotices += 1 }
+            return noticeHandler
+        }
+        handler?(text)
+    }
+
+    /// Closes every descriptor. Called holding `lock`, once the loop thread is gone or never ran.
+    private func closeEverything() {
+        if let session {
+            _ = Glibc.close(session.host.fd)
+            _ = Glibc.close(session.controller.fd)
+            self.session = nil
+        }
+        if let spare = spareController { _ = Glibc.close(spare.fd) }
+        spareController = nil
+        for fd in [listener, wakeRead, wakeWrite] where fd >= 0 { _ = Glibc.close(fd) }
+        listener = -1
+        wakeRead = -1
+        wakeWrite = -1
+        connectedHost = nil
+    }
+}

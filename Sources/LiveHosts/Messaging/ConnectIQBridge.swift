@@ -1,0 +1,149 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import Replay
+
+/// The phone's BLE stack: `Harness/rigs/ciq_phone_bridge.py`, a Bumble host that connects to
+/// watches, discovers the Connect IQ service, and relays the link's writes and notifications over
+/// a loopback TCP socket as newline-delimited JSON (docs/live-hosts.md has the protocol).
+///
+/// Why a bridge and not a Swift HCI host: Bumble is a complete, maintained LE host (SMP, GATT
+/// client, every transport: TCP, serial, USB dongles); writing one in Swift would duplicate it for
+/// no gain in what is tested, since the code under test is MessagingCore, and the H4 tap still
+/// records every HCI packet of the real stack.
+public final class ConnectIQBridge: @unchecked Sendable {
+    // One thread uses an instance (the live host's loop); no locking.
+
+    /// The bridge process.
+    public let process: Process
+    /// Its loopback port.
+    public let port: UInt16
+    private var socket: Int32 = -1
+    private var buffer: [UInt8] = []
+
+    /// Starts the bridge with `python3 script --hci transport --listen 127.0.0.1:0`, waits for its
+    /// `READY <port>` line (at most `startTimeout`), and connects to it.
+    public init(python: String = "python3", script: String, transport: String, extraArguments: [String] = [],
+                stderrPath: String? = nil, startTimeout: Duration = .seconds(30)) throws(LiveHostError) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [python, script, "--hci", transport, "--listen", "127.0.0.1:0"] + extraArguments
+        let stdout = Pipe()
+        process.standardOutput = stdout
+        if let stderrPath {
+            guard FileManager.default.createFile(atPath: stderrPath, contents: nil) else {
+                throw LiveHostError.bridge("cannot create the bridge log \(stderrPath); check the folder exists and is writable")
+            }
+            process.standardError = FileHandle(forWritingAtPath: stderrPath)
+        }
+        do {
+            try process.run()
+        } catch {
+            throw LiveHostError.bridge("cannot start \(python) \(script): \(error.localizedDescription). Is python3 installed, with Bumble (`./CI/test` installs it)?")
+        }
+        self.process = process
+        // Read the READY line on this thread, bounded by a poll timeout.
+        let fd = stdout.fileHandleForReading.fileDescriptor
+        var line: [UInt8] = []
+        let deadline = ContinuousClock.now + startTimeout
+        var port: UInt16?
+        while port == nil {
+            let left = ContinuousClock.now.duration(to: deadline)
+            guard left > .zero else { break }
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ms = Int32(min(1000, max(1, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000)))
+            guard poll(&pfd, 1, ms) >= 0 else { continue }
+            if pfd.revents == 0 { if !process.isRunning { break } else { continue } }
+            var byte: UInt8 = 0
+            let n = read(fd, &byte, 1)
+            if n <= 0 { break }
+            if byte == 0x0A {
+                let text = String(decoding: line, as: UTF8.self)
+                if text.hasPrefix("READY "), let p = UInt16(text.dropFirst(6).trimmingCharacters(in: .whitespaces)) { port = p }
+                line = []
+            } else {
+                line.append(byte)
+            }
+        }
+        guard let port else {
+            if process.isRunning { process.terminate() }
+            throw LiveHostError.bridge("the BLE bridge (\(script) --hci \(transport)) did not say READY within \(startTimeout)"
+                + (stderrPath.map { "; its log is \($0)" } ?? "") + ". Check that the controller is reachable at \(transport).")
+        }
+        self.port = port
+        let s = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard s >= 0 else { throw LiveHostError.bridge("socket(): \(String(cString: strerror(errno)))") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(s, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(s)
+            process.terminate()
+            throw LiveHostError.bridge("cannot connect to the BLE bridge on 127.0.0.1:\(port): \(reason)")
+        }
+        var one: Int32 = 1
+        setsockopt(s, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        socket = s
+    }
+
+    /// The socket, for `poll`.
+    public var fileDescriptor: Int32 { socket }
+
+    /// Sends one command object as a line.
+    public func send(_ members: [String: TraceValue]) throws(LiveHostError) {
+        let bytes = Array((JSONLiteral.text(.object(members)) + "\n").utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { write(socket, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw LiveHostError.bridge("the BLE bridge closed its socket (\(String(cString: strerror(errno)))); see its log")
+            }
+            offset += n
+        }
+    }
+
+    /// Reads what is available without blocking and returns the complete lines as objects.
+    /// A line that is not a JSON object is returned as `{"ev": "bad_line", "text": …}`.
+    /// - Returns: `nil` when the bridge closed the socket.
+    public func readAvailable() -> [[String: TraceValue]]? {
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        let n = chunk.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+        if n == 0 { return nil }
+        if n < 0 { return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? [] : nil }
+        buffer += chunk[0..<n]
+        var out: [[String: TraceValue]] = []
+        while let newline = buffer.firstIndex(of: 0x0A) {
+            let line = Array(buffer[..<newline])
+            buffer.removeSubrange(...newline)
+            guard !line.isEmpty else { continue }
+            do throws(TraceFormatError) {
+                out.append(try JSONLiteral.parseObject(line, label: "bridge line"))
+            } catch {
+                out.append(["ev": .string("bad_line"), "text": .string(String(decoding: line, as: UTF8.self))])
+            }
+        }
+        return out
+    }
+
+    /// Asks the bridge to quit, waits up to two seconds, then terminates it.
+    public func shutdown() {
+        try? send(["op": .string("quit")]) // the bridge may already be gone; terminating below covers it
+        if socket >= 0 { close(socket); socket = -1 }
+        let deadline = ContinuousClock.now + .seconds(2)
+        while process.isRunning && ContinuousClock.now < deadline { usleep(20_000) }
+        if process.isRunning { process.terminate() }
+    }
+
+    deinit {
+        if socket >= 0 { close(socket) }
+    }
+}

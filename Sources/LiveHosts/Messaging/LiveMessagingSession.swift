@@ -1,0 +1,188 @@
+import CaptureKit
+import CaptureSet
+import Foundation
+import LiveCapture
+import MessagingCore
+import Replay
+
+/// One `tether live messaging` run: optionally an H4 tap and a recorder in front of the phone's
+/// controller, the Bumble bridge, and ``MessagingLiveHost`` running the script.
+public struct LiveMessagingRequest {
+    /// The phone's controller as a Bumble transport (`tcp-client:127.0.0.1:9002`, `serial:/dev/ttyACM0`, `usb:0`).
+    public var transport: String
+    /// The watches.
+    public var devices: [(uuid: IQUUID, address: String, name: String, model: String)]
+    /// The script.
+    public var script: MessagingScript
+    /// Path of `ciq_phone_bridge.py`.
+    public var bridgeScript: String
+    /// Where the bridge's stderr goes.
+    public var bridgeLog: String?
+    /// When set, a new capture set is recorded there: every HCI packet through an H4 tap (the
+    /// transport must then be `tcp-client:HOST:PORT` or `serial:PATH`), and every API call.
+    public var recordSet: String?
+    /// The set's title.
+    public var title: String = "Live Connect IQ messaging session"
+    /// MessagingCore settings.
+    public var configuration: MessagingConfiguration = .init()
+    /// Seed for encryption keys (`nil`: the system's generator).
+    public var keySeed: UInt64?
+    /// Live progress lines.
+    public var log: (String) -> Void = { _ in }
+
+    /// A request; see the properties.
+    public init(transport: String, devices: [(uuid: IQUUID, address: String, name: String, model: String)], script: MessagingScript, bridgeScript: String) {
+        self.transport = transport
+        self.devices = devices
+        self.script = script
+        self.bridgeScript = bridgeScript
+    }
+}
+
+/// What a live run produced.
+public struct LiveMessagingOutcome {
+    /// The behaviour trace; `t_ns` counts from the recording's first frame when recording, else
+    /// from the run's start.
+    public var trace: [TraceEvent]
+    /// Steps that could not run.
+    public var failedSteps: [String]
+    /// The sealed recording, when one was made.
+    public var recording: RecordingSummary?
+    /// The tap's notices (host or controller gone, framing errors).
+    public var notices: [String]
+}
+
+/// Why a live messaging run could not be done.
+public struct LiveMessagingError: Error, CustomStringConvertible {
+    /// What went wrong and what to do.
+    public var description: String
+}
+
+/// Runs a live messaging session; see ``LiveMessagingRequest``.
+public func runLiveMessaging(_ request: LiveMessagingRequest) throws(LiveMessagingError) -> LiveMessagingOutcome {
+    var options = MessagingLiveHost.Options(transport: request.transport, devices: request.devices, script: request.script, bridgeScript: request.bridgeScript)
+    options.bridgeLog = request.bridgeLog
+    options.configuration = request.configuration
+    options.keySeed = request.keySeed
+    options.log = request.log
+
+    guard let setPath = request.recordSet else {
+        let host = MessagingLiveHost(options: options)
+        let startNs = MessagingLiveHost.realtimeNs()
+        do throws(LiveHostError) {
+            let result = try host.run()
+            return LiveMessagingOutcome(trace: MessagingLiveHost.trace(result, zeroNs: startNs), failedSteps: result.failedSteps, recording: nil, notices: [])
+        } catch {
+            throw LiveMessagingError(description: error.description)
+        }
+    }
+
+    let controller: H4ControllerAddress
+    do throws(LiveCaptureError) {
+        controller = try LiveMessagingTransport.controller(for: request.transport)
+    } catch {
+        throw LiveMessagingError(description: error.description)
+    }
+    let tap = H4Tap(listen: H4ListenAddress(host: "127.0.0.1", port: 0), controller: controller)
+    let apiInterface = CaptureInterface(
+        linkType: .user0, name: "api-calls", description: "Tether: the app's Connect IQ SDK calls, one JSON record per frame",
+        snapLength: 262_144, nanosecondsPerTick: 1)
+    let devices = request.devices.map { ManifestDevice(name: $0.name, model: $0.model, appIds: []) }
+    let recorder = Recorder(setPath: setPath, title: request.title, description: "tether live messaging over \(request.transport)",
+                            devices: devices, inputs: [tap.recorderInput, RecorderInput(interface: apiInterface, role: .apiCalls)])
+    do throws(LiveCaptureError) {
+        try recorder.start()
+        tap.record(into: recorder, input: 0)
+        let port = try tap.start()
+        options.transport = "tcp-client:127.0.0.1:\(port)"
+    } catch {
+        tap.stop()
+        throw LiveMessagingError(description: error.description)
+    }
+    let calls = RecorderAPICalls(recorder: recorder, input: 1)
+    let host = MessagingLiveHost(options: options, recording: calls)
+    let result: MessagingLiveHost.Result
+    do throws(LiveHostError) {
+        result = try host.run()
+    } catch {
+        tap.stop()
+        _ = try? recorder.finish() // seal what was recorded; the run's error is the one to report
+        throw LiveMessagingError(description: error.description + " (what was recorded is sealed in \(setPath))")
+    }
+    tap.stop()
+    let summary: RecordingSummary
+    do throws(LiveCaptureError) {
+        summary = try recorder.finish()
+    } catch {
+        throw LiveMessagingError(description: error.description)
+    }
+    // Replay must know which address is which device.
+    do throws(CaptureSetError) {
+        var manifest = try CaptureSetDirectory.load(setPath, verify: false).manifest
+        manifest.messaging = ManifestMessaging(devices: request.devices.map {
+            ManifestMessagingDevice(uuid: $0.uuid.description, address: $0.address, name: $0.name, model: $0.model)
+        })
+        try CaptureSetDirectory.saveManifest(manifest, to: setPath)
+    } catch {
+        throw LiveMessagingError(description: "the recording in \(setPath) is sealed, but its manifest could not be completed: \(error)")
+    }
+    let zeroNs = LiveMessagingTransport.firstFrameTimestamp(summary.capturePath) ?? result.events.first?.realtimeNs ?? 0
+    return LiveMessagingOutcome(
+        trace: MessagingLiveHost.trace(result, zeroNs: zeroNs), failedSteps: result.failedSteps,
+        recording: summary, notices: tap.notices)
+}
+
+/// Writes API-call records into a recorder input.
+final class RecorderAPICalls: APICallRecording {
+    let recorder: Recorder
+    let input: Int
+
+    init(recorder: Recorder, input: Int) {
+        self.recorder = recorder
+        self.input = input
+    }
+
+    func recordAPICall(_ json: String, timestampNs: Int64) throws {
+        let bytes = Array(json.utf8)
+        // A typed-throws closure here crashes Swift 6.3's IR generation; carry the error out instead.
+        var failure: LiveCaptureError?
+        bytes.withUnsafeBytes { raw in
+            do throws(LiveCaptureError) {
+                try recorder.write(LiveFrameView(timestampNs: timestampNs, originalLength: raw.count, data: raw), input: input)
+            } catch {
+                failure = error
+            }
+        }
+        if let failure { throw failure }
+    }
+}
+
+/// Transport strings and capture facts the live session needs.
+public enum LiveMessagingTransport {
+    /// The H4 tap's controller for a Bumble transport string: `tcp-client:HOST:PORT` or
+    /// `serial:PATH[,BAUD]`. Other transports (`usb:0`) cannot be tapped.
+    public static func controller(for transport: String) throws(LiveCaptureError) -> H4ControllerAddress {
+        if transport.hasPrefix("tcp-client:") {
+            let rest = transport.dropFirst("tcp-client:".count)
+            if let colon = rest.lastIndex(of: ":"), let port = UInt16(rest[rest.index(after: colon)...]), port > 0 {
+                return .tcp(host: String(rest[..<colon]), port: port)
+            }
+        } else if transport.hasPrefix("serial:") {
+            let spec = transport.dropFirst("serial:".count).split(separator: ",")
+            if let path = spec.first {
+                let baud = spec.count > 1 ? Int(spec[1]) ?? H4ControllerAddress.defaultBaudRate : H4ControllerAddress.defaultBaudRate
+                return .serial(path: String(path), baudRate: baud, flowControl: true)
+            }
+        }
+        throw LiveCaptureError(
+            kind: .misuse, source: transport, step: "parse --hci",
+            detail: "recording needs the controller as tcp-client:HOST:PORT or serial:PATH[,BAUD], got \(transport)",
+            hint: "Record through the H4 tap with a TCP or serial controller; for a USB dongle record with btmon and `tether import`.")
+    }
+
+    /// The capture file's first frame timestamp (ns since the epoch), or `nil` when it has none.
+    public static func firstFrameTimestamp(_ capturePath: String) -> Int64? {
+        guard let reader = try? CaptureFile.open(path: capturePath), let frame = try? reader.next() else { return nil }
+        return frame.timestampNs
+    }
+}

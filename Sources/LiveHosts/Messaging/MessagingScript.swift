@@ -1,0 +1,171 @@
+import Foundation
+import Replay
+import Yams
+
+/// A live messaging host's script: the app's actions, in order (docs/live-hosts.md).
+///
+/// ```yaml
+/// steps:
+///   - register: {app: 0180E520-5F7E-11E4-9803-0800200C9A66}
+///   - app_status: {app: 0180E520-5F7E-11E4-9803-0800200C9A66}
+///   - send: {app: 0180E520-5F7E-11E4-9803-0800200C9A66, message: ["hello pi", 3.14159]}
+///   - wait_for: completion        # the next event of that name
+///   - open_app: {app: 0180E520-5F7E-11E4-9803-0800200C9A66}
+///   - unregister: {app: 0180E520-5F7E-11E4-9803-0800200C9A66}
+///   - wait: 2s
+/// ```
+public struct MessagingScript: Sendable, Hashable {
+    /// One step.
+    public enum Step: Sendable, Hashable {
+        /// An SDK call. `arguments` are the step's mapping (`app`, `device`, `message`, `url`…).
+        case call(name: String, arguments: [String: TraceValue])
+        /// Wait until the next trace event named `event` (after this step started), at most `timeout`.
+        case waitFor(event: String, timeout: Duration)
+        /// Let time pass, handling the link and timers meanwhile.
+        case wait(Duration)
+    }
+
+    /// The steps in order.
+    public var steps: [Step]
+
+    /// The calls a step may name, and what they become (docs/live-hosts.md).
+    public static let callNames: Set<String> = [
+        "register", "unregister", "register_device", "unregister_device", "unregister_all_devices",
+        "app_status", "send", "open_app", "device_list",
+    ]
+
+    /// A script from its steps.
+    public init(steps: [Step]) { self.steps = steps }
+
+    /// Parses script YAML. `file` names the script in errors.
+    public init(yaml text: String, file: String) throws(MessagingScriptError) {
+        let root: Any?
+        do {
+            root = try Yams.load(yaml: text)
+        } catch {
+            throw MessagingScriptError(file: file, step: nil, message: "is not valid YAML: \(error)")
+        }
+        guard let mapping = root as? [String: Any], let list = mapping["steps"] else {
+            throw MessagingScriptError(file: file, step: nil, message: "must be a mapping with a 'steps' list, e.g. `steps: [{wait: 1s}]`")
+        }
+        guard let items = list as? [Any] else {
+            throw MessagingScriptError(file: file, step: nil, message: "'steps' must be a list")
+        }
+        var steps: [Step] = []
+        for (index, item) in items.enumerated() {
+            let number = index + 1
+            func fail(_ message: String) -> MessagingScriptError { MessagingScriptError(file: file, step: number, message: message) }
+            // `- wait_for: completion` is a one-key mapping; a bare string step is a call without arguments.
+            let name: String
+            let argument: Any?
+            if let single = item as? [String: Any], single.count == 1, let (key, value) = single.first {
+                name = key
+                argument = value
+            } else if let bare = item as? String {
+                name = bare
+                argument = nil
+            } else {
+                throw fail("must be a one-key mapping such as `send: {app: …, message: …}` or `wait: 2s`")
+            }
+            switch name {
+            case "wait":
+                guard let text = argument.map({ "\($0)" }), let duration = Self.duration(text) else {
+                    throw fail("wait needs a duration such as 500ms, 2s, 1m or a number of seconds")
+                }
+                steps.append(.wait(duration))
+            case "wait_for":
+                if let event = argument as? String {
+                    steps.append(.waitFor(event: event, timeout: .seconds(30)))
+                } else if let options = argument as? [String: Any], let event = options["event"] as? String {
+                    var timeout = Duration.seconds(30)
+                    if let text = options["timeout"].map({ "\($0)" }) {
+                        guard let parsed = Self.duration(text) else { throw fail("wait_for's timeout must be a duration such as 10s") }
+                        timeout = parsed
+                    }
+                    steps.append(.waitFor(event: event, timeout: timeout))
+                } else {
+                    throw fail("wait_for needs an event name, e.g. `wait_for: completion` or `wait_for: {event: completion, timeout: 10s}`")
+                }
+            default:
+                guard Self.callNames.contains(name) else {
+                    throw fail("unknown step '\(name)'; known: \(Self.callNames.sorted().joined(separator: ", ")), wait, wait_for")
+                }
+                var arguments: [String: TraceValue] = [:]
+                if let argument {
+                    guard let map = argument as? [String: Any] else { throw fail("\(name) takes a mapping, e.g. `\(name): {app: UUID}`") }
+                    for (key, value) in map {
+                        do throws(MessagingScriptError) {
+                            arguments[key] = try Self.traceValue(value, depth: 0)
+                        } catch {
+                            throw fail("\(name).\(key): \(error.message)")
+                        }
+                    }
+                }
+                steps.append(.call(name: name, arguments: arguments))
+            }
+        }
+        self.steps = steps
+    }
+
+    /// Reads a script file.
+    public static func load(_ path: String) throws(MessagingScriptError) -> MessagingScript {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw MessagingScriptError(file: path, step: nil, message: "cannot be read (does it exist?)")
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw MessagingScriptError(file: path, step: nil, message: "is not UTF-8 text")
+        }
+        return try MessagingScript(yaml: text, file: path)
+    }
+
+    /// `500ms`, `2s`, `1.5s`, `2m`, `1h`, or a plain number of seconds.
+    public static func duration(_ text: String) -> Duration? {
+        let t = text.trimmingCharacters(in: .whitespaces)
+        let units: [(String, Double)] = [("ms", 1e-3), ("s", 1), ("m", 60), ("h", 3600)]
+        var scale = 1.0
+        var number = Substring(t)
+        for (suffix, factor) in units where t.hasSuffix(suffix) {
+            scale = factor
+            number = t.dropLast(suffix.count)
+            break
+        }
+        guard let value = Double(number), value.isFinite, value >= 0, value * scale <= 86_400 * 365 else { return nil }
+        return .nanoseconds(Int64((value * scale * 1e9).rounded()))
+    }
+
+    static func traceValue(_ value: Any, depth: Int) throws(MessagingScriptError) -> TraceValue {
+        guard depth < 64 else { throw MessagingScriptError(file: "", step: nil, message: "nested more than 64 levels deep") }
+        switch value {
+        case let b as Bool: return .bool(b)
+        case let i as Int: return .int(Int64(i))
+        case let d as Double: return .double(d)
+        case let s as String: return .string(s)
+        case is NSNull: return .null
+        case let list as [Any]:
+            var out: [TraceValue] = []
+            for item in list { out.append(try traceValue(item, depth: depth + 1)) }
+            return .array(out)
+        case let map as [String: Any]:
+            var out: [String: TraceValue] = [:]
+            for (key, item) in map { out[key] = try traceValue(item, depth: depth + 1) }
+            return .object(out)
+        default:
+            throw MessagingScriptError(file: "", step: nil, message: "a value of type \(type(of: value)) is not a message value")
+        }
+    }
+}
+
+/// A script that cannot be read: which file, which step, what is wrong.
+public struct MessagingScriptError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The script file.
+    public var file: String
+    /// The 1-based step, when the error is in one.
+    public var step: Int?
+    /// What is wrong.
+    public var message: String
+
+    /// `script.yaml: step 3: …`.
+    public var description: String {
+        "\(file): " + (step.map { "step \($0): " } ?? "") + message
+    }
+}

@@ -1,0 +1,156 @@
+import CaptureKit
+import CaptureSet
+import IngestCore
+
+/// How `tether replay` runs a capture set on the virtual clock.
+public struct ReplayOptions: Sendable {
+    /// Check the capture file's SHA-256 against the manifest (`--no-verify` turns it off).
+    public var verify: Bool = true
+    /// IngestCore settings that win over the manifest's `ingest` section (`--ingest-idle-timeout`…).
+    public var ingest: IngestOverrides?
+    /// When set, the ingest UDP port on every interface, whatever the manifest says.
+    public var ingestPort: UInt16?
+    /// MessagingCore settings that win over the manifest's `messaging.settings`.
+    public var messaging: MessagingOverrides?
+    /// Frame matching for the BLE cores, winning over the manifest's `frame_matching`.
+    public var frameMatching: FrameMatchingMode?
+    /// How long past the last frame deadlines may still fire.
+    public var drainHorizon: Duration = .seconds(600)
+
+    /// Defaults: verify, the manifest's settings, a ten-minute drain.
+    public init(
+        verify: Bool = true, ingest: IngestOverrides? = nil, ingestPort: UInt16? = nil,
+        messaging: MessagingOverrides? = nil, frameMatching: FrameMatchingMode? = nil, drainHorizon: Duration = .seconds(600)
+    ) {
+        self.verify = verify
+        self.ingest = ingest
+        self.ingestPort = ingestPort
+        self.messaging = messaging
+        self.frameMatching = frameMatching
+        self.drainHorizon = drainHorizon
+    }
+}
+
+/// Why a replay could not run.
+public enum ReplayError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The set could not be loaded or verified.
+    case captureSet(CaptureSetError)
+    /// The capture file is damaged beyond its tail.
+    case capture(CaptureError)
+
+    /// The underlying error's message.
+    public var description: String {
+        switch self {
+        case .captureSet(let error): error.description
+        case .capture(let error): error.description
+        }
+    }
+}
+
+/// Everything a replay produced; checking it against expectations and baselines comes after.
+public struct ReplayOutcome: Sendable {
+    /// The set as loaded.
+    public var captureSet: LoadedCaptureSet
+    /// The behaviour trace, in deterministic order.
+    public var trace: [TraceEvent]
+    /// Frames read and fed, timeouts fired, warnings.
+    public var summary: ReplaySummary
+    /// The cores that replayed the set, in the order their adapters ran.
+    public var cores: [String]
+    /// The IngestCore configuration the replay used (defaults, then manifest, then options), also
+    /// when no ingest interface was replayed.
+    public var ingestConfiguration: IngestConfiguration
+
+    /// The set's manifest.
+    public var manifest: CaptureSetManifest { captureSet.manifest }
+    /// The set's warnings (unsealed, unverified) followed by the replay's (cut-off tail…).
+    public var warnings: [String] { captureSet.warnings + summary.warnings }
+}
+
+/// Chooses the core adapters for a capture from the roles its manifest gives its interfaces.
+///
+/// - `ingest-udp`, or an interface the manifest does not describe (a bare imported capture):
+///   the ingest adapter.
+/// - `ble-hci` / `ble-monitor` whose `core` is `messaging` or absent, `api-calls`, or a manifest
+///   with a `messaging` section: the messaging adapter.
+/// - With no manifest interfaces at all, only the ingest adapter (every IP interface is taken as
+///   ingest UDP on the standard port), as before BLE cores existed.
+public enum ReplayAdapterSelection {
+    /// The core names to replay, in adapter order.
+    public static func cores(for manifest: CaptureSetManifest?) -> [String] {
+        guard let manifest, !manifest.interfaces.isEmpty else {
+            return manifest?.messaging != nil ? ["ingest", "messaging"] : ["ingest"]
+        }
+        var cores: [String] = []
+        let roles = manifest.interfaces.map(\.role)
+        if roles.contains(where: { $0 == nil || $0 == .ingestUDP }) { cores.append("ingest") }
+        let ble = manifest.interfaces.contains { ($0.role == .bleHCI || $0.role == .bleMonitor) && ($0.core ?? "messaging") == "messaging" }
+        if ble || manifest.messaging != nil || roles.contains(.apiCalls) { cores.append("messaging") }
+        return cores
+    }
+}
+
+/// Loads the capture set at `path`, verifies it unless told not to, and replays its capture on the
+/// virtual clock through the adapters its manifest's interface roles call for.
+public func replaySet(at path: String, options: ReplayOptions = .init()) throws(ReplayError) -> ReplayOutcome {
+    let set: LoadedCaptureSet
+    do throws(CaptureSetError) {
+        set = try CaptureSetDirectory.load(path, verify: options.verify)
+    } catch {
+        throw .captureSet(error)
+    }
+    let manifest = set.manifest
+    let ingestConfiguration = IngestAdapter.configuration(
+        applying: (manifest.ingest ?? IngestOverrides()).overridden(by: options.ingest))
+    let cores = ReplayAdapterSelection.cores(for: manifest)
+    var adapters: [any CoreAdapter] = []
+    for core in cores {
+        switch core {
+        case "ingest":
+            adapters.append(IngestAdapter(configuration: ingestConfiguration, portOverride: options.ingestPort))
+        case "messaging":
+            let prescan: MessagingCapturePrescan
+            do throws(CaptureError) {
+                prescan = try MessagingCapturePrescan.scan(capturePath: set.capturePath, interfaces: manifest.interfaces, gattHandles: manifest.gattHandles)
+            } catch {
+                throw .capture(error)
+            }
+            adapters.append(MessagingAdapter(
+                section: manifest.messaging ?? ManifestMessaging(), overrides: options.messaging,
+                matching: options.frameMatching ?? manifest.messaging?.frameMatching ?? .strict,
+                prescan: prescan, gattHandles: manifest.gattHandles,
+                hasAPICallsInterface: manifest.interfaces.contains { $0.role == .apiCalls }))
+        default:
+            break
+        }
+    }
+    let (trace, summary) = try replayCapture(
+        at: set.capturePath, adapters: adapters, interfaces: manifest.interfaces, gattHandles: manifest.gattHandles,
+        drainHorizon: options.drainHorizon)
+    return ReplayOutcome(captureSet: set, trace: trace, summary: summary, cores: cores, ingestConfiguration: ingestConfiguration)
+}
+
+/// Replays a bare capture file (no manifest): `interfaces` say which interface plays which role;
+/// with none, every IP interface is taken as ingest UDP on the standard port.
+public func replayCapture(
+    at capturePath: String, interfaces: [ManifestInterface] = [], ingestConfiguration: IngestConfiguration = .init(),
+    ingestPort: UInt16? = nil, drainHorizon: Duration = .seconds(600)
+) throws(ReplayError) -> (trace: [TraceEvent], summary: ReplaySummary) {
+    try replayCapture(
+        at: capturePath, adapters: [IngestAdapter(configuration: ingestConfiguration, portOverride: ingestPort)],
+        interfaces: interfaces, drainHorizon: drainHorizon)
+}
+
+/// Replays a capture file through the given adapters.
+public func replayCapture(
+    at capturePath: String, adapters: [any CoreAdapter], interfaces: [ManifestInterface],
+    gattHandles: [ManifestGATTHandle] = [], drainHorizon: Duration = .seconds(600)
+) throws(ReplayError) -> (trace: [TraceEvent], summary: ReplaySummary) {
+    do throws(CaptureError) {
+        let reader = try CaptureFile.open(path: capturePath)
+        var engine = ReplayEngine(adapters: adapters, manifestInterfaces: interfaces, gattHandles: gattHandles, drainHorizon: drainHorizon)
+        return try engine.run(reader: reader)
+    } catch {
+        throw .capture(error)
+    }
+}

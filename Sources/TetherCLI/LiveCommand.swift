@@ -1,0 +1,161 @@
+import ArgumentParser
+import Foundation
+import LiveHosts
+import MessagingCore
+import Replay
+
+/// `tether live`: a core in real time against real peers.
+struct LiveCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "live",
+        abstract: "Run a protocol core in real time against a real peer, scripted, writing the trace replay writes.",
+        discussion: """
+            Run MessagingCore against a Connect IQ watch reached through a Bumble controller, and record it:
+              tether live messaging --hci tcp-client:127.0.0.1:9002 --peer F0:F0:F0:F0:F0:F0 \\
+                --script Harness/scripts/echo.yaml --record Captures/ciq-clean --trace /tmp/live.jsonl
+            """,
+        subcommands: [LiveMessagingCommand.self]
+    )
+}
+
+/// `tether live messaging`: MessagingCore against a real BLE stack.
+struct LiveMessagingCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "messaging",
+        abstract: "Run MessagingCore (the Connect IQ companion side) live against a watch over BLE.",
+        discussion: """
+            The phone's BLE stack is Bumble (Harness/rigs/ciq_phone_bridge.py), started on the \
+            controller named by --hci with a Bumble transport name. The host registers for the \
+            watch's events when the script first registers an app, connects to --peer, raises the \
+            MTU, discovers the Connect IQ service, subscribes, and then runs the script's steps, \
+            printing each callback as it happens. A step that cannot run (an unknown app, a \
+            malformed message) is a `step_failed` trace event, not a crash. Script format: \
+            docs/live-hosts.md.
+
+            --record SET puts an H4 tap between the bridge and the controller and records every \
+            HCI packet (link type 201) and every API call (link type 147) on one timeline into a \
+            new capture set; `tether replay SET` then replays it, and `tether diff` of --trace \
+            against the replayed trace shows whether replay reproduced what happened.
+
+            Two Bumble controllers on one virtual radio, a watch on one (see docs/ble-rigs.md):
+              python3 Harness/rigs/ciq_controllers.py --ports 9001,9002 &
+              python3 Harness/rigs/ciq_watch.py --transport tcp-client:127.0.0.1:9001 \\
+                --address F0:F0:F0:F0:F0:F0 --app 0180E520-5F7E-11E4-9803-0800200C9A66:echo &
+              tether live messaging --hci tcp-client:127.0.0.1:9002 --peer F0:F0:F0:F0:F0:F0 \\
+                --script Harness/scripts/echo.yaml --record Captures/ciq-clean --trace /tmp/live.jsonl
+            """
+    )
+
+    @Option(name: .long, help: "The phone's controller as a Bumble transport: tcp-client:HOST:PORT, serial:PATH, usb:0.")
+    var hci: String
+
+    @Option(name: .long, help: "The watch's BLE address, F0:F1:F2:F3:F4:F5. Repeat for several watches.")
+    var peer: [String]
+
+    @Option(name: .long, help: "The watch's Connect IQ device UUID (one per --peer, in order; default: derived from the address).")
+    var device: [String] = []
+
+    @Option(name: .long, help: "The script of the app's actions (YAML, docs/live-hosts.md).")
+    var script: String
+
+    @Option(name: .long, help: "Record into this new capture set (H4 tap + API calls).")
+    var record: String?
+
+    @Option(name: .long, help: "Write the behaviour trace (JSON Lines) here.")
+    var trace: String?
+
+    @Option(name: .customLong("bridge-log"), help: "Keep the BLE bridge's log in this file.")
+    var bridgeLog: String?
+
+    @Option(name: .long, help: "Seed for the encryption keys (default: random).")
+    var seed: UInt64?
+
+    @Option(name: .customLong("window-size"), help: "Data packets per acknowledged window (1-15; default 15).")
+    var windowSize: Int?
+
+    @Option(name: .customLong("first-retries"), help: "How often `first` is resent after `transfer not started` (0-10; default 2).")
+    var firstRetries: Int?
+
+    @Option(name: .long, help: "Title of the recorded set.")
+    var title: String?
+
+    func validate() throws {
+        guard !peer.isEmpty else { throw ValidationError("--peer ADDRESS is required, e.g. --peer F0:F0:F0:F0:F0:F0") }
+        for address in peer where !Self.isAddress(address) {
+            throw ValidationError("--peer \(address) is not a Bluetooth address; write it as F0:F1:F2:F3:F4:F5.")
+        }
+        if !device.isEmpty && device.count != peer.count {
+            throw ValidationError("give one --device per --peer (\(peer.count) peers, \(device.count) devices), or none.")
+        }
+        for uuid in device where IQUUID(uuid) == nil {
+            throw ValidationError("--device \(uuid) is not a UUID (8-4-4-4-12 hex digits).")
+        }
+        if let windowSize, !(1...15).contains(windowSize) { throw ValidationError("--window-size must be 1 to 15 (got \(windowSize)).") }
+        if let firstRetries, !(0...10).contains(firstRetries) { throw ValidationError("--first-retries must be 0 to 10 (got \(firstRetries)).") }
+        if let record, FileManager.default.fileExists(atPath: record) {
+            throw ValidationError("--record \(record) exists already; name a new capture set folder.")
+        }
+    }
+
+    func run() throws {
+        let script: MessagingScript
+        do {
+            script = try MessagingScript.load(self.script)
+        } catch {
+            throw CommandFailure(message: "\(error)", exitCode: ExitCode.validationFailure.rawValue)
+        }
+        let devices = peer.enumerated().map { index, address in
+            let uuid = device.isEmpty ? Self.deviceUUID(for: address) : IQUUID(device[index])!
+            return (uuid: uuid, address: address.uppercased(), name: "watch-\(index + 1)", model: "Connect IQ watch (Bumble rig)")
+        }
+        var request = LiveMessagingRequest(transport: hci, devices: devices, script: script, bridgeScript: Self.bridgeScript())
+        request.recordSet = record
+        request.bridgeLog = bridgeLog
+        request.keySeed = seed
+        if let title { request.title = title }
+        var configuration = MessagingConfiguration()
+        if let windowSize { configuration.windowSize = windowSize }
+        if let firstRetries { configuration.firstRetries = firstRetries }
+        request.configuration = configuration
+        request.log = { line in StandardOutput.shared.line(line); StandardOutput.shared.flush() }
+        let outcome: LiveMessagingOutcome
+        do {
+            outcome = try runLiveMessaging(request)
+        } catch {
+            throw CommandFailure.failed("\(error)")
+        }
+        if let trace { try TraceFile.write(outcome.trace, to: trace) }
+        if let recording = outcome.recording {
+            StandardOutput.shared.line("recorded \(recording.frames) frames into \(recording.setPath) (sha256 \(recording.sha256))")
+        }
+        for notice in outcome.notices { Terminal.warn("tether: notice: \(notice)") }
+        for failure in outcome.failedSteps { Terminal.warn("tether: \(failure)") }
+        StandardOutput.shared.flush()
+        if !outcome.failedSteps.isEmpty { throw CommandFailure(message: "", exitCode: 1) }
+    }
+
+    static func isAddress(_ text: String) -> Bool {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        return parts.count == 6 && parts.allSatisfy { $0.count == 2 && UInt8($0, radix: 16) != nil }
+    }
+
+    /// A stable device UUID for an address when none is given: the address in the last 6 bytes of
+    /// a fixed prefix, so the same watch gets the same UUID in every run.
+    static func deviceUUID(for address: String) -> IQUUID {
+        let bytes = address.split(separator: ":").compactMap { UInt8($0, radix: 16) }
+        return IQUUID(bytes: [0x7E, 0x7E, 0x7E, 0x7E, 0x00, 0x00, 0x40, 0x00, 0x80, 0x00] + bytes) ?? IQUUID(high: 0, low: 0)
+    }
+
+    /// `Harness/rigs/ciq_phone_bridge.py`, found beside the repository the binary was built in, or
+    /// named by `TETHER_BRIDGE`.
+    static func bridgeScript() -> String {
+        if let path = ProcessInfo.processInfo.environment["TETHER_BRIDGE"] { return path }
+        var url = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        for _ in 0..<5 {
+            let candidate = url.appendingPathComponent("Harness/rigs/ciq_phone_bridge.py").path
+            if FileManager.default.fileExists(atPath: candidate) { return candidate }
+            url.deleteLastPathComponent()
+        }
+        return "Harness/rigs/ciq_phone_bridge.py"
+    }
+}
