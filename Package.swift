@@ -83,7 +83,7 @@ let package = Package(
             name: "TetherCLI",
             dependencies: [
                 "CaptureKit", "CaptureSet", "Dissectors", "IngestCore", "IngestStore", "Replay",
-                "LiveCapture", "LiveHosts",
+                "LiveCapture", "LiveHosts", "MessagingCore", "MonkeyC",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

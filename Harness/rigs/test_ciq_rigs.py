@@ -840,6 +840,17 @@ def test_every_rig_process_exits_zero_on_sigterm(rig):
     assert codes == {"controllers": 0, "watch": 0, "bridge": 0}
 
 
+def test_controllers_ports_option_serves_free_ports_and_exits_zero():
+    controllers = Process("controllers", ["ciq_controllers.py", "--ports", "0,0,0"])
+    try:
+        ports = [int(word) for word in controllers.wait_ready()]
+        socket.create_connection(("127.0.0.1", ports[2]), timeout=5).close()
+    finally:
+        code = controllers.cleanup()
+    assert len(set(ports)) == 3 and all(port > 0 for port in ports)
+    assert code == 0
+
+
 def test_two_watches_are_served_at_once_one_of_them_legacy():
     rig = Rig(MAIN_APPS, controllers=3)
     try:

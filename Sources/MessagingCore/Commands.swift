@@ -82,6 +82,15 @@ extension MessagingCore {
         var actions = completeCommand(deviceAt: index, now: now)
         let channel = devices[index].channelIndex(for: app)
         devices[index].channels[channel].connecting = false
+        if let existing = devices[index].channels[channel].connection {
+            // The watch opened a connection for this app (command 3) while the connect was in
+            // flight: keep that one; nothing waits on this answer any more.
+            if status == .success, connection != existing {
+                actions.append(.event(.violation(device, .unknownConnection,
+                    detail: "connect answer for \(app) gives connection \(connection), but the watch already opened \(existing) for it; keeping \(existing)")))
+            }
+            return actions + pumpChannel(deviceAt: index, channelAt: channel, now: now)
+        }
         let failure: IQSendMessageResult?
         switch status {
         case .success:
@@ -211,7 +220,8 @@ extension MessagingCore {
             case .connect:
                 let channel = devices[index].channelIndex(for: command.app)
                 devices[index].channels[channel].connecting = false
-                if !devices[index].channels[channel].outbox.isEmpty {
+                // No send waits on the connect when the watch opened a connection meanwhile.
+                if devices[index].channels[channel].connection == nil, !devices[index].channels[channel].outbox.isEmpty {
                     let send = devices[index].channels[channel].outbox.removeFirst()
                     actions.append(.event(.completion(send.id, app, .failureTimeout)))
                 }

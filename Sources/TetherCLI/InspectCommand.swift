@@ -2,6 +2,8 @@ import ArgumentParser
 import CaptureKit
 import CaptureSet
 import Dissectors
+import MessagingCore
+import Replay
 
 /// `tether inspect PATH`: what a capture file or set holds.
 struct InspectCommand: ParsableCommand {
@@ -86,7 +88,7 @@ struct InspectCommand: ParsableCommand {
         output.begin(path: capturePath, format: reader.format, fileSize: FileSystem.size(capturePath), set: set)
 
         var summary = CaptureSummary()
-        var dissector = FrameDissectorAdapter()
+        var dissector = FrameDissectorAdapter(gattHandles: set?.manifest.gattHandles ?? [])
         let progress = ProgressDisplay(
             label: FileSystem.baseName(capturePath), totalBytes: FileSystem.size(capturePath),
             enabled: Terminal.stderrIsTerminal && !(frames && !json && Terminal.stdoutIsTerminal))
@@ -96,7 +98,8 @@ struct InspectCommand: ParsableCommand {
             if frames, limit.map({ listed < $0 }) ?? true {
                 let interface = reader.interfaces[frame.interfaceIndex]
                 let dissected = dissector.dissect(frame, interface: interface)
-                output.frame(frame, interface: interface, dissected: dissected, firstTimeNs: summary.firstTimeNs ?? frame.timestampNs)
+                output.frame(frame, interface: interface, dissected: dissected, connectIQ: dissector.lastConnectIQ,
+                             firstTimeNs: summary.firstTimeNs ?? frame.timestampNs)
                 listed += 1
             }
             progress.update(bytesRead: reader.bytesRead, frames: summary.frames)
@@ -168,7 +171,7 @@ final class ProgressDisplay {
 /// How `inspect` presents what it reads; text and JSON share the reading loop.
 protocol InspectOutput {
     func begin(path: String, format: CaptureFormat, fileSize: UInt64?, set: LoadedCaptureSet?)
-    func frame(_ frame: CaptureFrame, interface: CaptureInterface, dissected: DissectedFrame, firstTimeNs: Int64)
+    func frame(_ frame: CaptureFrame, interface: CaptureInterface, dissected: DissectedFrame, connectIQ: [ConnectIQAnnotation], firstTimeNs: Int64)
     func end(summary: CaptureSummary, interfaces: [CaptureInterface], warnings: [CaptureWarning], set: LoadedCaptureSet?)
 }
 
@@ -214,7 +217,7 @@ final class TextInspectOutput: InspectOutput {
         }
     }
 
-    func frame(_ frame: CaptureFrame, interface: CaptureInterface, dissected: DissectedFrame, firstTimeNs: Int64) {
+    func frame(_ frame: CaptureFrame, interface: CaptureInterface, dissected: DissectedFrame, connectIQ: [ConnectIQAnnotation], firstTimeNs: Int64) {
         let seconds = Format.seconds(frame.timestampNs &- firstTimeNs)
         let direction = directionText(frame, dissected) ?? "-"
         var line = Format.pad(String(frame.number), 8) + "  " + Format.pad(seconds, 10) + "  "
@@ -273,7 +276,7 @@ final class JSONInspectOutput: InspectOutput {
         if listFrames { out.write(",\"frame_list\":[") }
     }
 
-    func frame(_ frame: CaptureFrame, interface: CaptureInterface, dissected: DissectedFrame, firstTimeNs: Int64) {
+    func frame(_ frame: CaptureFrame, interface: CaptureInterface, dissected: DissectedFrame, connectIQ: [ConnectIQAnnotation], firstTimeNs: Int64) {
         var members: [(String, String)] = [
             ("number", String(frame.number)),
             ("time_ns", String(frame.timestampNs)),
@@ -288,6 +291,10 @@ final class JSONInspectOutput: InspectOutput {
             members.append(("att", Self.att(first)))
             members.append(("att_all", "[" + dissected.att.map(Self.att).joined(separator: ",") + "]"))
         }
+        if let first = connectIQ.first {
+            members.append(("connect_iq", Self.connectIQ(first)))
+            members.append(("connect_iq_all", "[" + connectIQ.map(Self.connectIQ).joined(separator: ",") + "]"))
+        }
         if let udp = dissected.udp {
             members.append(("udp", JSONText.object([
                 ("src", JSONText.string(udp.sourceAddress.description)),
@@ -300,6 +307,57 @@ final class JSONInspectOutput: InspectOutput {
         if let problem = dissected.problem { members.append(("problem", JSONText.string(problem))) }
         out.write((firstFrame ? "" : ",") + "\n" + JSONText.object(members))
         firstFrame = false
+    }
+
+    /// A Connect IQ packet for scripts: `side`, `kind`, `summary`, and the fields its kind has
+    /// (`command`, `control`, `connection`, `sequence`, `status`…), plus `message` (JSON) when a
+    /// transfer completed and could be read.
+    static func connectIQ(_ annotation: ConnectIQAnnotation) -> String {
+        var members: [(String, String)] = [
+            ("side", JSONText.string(annotation.side.rawValue)),
+            ("summary", JSONText.string(annotation.packet.summary)),
+        ]
+        switch annotation.packet {
+        case .command(let command):
+            members.append(("kind", JSONText.string("command")))
+            members.append(("command", String(command.identifier)))
+        case .control(let connection, let control):
+            members.append(("kind", JSONText.string("control")))
+            members.append(("connection", String(connection)))
+            members.append(("control", String(control.identifier)))
+            switch control {
+            case .first(let flags, let length):
+                members.append(("flags", String(flags.rawValue)))
+                members.append(("length", String(length)))
+            case .last(let sequence, let crc):
+                members.append(("sequence", String(sequence)))
+                members.append(("crc", String(crc)))
+            case .ack(let type, let status, let sequence):
+                members.append(("ack_type", String(type.rawValue)))
+                members.append(("ack_status", String(status.rawValue)))
+                members.append(("sequence", String(sequence)))
+            case .ackRequest(let sequence):
+                members.append(("sequence", String(sequence)))
+            case .encryptionKey(let key, let isResponse):
+                members.append(("key", JSONText.string(JSONText.hex(key))))
+                members.append(("is_response", isResponse ? "true" : "false"))
+            default:
+                break
+            }
+        case .data(let sequence, let connection, let payload):
+            members.append(("kind", JSONText.string("data")))
+            members.append(("connection", String(connection)))
+            members.append(("sequence", String(sequence)))
+            members.append(("payload", JSONText.string(JSONText.hex(payload))))
+        case .unknown:
+            members.append(("kind", JSONText.string("unknown")))
+        case .malformed(_, let problem):
+            members.append(("kind", JSONText.string("malformed")))
+            members.append(("problem", JSONText.string(problem.description)))
+        }
+        if let message = annotation.message { members.append(("message", message)) }
+        if let problem = annotation.messageProblem { members.append(("message_problem", JSONText.string(problem))) }
+        return JSONText.object(members)
     }
 
     static func att(_ record: ATTRecord) -> String {

@@ -103,7 +103,7 @@ import MonkeyC
         return core
     }
 
-    @Test func appOperationsBeforeRegisteringThrowAndChangeNothing() {
+    @Test func appOperationsBeforeRegisteringThrowAndChangeNothing() throws {
         var core = unregisteredCore()
         let error = MessagingAPIError.notRegisteredForDeviceEvents(watchA)
         #expect(throws: error) { try core.getAppStatus(echoOnA, now: .zero) }

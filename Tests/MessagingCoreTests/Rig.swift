@@ -36,6 +36,9 @@ struct Rig {
     var notifications: [(device: DeviceID, bytes: [UInt8])] = []
     /// Every device list the core asked to save.
     var saved: [[IQDevice]] = []
+    /// When set, watch answers wait in `held` until ``releaseHeld()``, so several transfers interleave.
+    var holding = false
+    var held: [(DeviceID, [UInt8])] = []
 
     /// A core with `devices` in its list, registered, Bluetooth ready and every link up; logs cleared.
     init(
@@ -79,10 +82,23 @@ struct Rig {
             }
         }
         take(actions)
+        if holding {
+            held += queue
+            return
+        }
         while !queue.isEmpty {
             let (device, bytes) = queue.removeFirst()
             notifications.append((device, bytes))
             take(core.receive(bytes, from: device, now: now))
+        }
+    }
+
+    /// Delivers held answers one at a time, oldest first (their consequences are held in turn), until none is left.
+    mutating func releaseHeld() {
+        while !held.isEmpty {
+            let (device, bytes) = held.removeFirst()
+            notifications.append((device, bytes))
+            run(core.receive(bytes, from: device, now: now))
         }
     }
 

@@ -79,9 +79,10 @@ public enum MessagingTrace {
             var fields = app(target)
             fields["connection"] = .int(Int64(connection))
             return make("connection_closed", fields)
-        case .timeout(let kind, let device, let target, let deadline):
-            var fields: [String: TraceValue] = ["what": .string(kind.rawValue), "device": .string(device.description),
-                                                "deadline_ns": .int(deadline.replayNanoseconds)]
+        case .timeout(let kind, let device, let target, _):
+            // The deadline is on the core's clock, whose zero is not the trace's in a live run; in
+            // replay the event's own `t_ns` is the deadline, exactly.
+            var fields: [String: TraceValue] = ["what": .string(kind.rawValue), "device": .string(device.description)]
             if let target { fields["app"] = .string(target.uuid.description) }
             return make("timeout", fields)
         case .violation(let device, let kind, let detail):
