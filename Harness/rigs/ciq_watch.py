@@ -180,7 +180,9 @@ class PhoneLink:
     def spawn(self, channel: Channel | None, coroutine) -> None:
         """Run `coroutine` as a task owned by this link (and `channel`), cancelled when they end."""
         task = asyncio.create_task(coroutine)
-        (channel.tasks if channel else self.tasks).append(task)
+        owner = channel.tasks if channel else self.tasks
+        owner.append(task)
+        task.add_done_callback(lambda done: done in owner and owner.remove(done))
 
     def close(self, reason: int) -> None:
         """The BLE link is gone: stop every task of this link."""

@@ -518,9 +518,9 @@ public final class H4Tap: @unchecked Sendable {
                 return
             }
             if let current = session {
-                _ = Glibc.close(host.fd)
                 lock.withLock { stats.refusedHosts += 1 }
                 notice("\(interface.name ?? "h4tap"): refused host \(host.peer): host \(current.host.peer) is connected and the tap serves one host at a time")
+                _ = Glibc.close(host.fd)
                 continue
             }
             let controllerDescriptor: TapDescriptor
@@ -533,8 +533,8 @@ public final class H4Tap: @unchecked Sendable {
                 do throws(LiveCaptureError) {
                     controllerDescriptor = try TapIO.open(controller, source: interface.name ?? "h4tap", timeoutMilliseconds: Self.milliseconds(options.connectTimeout))
                 } catch {
-                    _ = Glibc.close(host.fd)
                     notice("\(interface.name ?? "h4tap"): host \(host.peer) connected but the controller could not be reached (\(error)); closed the host connection, waiting for the next host")
+                    _ = Glibc.close(host.fd)
                     continue
                 }
             }
@@ -558,8 +558,6 @@ public final class H4Tap: @unchecked Sendable {
 
     /// Closes both sides of `ended` and notes why, what was lost, and what happens next.
     private func end(_ ended: Session, reason: String) {
-        _ = Glibc.close(ended.host.fd)
-        _ = Glibc.close(ended.controller.fd)
         session = nil
         lock.withLock { connectedHost = nil }
         var text = "\(interface.name ?? "h4tap"): \(reason); closed the connections to the host \(ended.host.peer) and the controller \(controller)"
@@ -571,7 +569,10 @@ public final class H4Tap: @unchecked Sendable {
         }
         let stopping = lock.withLock { stopRequested }
         text += stopping ? "" : "; waiting for the next host on port \(lock.withLock { boundPort })"
+        // Noted before closing, so whoever sees a connection close finds the reason already noted.
         notice(text)
+        _ = Glibc.close(ended.host.fd)
+        _ = Glibc.close(ended.controller.fd)
     }
 
     private func notice(_ text: String) {

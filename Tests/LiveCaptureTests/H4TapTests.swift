@@ -151,6 +151,20 @@ func aclPacket(_ length: Int, seed: UInt8 = 0) -> [UInt8] {
         _ = try rig.finish()
     }
 
+    @Test func aHostIsClosedWithANoticeWhenTheControllerCannotBeReachedAgain() throws {
+        var rig: TapRig? = try TapRig()
+        let (host, controller) = try rig!.connect()
+        let tap = rig!.tap
+        let log = rig!.log
+        controller.connection.close()
+        #expect(host.peerClosed())
+        rig = nil  // closes the fake controller's listening socket: nothing answers there any more
+        let next = try TestConnection.connect(port: tap.port)
+        #expect(next.peerClosed())
+        #expect(log.notices.contains { $0.contains("connected but the controller could not be reached") && $0.contains("Connection refused") })
+        tap.stop()
+    }
+
     @Test func aFramingErrorStopsRecordingThatDirectionWhileForwardingGoesOn() throws {
         let rig = try TapRig()
         let (host, controller) = try rig.connect()

@@ -27,24 +27,30 @@ import MessagingCore
         #expect(try DeviceSelectionURL.parse(DeviceSelectionURL.make(scheme: "rig", devices: devices)) == devices)
     }
 
-    @Test func problemsAreNamed() {
-        #expect(throws: DeviceSelectionURLError.notAURL) { try DeviceSelectionURL.parse("device-select-resp?d0ID=x") }
-        #expect(throws: DeviceSelectionURLError.wrongHost("other")) { try DeviceSelectionURL.parse("a://other?d0ID=\(watchA)") }
-        #expect(throws: DeviceSelectionURLError.missingDeviceID(index: 1)) {
-            try DeviceSelectionURL.parse("a://device-select-resp?d0ID=\(watchA)&d1Name=x")
-        }
-        #expect(throws: DeviceSelectionURLError.invalidDeviceID(index: 0, "nope")) { try DeviceSelectionURL.parse("a://device-select-resp?d0ID=nope") }
-        #expect(throws: DeviceSelectionURLError.duplicateQueryItem("d0Name")) {
-            try DeviceSelectionURL.parse("a://device-select-resp?d0ID=\(watchA)&d0Name=a&d0Name=b")
-        }
-        #expect(throws: DeviceSelectionURLError.duplicateDevice(watchA)) {
-            try DeviceSelectionURL.parse("a://device-select-resp?d0ID=\(watchA)&d1ID=\(watchA)")
-        }
-        #expect(throws: DeviceSelectionURLError.badPercentEncoding("d0Name=%4")) {
-            try DeviceSelectionURL.parse("a://device-select-resp?d0ID=\(watchA)&d0Name=%4")
-        }
-        #expect(throws: DeviceSelectionURLError.invalidUTF8("d0Name=%FF")) {
-            try DeviceSelectionURL.parse("a://device-select-resp?d0ID=\(watchA)&d0Name=%FF")
-        }
+    /// A bad URL and the error that names its problem.
+    struct BadURL: Sendable, CustomTestStringConvertible {
+        let url: String
+        let error: DeviceSelectionURLError
+        var testDescription: String { "\(error)" }
+    }
+
+    static let badURLs: [BadURL] = [
+        BadURL(url: "device-select-resp?d0ID=x", error: .notAURL),
+        BadURL(url: "a://other?d0ID=\(watchA)", error: .wrongHost("other")),
+        BadURL(url: "a://device-select-resp?d0ID=\(watchA)&d1Name=x", error: .missingDeviceID(index: 1)),
+        BadURL(url: "a://device-select-resp?d0ID=nope", error: .invalidDeviceID(index: 0, "nope")),
+        BadURL(url: "a://device-select-resp?d0ID=\(watchA)&d0Name=a&d0Name=b", error: .duplicateQueryItem("d0Name")),
+        BadURL(url: "a://device-select-resp?d0ID=\(watchA)&d1ID=\(watchA)", error: .duplicateDevice(watchA)),
+        BadURL(url: "a://device-select-resp?d0ID=\(watchA)&d0Name=%4", error: .badPercentEncoding("d0Name=%4")),
+        BadURL(url: "a://device-select-resp?d0ID=\(watchA)&d0Name=%FF", error: .invalidUTF8("d0Name=%FF")),
+    ]
+
+    @Test(arguments: badURLs)
+    func badURLThrowsTheErrorNamingItsProblem(_ sample: BadURL) {
+        #expect(throws: sample.error) { try DeviceSelectionURL.parse(sample.url) }
+    }
+
+    @Test func badEncodingInAnItemThatIsNotADeviceIsIgnored() throws {
+        #expect(try DeviceSelectionURL.parse("a://device-select-resp?ciqApp=%ZZ&d0ID=\(watchA)").map(\.uuid) == [watchA])
     }
 }
