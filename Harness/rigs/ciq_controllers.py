@@ -80,7 +80,8 @@ async def open_served_transport(spec):
         host, port = spec[len("tcp-server:") :].rsplit(":", maxsplit=1)
         host = "" if host == "_" else host
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if int(port) != 0:  # a fixed port may be rebound at once after a previous run
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, int(port)))
         transport = await open_tcp_server_transport_with_socket(sock)
         return transport, sock.getsockname()[1]
@@ -99,12 +100,11 @@ async def serve(specs):
             CancellableController(
                 f"C{index}", host_source=transport.source, host_sink=transport.sink, link=link
             )
-        print("READY " + " ".join(ports), flush=True)
-
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
+        print("READY " + " ".join(ports), flush=True)
         await stop.wait()
     finally:
         for transport in transports:

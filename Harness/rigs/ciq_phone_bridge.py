@@ -361,15 +361,14 @@ async def run(args) -> int:
             finally:
                 done.set()
 
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, bridge.stop)
         host, port = args.listen
         server = await asyncio.start_server(on_client, host, port, limit=MAX_LINE)
         port = server.sockets[0].getsockname()[1]
         print(f"READY {port}", flush=True)
         log(f"listening on {host}:{port}")
-
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, bridge.stop)
         quit_wait = asyncio.create_task(bridge.quitting.wait())
         await asyncio.wait([asyncio.create_task(done.wait()), quit_wait], return_when=asyncio.FIRST_COMPLETED)
         if accepted.is_set():

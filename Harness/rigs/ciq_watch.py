@@ -606,12 +606,11 @@ async def run(args) -> int:
         await watch.start_advertising(args.name)
         apps = ", ".join(f"{a.uuid}={a.behaviour}:{a.version}" for a in watch.apps.values())
         log("-", f"advertising as {args.address} ({'legacy' if args.legacy else 'current'} service); apps: {apps}")
-        print(f"READY {args.address}", flush=True)
-
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
+        print(f"READY {args.address}", flush=True)
         await stop.wait()
         log("-", "stopping")
         await watch.power_off()

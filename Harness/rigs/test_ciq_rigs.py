@@ -21,6 +21,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+import xxtea  # the reference XXTEA (requirements.txt)
 
 RIGS = Path(__file__).resolve().parent
 sys.path.insert(0, str(RIGS))
@@ -213,7 +214,6 @@ def test_monkey_c_decoder_gives_value_or_typed_error_for_any_bytes():
 
 @pytest.mark.parametrize("length", [8, 12, 16, 20, 52, 100, 2048])
 def test_xxtea_encryption_matches_xxtea_package_without_padding(length):
-    xxtea = pytest.importorskip("xxtea")
     rng = random.Random(length)
     data = bytes(rng.randrange(256) for _ in range(length))
     key = bytes(rng.randrange(256) for _ in range(16))
@@ -421,7 +421,7 @@ class Process:
         return code
 
 
-class Bridge:
+class Phone:
     """The test's minimal phone: the bridge's JSON lines plus ciq_link as the link codec."""
 
     def __init__(self, port):
@@ -556,7 +556,7 @@ class Rig:
                  "--listen", "127.0.0.1:0", *bridge_args],
             )
             self.watch.wait_ready()
-            self.phone = Bridge(int(self.bridge_process.wait_ready()[0]))
+            self.phone = Phone(int(self.bridge_process.wait_ready()[0]))
         except BaseException:
             self.close()
             raise

@@ -321,6 +321,29 @@ final class JSONInspectOutput: InspectOutput {
         case .command(let command):
             members.append(("kind", JSONText.string("command")))
             members.append(("command", String(command.identifier)))
+            var app: IQUUID?, connection: UInt8?, status: UInt8?
+            switch command {
+            case .connectRequest(let a, let flags):
+                app = a
+                members.append(("flags", String(flags)))
+            case .connectResponse(let s, let a, let c, let flags):
+                (status, app, connection) = (s.rawValue, a, c)
+                if let flags { members.append(("flags", String(flags))) }
+            case .disconnectRequest(let c), .watchClosed(let c): connection = c
+            case .disconnectResponse(let s, let c), .watchOpenedAnswer(let s, let c), .watchClosedAnswer(let s, let c):
+                (status, connection) = (s.rawValue, c)
+            case .watchOpened(let a, let c): (app, connection) = (a, c)
+            case .appInfoRequest(let a), .openAppRequest(let a): app = a
+            case .appInfoResponse(let a, let version):
+                app = a
+                members.append(("version", String(version)))
+            case .openAppResponse(let a, let code):
+                app = a
+                members.append(("code", String(code.rawValue)))
+            }
+            if let app { members.append(("app", JSONText.string(app.description))) }
+            if let connection { members.append(("connection", String(connection))) }
+            if let status { members.append(("status", String(status))) }
         case .control(let connection, let control):
             members.append(("kind", JSONText.string("control")))
             members.append(("connection", String(connection)))

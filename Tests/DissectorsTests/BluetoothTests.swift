@@ -23,15 +23,40 @@ struct HCITests {
     func leMetaSubevent() {
         var dissector = FrameDissector()
         let result = dissector.dissect(phdr(.received, hciEvent(0x3E, [0x01] + Array(repeating: 0, count: 18))), .bluetoothHCIH4WithPHDR)
-        #expect(result.summary == "HCI Event LE Meta (LE Connection Complete)")
+        #expect(result.summary == "HCI Event LE Meta (LE Connection Complete) handle 0x0000 peer 00:00:00:00:00:00")
         #expect(result.direction == .received)
+    }
+
+    @Test("LE Connection Complete reports the link's handle and peer, most significant byte first")
+    func connectionCompleteLinkChange() {
+        var dissector = FrameDissector()
+        // status 0, handle 0x0041, role 0 (central), peer address type 1, peer F5:F4:F3:F2:F1:F0 sent little-endian.
+        let parameters: [UInt8] = [0x01, 0x00, 0x41, 0x00, 0x00, 0x01, 0xF0, 0xF1, 0xF2, 0xF3, 0xF4, 0xF5] + Array(repeating: 0, count: 7)
+        let result = dissector.dissect(phdr(.received, hciEvent(0x3E, parameters)), .bluetoothHCIH4WithPHDR)
+        #expect(result.linkChange == .connected(connectionHandle: 0x41, peerAddress: "F5:F4:F3:F2:F1:F0", role: 0))
+    }
+
+    @Test("a failed LE Connection Complete opens no link")
+    func failedConnectionCompleteOpensNoLink() {
+        var dissector = FrameDissector()
+        let parameters: [UInt8] = [0x01, 0x02] + Array(repeating: 0, count: 17)
+        let result = dissector.dissect(phdr(.received, hciEvent(0x3E, parameters)), .bluetoothHCIH4WithPHDR)
+        #expect(result.linkChange == nil)
+        #expect(result.summary.hasSuffix("status 0x02"))
+    }
+
+    @Test("Disconnection Complete reports the closed link")
+    func disconnectionCompleteLinkChange() {
+        var dissector = FrameDissector()
+        let result = dissector.dissect(phdr(.received, hciEvent(0x05, [0x00, 0x41, 0x00, 0x13])), .bluetoothHCIH4WithPHDR)
+        #expect(result.linkChange == .disconnected(connectionHandle: 0x41, reason: 0x13))
     }
 
     @Test("an LE Enhanced Connection Complete subevent is named")
     func enhancedConnectionComplete() {
         var dissector = FrameDissector()
         let result = dissector.dissect(phdr(.received, hciEvent(0x3E, [0x0A] + Array(repeating: 0, count: 30))), .bluetoothHCIH4WithPHDR)
-        #expect(result.summary == "HCI Event LE Meta (LE Enhanced Connection Complete)")
+        #expect(result.summary == "HCI Event LE Meta (LE Enhanced Connection Complete) handle 0x0000 peer 00:00:00:00:00:00")
     }
 
     @Test("Command Complete names the command it completes")

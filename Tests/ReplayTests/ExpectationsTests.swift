@@ -237,6 +237,20 @@ private func check(_ kind: TraceExpectation.Kind, _ trace: [TraceEvent] = yawTra
             which: last
           - type: absent
             event: rejected
+          - type: monotonic
+            event: progress
+            field: sent
+            per: send
+            ends_at: 2048
+          - type: once_per
+            event: completion
+            key: send
+            of: {event: api_call, where: {call: send}}
+          - type: latency
+            from: {event: api_call}
+            to: {event: completion}
+            key: send
+            max_ms: 5000
         """
         let decoded = try decode(yaml)
         #expect(decoded.map(\.typeName) == TraceExpectation.knownTypes)
