@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "IngestCore", targets: ["IngestCore"]),
         .library(name: "MonkeyC", targets: ["MonkeyC"]),
         .library(name: "MessagingCore", targets: ["MessagingCore"]),
+        .library(name: "SessionCore", targets: ["SessionCore"]),
         .library(name: "Replay", targets: ["Replay"]),
     ],
     dependencies: [
@@ -56,6 +57,8 @@ let package = Package(
         .target(name: "MonkeyC"),
         // The phone side of the Connect IQ companion link: devices, apps, send/receive, the link.
         .target(name: "MessagingCore", dependencies: ["MonkeyC"]),
+        // WatchConnectivity-style sessions over Tether's session link, phone and watch roles.
+        .target(name: "SessionCore", dependencies: ["MonkeyC"]),
         // The durable SQLite sink for IngestCore's chunks.
         .target(
             name: "IngestStore",
@@ -99,6 +102,7 @@ let package = Package(
         .testTarget(name: "IngestCoreTests", dependencies: ["IngestCore"]),
         .testTarget(name: "MonkeyCTests", dependencies: ["MonkeyC"]),
         .testTarget(name: "MessagingCoreTests", dependencies: ["MessagingCore", "MonkeyC"]),
+        .testTarget(name: "SessionCoreTests", dependencies: ["SessionCore", "MonkeyC"]),
         .testTarget(
             name: "IngestStoreTests",
             dependencies: ["IngestStore", "IngestCore", .product(name: "GRDB", package: "GRDB.swift")]

@@ -36,7 +36,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
+import threading
 import sys
 import time
 import traceback
@@ -613,6 +615,11 @@ async def run(args) -> int:
         print(f"READY {args.address}", flush=True)
         await stop.wait()
         log("-", "stopping")
+        # Closing a Bumble transport can wait on a peer that is already gone; a stopped watch must
+        # still go away, so the process ends 5 s after the signal whatever the shutdown is doing.
+        watchdog = threading.Timer(5.0, lambda: os._exit(0))
+        watchdog.daemon = True
+        watchdog.start()
         await watch.power_off()
     return 0
 

@@ -15,8 +15,11 @@ public final class MonitorAdapterFilter: LiveSource, @unchecked Sendable {
     public let base: any LiveSource
     /// The adapter kept.
     public let adapter: UInt16
+    /// The base source's interface, its description naming the adapter kept.
     public let interface: CaptureInterface
+    /// The base source's.
     public var idleInterval: Duration { base.idleInterval }
+    /// The base source's.
     public var notices: [String] { base.notices }
 
     /// Keeps adapter `adapter` of `base` (a link type 254 source).
@@ -44,6 +47,8 @@ public final class MonitorAdapterFilter: LiveSource, @unchecked Sendable {
         return index == adapter || index == Self.noAdapter
     }
 
+    /// Reads the base source, passing on the frames kept; a frame left out becomes an idle
+    /// call-back, so the recorder still gets its chances to flush.
     public func run(_ handler: (LiveSourceEvent) throws -> Void) throws {
         try base.run { event in
             if case .frame(let frame) = event, !keeps(frame.data) {
@@ -54,7 +59,10 @@ public final class MonitorAdapterFilter: LiveSource, @unchecked Sendable {
         }
     }
 
+    /// Stops the base source.
     public func stop() { base.stop() }
+    /// The base source's counts (of every adapter: the monitor channel counts no drops anyway).
     public func statistics() -> InterfaceStatistics? { base.statistics() }
+    /// Closes the base source.
     public func close() { base.close() }
 }

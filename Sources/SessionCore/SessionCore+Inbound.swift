@@ -86,31 +86,56 @@ extension SessionCore {
         guard var item = partial else { return }
         guard frame.channel == item.channel, frame.total.map({ Int($0) == item.total }) ?? true else {
             violation(.inconsistentFragment, "\(frame) does not belong to \(item.channel) #\(item.id) of \(item.total) bytes; ignored")
-            link?.partials[lane.rawValue] = item
+            keepPartial(item, lane: lane)
             return
         }
         let offset = Int(frame.offset)
         let received = item.bytes.count
-        guard offset == received else {
-            noteOutOfOrder(frame, received: received)
-            link?.partials[lane.rawValue] = item
-            sendAck(frame.channel, frame.id, received: UInt32(received))
+        let end = offset + frame.bytes.count
+        guard offset >= received, end <= item.total, frame.flags.contains(.last) == (end == item.total) else {
+            if offset < received {
+                noteOutOfOrder(frame, received: received)
+                sendAck(frame.channel, frame.id, received: UInt32(received))
+            } else {
+                violation(.inconsistentFragment, "\(frame) ends at \(end) of \(item.total) bytes with LAST \(frame.flags.contains(.last) ? "set" : "clear"); ignored")
+            }
+            keepPartial(item, lane: lane)
             return
         }
-        let end = offset + frame.bytes.count
-        guard end <= item.total, frame.flags.contains(.last) == (end == item.total) else {
-            violation(.inconsistentFragment, "\(frame) ends at \(end) of \(item.total) bytes with LAST \(frame.flags.contains(.last) ? "set" : "clear"); ignored")
-            link?.partials[lane.rawValue] = item
+        guard offset == received else {
+            // Ahead of a gap: kept when within the window, so a reordered burst is not lost.
+            if offset < received + SessionLink.windowFrames * (link?.room ?? 0) {
+                item.ahead[offset] = AheadPiece(bytes: frame.bytes, needsAck: frame.flags.contains(.needsAck))
+                if frame.flags.contains(.needsAck) { sendAck(frame.channel, frame.id, received: UInt32(received)) }
+            } else {
+                noteOutOfOrder(frame, received: received)
+                sendAck(frame.channel, frame.id, received: UInt32(received))
+            }
+            keepPartial(item, lane: lane)
             return
         }
         item.bytes += frame.bytes
-        guard end == item.total else {
-            link?.partials[lane.rawValue] = item
-            if frame.flags.contains(.needsAck) { sendAck(frame.channel, frame.id, received: UInt32(end)) }
+        var needsAck = frame.flags.contains(.needsAck)
+        while let piece = item.ahead.removeValue(forKey: item.bytes.count) {
+            item.bytes += piece.bytes
+            needsAck = needsAck || piece.needsAck
+        }
+        item.ahead = item.ahead.filter { $0.key > item.bytes.count }
+        guard item.bytes.count == item.total else {
+            keepPartial(item, lane: lane)
+            if needsAck { sendAck(frame.channel, frame.id, received: UInt32(item.bytes.count)) }
             return
         }
         link?.partials[lane.rawValue] = nil
         completeItem(item, lane: lane, peerIndex: index)
+    }
+
+    /// Stores the item being received; a message or reply part is dropped if nothing more of it
+    /// comes within the message time limit.
+    mutating func keepPartial(_ item: Reassembly, lane: Lane) {
+        var kept = item
+        if lane == .message || lane == .reply { kept.deadline = clock + configuration.messageReplyTimeout }
+        link?.partials[lane.rawValue] = kept
     }
 
     /// A frame that is not the next one: a duplicate (behind) or a gap (ahead).
@@ -229,24 +254,52 @@ extension SessionCore {
             return
         }
         let offset = Int(frame.offset)
-        guard offset == file.received else {
-            noteOutOfOrder(frame, received: file.received)
-            sendAck(.fileChunk, frame.id, received: UInt32(file.received))
+        let end = offset + frame.bytes.count
+        guard offset >= file.received, end <= file.size, frame.flags.contains(.last) == (end == file.size) else {
+            if offset < file.received {
+                noteOutOfOrder(frame, received: file.received)
+                sendAck(.fileChunk, frame.id, received: UInt32(file.received))
+            } else {
+                violation(.inconsistentFragment, "\(frame) ends at \(end) of file #\(file.id)'s \(file.size) bytes with LAST \(frame.flags.contains(.last) ? "set" : "clear"); ignored")
+            }
             return
         }
-        let end = offset + frame.bytes.count
-        guard end <= file.size, frame.flags.contains(.last) == (end == file.size) else {
-            violation(.inconsistentFragment, "\(frame) ends at \(end) of file #\(file.id)'s \(file.size) bytes with LAST \(frame.flags.contains(.last) ? "set" : "clear"); ignored")
+        if link?.fileAheadID != file.id {
+            link?.fileAheadID = file.id
+            link?.fileAhead = [:]
+        }
+        guard offset == file.received else {
+            // Ahead of a gap: kept when within the window, written once the gap fills.
+            if offset < file.received + SessionLink.windowFrames * (link?.room ?? 0) {
+                link?.fileAhead[offset] = AheadPiece(bytes: frame.bytes, needsAck: frame.flags.contains(.needsAck))
+                if frame.flags.contains(.needsAck) { sendAck(.fileChunk, frame.id, received: UInt32(file.received)) }
+            } else {
+                noteOutOfOrder(frame, received: file.received)
+                sendAck(.fileChunk, frame.id, received: UInt32(file.received))
+            }
             return
         }
         let peer = durable.peers[index].identity
-        output.fileOperations.append(.writeIncomingFile(peer, FileTransferID(rawValue: file.id), offset: offset, bytes: frame.bytes))
+        var pieces = [(offset, frame.bytes)]
+        var needsAck = frame.flags.contains(.needsAck)
         file.received = end
-        guard end == file.size else {
+        while let piece = link?.fileAhead.removeValue(forKey: file.received) {
+            pieces.append((file.received, piece.bytes))
+            file.received += piece.bytes.count
+            needsAck = needsAck || piece.needsAck
+        }
+        let held = file.received
+        let stillAhead = (link?.fileAhead ?? [:]).filter { $0.key > held }
+        link?.fileAhead = stillAhead
+        for (at, bytes) in pieces {
+            output.fileOperations.append(.writeIncomingFile(peer, FileTransferID(rawValue: file.id), offset: at, bytes: bytes))
+        }
+        guard file.received == file.size else {
             durable.peers[index].inboundFile = file
-            if frame.flags.contains(.needsAck) { sendAck(.fileChunk, file.id, received: UInt32(end)) }
+            if needsAck { sendAck(.fileChunk, file.id, received: UInt32(file.received)) }
             return
         }
+        link?.fileAhead = [:]
         durable.peers[index].inboundFile = nil
         setInboundWatermark(.file, file.id, peerIndex: index)
         deliverOrKeep(.file(id: file.id, size: file.size, metadata: file.metadata), peerIndex: index)

@@ -98,7 +98,8 @@ extension SessionCore {
     }
 
     /// Fires every wait whose deadline is at or before `now`, earliest first (ties: handshake,
-    /// STATUS, the lanes in priority order, then messages by id). A call before ``nextDeadline``
+    /// STATUS, the lanes in priority order, parts of a message and of a reply being received, then
+    /// messages by id). A call before ``nextDeadline``
     /// does nothing.
     public mutating func handleTimeout(now: Duration) -> [SessionAction] {
         begin(now)
@@ -422,31 +423,30 @@ extension SessionCore {
     }
 
     mutating func receiveControlFrame(_ frame: SessionFrame) {
-        var item: Reassembly
-        if let total = frame.total {
-            guard Int(total) <= SessionLink.maximumControlLength else {
-                violation(.itemTooLarge, "\(frame): control items are at most \(SessionLink.maximumControlLength) bytes")
-                link?.control = nil
-                return
-            }
-            item = Reassembly(channel: .control, id: frame.id, total: Int(total), flags: frame.flags)
-        } else {
-            // A continuation with no start to join (its FIRST frame was lost) is dropped silently.
-            guard let partial = link?.control, partial.id == frame.id, Int(frame.offset) == partial.bytes.count else { return }
-            item = partial
-        }
-        let end = Int(frame.offset) + frame.bytes.count
-        guard end <= item.total, frame.flags.contains(.last) == (end == item.total) else {
-            violation(.inconsistentFragment, "\(frame) does not fit control item #\(item.id) of \(item.total) bytes")
+        guard let session = link, frame.id > session.lastControlID else { return } // a late copy of a finished item
+        var assembly = session.control.flatMap { $0.id == frame.id ? $0 : nil } ?? ControlAssembly(id: frame.id)
+        if let current = session.control, frame.id < current.id { return } // late, a newer item is under way
+        let offset = Int(frame.offset)
+        let end = offset + frame.bytes.count
+        guard end <= SessionLink.maximumControlLength, frame.total.map({ Int($0) <= SessionLink.maximumControlLength }) ?? true else {
+            violation(.itemTooLarge, "\(frame): control items are at most \(SessionLink.maximumControlLength) bytes")
             link?.control = nil
             return
         }
-        item.bytes += frame.bytes
-        guard end == item.total else {
-            link?.control = item
+        if let total = frame.total { assembly.total = Int(total) }
+        if let total = assembly.total, end > total || (frame.flags.contains(.last) && end != total) {
+            violation(.inconsistentFragment, "\(frame) does not fit control item #\(frame.id) of \(total) bytes")
+            link?.control = nil
+            return
+        }
+        assembly.pieces[offset] = frame.bytes
+        guard let bytes = assembly.assembled() else {
+            link?.control = assembly
             return
         }
         link?.control = nil
+        link?.lastControlID = frame.id
+        let item = Reassembly(channel: .control, id: frame.id, total: bytes.count, flags: [.first, .last], bytes: bytes)
         let control: SessionControl
         do {
             control = try SessionControl.decode(item.bytes)
@@ -506,6 +506,9 @@ extension SessionCore {
             for lane in Lane.priorityOrder {
                 if let deadline = session.lanes[lane.rawValue]?.deadline { timers.append((deadline, .lane(lane))) }
             }
+            for lane in [Lane.message, .reply] {
+                if let deadline = session.partials[lane.rawValue]?.deadline { timers.append((deadline, .partial(lane))) }
+            }
         }
         for message in messages { timers.append((message.deadline, .message(message.id))) }
         return timers
@@ -525,7 +528,11 @@ extension SessionCore {
     mutating func fire(_ timer: DueTimer, deadline: Duration) {
         switch timer {
         case .handshake:
-            guard case let .handshaking(nonce, _) = link?.phase, let peer = durable.pairedPeer else { return }
+            guard case let .handshaking(nonce, _) = link?.phase else { return }
+            guard let peer = durable.pairedPeer else {
+                link?.phase = .unpaired // unpaired meanwhile: nobody to ask
+                return
+            }
             output.events.append(.timeout(.handshake, deadline: deadline))
             let next = clock + configuration.handshakeTimeout
             link?.phase = .handshaking(nonce: nonce, deadline: next)
@@ -553,6 +560,10 @@ extension SessionCore {
             progress.deadline = nil
             link?.lanes[lane.rawValue] = progress
             pump()
+        case .partial(let lane):
+            guard let item = link?.partials[lane.rawValue] else { return }
+            link?.partials[lane.rawValue] = nil
+            output.events.append(.timeout(.incompleteItem(item.channel, id: item.id), deadline: deadline))
         case .message(let id):
             guard let index = messages.firstIndex(where: { $0.id == id }) else { return }
             let message = messages[index]

@@ -189,7 +189,8 @@ public struct SessionCore: Sendable {
         guard state == .activated, let record = peerRecord(sessionPeer) else { return [] }
         let onWire = link?.boundPeer == record.identity ? link?.lanes[Lane.file.rawValue] : nil
         return record.fileQueue.map { file in
-            let metadata = file.metadataPayload.count > 4 ? try? MonkeyCSerialization.decode(file.metadataPayload.dropFirst(4)) : nil
+            var metadata: MonkeyCValue?
+            if file.metadataPayload.count > 4 { metadata = try? MonkeyCSerialization.decode(file.metadataPayload.dropFirst(4)) }
             return FileTransfer(id: FileTransferID(rawValue: file.id), size: file.size, metadata: metadata,
                                 completedBytes: reportedFileProgress[file.id] ?? 0, isTransferring: onWire?.id == file.id)
         }

@@ -66,6 +66,38 @@ struct Reassembly: Sendable {
     /// The FIRST frame's flags.
     var flags: SessionFrameFlags
     var bytes: [UInt8] = []
+    /// Messages and replies only: when to drop the part if no frame of it came (its sender has
+    /// given it up by then).
+    var deadline: Duration?
+    /// Frames that arrived ahead of a gap, within the window, by offset: taken in when the gap fills.
+    var ahead: [Int: AheadPiece] = [:]
+}
+
+/// A frame's bytes that arrived before the frames in front of it.
+struct AheadPiece: Sendable {
+    var bytes: [UInt8]
+    var needsAck: Bool
+}
+
+/// A control item being put together. Control items are small and not acknowledged, so their
+/// frames are kept by offset and may arrive in any order.
+struct ControlAssembly: Sendable {
+    var id: UInt32
+    var total: Int?
+    var pieces: [Int: [UInt8]] = [:]
+
+    /// The whole item once the pieces cover `0..<total` end to end.
+    func assembled() -> [UInt8]? {
+        guard let total else { return nil }
+        var bytes: [UInt8] = []
+        var offset = 0
+        while offset < total {
+            guard let piece = pieces[offset], !piece.isEmpty else { return nil }
+            bytes += piece
+            offset += piece.count
+        }
+        return offset == total ? bytes : nil
+    }
 }
 
 /// The link from link-up to link-down.
@@ -96,10 +128,15 @@ struct LinkSession: Sendable {
     /// Highest message / reply id completely received on this link (those channels are not durable).
     var messageWatermark: UInt32 = 0
     var replyWatermark: UInt32 = 0
-    /// A control item being reassembled.
-    var control: Reassembly?
+    /// A control item being reassembled, and the id of the last one completed (older ids are late
+    /// duplicates).
+    var control: ControlAssembly?
+    var lastControlID: UInt32 = 0
     /// Where the peer said it holds our file (from its handshake).
     var fileResume: FileResume?
+    /// Chunks of the file being received that arrived ahead of a gap: file id, pieces by offset.
+    var fileAheadID: UInt32 = 0
+    var fileAhead: [Int: AheadPiece] = [:]
     /// The peer's flags and the sequence of the last STATUS applied.
     var peerStatus: SessionPeerStatus = []
     var peerStatusSequence: UInt32 = 0
@@ -135,6 +172,8 @@ struct LinkSession: Sendable {
         replyWatermark = 0
         control = nil
         fileResume = nil
+        fileAheadID = 0
+        fileAhead = [:]
         peerStatus = []
         peerStatusSequence = 0
         announcedStatus = nil
@@ -174,5 +213,6 @@ enum DueTimer: Sendable, Equatable {
     case handshake
     case status
     case lane(Lane)
+    case partial(Lane)
     case message(SessionMessageID)
 }

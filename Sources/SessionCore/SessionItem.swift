@@ -344,7 +344,10 @@ public enum SessionItem: Sendable, Hashable {
                     expected: "the file size (u32) of file metadata", needed: 4, available: payload.count))
             }
             let size = readLittleEndianUInt32(payload, at: 0)
-            let metadata = payload.count == 4 ? nil : try SessionPropertyList.decodeDictionary(Array(payload[4...]), at: 4)
+            var metadata: MonkeyCValue?
+            if payload.count > 4 {
+                metadata = try SessionPropertyList.decodeDictionary(Array(payload[4...]), at: 4)
+            }
             return .fileMetadata(size: size, metadata: metadata)
         case .fileChunk: return .fileChunk(payload)
         default: return .unknown(channel: channel, payload: payload)

@@ -182,14 +182,19 @@ public enum SessionTimer: Sendable, Hashable, CustomStringConvertible {
     case retransmission(SessionChannel, id: UInt32)
     /// No reply (or, without a reply handler, no delivery) within ``SessionConfiguration/messageReplyTimeout``.
     case messageReply(SessionMessageID)
+    /// Receiver: no frame of a partly received message or reply `id` on `channel` within
+    /// ``SessionConfiguration/messageReplyTimeout``: the part is dropped (its sender gave it up; its
+    /// CANCEL was lost).
+    case incompleteItem(SessionChannel, id: UInt32)
 
-    /// `handshake`, `status #N`, `retransmission user-info #3`, `message-reply message 2`.
+    /// `handshake`, `status #N`, `retransmission user-info #3`, `message-reply message 2`, `incomplete message #4`.
     public var description: String {
         switch self {
         case .handshake: "handshake"
         case .status(let sequence): "status #\(sequence)"
         case let .retransmission(channel, id): "retransmission \(channel) #\(id)"
         case .messageReply(let id): "message-reply \(id)"
+        case let .incompleteItem(channel, id): "incomplete \(channel) #\(id)"
         }
     }
 }

@@ -48,10 +48,13 @@ struct RecordCommand: AsyncParsableCommand {
 
             Record a plugin session on loopback for a minute:
               tether record --udp lo:12345 --out Captures/plugin-clean --duration 60
-            Record a Bumble host through the H4 tap (then start the host with tcp-client:127.0.0.1:9101):
-              tether record --ble tcp:127.0.0.1:9001 --ble-listen 127.0.0.1:9101 --out Captures/bumble-pair
-            Record BLE and the plugin's UDP on one timeline, marking moments from the keyboard:
-              tether record --ble tcp:127.0.0.1:9001 --ble-listen 127.0.0.1:9101 --udp lo:12345 --out Captures/watch-walk --mark-stdin
+            Record a Bumble host through the H4 tap; its transport becomes
+            tcp-client:127.0.0.1:9101 instead of tcp-client:127.0.0.1:9001:
+              tether record --ble tcp:127.0.0.1:9001 --ble-listen 127.0.0.1:9101 \\
+                --out Captures/bumble-pair
+            Record BLE and the plugin's UDP on one timeline, marking moments:
+              tether record --ble tcp:127.0.0.1:9001 --ble-listen 127.0.0.1:9101 \\
+                --udp lo:12345 --out Captures/watch-walk --mark-stdin
             Record adapter hci0 on a machine with BlueZ:
               tether record --ble hci0 --out Captures/phone-hci0 --duration 60
             """

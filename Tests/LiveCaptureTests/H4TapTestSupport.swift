@@ -74,9 +74,12 @@ final class TestConnection: @unchecked Sendable {
         }
     }
 
+    /// Shuts the connection down (so the peer sees the end at once, even while another thread
+    /// is blocked reading it) and closes it.
     func close() {
         guard !closed else { return }
         closed = true
+        shutdown(fd, Int32(SHUT_RDWR))
         Glibc.close(fd)
     }
 }

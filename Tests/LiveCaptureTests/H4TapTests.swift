@@ -156,6 +156,8 @@ func aclPacket(_ length: Int, seed: UInt8 = 0) -> [UInt8] {
         let (host, controller) = try rig!.connect()
         let tap = rig!.tap
         let log = rig!.log
+        try host.send(H4Vectors.reset)  // the session is up before the controller goes
+        _ = host.receive(Self.resetComplete.count)
         controller.connection.close()
         #expect(host.peerClosed())
         rig = nil  // closes the fake controller's listening socket: nothing answers there any more

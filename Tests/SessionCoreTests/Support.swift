@@ -51,6 +51,17 @@ func number(of value: MonkeyCValue) -> Int? {
 enum AppRecord: Equatable {
     case event(SessionEvent)
     case sentUserInfo(UserInfoTransferID, MonkeyCValue)
+    case sentFile(FileTransferID, number: Int)
+}
+
+/// Where in a side's actions a planned crash strikes.
+enum CrashPoint: CaseIterable {
+    case afterAnyAction
+    case afterWrite
+    case beforePersist
+    case afterPersist
+    case afterDelivery
+    case afterFinish
 }
 
 /// How the simulated link misbehaves.
@@ -117,9 +128,11 @@ struct Pair {
     var linkIsUp = false
     var order = 0
     var coreSeed: UInt64
-    /// Crash `role` after carrying out this many more actions of it.
-    var crashPlan: (role: SessionRole, after: Int)?
+    /// Crash `role` at the `skip + 1`-th place matching `point` among its next actions.
+    var crashPlan: (role: SessionRole, point: CrashPoint, skip: Int)?
     var crashes = 0
+    /// Sides that crashed and wait for ``recover(_:)``.
+    var crashed: [SessionRole] = []
     /// The watch app answers every message that expects a reply (with `{"re": n}` / the bytes reversed).
     var watchAutoReplies = true
 
@@ -154,12 +167,9 @@ struct Pair {
         var host = self[role]
         var crashNow = false
         for action in actions {
-            if let plan = crashPlan, plan.role == role {
-                if plan.after == 0 {
-                    crashNow = true
-                    break
-                }
-                crashPlan = (role, plan.after - 1)
+            if strikes(before: action, role: role) {
+                crashNow = true
+                break
             }
             host.actions.append(action)
             switch action {
@@ -180,10 +190,41 @@ struct Pair {
             case let .discardIncomingFile(peer, id):
                 host.files[Host.fileKey(peer, id)] = nil
             }
+            if strikes(after: action, role: role) {
+                crashNow = true
+                break
+            }
         }
         self[role] = host
         if crashNow { crash(role) }
         if role == .watch, watchAutoReplies, !crashNow { autoReply(to: actions) }
+    }
+
+    /// Whether the planned crash strikes just before `action`.
+    mutating func strikes(before action: SessionAction, role: SessionRole) -> Bool {
+        guard let plan = crashPlan, plan.role == role, plan.point == .beforePersist, case .persist = action else { return false }
+        return countDown()
+    }
+
+    /// Whether the planned crash strikes just after `action`.
+    mutating func strikes(after action: SessionAction, role: SessionRole) -> Bool {
+        guard let plan = crashPlan, plan.role == role else { return false }
+        let matches: Bool
+        switch (plan.point, action) {
+        case (.afterAnyAction, _), (.afterWrite, .write), (.afterPersist, .persist),
+             (.afterDelivery, .event(.didReceiveUserInfo)), (.afterFinish, .event(.userInfoTransferDidFinish)):
+            matches = true
+        default:
+            matches = false
+        }
+        return matches && countDown()
+    }
+
+    mutating func countDown() -> Bool {
+        guard let plan = crashPlan else { return false }
+        if plan.skip == 0 { return true }
+        crashPlan = (plan.role, plan.point, plan.skip - 1)
+        return false
     }
 
     mutating func autoReply(to actions: [SessionAction]) {
@@ -251,10 +292,11 @@ struct Pair {
 
     /// The side's process dies: its core is rebuilt from its last persisted snapshot (or anew,
     /// with a new incarnation, when it never persisted); its app forgets what was not committed;
-    /// the link drops. The app must activate again and the link must come back up.
+    /// the frames it wrote before dying still reach the other side; then the link drops. The app must activate again and the link must come back up.
     mutating func crash(_ role: SessionRole) {
         crashPlan = nil
         crashes += 1
+        crashed.append(role)
         var host = self[role]
         coreSeed &+= 1000
         if let snapshot = host.lastSnapshot {
@@ -271,16 +313,74 @@ struct Pair {
         }
         host.app = host.committed
         self[role] = host
+        // Frames the dead side already wrote have left it: they still arrive. Frames to it are lost.
+        let other: SessionRole = role == .phone ? .watch : .phone
+        let written = inFlight.filter { $0.to == other }.sorted { ($0.deliverAt, $0.order) < ($1.deliverAt, $1.order) }
         linkIsUp = false
         inFlight = []
-        let other: SessionRole = role == .phone ? .watch : .phone
+        for frame in written { apply(self[other].core.receive(frame.bytes, now: now), to: other) }
         apply(self[other].core.linkDown(now: now), to: other)
     }
 
     /// Restarts a crashed side's app (activate) and brings the link back.
     mutating func recover(_ role: SessionRole) {
+        crashed.removeAll { $0 == role }
         apply((try? self[role].core.activate(now: now)) ?? [], to: role)
         raiseLink()
+    }
+
+    /// Queues a user info on `role`; the app notes it (before the actions, so a crash before the
+    /// persist takes the note back with the transfer). Returns nil when the API refused.
+    @discardableResult
+    mutating func transferUserInfo(_ value: MonkeyCValue, from role: SessionRole, complication: Bool = false) -> UserInfoTransferID? {
+        var core = self[role].core
+        let result = complication ? try? core.transferCurrentComplicationUserInfo(value, now: now)
+                                  : try? core.transferUserInfo(value, now: now)
+        guard let result else { return nil }
+        let (id, actions) = result
+        self[role].core = core
+        self[role].app.append(.sentUserInfo(id, value))
+        apply(actions, to: role)
+        return id
+    }
+
+    /// Queues a file numbered `number` (in its metadata) on `role`; noted like ``transferUserInfo(_:from:complication:)``.
+    /// The host keeps the bytes for a restore.
+    @discardableResult
+    mutating func transferFile(_ bytes: [UInt8], number: Int, from role: SessionRole) -> FileTransferID? {
+        var core = self[role].core
+        guard let result = try? core.transferFile(bytes, metadata: .object(["n": MonkeyCValue(number)]), now: now) else { return nil }
+        let (id, actions) = result
+        self[role].core = core
+        self[role].outgoingFiles[id] = bytes
+        self[role].app.append(.sentFile(id, number: number))
+        apply(actions, to: role)
+        return id
+    }
+
+    /// Numbers of the files the app of `role` sent (and kept across crashes), in order.
+    func sentFiles(_ role: SessionRole) -> [Int] {
+        self[role].app.compactMap { if case let .sentFile(_, n) = $0 { n } else { nil } }
+    }
+
+    /// The files the app of `role` received, in order.
+    func receivedFiles(_ role: SessionRole) -> [SessionFile] {
+        self[role].appEvents.compactMap { if case .didReceiveFile(let file) = $0 { file } else { nil } }
+    }
+
+    /// Numbers of the user infos the app of `role` received, in order.
+    func receivedUserInfo(_ role: SessionRole) -> [Int] {
+        self[role].appEvents.compactMap { if case let .didReceiveUserInfo(_, value, _) = $0 { number(of: value) } else { nil } }
+    }
+
+    /// Numbers of the user infos the app of `role` sent (and kept across crashes), in order.
+    func sentUserInfo(_ role: SessionRole) -> [Int] {
+        self[role].app.compactMap { if case let .sentUserInfo(_, value) = $0 { number(of: value) } else { nil } }
+    }
+
+    /// Ids of the user info transfers `role`'s app heard finish without error, in order.
+    func finishedUserInfo(_ role: SessionRole) -> [UserInfoTransferID] {
+        self[role].appEvents.compactMap { if case let .userInfoTransferDidFinish(id, nil) = $0 { id } else { nil } }
     }
 
     var nextTime: Duration? {

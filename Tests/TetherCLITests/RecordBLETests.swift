@@ -58,6 +58,14 @@ import Testing
         guard sent == payload.count else { throw BackgroundFailure(description: "sendto: errno \(errno)") }
     }
 
+    /// SIGKILL and wait. The controllers app inherits the test runner thread's blocked SIGINT and
+    /// SIGTERM (Foundation's Process keeps the signal mask), so only SIGKILL ends it.
+    static func stopForGood(_ background: BackgroundProcess) {
+        guard background.process.isRunning else { return }
+        kill(background.process.processIdentifier, SIGKILL)
+        background.process.waitUntilExit()
+    }
+
     /// Every frame of a capture file with its interface's link type.
     static func frames(_ path: String) throws -> (interfaces: [CaptureInterface], frames: [CaptureFrame]) {
         let reader = try CaptureFile.open(path: path)
@@ -74,6 +82,7 @@ import Testing
         let tether = try Tools.tetherBinary()
         let (tapped, direct, listen) = (try freePort(), try freePort(), try freePort())
         let controllers = try BackgroundProcess(python, ["-m", "bumble.apps.controllers", "tcp-server:_:\(tapped)", "tcp-server:_:\(direct)"], in: folder, name: "controllers")
+        defer { stopForGood(controllers) }
         _ = try controllers.waitFor("Bumble's controllers to listen") { accepts(port: tapped) && accepts(port: direct) ? true : nil }
 
         let set = folder.path("Captures/bumble-tap").path
@@ -86,8 +95,8 @@ import Testing
         try #require(rig.status == 0, "h4tap_smoke.py exited \(rig.status): \(rig.stderr)\nrecord: \(record.stderr)")
         try after()
         let status = record.interruptAndWait()
+        stopForGood(controllers)
         try #require(status == 0, "record exited \(status): \(record.stderr)")
-        controllers.interruptAndWait()
         return (set, record.stdout)
     }
 
