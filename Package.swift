@@ -93,25 +93,28 @@ let package = Package(
         .executableTarget(name: "tether", dependencies: ["TetherCLI"]),
         .executableTarget(
             name: "TetherBench",
-            dependencies: ["CaptureKit", "Dissectors", "IngestCore", "Replay", "CaptureSet"]
+            dependencies: ["CaptureKit", "Dissectors", "IngestCore", "Replay", "CaptureSet", "MessagingCore", "MonkeyC"]
         ),
 
-        .testTarget(name: "CaptureKitTests", dependencies: ["CaptureKit"]),
+        // Helpers shared by the test targets (a seeded generator, …).
+        .target(name: "TetherTestSupport", path: "Tests/TetherTestSupport"),
+
+        .testTarget(name: "CaptureKitTests", dependencies: ["TetherTestSupport", "CaptureKit"]),
         .testTarget(name: "CaptureSetTests", dependencies: ["CaptureSet", "CaptureKit"]),
-        .testTarget(name: "DissectorsTests", dependencies: ["Dissectors", "CaptureKit"]),
-        .testTarget(name: "IngestCoreTests", dependencies: ["IngestCore"]),
-        .testTarget(name: "MonkeyCTests", dependencies: ["MonkeyC"]),
-        .testTarget(name: "MessagingCoreTests", dependencies: ["MessagingCore", "MonkeyC"]),
-        .testTarget(name: "SessionCoreTests", dependencies: ["SessionCore", "MonkeyC"]),
+        .testTarget(name: "DissectorsTests", dependencies: ["TetherTestSupport", "Dissectors", "CaptureKit"]),
+        .testTarget(name: "IngestCoreTests", dependencies: ["TetherTestSupport", "IngestCore"]),
+        .testTarget(name: "MonkeyCTests", dependencies: ["TetherTestSupport", "MonkeyC"]),
+        .testTarget(name: "MessagingCoreTests", dependencies: ["TetherTestSupport", "MessagingCore", "MonkeyC"]),
+        .testTarget(name: "SessionCoreTests", dependencies: ["TetherTestSupport", "SessionCore", "MonkeyC"]),
         .testTarget(
             name: "IngestStoreTests",
             dependencies: ["IngestStore", "IngestCore", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .testTarget(
             name: "ReplayTests",
-            dependencies: ["Replay", "IngestCore", "CaptureKit", "CaptureSet", "Dissectors", .product(name: "Yams", package: "Yams")]
+            dependencies: ["TetherTestSupport", "Replay", "IngestCore", "CaptureKit", "CaptureSet", "Dissectors", .product(name: "Yams", package: "Yams")]
         ),
-        .testTarget(name: "LiveCaptureTests", dependencies: ["LiveCapture", "CaptureKit", "CaptureSet"]),
+        .testTarget(name: "LiveCaptureTests", dependencies: ["TetherTestSupport", "LiveCapture", "CaptureKit", "CaptureSet"]),
         .testTarget(name: "LiveHostsTests", dependencies: ["LiveHosts", "IngestCore", "IngestStore"]),
         .testTarget(
             name: "TetherCLITests",

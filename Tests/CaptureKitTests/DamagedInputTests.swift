@@ -1,5 +1,6 @@
 import Testing
 @testable import CaptureKit
+import TetherTestSupport
 
 @Suite struct DamagedInputTests {
     /// Every prefix of every sample either gives the frames that fit in it (plus a truncation

@@ -223,17 +223,6 @@ func stripped(_ frame: CaptureFrame) -> CaptureFrame {
     return f
 }
 
-/// A small deterministic generator (SplitMix64) for the mutation tests.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// The CaptureError `body` throws, or nil when it throws nothing (or something else).
 func captureError(_ body: () throws -> Void) -> CaptureError? {
@@ -249,6 +238,7 @@ func captureError(_ body: () throws -> Void) -> CaptureError? {
 
 #if canImport(Glibc)
 import Glibc
+import TetherTestSupport
 #endif
 
 /// A fresh path in the temporary folder (random, so parallel tests never share one).

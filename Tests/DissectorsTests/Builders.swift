@@ -1,5 +1,6 @@
 import CaptureKit
 @testable import Dissectors
+import TetherTestSupport
 
 // Hand-built frames. Each builder writes the layout its layer's spec gives, so a test reads as
 // "this packet, under that link type".
@@ -138,15 +139,3 @@ func uuidLE(_ text: String) -> [UInt8] {
     return bytes.reversed()
 }
 
-/// SplitMix64: a small seeded generator, so garbage tests repeat exactly.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

@@ -1,6 +1,7 @@
 import CaptureKit
 import Testing
 @testable import Dissectors
+import TetherTestSupport
 
 @Suite("Garbage never traps")
 struct GarbageTests {

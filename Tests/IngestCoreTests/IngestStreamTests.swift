@@ -1,5 +1,6 @@
 import Testing
 @testable import IngestCore
+import TetherTestSupport
 
 /// Streams, timers, chunks, stream analysis and counters of ``IngestCore``.
 @Suite struct IngestStreamTests {
@@ -250,7 +251,7 @@ import Testing
     }
 
     @Test func garbageBesideValidDataLosesNoValidPoint() {
-        var generator = SeededGenerator(seed: 0x7E7E)
+        var generator = SplitMix64(seed: 0x7E7E)
         var core = IngestCore()
         var expected: [DataPoint] = []
         var events: [IngestEvent] = []

@@ -1,4 +1,5 @@
 @testable import IngestCore
+import TetherTestSupport
 
 /// A fixed sender, as the sample plugin on the same phone would be.
 let plugin = DatagramSource(address: "127.0.0.1", port: 50_000)
@@ -47,15 +48,3 @@ func rejections(_ events: [IngestEvent]) -> [RejectionReason] {
     events.compactMap { if case .rejected(_, let reason, _) = $0 { reason } else { nil } }
 }
 
-/// SplitMix64: a small seeded generator so random tests repeat exactly.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

@@ -1,5 +1,6 @@
 import Testing
 @testable import MessagingCore
+import TetherTestSupport
 
 /// One packet kind with its exact bytes, hand-written from the layout tables of connectiq-link.md.
 struct PacketCase: Sendable, CustomTestStringConvertible {
@@ -81,7 +82,7 @@ struct PacketCase: Sendable, CustomTestStringConvertible {
     }
 
     @Test func anyBytesRoundTripExactly() {
-        var random = TestRandom(state: 0x11AC)
+        var random = SplitMix64(state: 0x11AC)
         for round in 0..<20_000 {
             let length = Int.random(in: 0..<24, using: &random)
             var bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &random) }

@@ -1,6 +1,7 @@
 import Testing
 @testable import MessagingCore
 import MonkeyC
+import TetherTestSupport
 
 /// Something a misbehaving watch sends, on a link where the echo app holds connection 1.
 struct Misbehaviour: Sendable, CustomTestStringConvertible {
@@ -119,7 +120,7 @@ struct Misbehaviour: Sendable, CustomTestStringConvertible {
     /// Seeded random notifications at a core in the middle of a send: never a trap, and afterwards
     /// every send still ends exactly once.
     @Test func randomNotificationsNeverBreakTheCore() throws {
-        var random = TestRandom(state: 0xBAD5EED)
+        var random = SplitMix64(state: 0xBAD5EED)
         var rig = Rig { $0.silences = [.windowAck] }
         let interrupted = rig.send(twoKilobytes)
         let prefixes: [[UInt8]] = [[0x00], [0xF1], [0x01], [0x00, 0x01], [0xF1, 0x02], [0xF1, 0x00, 0x00]]

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import MessagingCore
+import TetherTestSupport
 
 /// A vector produced with the PyPI package `xxtea` (a C implementation), as
 /// `xxtea.encrypt(plaintext, key, padding=False).hex()`.
@@ -21,17 +22,6 @@ struct XXTEAVector: Sendable, CustomTestStringConvertible {
     ]
 }
 
-/// SplitMix64 for the seeded cross-check.
-struct TestRandom: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 @Suite struct XXTEATests {
     @Test(arguments: XXTEAVector.reference)
@@ -68,7 +58,7 @@ struct TestRandom: RandomNumberGenerator {
     }
 
     @Test func randomBuffersRoundTrip() throws {
-        var random = TestRandom(state: 0x7EA)
+        var random = SplitMix64(state: 0x7EA)
         for _ in 0..<500 {
             let words = Int.random(in: 2...64, using: &random)
             let plain = (0..<(words * 4)).map { _ in UInt8.random(in: 0...255, using: &random) }
@@ -82,7 +72,7 @@ struct TestRandom: RandomNumberGenerator {
     /// Seeded random buffers and keys, encrypted by the Python `xxtea` package (the lead's CI
     /// installs it) and by this code, compared byte for byte. Fails when the package is missing.
     @Test func seededBuffersMatchThePythonReference() throws {
-        var random = TestRandom(state: 0xC0FFEE)
+        var random = SplitMix64(state: 0xC0FFEE)
         var cases: [(plain: [UInt8], key: [UInt8])] = []
         for _ in 0..<40 {
             let words = Int.random(in: 2...80, using: &random)

@@ -1,5 +1,6 @@
 import Testing
 import MonkeyC
+import TetherTestSupport
 
 @Suite struct MonkeyCRoundTripTests {
     @Test func randomValuesSurviveARoundTrip() throws {

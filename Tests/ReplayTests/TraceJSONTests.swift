@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Replay
+import TetherTestSupport
 
 @Suite struct TraceJSONTests {
     static let sample = TraceEvent(
@@ -148,7 +149,7 @@ import Testing
     }
 
     @Test func everyByteSequenceGivesAValueOrATypedError() {
-        var generator = TraceJSONFuzzRNG(seed: 42)
+        var generator = SplitMix64(seed: 42)
         let base = Array(Self.sample.jsonLine().utf8)
         for _ in 0..<2_000 {
             var bytes = base
@@ -166,15 +167,3 @@ import Testing
     }
 }
 
-/// A tiny seeded generator so the mutation test is repeatable.
-struct TraceJSONFuzzRNG: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

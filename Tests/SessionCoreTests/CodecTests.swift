@@ -1,6 +1,7 @@
 import MonkeyC
 @testable import SessionCore
 import Testing
+import TetherTestSupport
 
 @Suite struct FrameCodecTests {
     @Test func headerShorterThanTenBytesIsTruncated() {

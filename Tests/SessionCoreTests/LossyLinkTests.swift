@@ -1,6 +1,7 @@
 import MonkeyC
 @testable import SessionCore
 import Testing
+import TetherTestSupport
 
 /// Seeds for the randomized pair runs: each gives a different pattern of loss, duplication and reordering.
 let roughSeeds: [UInt64] = Array(1...8)

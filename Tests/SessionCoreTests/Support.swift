@@ -1,5 +1,6 @@
 import MonkeyC
 @testable import SessionCore
+import TetherTestSupport
 
 let phoneID = SessionDeviceID("0ff1ce00-0000-4000-8000-000000000001")!
 let watchID = SessionDeviceID("0ff1ce00-0000-4000-8000-0000000000a1")!
@@ -18,22 +19,6 @@ func hexString(_ bytes: [UInt8]) -> String {
     bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
 }
 
-/// SplitMix64: a small seeded generator so random tests repeat exactly.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    mutating func chance(_ probability: Double) -> Bool {
-        probability > 0 && Double(next() >> 11) / Double(1 << 53) < probability
-    }
-}
 
 /// A property-list dictionary numbered `n`, padded to `size` bytes of text so it spans frames.
 func numbered(_ n: Int, size: Int = 0) -> MonkeyCValue {
