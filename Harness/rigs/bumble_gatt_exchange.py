@@ -29,15 +29,11 @@ import argparse
 import asyncio
 import sys
 
-from bumble.controller import Controller
 from bumble.core import UUID
-from bumble.device import Device, Peer
 from bumble.gatt import Characteristic, CharacteristicValue, Service
-from bumble.hci import Address
-from bumble.host import Host
 from bumble.link import LocalLink
-from bumble.snoop import BtSnooper
-from bumble.transport.common import AsyncPipeSink
+
+from bumble_local import connect_with_mtu, make_device
 
 SERVICE_UUID = UUID("6a4e2401-667b-11e3-949a-0800200c9a66")
 CHARACTERISTIC_UUID = UUID("6a4ecd28-667b-11e3-949a-0800200c9a66")
@@ -47,13 +43,6 @@ LONG_VALUE = bytes(i % 256 for i in range(200))
 TIMEOUT_S = 10.0
 
 
-def make_device(link, name, address, snoop_file):
-    """A Bumble device on its own virtual controller attached to `link`."""
-    controller = Controller(name, link=link, public_address=address)
-    host = Host(controller, AsyncPipeSink(controller))
-    if snoop_file is not None:
-        host.snooper = BtSnooper(snoop_file)
-    return Device(name=name, address=Address(address), host=host)
 
 
 async def exchange(phone_snoop, watch_snoop):
@@ -79,19 +68,8 @@ async def exchange(phone_snoop, watch_snoop):
     )
     watch.add_service(Service(SERVICE_UUID, [characteristic]))
 
-    await watch.power_on()
-    await phone.power_on()
-
-    watch_connected = asyncio.get_running_loop().create_future()
-    watch.once(watch.EVENT_CONNECTION, watch_connected.set_result)
-    await watch.start_advertising(advertising_interval_min=20.0)
-    connection = await phone.connect(watch.random_address)
-    watch_connection = await watch_connected
-
-    peer = Peer(connection)
-    mtu = await peer.request_mtu(247)
-    if mtu < 203:
-        raise RuntimeError(f"ATT MTU is {mtu}; a 200-byte notification needs at least 203")
+    # A 200-byte notification needs an ATT MTU of at least 203.
+    connection, watch_connection, peer, mtu = await connect_with_mtu(watch, phone, 247, 203)
 
     await peer.discover_services()
     services = [s for s in peer.services if s.uuid == SERVICE_UUID]

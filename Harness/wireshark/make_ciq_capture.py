@@ -429,22 +429,12 @@ def _now_us() -> int:
 async def _exchange(steps, gatt, snoop_file):
     """Play `steps` between a Bumble phone and watch; returns [(time_us, api_call)]."""
     # Imported here so that the builders above can be used without Bumble installed.
-    from bumble.controller import Controller
     from bumble.core import UUID
-    from bumble.device import Device, Peer
     from bumble.gatt import Characteristic, CharacteristicValue, Service
-    from bumble.hci import Address
-    from bumble.host import Host
     from bumble.link import LocalLink
-    from bumble.snoop import BtSnooper
-    from bumble.transport.common import AsyncPipeSink
 
-    def make_device(link, name, address, snoop):
-        controller = Controller(name, link=link, public_address=address)
-        host = Host(controller, AsyncPipeSink(controller))
-        if snoop is not None:
-            host.snooper = BtSnooper(snoop)
-        return Device(name=name, address=Address(address), host=host)
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "rigs"))
+    from bumble_local import connect_with_mtu, make_device
 
     link = LocalLink()
     watch = make_device(link, "watch", WATCH_ADDRESS, None)
@@ -466,18 +456,8 @@ async def _exchange(steps, gatt, snoop_file):
     )
     watch.add_service(Service(UUID(gatt.service), [write_characteristic, notify_characteristic]))
 
-    await watch.power_on()
-    await phone.power_on()
-    watch_connected = asyncio.get_running_loop().create_future()
-    watch.once(watch.EVENT_CONNECTION, watch_connected.set_result)
-    await watch.start_advertising(advertising_interval_min=20.0)
-    connection = await phone.connect(watch.random_address)
-    watch_connection = await watch_connected
-
-    peer = Peer(connection)
-    mtu = await peer.request_mtu(ATT_MTU)
-    if mtu < 195:
-        raise RuntimeError(f"ATT MTU is {mtu}; the Connect IQ link needs at least 195")
+    # The Connect IQ link needs an ATT MTU of at least 195 (connectiq-link.md).
+    connection, watch_connection, peer, mtu = await connect_with_mtu(watch, phone, ATT_MTU, 195)
     await peer.discover_services()
     services = [s for s in peer.services if s.uuid == UUID(gatt.service)]
     if not services:

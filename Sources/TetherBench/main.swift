@@ -12,6 +12,9 @@ let usage = """
            TetherBench gen-plugin-session OUT [--seconds 3600] [--rate 20] [--port 12345]
            TetherBench gen-plugin-hour OUT          (the same, one hour at 20 Hz)
            TetherBench replay-hour SET [--trace FILE]
+           TetherBench gen-messaging-session OUT [--seconds 3600]
+           TetherBench gen-messaging-hour OUT       (the same, one hour: a 2 KB message each way every second)
+           TetherBench replay-messaging-hour SET
     See CI/bench/README.md.
     """
 
@@ -30,6 +33,10 @@ do {
         status = try GeneratePluginSession.run(Arguments(rest, valued: ["seconds", "rate", "port"]))
     case "replay-hour":
         status = try ReplayHour.run(Arguments(rest, valued: ["trace"]))
+    case "gen-messaging-session", "gen-messaging-hour":
+        status = try GenerateMessagingSession.run(Arguments(rest, valued: ["seconds"]))
+    case "replay-messaging-hour":
+        status = try ReplayMessagingHour.run(Arguments(rest, valued: []))
     default:
         printError("unknown subcommand \(arguments[1])\n\(usage)")
         status = 2

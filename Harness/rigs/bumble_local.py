@@ -1,0 +1,48 @@
+"""Two Bumble devices on one in-process radio: the setup the single-process rigs share.
+
+Each device gets its own virtual controller attached to a shared `bumble.link.LocalLink`, so no
+kernel Bluetooth and no radio are needed; a device's HCI traffic can be written as btsnoop by
+Bumble's BtSnooper. `connect_with_mtu` is the common opening of a GATT exchange: power both on,
+advertise the watch, connect the phone to it, and raise the ATT MTU.
+
+Used by bumble_gatt_exchange.py (Harness/rigs) and make_ciq_capture.py (Harness/wireshark).
+"""
+
+import asyncio
+
+from bumble.controller import Controller
+from bumble.device import Device, Peer
+from bumble.hci import Address
+from bumble.host import Host
+from bumble.snoop import BtSnooper
+from bumble.transport.common import AsyncPipeSink
+
+
+def make_device(link, name, address, snoop_file=None):
+    """A Bumble device on its own virtual controller attached to `link`; its HCI traffic is
+    written to `snoop_file` (an open binary file) when one is given."""
+    controller = Controller(name, link=link, public_address=address)
+    host = Host(controller, AsyncPipeSink(controller))
+    if snoop_file is not None:
+        host.snooper = BtSnooper(snoop_file)
+    return Device(name=name, address=Address(address), host=host)
+
+
+async def connect_with_mtu(watch, phone, mtu, minimum_mtu):
+    """Powers both devices on, advertises `watch`, connects `phone` to it and asks for `mtu`.
+
+    Returns (phone's connection, watch's connection, a Peer on the phone's side, the agreed MTU).
+    Raises RuntimeError when the agreed MTU is below `minimum_mtu`.
+    """
+    await watch.power_on()
+    await phone.power_on()
+    watch_connected = asyncio.get_running_loop().create_future()
+    watch.once(watch.EVENT_CONNECTION, watch_connected.set_result)
+    await watch.start_advertising(advertising_interval_min=20.0)
+    connection = await phone.connect(watch.random_address)
+    watch_connection = await watch_connected
+    peer = Peer(connection)
+    agreed = await peer.request_mtu(mtu)
+    if agreed < minimum_mtu:
+        raise RuntimeError(f"ATT MTU is {agreed}; at least {minimum_mtu} is needed")
+    return connection, watch_connection, peer, agreed
