@@ -481,6 +481,9 @@ public struct SessionCore: Sendable {
         return durable.peers[index]
     }
 
+    /// Decodes stored property-list bytes. They were checked when they arrived (undecodable items
+    /// are refused with a violation before being stored) or made by this core's own encoder, so
+    /// a failure here cannot come from the peer; an empty dictionary keeps the accessor total.
     func decodedOrEmpty(_ bytes: [UInt8]?) -> MonkeyCValue {
         guard let bytes, let value = try? MonkeyCSerialization.decode(bytes) else { return .dictionary([]) }
         return value

@@ -126,7 +126,13 @@ public func runLiveMessaging(_ request: LiveMessagingRequest) throws(LiveMessagi
     } catch {
         throw LiveMessagingError(description: "the recording in \(setPath) is sealed, but its manifest could not be completed: \(error)")
     }
-    let zeroNs = LiveMessagingTransport.firstFrameTimestamp(summary.capturePath) ?? result.events.first?.realtimeNs ?? 0
+    let zeroNs: Int64
+    do throws(CaptureError) {
+        // The trace counts from the recording's first frame, as replay's does.
+        zeroNs = try LiveMessagingTransport.firstFrameTimestamp(summary.capturePath) ?? result.events.first?.realtimeNs ?? 0
+    } catch {
+        throw LiveMessagingError(description: "the recording in \(setPath) cannot be read back: \(error)")
+    }
     return LiveMessagingOutcome(
         trace: MessagingLiveHost.trace(result, zeroNs: zeroNs), failedSteps: result.failedSteps,
         recording: summary, notices: tap.notices)
@@ -181,8 +187,7 @@ public enum LiveMessagingTransport {
     }
 
     /// The capture file's first frame timestamp (ns since the epoch), or `nil` when it has none.
-    public static func firstFrameTimestamp(_ capturePath: String) -> Int64? {
-        guard let reader = try? CaptureFile.open(path: capturePath), let frame = try? reader.next() else { return nil }
-        return frame.timestampNs
+    public static func firstFrameTimestamp(_ capturePath: String) throws(CaptureError) -> Int64? {
+        try CaptureFile.open(path: capturePath).next()?.timestampNs
     }
 }
