@@ -22,8 +22,64 @@ public struct CaptureSetDirectory: Sendable, Hashable {
     public var name: String { FileIO.split(path).base }
     /// `<path>/manifest.yaml`.
     public var manifestPath: String { FileIO.join(path, Self.manifestFileName) }
-    /// Where the set's capture file is, for the given manifest.
+    /// Where the set's capture file is, for the given manifest (joined as written; a manifest that
+    /// was loaded or saved has already been checked to name a relative path without `..`).
+    /// ``resolvedCapturePath(for:)`` also follows symbolic links.
     public func capturePath(for manifest: CaptureSetManifest) -> String { FileIO.join(path, manifest.captureFile) }
+
+    /// The capture file's path, refused when it leaves the set's folder (absolute, `..`, or a
+    /// symbolic link to elsewhere).
+    /// - Throws: ``CaptureSetError/pathOutsideSet(set:field:path:reason:)``.
+    public func resolvedCapturePath(for manifest: CaptureSetManifest) throws(CaptureSetError) -> String {
+        try resolve(manifest.captureFile, field: "capture_file")
+    }
+
+    /// The most bytes a `manifest.yaml` may have. Tether's own manifests are a few kilobytes; a
+    /// larger file is not parsed, so a capture copied over the manifest cannot exhaust memory.
+    public static let maximumManifestBytes: UInt64 = 16 << 20
+
+    /// `relative` joined to the set's folder, checked to stay inside it: not absolute, no `..`
+    /// component, and, once symbolic links are followed (for the parts that exist), still below
+    /// the folder's own canonical path. `field` names the manifest entry in the error.
+    /// - Throws: ``CaptureSetError/pathOutsideSet(set:field:path:reason:)``.
+    public func resolve(_ relative: String, field: String) throws(CaptureSetError) -> String {
+        try Self.checkRelative(relative, field: field, set: name)
+        let joined = FileIO.join(path, relative)
+        guard let root = FileIO.realPath(path) else {
+            throw .io(path: path, operation: "resolve folder", reason: "it does not exist or cannot be read")
+        }
+        guard let target = FileIO.canonicalTarget(joined) else {
+            throw .pathOutsideSet(set: name, field: field, path: relative, reason: "cannot be resolved (a broken link in its folders)")
+        }
+        let prefix = root.hasSuffix("/") ? root : root + "/"
+        guard target.hasPrefix(prefix) else {
+            throw .pathOutsideSet(set: name, field: field, path: relative,
+                                  reason: "leads through a symbolic link to \(target), outside the set's folder \(root)")
+        }
+        return joined
+    }
+
+    /// Where a file at `path` is or would be, canonically: symbolic links, `.` and `..` resolved
+    /// for the parts that exist. Lets a command compare an output path with the files it reads.
+    /// `nil` when no part of the path can be resolved.
+    public static func canonicalTarget(of path: String) -> String? { FileIO.canonicalTarget(path) }
+
+    /// The lexical half of ``resolve(_:field:)``: a manifest path must be relative, non-empty,
+    /// free of NUL bytes and without `..` components.
+    static func checkRelative(_ relative: String, field: String, set: String) throws(CaptureSetError) {
+        if relative.isEmpty {
+            throw .pathOutsideSet(set: set, field: field, path: relative, reason: "is empty")
+        }
+        if relative.hasPrefix("/") {
+            throw .pathOutsideSet(set: set, field: field, path: relative, reason: "is absolute")
+        }
+        if relative.utf8.contains(0) {
+            throw .pathOutsideSet(set: set, field: field, path: relative, reason: "contains a NUL byte")
+        }
+        if relative.split(separator: "/", omittingEmptySubsequences: true).contains("..") {
+            throw .pathOutsideSet(set: set, field: field, path: relative, reason: "climbs out of the folder with `..`")
+        }
+    }
     /// The conventional baseline path of a core, relative to the set folder: `baseline/<core>.jsonl`.
     public static func defaultBaselinePath(core: String) -> String { "\(baselineFolderName)/\(core).jsonl" }
 
@@ -110,6 +166,11 @@ public struct CaptureSetDirectory: Sendable, Hashable {
         if manifest.captureFile.isEmpty {
             throw .invalidManifest(path: path, field: "capture_file", problem: "is empty")
         }
+        let setName = FileIO.split(FileIO.split(path).dir).base
+        try checkRelative(manifest.captureFile, field: "capture_file", set: setName)
+        for core in manifest.baselines.keys.sorted() {
+            try checkRelative(manifest.baselines[core, default: ""], field: "baselines.\(core)", set: setName)
+        }
         if let digest = manifest.captureSha256, !isHexDigest(digest) {
             throw .invalidManifest(path: path, field: "capture_sha256", problem: "expected 64 hex digits, found \"\(digest)\"")
         }
@@ -158,6 +219,7 @@ public struct CaptureSetDirectory: Sendable, Hashable {
     }
 
     private static func describe(_ error: any Error) -> String {
+        if let yaml = error as? YamlError { return describeYAML(yaml) }
         guard let error = error as? DecodingError else { return "\(error)" }
         switch error {
         case let .typeMismatch(type, c): return "expected \(type): \(c.debugDescription)"
@@ -165,6 +227,27 @@ public struct CaptureSetDirectory: Sendable, Hashable {
         case let .keyNotFound(key, _): return "required key `\(key.stringValue)` is missing"
         case let .dataCorrupted(c): return c.debugDescription
         @unknown default: return "\(error)"
+        }
+    }
+
+    /// A YAML syntax error as one line: where (line and column, from 1), the problem, and the
+    /// construct it was in, without the echoed document Yams appends.
+    static func describeYAML(_ error: YamlError) -> String {
+        func place(_ mark: Mark) -> String { "line \(mark.line), column \(mark.column)" }
+        func within(_ context: YamlError.Context?) -> String {
+            guard let context else { return "" }
+            return " (\(context.text) at \(place(context.mark)))"
+        }
+        switch error {
+        case let .scanner(context, problem, mark, _), let .parser(context, problem, mark, _),
+             let .composer(context, problem, mark, _):
+            return "YAML syntax error at \(place(mark)): \(problem)\(within(context))"
+        case let .reader(problem, offset, _, _):
+            return "YAML cannot be read\(offset.map { " at byte \($0)" } ?? ""): \(problem)"
+        case let .duplicatedKeysInMapping(duplicates, context):
+            return "duplicated key(s) \(duplicates.joined(separator: ", ")) at \(place(context.mark))"
+        default:
+            return "\(error)"
         }
     }
 
@@ -177,6 +260,9 @@ public struct CaptureSetDirectory: Sendable, Hashable {
             throw .io(path: setPath, operation: "open folder", reason: "not a folder or does not exist")
         }
         guard FileIO.isRegularFile(set.manifestPath) else { throw .notACaptureSet(path: setPath) }
+        if let size = FileIO.size(set.manifestPath), size > maximumManifestBytes {
+            throw .manifestTooLarge(path: set.manifestPath, bytes: size, limit: maximumManifestBytes)
+        }
         let bytes = try FileIO.readAll(set.manifestPath)
         guard let text = String(validating: bytes, as: UTF8.self) else {
             throw .invalidManifest(path: set.manifestPath, field: nil, problem: "not UTF-8 text")
@@ -212,13 +298,23 @@ public struct CaptureSetDirectory: Sendable, Hashable {
 
     /// Seals a recording: computes the capture file's digest, sets status `complete`, saves the
     /// manifest, and returns it.
+    ///
+    /// A set that is already sealed (status `complete` with a digest) whose capture file no longer
+    /// has that digest is refused unless `acceptChangedCapture`: resealing would silently bless
+    /// whatever changed the file.
+    /// - Throws: ``CaptureSetError/sealedCaptureChanged(set:file:sealed:actual:)``, or the errors
+    ///   of loading and writing a set.
     @discardableResult
-    public static func seal(at path: String) throws(CaptureSetError) -> CaptureSetManifest {
+    public static func seal(at path: String, acceptChangedCapture: Bool = false) throws(CaptureSetError) -> CaptureSetManifest {
         let set = CaptureSetDirectory(path: path)
         var manifest = try readManifest(at: path)
-        let capture = set.capturePath(for: manifest)
+        let capture = try set.resolvedCapturePath(for: manifest)
         guard FileIO.isRegularFile(capture) else { throw .captureFileMissing(set: set.name, path: capture) }
-        manifest.captureSha256 = try sha256(ofFile: capture)
+        let actual = try sha256(ofFile: capture)
+        if manifest.status == .complete, let sealed = manifest.captureSha256?.lowercased(), sealed != actual, !acceptChangedCapture {
+            throw .sealedCaptureChanged(set: set.name, file: capture, sealed: sealed, actual: actual)
+        }
+        manifest.captureSha256 = actual
         manifest.status = .complete
         try saveManifest(manifest, to: path)
         return manifest
@@ -231,7 +327,7 @@ public struct CaptureSetDirectory: Sendable, Hashable {
     public static func load(_ path: String, verify: Bool = true) throws(CaptureSetError) -> LoadedCaptureSet {
         let set = CaptureSetDirectory(path: path)
         let manifest = try readManifest(at: path)
-        let capture = set.capturePath(for: manifest)
+        let capture = try set.resolvedCapturePath(for: manifest)
         guard FileIO.isRegularFile(capture) else { throw .captureFileMissing(set: set.name, path: capture) }
         var warnings: [String] = []
         var verified = false
@@ -300,6 +396,16 @@ public struct LoadedCaptureSet: Sendable, Equatable {
     public func baselinePath(core: String) -> String? {
         if let relative = manifest.baselines[core] { return FileIO.join(directory.path, relative) }
         let conventional = FileIO.join(directory.path, CaptureSetDirectory.defaultBaselinePath(core: core))
+        return FileIO.isRegularFile(conventional) ? conventional : nil
+    }
+
+    /// ``baselinePath(core:)`` checked to stay inside the set's folder once symbolic links are
+    /// followed; `nil` when the set has no baseline for `core`.
+    /// - Throws: ``CaptureSetError/pathOutsideSet(set:field:path:reason:)``.
+    public func resolvedBaselinePath(core: String) throws(CaptureSetError) -> String? {
+        if let relative = manifest.baselines[core] { return try directory.resolve(relative, field: "baselines.\(core)") }
+        let relative = CaptureSetDirectory.defaultBaselinePath(core: core)
+        let conventional = try directory.resolve(relative, field: "baselines.\(core)")
         return FileIO.isRegularFile(conventional) ? conventional : nil
     }
 }

@@ -15,6 +15,13 @@ public enum CaptureSetError: Error, Sendable, Equatable, CustomStringConvertible
     case digestMismatch(set: String, file: String, expected: String, actual: String)
     /// `create` was asked to make a set where a manifest already exists.
     case alreadyExists(path: String)
+    /// A path the manifest names (`field`: `capture_file`, `baselines.<core>`) leaves the set's
+    /// folder: it is absolute, climbs out with `..`, or goes through a symbolic link to elsewhere.
+    case pathOutsideSet(set: String, field: String, path: String, reason: String)
+    /// `seal` on a set that is already sealed, whose capture file no longer has the sealed digest.
+    case sealedCaptureChanged(set: String, file: String, sealed: String, actual: String)
+    /// `manifest.yaml` is larger than any manifest Tether writes, so it is not read.
+    case manifestTooLarge(path: String, bytes: UInt64, limit: UInt64)
 
     /// The problem, the file, and what to do next.
     public var description: String {
@@ -40,6 +47,15 @@ public enum CaptureSetError: Error, Sendable, Equatable, CustomStringConvertible
                 + "run `tether import` to reseal it on purpose, or pass --no-verify to replay it anyway."
         case let .alreadyExists(path):
             return "\(path): a capture set already exists here. Choose another name or remove the old set first."
+        case let .pathOutsideSet(set, field, path, reason):
+            return "capture set \(set): `\(field)` is \"\(path)\", which \(reason). Paths in manifest.yaml must stay "
+                + "inside the set's folder: write a relative path such as capture.pcapng or baseline/ingest.jsonl."
+        case let .sealedCaptureChanged(set, file, sealed, actual):
+            return "capture set \(set): \(file) changed since it was sealed: its SHA-256 was \(sealed) and is now \(actual). "
+                + "Restore the original file, or pass --accept-changed-capture to seal the new content on purpose."
+        case let .manifestTooLarge(path, bytes, limit):
+            return "\(path): \(bytes) bytes is more than a manifest can be (at most \(limit)). Check that the file "
+                + "is the set's manifest.yaml and not a capture or log written over it."
         }
     }
 }

@@ -29,6 +29,58 @@ enum FileIO {
         return stat(path, &st) == 0 && (st.st_mode & mode_t(S_IFMT)) == mode_t(S_IFREG)
     }
 
+    /// The file's size in bytes, following symbolic links; `nil` when it cannot be examined.
+    static func size(_ path: String) -> UInt64? {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        return UInt64(clamping: st.st_size)
+    }
+
+    /// `true` when `path` itself (not what it points to) is a symbolic link.
+    static func isSymbolicLink(_ path: String) -> Bool {
+        var st = stat()
+        return lstat(path, &st) == 0 && (st.st_mode & mode_t(S_IFMT)) == mode_t(S_IFLNK)
+    }
+
+    /// The canonical absolute path (`realpath(3)`: symbolic links, `.` and `..` resolved), or `nil`
+    /// when `path` does not exist or cannot be resolved.
+    static func realPath(_ path: String) -> String? {
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
+    /// Where `path` would be once written: its canonical path when it exists; otherwise the
+    /// canonical path of its nearest existing ancestor with the missing components appended.
+    /// A dangling symbolic link is followed by hand so that writing through it is judged by where
+    /// it points. `nil` when no ancestor can be resolved.
+    static func canonicalTarget(_ path: String) -> String? {
+        if let real = realPath(path) { return real }
+        var missing: [String] = []
+        var current = path
+        var hops = 0
+        while true {
+            if isSymbolicLink(current), hops < 40 {
+                hops += 1
+                var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+                let n = readlink(current, &buffer, buffer.count - 1)
+                guard n >= 0 else { return nil }
+                let target = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                current = target.hasPrefix("/") ? target : join(split(current).dir, target)
+                if let real = realPath(current) { return ([real] + missing.reversed()).joined(separator: "/") }
+                continue
+            }
+            let (dir, base) = split(current)
+            missing.append(base)
+            if let real = realPath(dir) {
+                let prefix = real == "/" ? "" : real
+                return ([prefix] + missing.reversed()).joined(separator: "/")
+            }
+            if dir == current || dir == "/" || dir == "." { return nil }
+            current = dir
+        }
+    }
+
     /// Reads a whole (small) file such as a manifest.
     static func readAll(_ path: String) throws(CaptureSetError) -> [UInt8] {
         let fd = open(path, O_RDONLY | O_CLOEXEC)

@@ -56,9 +56,24 @@ extension UnsafeRawBufferPointer {
 /// Lowercase hexadecimal with a fixed number of digits, for summaries (`0x0040`).
 @inline(__always)
 func hex<T: BinaryInteger>(_ value: T, digits: Int) -> String {
-    let text = String(value, radix: 16)
-    let padding = digits - text.count
-    return "0x" + (padding > 0 ? String(repeating: "0", count: padding) : "") + text
+    // Every summary names handles and opcodes this way: written byte by byte for the unsigned
+    // values up to 64 bits it is given, the general form for anything else.
+    guard value >= 0, value.bitWidth <= 64 || value <= T(UInt64.max) else {
+        let text = String(value, radix: 16)
+        let padding = digits - text.count
+        return "0x" + (padding > 0 ? String(repeating: "0", count: padding) : "") + text
+    }
+    let number = UInt64(value)
+    var length = 1
+    while length < 16, number >> UInt64(4 * length) != 0 { length += 1 }
+    let width = max(length, digits)
+    var text: [UInt8] = [UInt8(ascii: "0"), UInt8(ascii: "x")]
+    text.reserveCapacity(2 + width)
+    for index in stride(from: width - 1, through: 0, by: -1) {
+        let nibble = index < 16 ? Int(truncatingIfNeeded: number >> UInt64(4 * index)) & 0x0F : 0
+        text.append(nibble < 10 ? UInt8(ascii: "0") + UInt8(nibble) : UInt8(ascii: "a") + UInt8(nibble - 10))
+    }
+    return String(decoding: text, as: UTF8.self)
 }
 
 /// A Bluetooth device address from its 6 bytes as sent (least significant first), written as

@@ -61,7 +61,7 @@ public struct BluetoothUUID: Sendable, Hashable, CustomStringConvertible {
 
     /// The 16- or 32-bit value when the UUID lies within the Bluetooth Base UUID.
     public var shortValue: UInt32? {
-        guard bytes.count == 16, Array(bytes[4..<16]) == Self.baseSuffix else { return nil }
+        guard bytes.count == 16, bytes[4..<16].elementsEqual(Self.baseSuffix) else { return nil }
         return UInt32(bytes[0]) << 24 | UInt32(bytes[1]) << 16 | UInt32(bytes[2]) << 8 | UInt32(bytes[3])
     }
 
@@ -70,11 +70,19 @@ public struct BluetoothUUID: Sendable, Hashable, CustomStringConvertible {
         if let short = shortValue {
             return hex(short, digits: short <= 0xFFFF ? 4 : 8)
         }
-        let text = bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
-        guard text.count == 32 else { return text }
-        let characters = Array(text)
-        return [0..<8, 8..<12, 12..<16, 16..<20, 20..<32].map { String(characters[$0]) }.joined(separator: "-")
+        // Written byte by byte: replay names every ATT record's characteristic with this text.
+        let grouped = bytes.count == 16
+        var text: [UInt8] = []
+        text.reserveCapacity(bytes.count * 2 + 4)
+        for (index, byte) in bytes.enumerated() {
+            if grouped, index == 4 || index == 6 || index == 8 || index == 10 { text.append(UInt8(ascii: "-")) }
+            text.append(Self.hexDigits[Int(byte >> 4)])
+            text.append(Self.hexDigits[Int(byte & 0x0F)])
+        }
+        return String(decoding: text, as: UTF8.self)
     }
+
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
     /// The first group and an ellipsis for a 128-bit UUID (`6a4ecd28-…`); the whole text otherwise.
     public var abbreviated: String {

@@ -1,6 +1,11 @@
 import Foundation
 import GRDB
 import IngestCore
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The durable local sink for ``IngestCore`` chunks: a SQLite database in WAL mode.
 ///
@@ -21,12 +26,38 @@ public final class SQLiteIngestStore: Sendable {
     /// The database file's path.
     public let path: String
     private let pool: DatabasePool
+    /// With `exclusiveWriter`: a descriptor of the database file holding a `flock` for this
+    /// store's lifetime; -1 otherwise.
+    private let lockDescriptor: Int32
 
     /// Opens the database at `path`, creating it and its tables if needed.
-    /// - Throws: ``IngestStoreError/cannotOpen(path:underlying:)`` when the file cannot be opened
-    ///   or is not a database this store can use.
-    public init(path: String) throws(IngestStoreError) {
+    ///
+    /// A file that is a SQLite database but not a Tether store (tables of its own, or an unknown
+    /// schema) is refused before anything is written to it. With `exclusiveWriter`, the store
+    /// also takes an advisory lock on the file, so a second exclusive writer (a second
+    /// `tether serve ingest` on one database) is refused at start instead of interleaving.
+    /// - Throws: ``IngestStoreError/cannotOpen(path:underlying:)`` when the file cannot be opened,
+    ///   ``IngestStoreError/notATetherStore(path:detail:)`` when it belongs to something else,
+    ///   ``IngestStoreError/inUse(path:)`` when another exclusive writer holds it.
+    public init(path: String, exclusiveWriter: Bool = false) throws(IngestStoreError) {
         self.path = path
+        try Self.checkIsTetherStore(path: path)
+        if exclusiveWriter {
+            let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+            guard descriptor >= 0 else {
+                throw .cannotOpen(path: path, underlying: String(cString: strerror(errno)))
+            }
+            if flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+                let busy = errno == EWOULDBLOCK
+                let reason = String(cString: strerror(errno))
+                close(descriptor)
+                if busy { throw .inUse(path: path) }
+                throw .cannotOpen(path: path, underlying: "cannot lock it: \(reason)")
+            }
+            lockDescriptor = descriptor
+        } else {
+            lockDescriptor = -1
+        }
         var configuration = Configuration()
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
@@ -34,12 +65,53 @@ public final class SQLiteIngestStore: Sendable {
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
             try pool.write { db in try Self.migrate(db, path: path) }
+        } catch let error as IngestStoreError {
+            if lockDescriptor >= 0 { closeDescriptor(lockDescriptor) }
+            throw error
         } catch {
+            if lockDescriptor >= 0 { closeDescriptor(lockDescriptor) }
             throw .cannotOpen(path: path, underlying: String(describing: error))
         }
     }
 
-    /// Closes the database. Later calls on this store throw.
+    deinit {
+        if lockDescriptor >= 0 { closeDescriptor(lockDescriptor) }
+    }
+
+    /// Refuses a database that is not (or not yet) a Tether ingest store, reading it without
+    /// changing it: a SQLite file with tables of its own would otherwise gain ours, and be
+    /// switched to WAL mode. A missing or empty file is fine (it becomes a new store).
+    static func checkIsTetherStore(path: String) throws(IngestStoreError) {
+        var info = stat()
+        guard stat(path, &info) == 0, info.st_size > 0 else { return }
+        var configuration = Configuration()
+        configuration.readonly = true
+        let found: (version: Int, tables: [String])
+        do {
+            let queue = try DatabaseQueue(path: path, configuration: configuration)
+            found = try queue.read { db in
+                (try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0,
+                 try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"))
+            }
+            try queue.close()
+        } catch {
+            throw .cannotOpen(path: path, underlying: String(describing: error))
+        }
+        switch found.version {
+        case 0 where found.tables.isEmpty:
+            return
+        case 0:
+            throw .notATetherStore(path: path, detail: "it holds tables of another program (\(found.tables.prefix(5).joined(separator: ", ")))")
+        case 1, 2:
+            guard found.tables.contains("chunk") else {
+                throw .notATetherStore(path: path, detail: "user_version is \(found.version) but it has no `chunk` table")
+            }
+        default:
+            return // A newer Tether schema: migrate() says so with the version numbers.
+        }
+    }
+
+    /// Closes the database (and releases the exclusive-writer lock). Later calls on this store throw.
     public func close() throws(IngestStoreError) {
         do {
             try pool.close()
@@ -125,7 +197,11 @@ public final class SQLiteIngestStore: Sendable {
             throw .database(path: path, operation: "read data points", underlying: String(describing: error))
         }
         var points: [DataPoint] = []
-        points.reserveCapacity(rows.reduce(0) { $0 + max(0, ($1[3] as Int?) ?? 0) })
+        // point_count is read from the file: the reservation is bounded by the packed bytes actually
+        // present (a point takes more than 8 of them), so a doctored count cannot exhaust memory.
+        let claimed = rows.reduce(0) { $0 &+ max(0, ($1[3] as Int?) ?? 0) }
+        let packedBytes = rows.reduce(0) { $0 &+ (($1[4] as Data?)?.count ?? 0) }
+        points.reserveCapacity(max(0, min(claimed, packedBytes / 8)))
         for row in rows {
             let id: Int64 = row[0]
             let address: String = row[1]
@@ -237,6 +313,15 @@ public final class SQLiteIngestStore: Sendable {
     }
 }
 
+/// `close(2)`, named apart from ``SQLiteIngestStore/close()``.
+private func closeDescriptor(_ descriptor: Int32) {
+    #if canImport(Glibc)
+    _ = Glibc.close(descriptor)
+    #elseif canImport(Darwin)
+    _ = Darwin.close(descriptor)
+    #endif
+}
+
 /// A store operation that failed, naming the database file and what to do.
 public enum IngestStoreError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The file could not be opened or set up (permissions, a full disk, not a SQLite database).
@@ -248,6 +333,10 @@ public enum IngestStoreError: Error, Sendable, Hashable, CustomStringConvertible
     case conflictingChunk(path: String, source: String, streamStartNs: Int64, sequence: Int)
     /// A stored row cannot be turned back into a data point.
     case corrupt(path: String, detail: String)
+    /// The file is a SQLite database of something other than Tether; it was left untouched.
+    case notATetherStore(path: String, detail: String)
+    /// Another exclusive writer (a running `tether serve ingest`) holds the database.
+    case inUse(path: String)
 
     /// One line naming the file, the operation and what to check.
     public var description: String {
@@ -260,6 +349,10 @@ public enum IngestStoreError: Error, Sendable, Hashable, CustomStringConvertible
             "ingest store \(path) already holds a different chunk \(sequence) of stream \(source) started at \(streamStartNs) ns; give each run a `now` origin that does not repeat (or a new store file)"
         case .corrupt(let path, let detail):
             "ingest store \(path) holds a bad row: \(detail); the file was changed outside Tether"
+        case .notATetherStore(let path, let detail):
+            "\(path) is a SQLite database but not a Tether ingest store: \(detail). It was left unchanged; give --db a new file name or a store Tether made"
+        case .inUse(let path):
+            "ingest store \(path) is in use by another `tether serve ingest` (it holds the file's lock); stop that server first, or give this one another --db"
         }
     }
 }

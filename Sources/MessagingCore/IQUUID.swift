@@ -27,17 +27,22 @@ public struct IQUUID: Sendable, Hashable, Comparable, CustomStringConvertible {
 
     /// Parses `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` (hex digits of either case); `nil` otherwise.
     public init?(_ text: String) {
-        let groups = text.split(separator: "-", omittingEmptySubsequences: false)
-        guard groups.map(\.count) == [8, 4, 4, 4, 12] else { return nil }
-        var bytes: [UInt8] = []
-        for group in groups {
-            let digits = Array(group.utf8)
-            for index in stride(from: 0, to: digits.count, by: 2) {
-                guard let upper = IQUUID.hexValue(digits[index]), let lower = IQUUID.hexValue(digits[index + 1]) else { return nil }
-                bytes.append(upper << 4 | lower)
+        // One pass over the UTF-8 (replay reads a device UUID for every frame): 36 bytes, dashes at
+        // 8, 13, 18 and 23, hex digits elsewhere. Any non-ASCII character makes it longer or fails.
+        var high: UInt64 = 0, low: UInt64 = 0, nibbles = 0, position = 0
+        for byte in text.utf8 {
+            defer { position += 1 }
+            guard position < 36 else { return nil }
+            if position == 8 || position == 13 || position == 18 || position == 23 {
+                guard byte == UInt8(ascii: "-") else { return nil }
+                continue
             }
+            guard let value = IQUUID.hexValue(byte) else { return nil }
+            if nibbles < 16 { high = high << 4 | UInt64(value) } else { low = low << 4 | UInt64(value) }
+            nibbles += 1
         }
-        self.init(bytes: bytes)
+        guard position == 36 else { return nil }
+        self.init(high: high, low: low)
     }
 
     /// The 16 bytes, most significant first, as they go on the wire.
@@ -48,9 +53,18 @@ public struct IQUUID: Sendable, Hashable, Comparable, CustomStringConvertible {
 
     /// `0180e520-5f7e-11e4-9803-0800200c9a66` style, lower case.
     public var description: String {
-        let hex = bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }
-        return hex[0..<4].joined() + "-" + hex[4..<6].joined() + "-" + hex[6..<8].joined() + "-"
-            + hex[8..<10].joined() + "-" + hex[10..<16].joined()
+        let digits: StaticString = "0123456789abcdef"
+        var text: [UInt8] = []
+        text.reserveCapacity(36)
+        digits.withUTF8Buffer { hex in
+            for index in 0..<32 {
+                if index == 8 || index == 12 || index == 16 || index == 20 { text.append(UInt8(ascii: "-")) }
+                let word = index < 16 ? high : low
+                let nibble = Int(truncatingIfNeeded: word >> UInt64(60 - 4 * (index % 16))) & 0x0F
+                text.append(hex[nibble])
+            }
+        }
+        return String(decoding: text, as: UTF8.self)
     }
 
     /// Orders by the 16 bytes, as unsigned numbers.

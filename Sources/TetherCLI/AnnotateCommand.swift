@@ -25,7 +25,8 @@ struct AnnotateCommand: ParsableCommand {
     @Argument(help: "The capture set folder.")
     var set: String
 
-    @Option(name: .long, help: "The 1-based frame number to annotate (as tether inspect --frames and Wireshark number them).")
+    @Option(name: .long, help: "The 1-based frame number to annotate (as tether inspect --frames and Wireshark number them).",
+            transform: { try OptionValues.integer($0, option: "--frame", range: 1...Int(Int32.max)) })
     var frame: Int
 
     @Option(name: .long, help: "The note. It becomes the frame's pcapng comment (Wireshark's frame.comment).")
@@ -43,6 +44,27 @@ struct AnnotateCommand: ParsableCommand {
         }
         guard !text.isEmpty else {
             throw ValidationError("--text is empty; give the note to attach.")
+        }
+        if Self.rawArgumentsHaveInvalidUTF8(matching: text) {
+            throw ValidationError("--text is not valid UTF-8 (pcapng comments are UTF-8 text, and Tether will not alter the note to fit). Re-type it in a UTF-8 terminal, or convert it with iconv.")
+        }
+    }
+
+    /// `true` when a raw process argument that is not valid UTF-8 decodes (with repairs) to
+    /// `text`, alone or as `--text=…`: argument-parser only ever sees repaired strings, so the
+    /// original bytes are looked at here.
+    static func rawArgumentsHaveInvalidUTF8(matching text: String, arguments: [[UInt8]] = rawArguments()) -> Bool {
+        for bytes in arguments where String(validating: bytes, as: UTF8.self) == nil {
+            let repaired = String(decoding: bytes, as: UTF8.self)
+            if repaired == text || repaired == "--text=" + text { return true }
+        }
+        return false
+    }
+
+    /// The process's arguments as the bytes the kernel passed.
+    static func rawArguments() -> [[UInt8]] {
+        (0..<Int(CommandLine.argc)).compactMap { index in
+            CommandLine.unsafeArgv[index].map { pointer in Array(UnsafeBufferPointer(start: pointer, count: strlen(pointer))).map { UInt8(bitPattern: $0) } }
         }
     }
 

@@ -29,7 +29,8 @@ struct DiffCommand: ParsableCommand {
     @Argument(help: "The side compared with it: a trace file (.jsonl) or a capture set folder.")
     var b: String
 
-    @Option(name: .customLong("tolerance-ms"), help: "Report an aligned event only when its time moved by more than this many milliseconds.")
+    @Option(name: .customLong("tolerance-ms"), help: "Report an aligned event only when its time moved by more than this many milliseconds (0 to 3600000).",
+            transform: { try OptionValues.decimal($0, option: "--tolerance-ms", range: 0...3_600_000) })
     var toleranceMs: Double = 0
 
     @Option(name: .customLong("ignore-field"), help: "A field to leave out of the comparison (repeatable), e.g. a wall-clock stamp.")
@@ -38,7 +39,8 @@ struct DiffCommand: ParsableCommand {
     @Option(name: .customLong("ignore-event"), help: "An event name to leave out of both sides (repeatable), e.g. frame_matched when comparing a live trace with a replayed one.")
     var ignoreEvents: [String] = []
 
-    @Option(name: .customLong("max-lines"), help: "The longest report to print, in lines.")
+    @Option(name: .customLong("max-lines"), help: "The longest report to print, in lines (2 to 1000000).",
+            transform: { try OptionValues.integer($0, option: "--max-lines", range: 2...1_000_000) })
     var maxLines: Int = 40
 
     func validate() throws {
@@ -54,6 +56,16 @@ struct DiffCommand: ParsableCommand {
     }
 
     func run() throws {
+        for side in [a, b] {
+            if FileSystem.isDirectory(side) && !CaptureSetDirectory.isCaptureSet(side) {
+                throw CommandFailure(message: "\(side) is a folder but not a capture set (no manifest.yaml). Give a trace file (.jsonl, "
+                    + "as written by `tether replay --trace FILE`) or a capture set folder such as Captures/<name>.", exitCode: 2)
+            }
+            if !FileSystem.isDirectory(side) && FileSystem.size(side) == 0 {
+                throw CommandFailure(message: "\(side) is empty, so it is not a trace (a trace has one JSON event per line). "
+                    + "Write one with `tether replay SET --trace FILE`, or check that the file was not truncated.", exitCode: 2)
+            }
+        }
         let pairs: [TracePair]
         do {
             pairs = try TracePair.resolve(a, b)
@@ -118,9 +130,10 @@ struct TracePair {
     /// core → full path of the set's baseline trace.
     static func baselines(of set: String) throws -> [String: String] {
         let manifest = try CaptureSetDirectory.readManifest(at: set)
+        let directory = CaptureSetDirectory(path: set)
         var result: [String: String] = [:]
         for (core, relative) in manifest.baselines {
-            result[core] = FileSystem.join(set, relative)
+            result[core] = try directory.resolve(relative, field: "baselines.\(core)")
         }
         return result
     }
@@ -129,6 +142,9 @@ struct TracePair {
     static func baseline(of set: String, matching traceFile: String) throws -> String {
         let all = try baselines(of: set)
         let events = try TraceFile.read(traceFile)
+        guard !events.isEmpty else {
+            throw CommandFailure.failed("\(traceFile) holds no events, so it is not a trace. Write one with `tether replay SET --trace FILE`.")
+        }
         if let core = events.first?.core, let path = all[core] { return path }
         if all.count == 1, let only = all.values.first { return only }
         let cores = all.keys.sorted().joined(separator: ", ")

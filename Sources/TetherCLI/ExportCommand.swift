@@ -30,10 +30,11 @@ struct ExportCommand: ParsableCommand {
     @Option(name: .long, help: "The output format: pcapng or btsnoop.")
     var format: OutputFormat
 
-    @Option(name: .long, help: "The file to write (replaced if it exists).")
+    @Option(name: .long, help: "The file to write (replaced if it exists, only once the export is complete).")
     var out: String
 
-    @Option(name: .long, help: "For btsnoop: the index of the Bluetooth interface to export (default: the only one).")
+    @Option(name: .long, help: "For btsnoop: the index of the Bluetooth interface to export (default: the only one).",
+            transform: { try OptionValues.integer($0, option: "--interface", range: 0...Int(UInt32.max)) })
     var interface: Int?
 
     func validate() throws {
@@ -45,6 +46,12 @@ struct ExportCommand: ParsableCommand {
         }
         if FileSystem.isDirectory(out) {
             throw ValidationError("\(out) is a folder; --out takes a file name, e.g. \(FileSystem.join(out, "capture.\(format.rawValue)")).")
+        }
+        try OutputFile.check(out, option: "--out")
+        if FileSystem.isDirectory(set) {
+            try OutputFile.refuseInside(out, option: "--out", set: set)
+        } else {
+            try OutputFile.refuseOverwriting(out, option: "--out", protected: [set], reading: "the capture exported")
         }
         if interface != nil && format != .btsnoop {
             throw ValidationError("--interface chooses the one interface a btsnoop file can hold; pcapng keeps every interface, so leave it out.")
@@ -62,17 +69,21 @@ struct ExportCommand: ParsableCommand {
         switch format {
         case .pcapng:
             let reader = try CaptureFile.open(path: capturePath)
-            let writer = try PcapngWriter(path: out)
-            let copy = try CaptureCopy.copy(from: reader, to: writer, progress: progress)
-            try writer.close()
+            let copy = try OutputFile.write(to: out) { temporary in
+                let writer = try PcapngWriter(path: temporary)
+                let copy = try CaptureCopy.copy(from: reader, to: writer, progress: progress)
+                try writer.close()
+                return copy
+            }
             for warning in copy.warnings { Terminal.warn("tether: warning: \(warning)") }
             StandardOutput.shared.line("Wrote \(copy.frames) frames on \(copy.interfaces.count) interface(s) to \(out) (pcapng)")
         case .btsnoop:
-            try exportBtsnoop(capturePath, progress: progress)
+            try OutputFile.write(to: out) { temporary in try exportBtsnoop(capturePath, to: temporary, progress: progress) }
         }
     }
 
-    private func exportBtsnoop(_ capturePath: String, progress: ProgressDisplay) throws {
+    /// Writes the btsnoop file at `path` (a temporary name; `run` renames it to --out).
+    private func exportBtsnoop(_ capturePath: String, to path: String, progress: ProgressDisplay) throws {
         // First pass over the interface list only: pcapng describes interfaces before their frames,
         // but may describe more later, so the choice is made when the first Bluetooth frame shows up.
         let reader = try CaptureFile.open(path: capturePath)
@@ -105,7 +116,7 @@ struct ExportCommand: ParsableCommand {
                 default:
                     throw CommandFailure.failed("interface #\(frame.interfaceIndex) of \(set) is \(linkType), which btsnoop cannot hold (only HCI H4 with direction, 201, and BlueZ monitor, 254). Export it as pcapng.")
                 }
-                writer = try BtsnoopWriter(path: out, datalink: datalink)
+                writer = try BtsnoopWriter(path: path, datalink: datalink)
             }
             // btsnoop carries a cumulative drop count per record: use the interface's as known so far.
             let drops = reader.interfaces[frame.interfaceIndex].statistics.totalDropped

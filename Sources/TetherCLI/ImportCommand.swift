@@ -38,8 +38,12 @@ struct ImportCommand: ParsableCommand {
     @Option(name: .long, help: "Free text for the manifest's description.")
     var description: String?
 
-    @Option(name: .customLong("ingest-port"), help: "The UDP port whose traffic marks an interface as ingest-udp (default 12345).")
+    @Option(name: .customLong("ingest-port"), help: "The UDP port whose traffic marks an interface as ingest-udp (default 12345).",
+            transform: { try OptionValues.integer($0, option: "--ingest-port", range: 1...UInt16.max) })
     var ingestPort: UInt16?
+
+    @Flag(name: .customLong("allow-empty"), help: "Import a file that holds no frames (by default that is refused as a likely mistake).")
+    var allowEmpty = false
 
     func validate() throws {
         guard FileSystem.exists(file) else {
@@ -47,6 +51,13 @@ struct ImportCommand: ParsableCommand {
         }
         guard !FileSystem.isDirectory(file) else {
             throw ValidationError("\(file) is a folder. `tether import` takes a capture file; a set folder can be inspected or exported as it is.")
+        }
+        guard !out.isEmpty, !out.hasSuffix("/") || out == "/" else {
+            throw ValidationError("--out \(out.isEmpty ? "is empty" : "\(out) ends in /"); give the new set's folder name, e.g. --out Captures/pixel-pairing.")
+        }
+        var info = stat()
+        if lstat(out, &info) == 0, !FileSystem.exists(out) {
+            throw ValidationError("--out \(out) is a symbolic link to something that does not exist; remove the link or choose another folder name.")
         }
         guard !FileSystem.exists(out) else {
             throw ValidationError("\(out) already exists. Choose a new folder name under Captures/, or remove the old one first.")
@@ -63,7 +74,7 @@ struct ImportCommand: ParsableCommand {
         do {
             let summary = try Self.buildSet(
                 at: staging, from: reader, title: title ?? FileSystem.baseName(file), description: description,
-                ingestPort: ingestPort ?? 12345, showProgress: Terminal.stderrIsTerminal)
+                ingestPort: ingestPort ?? 12345, showProgress: Terminal.stderrIsTerminal, allowEmpty: allowEmpty)
             try FileSystemWrites.rename(staging, to: out)
             for warning in summary.warnings { Terminal.warn("tether: warning: \(warning)") }
             StandardOutput.shared.line("Imported \(summary.frames) frames on \(summary.interfaces.count) interface(s) from \(file) (\(reader.format.rawValue)) into \(out)")
@@ -88,9 +99,10 @@ struct ImportCommand: ParsableCommand {
     }
 
     /// Write `reader`'s frames as a sealed capture set in the (existing, empty) folder `folder`.
+    /// A source without frames is refused unless `allowEmpty`.
     static func buildSet(
         at folder: String, from reader: any CaptureReader, title: String, description: String?,
-        ingestPort: UInt16, showProgress: Bool
+        ingestPort: UInt16, showProgress: Bool, allowEmpty: Bool = false
     ) throws -> Summary {
         let capturePath = FileSystem.join(folder, CaptureSetDirectory.defaultCaptureFileName)
         let writer = try PcapngWriter(path: capturePath, comment: "Imported by Tether \(TetherVersion.current) from \(FileSystem.baseName(reader.path))")
@@ -112,6 +124,10 @@ struct ImportCommand: ParsableCommand {
             }
         }
         try writer.close()
+        if copy.frames == 0 && !allowEmpty {
+            let reasons = copy.warnings.isEmpty ? "" : " (\(copy.warnings.map(\.description).joined(separator: "; ")))"
+            throw CommandFailure.failed("\(reader.path) holds no frames\(reasons), so the set would replay nothing. Check that it is the capture you meant, or pass --allow-empty to import it anyway.")
+        }
 
         var roles: [InterfaceRole] = []
         var manifestInterfaces: [ManifestInterface] = []

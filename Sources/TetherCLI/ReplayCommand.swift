@@ -48,37 +48,45 @@ struct ReplayCommand: ParsableCommand {
     @Flag(name: .customLong("update-baseline"), help: "Accept this run's traces as the sets' baselines (writes baseline/<core>.jsonl and the manifest).")
     var updateBaseline = false
 
-    @Option(name: .customLong("ingest-idle-timeout"), help: "IngestCore's stream idle timeout in seconds, overriding the manifest.")
+    @Option(name: .customLong("ingest-idle-timeout"), help: "IngestCore's stream idle timeout (seconds, or 500ms, 8s, 2m, 1h; at most 24h), overriding the manifest.",
+            transform: { try OptionValues.seconds($0, option: "--ingest-idle-timeout", range: 0.001...86_400) })
     var ingestIdleTimeout: Double?
 
-    @Option(name: .customLong("ingest-port"), help: "Feed IngestCore the datagrams to this UDP port, whatever the manifest says.")
+    @Option(name: .customLong("ingest-port"), help: "Feed IngestCore the datagrams to this UDP port, whatever the manifest says.",
+            transform: { try OptionValues.integer($0, option: "--ingest-port", range: 1...UInt16.max) })
     var ingestPort: UInt16?
 
-    @Option(name: .customLong("messaging-window-size"), help: "MessagingCore's data packets per window (1-15), overriding the manifest.")
+    @Option(name: .customLong("messaging-window-size"), help: "MessagingCore's data packets per window (1-15), overriding the manifest.",
+            transform: { try OptionValues.integer($0, option: "--messaging-window-size", range: 1...15) })
     var messagingWindowSize: Int?
 
-    @Option(name: .customLong("messaging-first-retries"), help: "How often MessagingCore resends `first` after `transfer not started` (0-10), overriding the manifest.")
+    @Option(name: .customLong("messaging-first-retries"), help: "How often MessagingCore resends `first` after `transfer not started` (0-10), overriding the manifest.",
+            transform: { try OptionValues.integer($0, option: "--messaging-first-retries", range: 0...10) })
     var messagingFirstRetries: Int?
 
-    @Option(name: .customLong("messaging-step-timeout"), help: "MessagingCore's wait for each transfer acknowledgement, in seconds, overriding the manifest.")
+    @Option(name: .customLong("messaging-step-timeout"), help: "MessagingCore's wait for each transfer acknowledgement (seconds, or 500ms, 2m; at most 1h), overriding the manifest.",
+            transform: { try OptionValues.seconds($0, option: "--messaging-step-timeout", range: 0.001...3600) })
     var messagingStepTimeout: Double?
 
     @Option(name: .customLong("frame-matching"), help: "How the BLE cores' emitted frames are checked: strict, responder or off (default: the manifest's, else strict).")
     var frameMatching: FrameMatchingMode?
 
-    @Option(name: .customLong("tolerance-ms"), help: "Timing slack for the baseline comparison, in milliseconds.")
+    @Option(name: .customLong("tolerance-ms"), help: "Timing slack for the baseline comparison, in milliseconds (0 to 3600000).",
+            transform: { try OptionValues.decimal($0, option: "--tolerance-ms", range: 0...3_600_000) })
     var toleranceMs: Double = 0
 
     @Flag(name: .customLong("no-verify"), help: "Do not check the capture file's SHA-256 against the manifest.")
     var noVerify = false
 
-    @Option(name: .customLong("max-diff-lines"), help: "The most lines of baseline differences shown per set.")
+    @Option(name: .customLong("max-diff-lines"), help: "The most lines of baseline differences shown per set (1 to 1000000).",
+            transform: { try OptionValues.integer($0, option: "--max-diff-lines", range: 1...1_000_000) })
     var maxDiffLines: Int = 40
 
     @Flag(name: .long, help: "Send the captured ingest datagrams over real UDP at their recorded pace instead.")
     var realtime = false
 
-    @Option(name: .long, help: "With --realtime: the pace factor (2 sends twice as fast as recorded).")
+    @Option(name: .long, help: "With --realtime: the pace factor (2 sends twice as fast as recorded; 0.001 to 1000).",
+            transform: { try OptionValues.decimal($0, option: "--speed", range: 0.001...1000) })
     var speed: Double = 1
 
     @Option(name: .long, help: "With --realtime: where to send, HOST:PORT (e.g. 127.0.0.1:12345 or [::1]:12345).")
@@ -127,6 +135,8 @@ struct ReplayCommand: ParsableCommand {
         for path in paths where !FileSystem.isDirectory(path) {
             throw ValidationError("\(path) is not a folder. Give a capture set folder (with manifest.yaml) or a folder holding sets, such as Captures.")
         }
+        if let trace { try OutputFile.check(trace, option: "--trace") }
+        if let junit { try OutputFile.check(junit, option: "--junit") }
     }
 
     func run() throws {
@@ -148,6 +158,14 @@ struct ReplayCommand: ParsableCommand {
         }
         if trace != nil && sets.count != 1 {
             throw CommandFailure(message: "--trace writes one set's trace, and \(sets.count) sets were found; name one set.", exitCode: ExitCode.validationFailure.rawValue)
+        }
+        do {
+            for set in sets {
+                if let trace { try OutputFile.refuseInside(trace, option: "--trace", set: set) }
+                if let junit { try OutputFile.refuseInside(junit, option: "--junit", set: set) }
+            }
+        } catch let error as ValidationError {
+            throw CommandFailure(message: error.message, exitCode: ExitCode.validationFailure.rawValue)
         }
 
         var options = ReplayOptions(verify: !noVerify, ingestPort: ingestPort, frameMatching: frameMatching)
@@ -178,7 +196,7 @@ struct ReplayCommand: ParsableCommand {
             status.clear()
             for warning in outcome.warnings { Terminal.warn("tether: warning: \(name): \(warning)") }
             if let trace {
-                try TraceFile.write(outcome.trace, to: trace)
+                try OutputFile.write(bytes: TraceFile.encodeBytes(outcome.trace), to: trace)
             }
             let expectations = Expectations.evaluate(outcome.manifest.expectations, trace: outcome.trace)
             var baselines: [BaselineComparison] = []
@@ -186,9 +204,9 @@ struct ReplayCommand: ParsableCommand {
                 try Self.acceptBaselines(outcome, at: set)
             } else {
                 for core in outcome.manifest.baselines.keys.sorted() {
-                    let path = FileSystem.join(set, outcome.manifest.baselines[core, default: ""])
                     let accepted: [TraceEvent]
                     do {
+                        let path = try CaptureSetDirectory(path: set).resolve(outcome.manifest.baselines[core, default: ""], field: "baselines.\(core)")
                         accepted = try TraceFile.read(path)
                     } catch {
                         errors.append((name, "baseline \(core): \(error)"))
@@ -202,10 +220,7 @@ struct ReplayCommand: ParsableCommand {
             outcomes.append(CaptureSetOutcome(name: name, expectations: expectations, baselines: baselines))
         }
 
-        StandardOutput.shared.write(ReplayReport.render(outcomes, maxDiffLines: maxDiffLines))
-        for error in errors {
-            StandardOutput.shared.line("ERROR \(error.name): \(error.message)")
-        }
+        StandardOutput.shared.write(Self.report(outcomes, errors: errors, setCount: sets.count, maxDiffLines: maxDiffLines))
         if updateBaseline {
             StandardOutput.shared.line("Baselines updated for \(outcomes.count) set(s); review them with `git diff` before committing.")
         }
@@ -225,6 +240,26 @@ struct ReplayCommand: ParsableCommand {
         }
     }
 
+    /// The replay report with errors listed and counted in its headline: a set that could not be
+    /// replayed (or whose baseline could not be read) is a failed set, not a missing line.
+    static func report(_ outcomes: [CaptureSetOutcome], errors: [(name: String, message: String)], setCount: Int, maxDiffLines: Int) -> String {
+        var text = ReplayReport.render(outcomes, maxDiffLines: maxDiffLines)
+        guard !errors.isEmpty else { return text }
+        // The renderer's last line is its headline over the sets it saw; it is replaced by one over all.
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        if lines.last == "" { lines.removeLast() }
+        if let last = lines.last, last.hasPrefix("PASS: ") || last.hasPrefix("FAIL: ") { lines.removeLast() }
+        for error in errors { lines.append("ERROR \(error.name): \(error.message)") }
+        let erroredSets = Set(errors.map(\.name))
+        let checkFailures = outcomes.filter { !$0.passed && !erroredSets.contains($0.name) }.count
+        let failed = checkFailures + erroredSets.count
+        let unreadable = errors.filter { error in !outcomes.contains { $0.name == error.name } }.count
+        lines.append("FAIL: \(failed) of \(setCount) capture set(s) failed (\(unreadable) could not be replayed, "
+                     + "\(errors.count - unreadable) baseline(s) could not be read, \(checkFailures) failed their checks)")
+        text = lines.joined(separator: "\n") + "\n"
+        return text
+    }
+
     /// Write this run's trace as the set's baseline, one file per core, and record them in the
     /// manifest. A core the manifest already names keeps its path; an empty trace is written too,
     /// so "this core did nothing" is itself checked next time.
@@ -235,7 +270,8 @@ struct ReplayCommand: ParsableCommand {
         for core in cores.sorted() {
             let relative = manifest.baselines[core] ?? CaptureSetDirectory.defaultBaselinePath(core: core)
             let events = outcome.trace.filter { $0.core == core }
-            try CaptureSetDirectory.writeAtomically(Array(TraceFile.encode(events).utf8), to: FileSystem.join(set, relative))
+            let path = try CaptureSetDirectory(path: set).resolve(relative, field: "baselines.\(core)")
+            try CaptureSetDirectory.writeAtomically(TraceFile.encodeBytes(events), to: path)
             manifest.baselines[core] = relative
         }
         if manifest != outcome.manifest {
@@ -256,7 +292,7 @@ struct ReplayCommand: ParsableCommand {
         }
         let sender = try PacedUDPSender(host: target.host, port: target.port)
         let recordedSpanNs = datagrams[datagrams.count - 1].offsetNs
-        StandardOutput.shared.line("Sending \(datagrams.count) datagrams from \(loaded.directory.name) to \(to) at \(Format.fixed(speed, 2))× (\(Format.seconds(Int64(Double(recordedSpanNs) / speed))) s)")
+        StandardOutput.shared.line("Sending \(datagrams.count) datagrams from \(loaded.directory.name) to \(to) at \(Format.fixed(speed, 2))× (\(Format.seconds(Int64(exactly: (Double(recordedSpanNs) / speed).rounded()) ?? .max)) s)")
         StandardOutput.shared.flush()
         let status = StatusLine()
         let report = sender.run(datagrams, speed: speed) { sent in

@@ -15,6 +15,10 @@ struct SealCommand: ParsableCommand {
             rather than sealed, reports a cut-off last block (it is kept and ignored on every \
             read), then marks the set complete.
 
+            A set that is already sealed is checked instead: if its capture no longer has the \
+            recorded SHA-256, seal refuses and says so; pass --accept-changed-capture to record \
+            the new content's digest on purpose.
+
             After `kill -9` of a recorder:
               tether seal Captures/plugin-clean
             """
@@ -22,6 +26,9 @@ struct SealCommand: ParsableCommand {
 
     @Argument(help: "The capture set folder to seal, e.g. Captures/plugin-clean.")
     var set: String
+
+    @Flag(name: .customLong("accept-changed-capture"), help: "Reseal a sealed set whose capture file changed, recording the new SHA-256.")
+    var acceptChangedCapture = false
 
     func validate() throws {
         guard CaptureSetDirectory.isCaptureSet(set) else {
@@ -31,12 +38,12 @@ struct SealCommand: ParsableCommand {
 
     func run() throws {
         let manifest = try CaptureSetDirectory.readManifest(at: set)
-        let capturePath = CaptureSetDirectory(path: set).capturePath(for: manifest)
+        let capturePath = try CaptureSetDirectory(path: set).resolvedCapturePath(for: manifest)
         let reader = try CaptureFile.open(path: capturePath)
         var frames = 0
         while try reader.withNextFrame({ _ in }) { frames += 1 }
         for warning in reader.warnings { Terminal.warn("tether: warning: \(warning)") }
-        let sealed = try CaptureSetDirectory.seal(at: set)
+        let sealed = try CaptureSetDirectory.seal(at: set, acceptChangedCapture: acceptChangedCapture)
         print("sealed \(set): \(frames) frames, sha256 \(sealed.captureSha256 ?? "?")")
     }
 }

@@ -33,7 +33,7 @@ struct ServeIngestCommand: AsyncParsableCommand {
 
             On a terminal a status line on stderr shows datagrams, data points, rejections by \
             reason and open streams; otherwise nothing is printed until the end. SIGINT (Ctrl-C) \
-            or SIGTERM stops the server cleanly: the sockets close, every stream is flushed, the \
+            SIGTERM or SIGHUP (a closed terminal) stops the server cleanly: the sockets close, every stream is flushed, the \
             remaining chunks are committed, and the final counts are printed. A second signal \
             exits at once.
 
@@ -44,13 +44,15 @@ struct ServeIngestCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(name: .long, help: "UDP port to listen on (0 picks a free one and prints it).")
+    @Option(name: .long, help: "UDP port to listen on, 0 to 65535 (0 picks a free one and prints it).",
+            transform: { try OptionValues.integer($0, option: "--port", range: 0...65535) })
     var port: Int = 12345
 
     @Option(name: .long, help: "The SQLite database to store data points in (created if missing).")
     var db: String = "ingest.sqlite"
 
-    @Option(name: .customLong("idle-timeout"), help: "Seconds without a datagram after which a plugin stream ends.")
+    @Option(name: .customLong("idle-timeout"), help: "How long without a datagram a plugin stream ends after (seconds, or 500ms, 8s, 2m, 1h; at most 24h).",
+            transform: { try OptionValues.seconds($0, option: "--idle-timeout", range: 0.001...86_400) })
     var idleTimeout: Double?
 
     @Flag(name: .customLong("ipv4-only"), help: "Listen on 127.0.0.1 only, not on ::1.")
@@ -66,12 +68,15 @@ struct ServeIngestCommand: AsyncParsableCommand {
         if FileSystem.isDirectory(db) {
             throw ValidationError("--db \(db) is a folder; give a file name, e.g. \(FileSystem.join(db, "ingest.sqlite")).")
         }
+        try OutputFile.check(db, option: "--db")
     }
 
     func run() async throws {
         var core = IngestConfiguration()
-        if let idleTimeout { core.idleTimeout = .nanoseconds(Int64(idleTimeout * 1e9)) }
-        let sink = try SQLiteIngestStore(path: db)
+        if let idleTimeout { core.idleTimeout = .nanoseconds(OptionValues.nanoseconds(idleTimeout)) }
+        // One server per database: a second one would interleave its chunks and report counts
+        // that are not what the file holds.
+        let sink = try SQLiteIngestStore(path: db, exclusiveWriter: true)
         let server = IngestServer(
             configuration: .init(port: port, ipv6Host: ipv4Only ? nil : "::1", core: core), sink: sink)
         let bound = try await server.start()
@@ -93,7 +98,7 @@ struct ServeIngestCommand: AsyncParsableCommand {
         let stopped = AsyncSignalLatch()
         let signals = InterruptSignals(queue: queue) { number in
             status.clear()
-            Terminal.writeStderr("tether: \(number == SIGTERM ? "SIGTERM" : "SIGINT"): draining…\n")
+            Terminal.writeStderr("tether: \(InterruptSignals.name(of: number)): draining…\n")
             stopped.open()
         }
         defer { signals.cancel() }

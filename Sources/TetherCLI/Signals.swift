@@ -4,7 +4,7 @@ import Synchronization
 import Glibc
 #endif
 
-/// Turns SIGINT and SIGTERM into a callback on a dispatch queue instead of killing the process, so
+/// Turns SIGINT, SIGTERM and SIGHUP (the terminal went away) into a callback on a dispatch queue instead of killing the process, so
 /// long-running commands (`serve`, `record`) can drain and seal what they hold.
 ///
 /// The default handlers are replaced by `SIG_IGN` first, as DispatchSource signal sources require;
@@ -16,7 +16,7 @@ final class InterruptSignals: @unchecked Sendable {
     /// Start listening; `handler` runs once, on `queue`, with the signal number of the first signal.
     init(queue: DispatchQueue = DispatchQueue(label: "tether.signals"), handler: @escaping @Sendable (Int32) -> Void) {
         var sources: [any DispatchSourceSignal] = []
-        let signals: [Int32] = [SIGINT, SIGTERM]
+        let signals = Self.handled
         for number in signals {
             signal(number, SIG_IGN)
             sources.append(DispatchSource.makeSignalSource(signal: number, queue: queue))
@@ -40,11 +40,24 @@ final class InterruptSignals: @unchecked Sendable {
         }
     }
 
+    /// The signals that stop a long-running command cleanly. SIGHUP is treated as SIGTERM: a
+    /// closed terminal or `nohup`-less logout drains and seals instead of losing the tail.
+    static let handled: [Int32] = [SIGINT, SIGTERM, SIGHUP]
+
+    /// The signal's conventional name (`SIGINT`, `SIGTERM`, `SIGHUP`), or `signal N`.
+    static func name(of number: Int32) -> String {
+        switch number {
+        case SIGINT: "SIGINT"
+        case SIGTERM: "SIGTERM"
+        case SIGHUP: "SIGHUP"
+        default: "signal \(number)"
+        }
+    }
+
     /// Stop listening and restore the default handlers.
     func cancel() {
         for source in sources { source.cancel() }
-        signal(SIGINT, SIG_DFL)
-        signal(SIGTERM, SIG_DFL)
+        for number in Self.handled { signal(number, SIG_DFL) }
     }
 }
 

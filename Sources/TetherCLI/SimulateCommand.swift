@@ -1,5 +1,6 @@
 import ArgumentParser
 import LiveHosts
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -44,10 +45,12 @@ struct SimulatePluginCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Where to send, HOST:PORT.")
     var to: String = "127.0.0.1:12345"
 
-    @Option(name: .long, help: "Data messages per second.")
+    @Option(name: .long, help: "Data messages per second (more than 0, at most 100000).",
+            transform: { try OptionValues.decimal($0, option: "--rate", range: 0...100_000, excludingLowerBound: true) })
     var rate: Double = 20
 
-    @Option(name: .long, help: "Seconds of traffic (the end message goes out after this, plus any stall).")
+    @Option(name: .long, help: "How long to send (seconds, or 500ms, 8s, 2m, 1h; at most 24h). The end message goes out after this, plus any stall.",
+            transform: { try OptionValues.seconds($0, option: "--duration", range: 0.001...86_400) })
     var duration: Double = 10
 
     @Option(name: .long, help: "Payload types: float64, int64, vector_3d, string, or mixed (one of each, plus bytes).")
@@ -75,12 +78,19 @@ struct SimulatePluginCommand: AsyncParsableCommand {
         guard duration > 0, duration.isFinite else {
             throw ValidationError("--duration must be a positive number of seconds (got \(duration)).")
         }
+        // The schedule is computed up front, one entry per message.
+        guard rate * duration <= Self.maximumMessages else {
+            throw ValidationError("--rate \(OptionValues.describe(rate)) for --duration \(OptionValues.describe(duration)) s is \(OptionValues.describe((rate * duration).rounded())) messages; at most \(Int(Self.maximumMessages)) are sent in one run. Lower the rate or the duration.")
+        }
         guard SimulatedPayloadKind(rawValue: types) != nil else {
             let kinds = SimulatedPayloadKind.allCases.map(\.rawValue).joined(separator: ", ")
             throw ValidationError("--types \(types) is not one of \(kinds).")
         }
         _ = try Self.faults(malformed)
     }
+
+    /// The most data messages one run schedules (its schedule is held in memory).
+    static let maximumMessages: Double = 50_000_000
 
     /// Parse the --malformed words.
     static func faults(_ words: [String]) throws -> [TrafficFault] {
@@ -96,8 +106,9 @@ struct SimulatePluginCommand: AsyncParsableCommand {
             case "all":
                 faults += [.notJSON, .badBase64, .oversize, .wrongPayloadLength, .missingFields, .timeBackwards, .stall(.seconds(20))]
             default:
-                if word.hasPrefix("stall="), let seconds = Double(word.dropFirst(6)), seconds > 0, seconds.isFinite {
-                    faults.append(.stall(.nanoseconds(Int64(seconds * 1e9))))
+                if word.hasPrefix("stall=") {
+                    let seconds = try OptionValues.seconds(String(word.dropFirst(6)), option: "--malformed stall=", range: 0.001...86_400)
+                    faults.append(.stall(.nanoseconds(OptionValues.nanoseconds(seconds))))
                 } else {
                     throw ValidationError("--malformed \(word) is not a fault. Use not-json, bad-base64, oversize, wrong-payload-length, missing-fields, time-backwards, stall=SECONDS or all.")
                 }
@@ -111,7 +122,7 @@ struct SimulatePluginCommand: AsyncParsableCommand {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         let configuration = PluginTrafficConfiguration(
-            rate: rate, duration: .nanoseconds(Int64(duration * 1e9)), payloadKind: kind, seed: seed,
+            rate: rate, duration: .nanoseconds(OptionValues.nanoseconds(duration)), payloadKind: kind, seed: seed,
             startWallClockNs: Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec), pluginName: pluginName,
             sendsEndMessage: !noEnd, faults: try Self.faults(malformed))
         let simulator = PluginSimulator(configuration: configuration, host: target.host, port: target.port)
@@ -122,13 +133,19 @@ struct SimulatePluginCommand: AsyncParsableCommand {
         StandardOutput.shared.flush()
 
         let task = Task { try await simulator.run(clock: ContinuousClock()) }
-        let signals = InterruptSignals { _ in task.cancel() }
+        let interruption = Mutex<Int32?>(nil)
+        let signals = InterruptSignals { number in
+            interruption.withLock { $0 = number }
+            task.cancel()
+        }
         defer { signals.cancel() }
         let report: PluginSendReport
         do {
             report = try await task.value
         } catch is CancellationError {
-            throw CommandFailure(message: "interrupted; the plugin stopped without its end message", exitCode: 130)
+            let number = interruption.withLock { $0 } ?? SIGINT
+            // The conventional status of a process ended by a signal: 128 + its number.
+            throw CommandFailure(message: "interrupted by \(InterruptSignals.name(of: number)); the plugin stopped without its end message", exitCode: 128 + number)
         }
         var line = "Sent \(report.sent) datagrams"
         if report.failed > 0 { line += ", \(report.failed) refused (\(report.firstFailure ?? "unknown reason"))" }

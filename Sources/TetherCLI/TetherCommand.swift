@@ -1,4 +1,5 @@
 import ArgumentParser
+import CaptureSet
 import Dispatch
 #if canImport(Glibc)
 import Glibc
@@ -18,6 +19,7 @@ public struct TetherCommand: AsyncParsableCommand {
             Replay every committed capture set and check its expectations and baseline:
               tether replay Captures
             """,
+        version: TetherVersion.current,
         subcommands: [
             InspectCommand.self, ImportCommand.self, ExportCommand.self, AnnotateCommand.self,
             ReplayCommand.self, DiffCommand.self, ServeCommand.self, SimulateCommand.self, RecordCommand.self,

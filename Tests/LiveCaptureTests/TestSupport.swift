@@ -17,7 +17,10 @@ func readAll(_ path: String) throws -> (interfaces: [CaptureInterface], frames: 
 }
 
 /// Polls `condition` every 10 ms; gives up after `limit` so a broken test fails instead of hanging.
-func eventually(limit: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
+/// The limit is generous because it is not a timing check: in a full parallel run, suites that
+/// wait on subprocesses can hold both of Swift Testing's threads for seconds, and the recorder's
+/// task only starts when one is free. A condition that holds returns at once.
+func eventually(limit: Duration = .seconds(60), _ condition: () -> Bool) async -> Bool {
     let clock = ContinuousClock()
     let end = clock.now.advanced(by: limit)
     while clock.now < end {
