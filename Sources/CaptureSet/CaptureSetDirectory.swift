@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import Yams
 
@@ -221,6 +220,10 @@ public struct CaptureSetDirectory: Sendable, Hashable {
     private static func describe(_ error: any Error) -> String {
         if let yaml = error as? YamlError { return describeYAML(yaml) }
         guard let error = error as? DecodingError else { return "\(error)" }
+        // Yams reports a syntax error as "not valid YAML" with the scanner's error underneath.
+        if case let .dataCorrupted(context) = error, let yaml = context.underlyingError as? YamlError {
+            return describeYAML(yaml)
+        }
         switch error {
         case let .typeMismatch(type, c): return "expected \(type): \(c.debugDescription)"
         case let .valueNotFound(type, c): return "expected a value of type \(type): \(c.debugDescription)"
@@ -350,28 +353,6 @@ public struct CaptureSetDirectory: Sendable, Hashable {
                 + "cannot be verified; seal it with `tether seal SET` once it is known to be good.")
         }
         return LoadedCaptureSet(directory: set, manifest: manifest, capturePath: capture, verified: verified, warnings: warnings)
-    }
-
-    /// Lower-case hex SHA-256 of a file, read in 1 MiB pieces (constant memory whatever its size).
-    public static func sha256(ofFile path: String) throws(CaptureSetError) -> String {
-        try sha256(ofFile: path, chunkSize: 1 << 20)
-    }
-
-    static func sha256(ofFile path: String, chunkSize: Int) throws(CaptureSetError) -> String {
-        var hasher = SHA256()
-        try FileIO.forEachChunk(path, chunkSize: chunkSize) { hasher.update(bufferPointer: $0) }
-        return hex(Array(hasher.finalize()))
-    }
-
-    private static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count * 2)
-        for b in bytes {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 0x0f)])
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 }
 

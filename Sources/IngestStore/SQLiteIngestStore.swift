@@ -50,7 +50,7 @@ public final class SQLiteIngestStore: Sendable {
             if flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
                 let busy = errno == EWOULDBLOCK
                 let reason = String(cString: strerror(errno))
-                close(descriptor)
+                closeDescriptor(descriptor)
                 if busy { throw .inUse(path: path) }
                 throw .cannotOpen(path: path, underlying: "cannot lock it: \(reason)")
             }
@@ -65,9 +65,6 @@ public final class SQLiteIngestStore: Sendable {
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
             try pool.write { db in try Self.migrate(db, path: path) }
-        } catch let error as IngestStoreError {
-            if lockDescriptor >= 0 { closeDescriptor(lockDescriptor) }
-            throw error
         } catch {
             if lockDescriptor >= 0 { closeDescriptor(lockDescriptor) }
             throw .cannotOpen(path: path, underlying: String(describing: error))

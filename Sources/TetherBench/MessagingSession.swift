@@ -50,17 +50,25 @@ struct MessagingSession {
 
     /// What the generation saw the core report, so the caller can check the session is clean.
     struct Outcome {
+        /// Every frame, in time order once ``generate()`` returns.
         var frames: [Frame]
+        /// `completion` events with `Success`.
         var completionsSuccess = 0
+        /// `completion` events with any other result.
         var completionsOther = 0
+        /// Messages delivered to the app's listener (the echoes).
         var messagesReceived = 0
+        /// Violations and timeouts the core reported, as text.
         var violations: [String] = []
+        /// ATT writes of the phone on the Connect IQ write characteristic.
         var phoneWrites = 0
+        /// ATT notifications of the watch on the Connect IQ notify characteristic.
         var watchNotifications = 0
     }
 
     /// Why the session could not be generated.
     struct GenerationError: Error, CustomStringConvertible {
+        /// What went wrong and what it means for the session.
         var description: String
     }
 
@@ -99,6 +107,7 @@ struct MessagingSession {
     ]
     /// The CCCD Write Response: the link is up when the host sees it.
     static let writeResponseHex = "0000000102012005000100040013"
+    /// When it comes, µs after register_app (as in the recorded session).
     static let writeResponseOffsetUs: Int64 = 410_900
 
     // MARK: - Generation
@@ -128,6 +137,7 @@ struct MessagingSession {
         return try MonkeyCJSON.monkeyCValue(.object(["id": .int(Int64(index)), "text": .string(text)]))
     }
 
+    /// What happens at one instant of the run.
     private enum Event {
         case api(MessagingAPICall)
         case raw([UInt8])
@@ -157,14 +167,17 @@ struct MessagingSession {
         /// Write without response goes out one per connection event: 1.25 ms apart at least, the
         /// first 0.4 ms after the input that caused it.
         static let phoneWriteGapNs: Int64 = 1_250_000
+        /// Delay from the input that made the core write to the write's frame.
         static let phoneReactionNs: Int64 = 400_000
         /// The watch answers a phone write 3 ms later (the next connection events) and sends its
         /// own packets 1.25 ms apart.
         static let watchAnswerNs: Int64 = 3_000_000
+        /// Gap between two notifications of the watch.
         static let watchPacketGapNs: Int64 = 1_250_000
         /// The echo app replies 5 ms after the message arrived.
         static let echoDelayNs: Int64 = 5_000_000
 
+        /// Queues `event` at `timeNs`, after everything already queued for the same instant.
         mutating func schedule(_ timeNs: Int64, _ event: Event) {
             order += 1
             // The queue is short (a transfer's packets): insertion keeps it sorted by (time, order).
@@ -173,6 +186,7 @@ struct MessagingSession {
             queue.insert((timeNs, order, event), at: i)
         }
 
+        /// Queues the session start (API calls, link set-up) and one send a second.
         mutating func start() throws {
             let device = MessagingSession.deviceUUID
             let app = MessagingSession.appUUID
@@ -198,6 +212,8 @@ struct MessagingSession {
             }
         }
 
+        /// Runs the queue dry: each event becomes its frame(s), and the core's and the watch's
+        /// reactions are queued in turn. Throws when the core is left with work pending.
         mutating func loop() throws {
             while !queue.isEmpty {
                 let (t, _, event) = queue.removeFirst()
@@ -251,6 +267,7 @@ struct MessagingSession {
             schedule(at, .watchNotification(packet))
         }
 
+        /// Carries out the core's actions: writes are queued as phone writes, events counted.
         mutating func perform(_ actions: [MessagingAction], at timeNs: Int64) throws {
             for action in actions {
                 switch action {
@@ -308,5 +325,6 @@ enum ATTFrame {
         return out
     }
 
+    /// Two bytes, little-endian.
     static func le16(_ v: UInt16) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8)] }
 }

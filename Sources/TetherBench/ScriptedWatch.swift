@@ -145,10 +145,12 @@ struct WatchScriptError: Error, CustomStringConvertible {
     /// The phone's packet.
     var packet: [UInt8]
 
+    /// An error for `packet`, saying why.
     static func unexpected(_ reason: String, _ packet: [UInt8]) -> WatchScriptError {
         WatchScriptError(reason: reason, packet: packet)
     }
 
+    /// The packet in hex and the reason.
     var description: String {
         "scripted watch: the phone wrote \(packet.map { String($0, radix: 16) }.joined(separator: " ")): \(reason); "
             + "the generated session would not be clean (check MessagingCore against connectiq-link.md)"

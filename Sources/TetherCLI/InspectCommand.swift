@@ -50,7 +50,8 @@ struct InspectCommand: ParsableCommand {
     @Flag(name: .customLong("no-verify"), help: "For a set, do not check the capture file's SHA-256 against the manifest (saves a pass over a large file).")
     var noVerify = false
 
-    @Option(name: .customLong("limit"), help: "With --frames, list at most this many frames (the summary still counts all).")
+    @Option(name: .customLong("limit"), help: "With --frames, list at most this many frames, 0 or more (the summary still counts all).",
+            transform: { try OptionValues.integer($0, option: "--limit", range: 0...Int.max) })
     var limit: Int?
 
     func validate() throws {

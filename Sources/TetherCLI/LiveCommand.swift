@@ -67,13 +67,16 @@ struct LiveMessagingCommand: ParsableCommand {
     @Option(name: .customLong("bridge-log"), help: "Keep the BLE bridge's log in this file.")
     var bridgeLog: String?
 
-    @Option(name: .long, help: "Seed for the encryption keys (default: random).")
+    @Option(name: .long, help: "Seed for the encryption keys (default: random).",
+            transform: { try OptionValues.integer($0, option: "--seed", range: UInt64.min...UInt64.max) })
     var seed: UInt64?
 
-    @Option(name: .customLong("window-size"), help: "Data packets per acknowledged window (1-15; default 15).")
+    @Option(name: .customLong("window-size"), help: "Data packets per acknowledged window (1-15; default 15).",
+            transform: { try OptionValues.integer($0, option: "--window-size", range: 1...15) })
     var windowSize: Int?
 
-    @Option(name: .customLong("first-retries"), help: "How often `first` is resent after `transfer not started` (0-10; default 2).")
+    @Option(name: .customLong("first-retries"), help: "How often `first` is resent after `transfer not started` (0-10; default 2).",
+            transform: { try OptionValues.integer($0, option: "--first-retries", range: 0...10) })
     var firstRetries: Int?
 
     @Option(name: .long, help: "Title of the recorded set.")
@@ -90,10 +93,12 @@ struct LiveMessagingCommand: ParsableCommand {
         for uuid in device where IQUUID(uuid) == nil {
             throw ValidationError("--device \(uuid) is not a UUID (8-4-4-4-12 hex digits).")
         }
-        if let windowSize, !(1...15).contains(windowSize) { throw ValidationError("--window-size must be 1 to 15 (got \(windowSize)).") }
-        if let firstRetries, !(0...10).contains(firstRetries) { throw ValidationError("--first-retries must be 0 to 10 (got \(firstRetries)).") }
         if let record, FileManager.default.fileExists(atPath: record) {
             throw ValidationError("--record \(record) exists already; name a new capture set folder.")
+        }
+        if let trace {
+            try OutputFile.check(trace, option: "--trace")
+            if let record { try OutputFile.refuseInside(trace, option: "--trace", set: record) }
         }
     }
 
@@ -124,7 +129,7 @@ struct LiveMessagingCommand: ParsableCommand {
         } catch {
             throw CommandFailure.failed("\(error)")
         }
-        if let trace { try TraceFile.write(outcome.trace, to: trace) }
+        if let trace { try OutputFile.write(bytes: TraceFile.encodeBytes(outcome.trace), to: trace) }
         if let recording = outcome.recording {
             StandardOutput.shared.line("recorded \(recording.frames) frames into \(recording.setPath) (sha256 \(recording.sha256))")
         }

@@ -72,7 +72,8 @@ struct RecordCommand: AsyncParsableCommand {
     @Option(name: .long, help: "The capture set folder to create, e.g. Captures/<name>. It must not exist yet.")
     var out: String
 
-    @Option(name: .long, help: "Stop after this many seconds (default: until SIGINT or SIGTERM).")
+    @Option(name: .long, help: "Stop after this long: seconds, or 500ms, 8s, 2m, 1h (default: until SIGINT, SIGTERM or SIGHUP).",
+            transform: { try OptionValues.seconds($0, option: "--duration", range: 0.001...31_536_000) })
     var duration: Double?
 
     @Flag(name: .customLong("mark-stdin"), help: "Read annotation lines from stdin while recording.")

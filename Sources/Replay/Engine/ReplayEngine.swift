@@ -275,9 +275,8 @@ struct RunState {
     }
 
     mutating func dissect(_ frame: CaptureFrame, interface: ReplayInterface) -> DissectedFrame {
-        var dissector = dissectors[interface.index] ?? FrameDissector(namedHandles: namedHandles)
-        let result = dissector.dissect(frame, linkType: interface.linkType)
-        dissectors[interface.index] = dissector
-        return result
+        // Mutated in place: a copy taken out of the dictionary would copy the dissector's state
+        // (reassembly buffers, GATT databases) on every frame.
+        dissectors[interface.index, default: FrameDissector(namedHandles: namedHandles)].dissect(frame, linkType: interface.linkType)
     }
 }

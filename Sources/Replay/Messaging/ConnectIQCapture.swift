@@ -108,9 +108,8 @@ public struct MessagingCapturePrescan: Sendable {
             guard frame.interfaceIndex < reader.interfaces.count else { continue }
             let linkType = reader.interfaces[frame.interfaceIndex].linkType
             guard isBLE(linkType, described: described[frame.interfaceIndex]) else { continue }
-            var dissector = dissectors[frame.interfaceIndex] ?? FrameDissector(namedHandles: named)
-            let dissected = dissector.dissect(frame, linkType: linkType)
-            dissectors[frame.interfaceIndex] = dissector
+            // Mutated in place, not copied out of the dictionary and back (that copies its state).
+            let dissected = dissectors[frame.interfaceIndex, default: FrameDissector(namedHandles: named)].dissect(frame, linkType: linkType)
             if case .connected(let handle, let peer, _) = dissected.linkChange { peers[handle] = peer }
             for record in dissected.att {
                 switch ConnectIQRecordKind.classify(record) {

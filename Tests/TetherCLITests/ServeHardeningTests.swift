@@ -1,0 +1,46 @@
+import Foundation
+import Glibc
+import GRDB
+import Testing
+
+/// `serve ingest` on a database it must not use, and on SIGHUP.
+@Suite struct ServeHardeningTests {
+    /// Start `serve ingest` on a free port and wait until it says it is serving.
+    static func startServe(_ folder: TemporaryFolder, database: String, name: String) throws -> BackgroundProcess {
+        let serve = try BackgroundProcess(try Tools.tetherBinary(), ["serve", "ingest", "--port", "0", "--ipv4-only", "--db", database], in: folder, name: name)
+        _ = try serve.waitFor("the server to start") { serve.stdout.contains("Serving ingest on") ? true : nil }
+        return serve
+    }
+
+    @Test func sighupDrainsAndReportsLikeSigterm() throws {
+        let folder = try TemporaryFolder()
+        let serve = try Self.startServe(folder, database: folder.path("ingest.sqlite").path, name: "serve")
+        kill(serve.process.processIdentifier, SIGHUP)
+        serve.process.waitUntilExit()
+        #expect(serve.process.terminationReason == .exit)
+        #expect(serve.process.terminationStatus == 0, "\(serve.stderr)")
+        #expect(serve.stderr.contains("SIGHUP: draining"), "\(serve.stderr)")
+        #expect(serve.stdout.contains("Stopped."), "\(serve.stdout)")
+    }
+
+    @Test func aSecondServerOnOneDatabaseRefusesAtStart() throws {
+        let folder = try TemporaryFolder()
+        let database = folder.path("ingest.sqlite").path
+        let first = try Self.startServe(folder, database: database, name: "first")
+        let second = try Tools.tether(["serve", "ingest", "--port", "0", "--ipv4-only", "--db", database])
+        #expect(second.status == 1)
+        #expect(second.stderr.contains("in use by another `tether serve ingest`"), "\(second.stderr)")
+        #expect(first.interruptAndWait() == 0)
+    }
+
+    @Test func serveRefusesASQLiteFileThatIsNotATetherStore() throws {
+        let folder = try TemporaryFolder()
+        let database = folder.path("app.sqlite").path
+        let queue = try DatabaseQueue(path: database)
+        try queue.write { db in try db.execute(sql: "CREATE TABLE notes (body TEXT)") }
+        try queue.close()
+        let result = try Tools.tether(["serve", "ingest", "--port", "0", "--ipv4-only", "--db", database])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("not a Tether ingest store"), "\(result.stderr)")
+    }
+}
