@@ -62,6 +62,18 @@ import Testing
         #expect(try summary(imported)["frames_diverged"] == .int(0))
     }
 
+    @Test func keyByteScanFindsTheKeysFullDissectionFinds() throws {
+        for name in Self.liveSets {
+            let set = try CaptureSetDirectory.load(Self.captures.appendingPathComponent(name).path)
+            let full = try MessagingCapturePrescan.scan(capturePath: set.capturePath, interfaces: set.manifest.interfaces,
+                                                        gattHandles: set.manifest.gattHandles, watchPackets: true)
+            let fast = try #require(try MessagingCapturePrescan.scanKeys(capturePath: set.capturePath, interfaces: set.manifest.interfaces))
+            #expect(fast == full.keys, "\(name)")
+        }
+        let clean = try CaptureSetDirectory.load(Self.captures.appendingPathComponent("ciq-clean").path)
+        #expect(try MessagingCapturePrescan.scanKeys(capturePath: clean.capturePath, interfaces: clean.manifest.interfaces)?.count == 2)
+    }
+
     @Test func responderModeAnswersTheCoreFromTheCapture() throws {
         let outcome = try replay("ciq-clean", ReplayOptions(frameMatching: .responder))
         let fields = try summary(outcome)

@@ -109,15 +109,18 @@ public func replaySet(at path: String, options: ReplayOptions = .init()) throws(
         case "ingest":
             adapters.append(IngestAdapter(configuration: ingestConfiguration, portOverride: options.ingestPort))
         case "messaging":
+            let matching = options.frameMatching ?? manifest.messaging?.frameMatching ?? .strict
             let prescan: MessagingCapturePrescan
             do throws(CaptureError) {
-                prescan = try MessagingCapturePrescan.scan(capturePath: set.capturePath, interfaces: manifest.interfaces, gattHandles: manifest.gattHandles)
+                prescan = try MessagingCapturePrescan.scan(
+                    capturePath: set.capturePath, interfaces: manifest.interfaces, gattHandles: manifest.gattHandles,
+                    watchPackets: matching == .responder)
             } catch {
                 throw .capture(error)
             }
             adapters.append(MessagingAdapter(
                 section: manifest.messaging ?? ManifestMessaging(), overrides: options.messaging,
-                matching: options.frameMatching ?? manifest.messaging?.frameMatching ?? .strict,
+                matching: matching,
                 prescan: prescan, gattHandles: manifest.gattHandles,
                 hasAPICallsInterface: manifest.interfaces.contains { $0.role == .apiCalls }))
         default:

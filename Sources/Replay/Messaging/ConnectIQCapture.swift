@@ -90,9 +90,71 @@ public struct MessagingCapturePrescan: Sendable {
     /// An empty prescan (no keys: the core then draws from its seeded fallback).
     public init() {}
 
-    /// Reads the capture once, dissecting its BLE interfaces (role `ble-hci`/`ble-monitor`, or any
-    /// Bluetooth HCI link type the manifest does not describe).
-    public static func scan(capturePath: String, interfaces: [ManifestInterface], gattHandles: [ManifestGATTHandle]) throws(CaptureError) -> MessagingCapturePrescan {
+    /// Reads the capture once before replay. With `watchPackets` (responder mode) it dissects the
+    /// BLE interfaces fully (role `ble-hci`/`ble-monitor`, or any Bluetooth HCI link type the
+    /// manifest does not describe) and keeps every watch packet. Without, it only collects the
+    /// phone's encryption keys, with a byte scan where it can (see ``scanKeys(capturePath:interfaces:)``).
+    public static func scan(
+        capturePath: String, interfaces: [ManifestInterface], gattHandles: [ManifestGATTHandle], watchPackets: Bool = true
+    ) throws(CaptureError) -> MessagingCapturePrescan {
+        if !watchPackets, let keys = try scanKeys(capturePath: capturePath, interfaces: interfaces) {
+            var result = MessagingCapturePrescan()
+            result.keys = keys
+            return result
+        }
+        return try scanDissecting(capturePath: capturePath, interfaces: interfaces, gattHandles: gattHandles)
+    }
+
+    /// The phone's key packets by a byte scan, without dissection: an ATT Write Command or Request
+    /// whose value is `F·c 05 key(16) 00` (19 bytes, connection 1–15), in an HCI ACL packet the
+    /// host sent. A key packet always travels in one ACL fragment (22 ATT bytes + 4 L2CAP fit the
+    /// 27-byte LE minimum), so no reassembly is needed. The handle is not checked against GATT
+    /// discovery: another characteristic's write of exactly that shape would be taken for a key
+    /// (the core then draws one captured key too many, which frame matching would show).
+    /// - Returns: `nil` when a BLE interface is not H4 (BlueZ monitor records): dissect instead.
+    public static func scanKeys(capturePath: String, interfaces: [ManifestInterface]) throws(CaptureError) -> [[UInt8]]? {
+        let reader = try CaptureFile.open(path: capturePath)
+        let described = Dictionary(interfaces.map { ($0.index, $0) }, uniquingKeysWith: { a, _ in a })
+        var keys: [[UInt8]] = []
+        var unsupported = false
+        do {
+        while try reader.withNextFrame({ view in
+            guard view.interfaceIndex < reader.interfaces.count else { return }
+            let linkType = reader.interfaces[view.interfaceIndex].linkType
+            guard isBLE(linkType, described: described[view.interfaceIndex]) else { return }
+            let data = view.data
+            let start: Int
+            switch linkType {
+            case .bluetoothHCIH4WithPHDR:
+                // Direction bit 0: 0 sent by the host.
+                guard data.count >= 5, data[3] & 1 == 0 else { return }
+                start = 4
+            case .bluetoothHCIH4:
+                start = 0
+            default:
+                unsupported = true
+                return
+            }
+            // H4 ACL (0x02), PB flag "first" (0b00 or 0b10), L2CAP CID 4, ATT 0x52 or 0x12.
+            guard data.count == start + 1 + 4 + 4 + 3 + 19, data[start] == 0x02 else { return }
+            let pb = (data[start + 2] >> 4) & 0x3
+            guard pb == 0 || pb == 2, data[start + 7] == 0x04, data[start + 8] == 0x00 else { return }
+            let opcode = data[start + 9]
+            guard opcode == 0x52 || opcode == 0x12 else { return }
+            let value = start + 12
+            guard data[value] & 0xF0 == 0xF0, data[value] != 0xF0, data[value + 1] == 0x05, data[value + 18] == 0x00 else { return }
+            keys.append(Array(data[(value + 2)..<(value + 18)]))
+        }) {}
+        } catch let error as CaptureError {
+            throw error
+        } catch {
+            throw CaptureError(kind: .io, file: capturePath, offset: reader.bytesRead, expected: "a readable frame",
+                               found: "\(error)", hint: "Check the file with `tether inspect`.")
+        }
+        return unsupported ? nil : keys
+    }
+
+    private static func scanDissecting(capturePath: String, interfaces: [ManifestInterface], gattHandles: [ManifestGATTHandle]) throws(CaptureError) -> MessagingCapturePrescan {
         let reader = try CaptureFile.open(path: capturePath)
         let described = Dictionary(interfaces.map { ($0.index, $0) }, uniquingKeysWith: { a, _ in a })
         let named = Dictionary(gattHandles.map { ($0.handle, (service: $0.serviceUUID, characteristic: $0.characteristicUUID)) }, uniquingKeysWith: { a, _ in a })
