@@ -33,7 +33,7 @@ from bumble.core import UUID
 from bumble.gatt import Characteristic, CharacteristicValue, Service
 from bumble.link import LocalLink
 
-from bumble_local import connect_with_mtu, make_device
+from bumble_local import connect_with_mtu, discover_characteristic, make_device
 
 SERVICE_UUID = UUID("6a4e2401-667b-11e3-949a-0800200c9a66")
 CHARACTERISTIC_UUID = UUID("6a4ecd28-667b-11e3-949a-0800200c9a66")
@@ -71,16 +71,7 @@ async def exchange(phone_snoop, watch_snoop):
     # A 200-byte notification needs an ATT MTU of at least 203.
     connection, watch_connection, peer, mtu = await connect_with_mtu(watch, phone, 247, 203)
 
-    await peer.discover_services()
-    services = [s for s in peer.services if s.uuid == SERVICE_UUID]
-    if not services:
-        raise RuntimeError(f"service {SERVICE_UUID} not discovered")
-    await services[0].discover_characteristics()
-    proxies = [c for c in services[0].characteristics if c.uuid == CHARACTERISTIC_UUID]
-    if not proxies:
-        raise RuntimeError(f"characteristic {CHARACTERISTIC_UUID} not discovered")
-    proxy = proxies[0]
-    await proxy.discover_descriptors()
+    proxy = await discover_characteristic(peer, SERVICE_UUID, CHARACTERISTIC_UUID)
 
     value = await proxy.read_value()
     if bytes(value) != b"\x01\x02\x03":

@@ -5,7 +5,10 @@ kernel Bluetooth and no radio are needed; a device's HCI traffic can be written 
 Bumble's BtSnooper. `connect_with_mtu` is the common opening of a GATT exchange: power both on,
 advertise the watch, connect the phone to it, and raise the ATT MTU.
 
-Used by bumble_gatt_exchange.py (Harness/rigs) and make_ciq_capture.py (Harness/wireshark).
+`discover_characteristic` finds one characteristic of one service and its descriptors.
+
+Used by bumble_gatt_exchange.py and h4tap_smoke.py (Harness/rigs) and make_ciq_capture.py
+(Harness/wireshark).
 """
 
 import asyncio
@@ -46,3 +49,19 @@ async def connect_with_mtu(watch, phone, mtu, minimum_mtu):
     if agreed < minimum_mtu:
         raise RuntimeError(f"ATT MTU is {agreed}; at least {minimum_mtu} is needed")
     return connection, watch_connection, peer, agreed
+
+
+async def discover_characteristic(peer, service_uuid, characteristic_uuid):
+    """The proxy of `characteristic_uuid` in `service_uuid` on `peer`, descriptors discovered.
+    Raises RuntimeError naming what was not found."""
+    await peer.discover_services()
+    services = [s for s in peer.services if s.uuid == service_uuid]
+    if not services:
+        raise RuntimeError(f"service {service_uuid} not discovered")
+    await services[0].discover_characteristics()
+    proxies = [c for c in services[0].characteristics if c.uuid == characteristic_uuid]
+    if not proxies:
+        raise RuntimeError(f"characteristic {characteristic_uuid} not discovered")
+    proxy = proxies[0]
+    await proxy.discover_descriptors()
+    return proxy

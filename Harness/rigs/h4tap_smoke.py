@@ -24,10 +24,12 @@ import asyncio
 import sys
 
 from bumble.core import UUID
-from bumble.device import Device, Peer
+from bumble.device import Device
 from bumble.gatt import Characteristic, CharacteristicValue, Service
 from bumble.hci import Address
 from bumble.transport import open_transport
+
+from bumble_local import connect_with_mtu, discover_characteristic
 
 SERVICE_UUID = UUID("6a4e2401-667b-11e3-949a-0800200c9a66")
 CHARACTERISTIC_UUID = UUID("6a4ecd28-667b-11e3-949a-0800200c9a66")
@@ -51,27 +53,8 @@ async def exchange(central_spec, peripheral_spec):
             )
             watch.add_service(Service(SERVICE_UUID, [characteristic]))
 
-            await watch.power_on()
-            await phone.power_on()
-
-            watch_connected = asyncio.get_running_loop().create_future()
-            watch.once(watch.EVENT_CONNECTION, watch_connected.set_result)
-            await watch.start_advertising(advertising_interval_min=20.0)
-            connection = await phone.connect(watch.random_address)
-            watch_connection = await watch_connected
-
-            peer = Peer(connection)
-            await peer.request_mtu(185)
-            await peer.discover_services()
-            services = [s for s in peer.services if s.uuid == SERVICE_UUID]
-            if not services:
-                raise RuntimeError(f"service {SERVICE_UUID} not discovered")
-            await services[0].discover_characteristics()
-            proxies = [c for c in services[0].characteristics if c.uuid == CHARACTERISTIC_UUID]
-            if not proxies:
-                raise RuntimeError(f"characteristic {CHARACTERISTIC_UUID} not discovered")
-            proxy = proxies[0]
-            await proxy.discover_descriptors()
+            connection, watch_connection, peer, _ = await connect_with_mtu(watch, phone, 185, 23)
+            proxy = await discover_characteristic(peer, SERVICE_UUID, CHARACTERISTIC_UUID)
 
             value = await proxy.read_value()
             if bytes(value) != b"\x01\x02\x03":

@@ -84,7 +84,7 @@ enum GenerateMessagingSession {
 ///
 /// - `read`: CaptureKit's fast path over every frame: the floor any replay pays;
 /// - `dissect`: every BLE frame through ``FrameDissector`` (HCI → ACL → L2CAP → ATT, GATT names);
-/// - `prescan`: ``MessagingCapturePrescan/scan(capturePath:interfaces:gattHandles:)``, the pass that
+/// - `prescan`: ``MessagingCapturePrescan/scan(capturePath:interfaces:gattHandles:watchPackets:)`` as strict replay runs it, the pass that
 ///   recovers the recorded keys before replay;
 /// - `replay`: the ``ReplayEngine`` with the ``MessagingAdapter`` (given the prescan), every phone
 ///   write compared, trace kept in memory;
@@ -130,7 +130,9 @@ enum ReplayMessagingHour {
 
         // Stage 3: the prescan.
         start = monotonicSeconds()
-        let prescan = try MessagingCapturePrescan.scan(capturePath: loaded.capturePath, interfaces: manifest.interfaces, gattHandles: manifest.gattHandles)
+        // As strict replay does it: the keys by a byte scan (the full, dissecting prescan is for responder mode).
+        let prescan = try MessagingCapturePrescan.scan(capturePath: loaded.capturePath, interfaces: manifest.interfaces,
+                                                       gattHandles: manifest.gattHandles, watchPackets: false)
         report(["stage": "prescan", "keys": "\(prescan.keys.count)", "watch_packets": "\(prescan.watchPackets.count)",
                 "seconds": fixed(monotonicSeconds() - start, 6)])
 
