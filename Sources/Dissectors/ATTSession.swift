@@ -41,6 +41,9 @@ struct ATTSession: Sendable {
     /// so garbage input with random handles cannot grow memory without bound.
     let maxConnections: Int
     private(set) var databases: [ConnectionKey: GATTDatabase] = [:]
+    /// When `false`, single-PDU results carry an empty summary: replay reads the records only, and
+    /// formatting a line for every ATT PDU was a tenth of its dissection time.
+    var producesSummaries = true
     private var requests: [DirectionKey: PendingRequest] = [:]
     private var indications: [DirectionKey: UInt16] = [:]
     private var lastUse: [ConnectionKey: UInt64] = [:]
@@ -96,7 +99,7 @@ struct ATTSession: Sendable {
         func params(from offset: Int) -> [UInt8] { pdu.bytes(at: offset, count: pdu.count - offset) ?? [] }
         func single(_ handle: UInt16?, _ value: [UInt8], detail: String? = nil) -> Result {
             let record = make(handle, value, in: databases[connection] ?? GATTDatabase())
-            return Result(records: [record], summary: Self.summary(record, opcode: opcode, detail: detail))
+            return Result(records: [record], summary: producesSummaries ? Self.summary(record, opcode: opcode, detail: detail) : "")
         }
         func uuid(at offset: Int, count: Int) -> BluetoothUUID? {
             pdu.bytes(at: offset, count: count).flatMap { BluetoothUUID(littleEndian: $0) }

@@ -14,6 +14,13 @@ public struct FrameDissector: Sendable {
     /// discovery in the capture did not name.
     public var namedHandles: [UInt16: (service: String?, characteristic: String)] = [:]
 
+    /// Whether ATT PDUs get their one-line ``DissectedFrame/summary`` (`tether inspect` shows it).
+    /// Replay turns it off: it reads the records, links and datagrams only. Records are the same either way.
+    public var producesSummaries: Bool {
+        get { bluetooth.att.producesSummaries }
+        set { bluetooth.att.producesSummaries = newValue }
+    }
+
     /// A dissector with no state.
     public init() {}
 

@@ -277,6 +277,13 @@ struct RunState {
     mutating func dissect(_ frame: CaptureFrame, interface: ReplayInterface) -> DissectedFrame {
         // Mutated in place: a copy taken out of the dictionary would copy the dissector's state
         // (reassembly buffers, GATT databases) on every frame.
-        dissectors[interface.index, default: FrameDissector(namedHandles: namedHandles)].dissect(frame, linkType: interface.linkType)
+        dissectors[interface.index, default: Self.replayDissector(namedHandles)].dissect(frame, linkType: interface.linkType)
+    }
+
+    /// Adapters read records, links and datagrams, never the one-line summaries.
+    static func replayDissector(_ namedHandles: [UInt16: (service: String?, characteristic: String)]) -> FrameDissector {
+        var dissector = FrameDissector(namedHandles: namedHandles)
+        dissector.producesSummaries = false
+        return dissector
     }
 }

@@ -78,9 +78,9 @@ public struct FrameMatcher: Sendable {
         var events = [TraceEvent(timeNs: timeNs, core: core, event: "frame_emitted", fields: [
             "device": .string(channel), "bytes": .string(hex(bytes)), "packet": .string(decode(bytes)),
         ])]
-        if var waiting = capturedQueue[channel], !waiting.isEmpty {
-            let captured = waiting.removeFirst()
-            capturedQueue[channel] = waiting
+        // Mutated in place through the dictionary: taking the queue out would copy it per frame.
+        if capturedQueue[channel]?.isEmpty == false {
+            let captured = capturedQueue[channel]!.removeFirst()
             events.append(compare(captured: captured, emitted: Pending(bytes: bytes, timeNs: timeNs), channel: channel, timeNs: timeNs))
         } else {
             emittedQueue[channel, default: []].append(Pending(bytes: bytes, timeNs: timeNs))
@@ -92,9 +92,8 @@ public struct FrameMatcher: Sendable {
     /// `frame_matched` or `frame_diverged` when an emitted frame was waiting; otherwise nothing yet.
     public mutating func captured(_ bytes: [UInt8], channel: String, frame: Int, timeNs: Int64) -> [TraceEvent] {
         let captured = Pending(bytes: bytes, timeNs: timeNs, frame: frame)
-        if var waiting = emittedQueue[channel], !waiting.isEmpty {
-            let emitted = waiting.removeFirst()
-            emittedQueue[channel] = waiting
+        if emittedQueue[channel]?.isEmpty == false {
+            let emitted = emittedQueue[channel]!.removeFirst()
             return [compare(captured: captured, emitted: emitted, channel: channel, timeNs: timeNs)]
         }
         capturedQueue[channel, default: []].append(captured)

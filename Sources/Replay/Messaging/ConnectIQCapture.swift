@@ -171,7 +171,7 @@ public struct MessagingCapturePrescan: Sendable {
             let linkType = reader.interfaces[frame.interfaceIndex].linkType
             guard isBLE(linkType, described: described[frame.interfaceIndex]) else { continue }
             // Mutated in place, not copied out of the dictionary and back (that copies its state).
-            let dissected = dissectors[frame.interfaceIndex, default: FrameDissector(namedHandles: named)].dissect(frame, linkType: linkType)
+            let dissected = dissectors[frame.interfaceIndex, default: RunState.replayDissector(named)].dissect(frame, linkType: linkType)
             if case .connected(let handle, let peer, _) = dissected.linkChange { peers[handle] = peer }
             for record in dissected.att {
                 switch ConnectIQRecordKind.classify(record) {

@@ -46,9 +46,13 @@ public struct MessagingAdapter: CoreAdapter {
         var clientMTU: UInt16?
         var serverMTU: UInt16?
         var up = false
+        /// The device bound to `peer` and its trace text, fixed when the link comes up (resolving
+        /// them per packet parsed and printed a UUID for every frame).
+        var device: (id: DeviceID, text: String)?
     }
 
     private var links: [UInt16: Link] = [:]
+    private var deviceTexts: [DeviceID: String] = [:]
     private var deviceByPeer: [String: String] = [:]
     private let manifestDevices: [ManifestMessagingDevice]
     private var manualCalls: [ManifestAPICall]
@@ -147,6 +151,7 @@ public struct MessagingAdapter: CoreAdapter {
                     continue
                 }
                 link.up = true
+                link.device = (device, MessagingTrace.deviceText(device))
                 links[record.connectionHandle] = link
                 let mtu = Int(min(link.clientMTU ?? 23, link.serverMTU ?? 23))
                 events += perform(messaging.linkConnected(device, maxWriteLength: max(20, mtu - 3), now: now), now: now)
@@ -154,11 +159,11 @@ public struct MessagingAdapter: CoreAdapter {
                 counts.phoneWrites += 1
                 guard matching != .off else { continue }
                 let link = links[record.connectionHandle]
-                let channel = link.flatMap { device(for: $0.peer) }.map(MessagingTrace.deviceText) ?? link?.peer ?? "?"
+                let channel = link?.device?.text ?? link.flatMap { device(for: $0.peer) }.map(MessagingTrace.deviceText) ?? link?.peer ?? "?"
                 events += matcher.captured(bytes, channel: channel, frame: frame.number, timeNs: timeNs)
             case .watchNotification(let bytes):
                 counts.notifications += 1
-                guard let link = links[record.connectionHandle], let device = device(for: link.peer) else {
+                guard let link = links[record.connectionHandle], let device = link.device?.id ?? device(for: link.peer) else {
                     events.append(TraceEvent(timeNs: timeNs, core: core, event: "violation", fields: [
                         "kind": .string("unmapped_link"), "device": .string(links[record.connectionHandle]?.peer ?? "?"),
                         "detail": .string("frame \(frame.number): a Connect IQ notification on a link no device is bound to"),
@@ -267,7 +272,8 @@ public struct MessagingAdapter: CoreAdapter {
         for action in actions {
             switch action {
             case .write(let device, let bytes):
-                let channel = MessagingTrace.deviceText(device)
+                let channel = deviceTexts[device] ?? MessagingTrace.deviceText(device)
+                deviceTexts[device] = channel
                 if matching == .off {
                     events.append(TraceEvent(timeNs: timeNs, core: core, event: "frame_emitted", fields: [
                         "device": .string(channel), "bytes": .string(JSONLiteral.hex(bytes)),
