@@ -111,53 +111,25 @@ LINKTYPE_USER0 = 147
 # --------------------------------------------------------------------------------------------
 
 
-def crc16_arc(data: bytes) -> int:
-    """CRC-16/ARC: polynomial 0x8005 reflected (0xA001), init 0, no final xor."""
-    crc = 0
-    for byte in data:
-        crc ^= byte
-        for _ in range(8):
-            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
-    return crc
+# The rigs' codec (Harness/rigs/ciq_link.py) does the arithmetic; these wrappers keep the names
+# and the padding this script's scenario and tests use.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "rigs"))
+import ciq_link  # noqa: E402  (found through the path set just above)
+
+crc16_arc = ciq_link.crc16_arc
 
 
 def xxtea_encrypt(plain: bytes, key: bytes) -> bytes:
-    """XXTEA (corrected block TEA) over little-endian 32-bit words, no length word.
-
-    The input is padded with zeros to a multiple of 4 bytes and at least 8 bytes
-    (Tether's choice, connectiq-link.md "XXTEA").
-    """
+    """XXTEA over little-endian words, after padding with zeros to a multiple of 4 bytes and at
+    least 8 (Tether's choice, connectiq-link.md "XXTEA")."""
     if len(key) != 16:
         raise ValueError(f"an XXTEA key is 16 bytes, got {len(key)}")
-    padded = plain + bytes(-len(plain) % 4)
-    padded += bytes(max(0, 8 - len(padded)))
-    v = list(struct.unpack(f"<{len(padded) // 4}I", padded))
-    k = struct.unpack("<4I", key)
-    n = len(v)
-    mask = 0xFFFFFFFF
-    total = 0
-    z = v[-1]
-    for _ in range(6 + 52 // n):
-        total = (total + 0x9E3779B9) & mask
-        e = (total >> 2) & 3
-        for p in range(n):
-            y = v[(p + 1) % n]
-            mx = ((((z >> 5) ^ (y << 2)) & mask) + (((y >> 3) ^ (z << 4)) & mask)) & mask
-            mx ^= ((total ^ y) + (k[(p & 3) ^ e] ^ z)) & mask
-            v[p] = (v[p] + mx) & mask
-            z = v[p]
-    return struct.pack(f"<{n}I", *v)
+    return ciq_link.xxtea_encrypt(ciq_link.pad_for_xxtea(plain), key)
 
 
 def serialize_monkeyc_string(text: str) -> bytes:
     """A Monkey C string value: string block plus object block (big-endian)."""
-    utf8 = text.encode("utf-8")
-    strings = struct.pack(">H", len(utf8) + 1) + utf8 + b"\x00"
-    objects = b"\x03" + struct.pack(">I", 0)
-    return (
-        b"\xab\xcd\xab\xcd" + struct.pack(">I", len(strings)) + strings
-        + b"\xda\x7a\xda\x7a" + struct.pack(">I", len(objects)) + objects
-    )
+    return ciq_link.encode_value(text)
 
 
 # --------------------------------------------------------------------------------------------
