@@ -6,12 +6,15 @@ Bumble's BtSnooper. `connect_with_mtu` is the common opening of a GATT exchange:
 advertise the watch, connect the phone to it, and raise the ATT MTU.
 
 `discover_characteristic` finds one characteristic of one service and its descriptors.
+`accept_stop_signals` lets a rig's SIGTERM/SIGINT handlers run even when its parent started it
+with those signals blocked.
 
 Used by bumble_gatt_exchange.py and h4tap_smoke.py (Harness/rigs) and make_ciq_capture.py
 (Harness/wireshark).
 """
 
 import asyncio
+import signal
 
 from bumble.controller import Controller
 from bumble.device import Device, Peer
@@ -65,3 +68,10 @@ async def discover_characteristic(peer, service_uuid, characteristic_uuid):
     proxy = proxies[0]
     await proxy.discover_descriptors()
     return proxy
+
+
+def accept_stop_signals():
+    """Unblocks SIGTERM and SIGINT in this process. A rig started by Foundation's `Process` from a
+    Swift test inherits the runner thread's blocked mask; without this its stop handlers never run
+    and only SIGKILL ends it (skipping the clean disconnect)."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})

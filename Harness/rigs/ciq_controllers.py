@@ -39,6 +39,7 @@ from bumble.controller import Controller
 from bumble.link import LocalLink
 from bumble.transport import open_transport
 from bumble.transport.tcp_server import open_tcp_server_transport_with_socket
+from bumble_local import accept_stop_signals
 
 
 class CancellableController(Controller):
@@ -112,6 +113,7 @@ async def serve(specs):
 
 
 def main():
+    accept_stop_signals()
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
         epilog="Examples: ciq_controllers.py --ports 9001,9002\n"

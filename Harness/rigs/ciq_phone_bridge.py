@@ -45,6 +45,7 @@ from bumble.gatt import GATT_CLIENT_CHARACTERISTIC_CONFIGURATION_DESCRIPTOR
 from bumble.transport import open_transport
 
 import ciq_link as link
+from bumble_local import accept_stop_signals
 
 SERVICES = (
     ("current", link.CURRENT_SERVICE_UUID, link.CURRENT_WRITE_UUID, link.CURRENT_NOTIFY_UUID),
@@ -380,6 +381,7 @@ async def run(args) -> int:
 
 
 def main() -> int:
+    accept_stop_signals()
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -52,6 +52,7 @@ from bumble.gatt import Characteristic, CharacteristicValue, Service
 from bumble.transport import open_transport
 
 import ciq_link as link
+from bumble_local import accept_stop_signals
 
 BEHAVIOURS = (
     "echo", "not-installed", "silent", "slow", "oom", "busy", "not-started", "chatty", "disconnect-mid",
@@ -625,6 +626,7 @@ async def run(args) -> int:
 
 
 def main() -> int:
+    accept_stop_signals()
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,

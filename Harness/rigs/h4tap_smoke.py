@@ -5,7 +5,7 @@ Tether's H4 tap.
 Run Bumble's two virtual controllers on one radio link first, then the tap in front of one of
 them, then this script:
 
-    python3 -m bumble.apps.controllers tcp-server:_:9001 tcp-server:_:9002
+    python3 Harness/rigs/ciq_controllers.py tcp-server:127.0.0.1:9001 tcp-server:127.0.0.1:9002
     tether record --ble tcp:127.0.0.1:9001 --ble-listen 127.0.0.1:9101 --out Captures/smoke
     python3 Harness/rigs/h4tap_smoke.py --central tcp-client:127.0.0.1:9101 \\
         --peripheral tcp-client:127.0.0.1:9002

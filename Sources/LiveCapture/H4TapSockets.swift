@@ -277,7 +277,7 @@ enum TapIO {
         throw LiveCaptureError(
             kind: .system, source: source, step: "connect to the controller at \(target)", detail: errorText(lastCode),
             hint: "Start the controller first and check HOST:PORT; for Bumble's virtual controllers: "
-                + "python3 -m bumble.apps.controllers tcp-server:_:9001 tcp-server:_:9002")
+                + "python3 Harness/rigs/ciq_controllers.py tcp-server:127.0.0.1:9001 tcp-server:127.0.0.1:9002")
     }
 
     static func openSerial(_ path: String, baudRate: Int, flowControl: Bool, source: String) throws(LiveCaptureError) -> TapDescriptor {

@@ -525,8 +525,6 @@ struct OutboundTransfer: Sendable, Equatable {
     var nextPacket = 0
     /// How many times `first` has been written.
     var firstWrites = 0
-
-    var packetCount: Int { (wire.count + payloadSize - 1) / payloadSize }
 }
 
 /// A watch → phone transfer under way.

@@ -156,25 +156,21 @@ extension MessagingCore {
         }
         let device = devices[index].device.uuid
         let window = min(max(configuration.windowSize, 1), LinkPacket.sequenceModulus)
-        let count = transfer.packetCount
+        let layout = TransferLayout(bytes: transfer.wire, payloadSize: transfer.payloadSize, connection: connection)
         var actions: [MessagingAction] = []
         transfer.deadline = now + configuration.stepTimeout
-        while transfer.nextPacket < count {
+        while transfer.nextPacket < layout.packetCount {
             let packet = transfer.nextPacket
-            let start = packet * transfer.payloadSize
-            let end = min(start + transfer.payloadSize, transfer.wire.count)
-            let sequence = UInt8(packet % LinkPacket.sequenceModulus)
-            actions.append(.write(device, LinkPacket.data(sequence: sequence, connection: connection, payload: Array(transfer.wire[start..<end])).encode()))
+            actions.append(.write(device, layout.dataPacket(packet).encode()))
             transfer.nextPacket += 1
             if transfer.nextPacket % window == 0 {
-                transfer.stage = .awaitingWindowAck(sequence: sequence)
+                transfer.stage = .awaitingWindowAck(sequence: TransferLayout.sequence(ofPacket: packet))
                 devices[index].channels[channel].active = transfer
                 return actions
             }
         }
-        let lastSequence = count == 0 ? 0 : UInt8((count - 1) % LinkPacket.sequenceModulus)
-        actions.append(.write(device, LinkPacket.control(connection: connection, .last(sequence: lastSequence, crc: CRC16ARC.checksum(transfer.wire))).encode()))
-        transfer.stage = .awaitingLastAck(sequence: lastSequence)
+        actions.append(.write(device, layout.lastPacket.encode()))
+        transfer.stage = .awaitingLastAck(sequence: layout.lastSequence)
         devices[index].channels[channel].active = transfer
         return actions
     }

@@ -116,13 +116,10 @@ struct ScriptedWatch {
     private mutating func nextWindow() -> [[UInt8]] {
         guard var transfer = outbound else { return [] }
         var packets: [[UInt8]] = []
-        let count = (transfer.bytes.count + Self.payload - 1) / Self.payload
-        while transfer.nextPacket < count {
-            let start = transfer.nextPacket * Self.payload
-            let sequence = UInt8(transfer.nextPacket % LinkPacket.sequenceModulus)
-            packets.append(LinkPacket.data(
-                sequence: sequence, connection: Self.connection,
-                payload: Array(transfer.bytes[start..<min(start + Self.payload, transfer.bytes.count)])).encode())
+        let layout = TransferLayout(bytes: transfer.bytes, payloadSize: Self.payload, connection: Self.connection)
+        while transfer.nextPacket < layout.packetCount {
+            let sequence = TransferLayout.sequence(ofPacket: transfer.nextPacket)
+            packets.append(layout.dataPacket(transfer.nextPacket).encode())
             transfer.nextPacket += 1
             if Int(sequence) == LinkPacket.sequenceModulus - 1 {
                 transfer.awaiting = .data
@@ -130,8 +127,7 @@ struct ScriptedWatch {
                 return packets
             }
         }
-        let lastSequence = count == 0 ? 0 : UInt8((count - 1) % LinkPacket.sequenceModulus)
-        packets.append(Self.control(.last(sequence: lastSequence, crc: CRC16ARC.checksum(transfer.bytes))))
+        packets.append(layout.lastPacket.encode())
         transfer.awaiting = .last
         outbound = transfer
         return packets

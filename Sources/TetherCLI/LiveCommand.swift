@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import LiveHosts
+import CaptureSet
 import MessagingCore
 import Replay
 
@@ -12,7 +13,7 @@ struct LiveCommand: ParsableCommand {
         discussion: """
             Run MessagingCore against a Connect IQ watch reached through a Bumble controller, and record it:
               tether live messaging --hci tcp-client:127.0.0.1:9002 --peer F0:F0:F0:F0:F0:F0 \\
-                --script Harness/scripts/echo.yaml --record Captures/ciq-clean --trace /tmp/live.jsonl
+                --script Harness/scenarios/ciq/clean.yaml --record Captures/ciq-clean --trace /tmp/live.jsonl
             """,
         subcommands: [LiveMessagingCommand.self]
     )
@@ -39,10 +40,10 @@ struct LiveMessagingCommand: ParsableCommand {
 
             Two Bumble controllers on one virtual radio, a watch on one (see docs/ble-rigs.md):
               python3 Harness/rigs/ciq_controllers.py --ports 9001,9002 &
-              python3 Harness/rigs/ciq_watch.py --transport tcp-client:127.0.0.1:9001 \\
+              python3 Harness/rigs/ciq_watch.py --hci tcp-client:127.0.0.1:9001 \\
                 --address F0:F0:F0:F0:F0:F0 --app 0180E520-5F7E-11E4-9803-0800200C9A66:echo &
               tether live messaging --hci tcp-client:127.0.0.1:9002 --peer F0:F0:F0:F0:F0:F0 \\
-                --script Harness/scripts/echo.yaml --record Captures/ciq-clean --trace /tmp/live.jsonl
+                --script Harness/scenarios/ciq/clean.yaml --record Captures/ciq-clean --trace /tmp/live.jsonl
             """
     )
 
@@ -118,10 +119,8 @@ struct LiveMessagingCommand: ParsableCommand {
         request.bridgeLog = bridgeLog
         request.keySeed = seed
         if let title { request.title = title }
-        var configuration = MessagingConfiguration()
-        if let windowSize { configuration.windowSize = windowSize }
-        if let firstRetries { configuration.firstRetries = firstRetries }
-        request.configuration = configuration
+        request.configuration = MessagingAdapter.configuration(
+            applying: MessagingOverrides(windowSize: windowSize, firstRetries: firstRetries))
         request.log = { line in StandardOutput.shared.line(line); StandardOutput.shared.flush() }
         let outcome: LiveMessagingOutcome
         do {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import LiveHosts
 
 /// Parsers for numeric command-line values, used as `@Option(transform:)` so that a bad value
 /// exits 64 with a sentence naming the option, the value and the accepted range, and never reaches
@@ -8,21 +9,11 @@ enum OptionValues {
     /// `h` (`500ms`, `8s`, `2m`, `1h`). The result must lie in `range`.
     /// - Throws: `ValidationError` naming `option`, the text and the range.
     static func seconds(_ text: String, option: String, range: ClosedRange<Double>, allowZero: Bool = false) throws -> Double {
-        let trimmed = text.trimmingWhitespace()
-        let units: [(suffix: String, scale: Double)] = [("ms", 0.001), ("h", 3600), ("m", 60), ("s", 1)]
-        var number = Substring(trimmed)
-        var scale = 1.0
-        for unit in units where trimmed.hasSuffix(unit.suffix) {
-            number = trimmed.dropLast(unit.suffix.count)
-            scale = unit.scale
-            break
-        }
         let accepted = "a duration from \(describe(range.lowerBound)) to \(describe(range.upperBound)), "
             + "in seconds or with a unit (500ms, 8s, 2m, 1h)"
-        guard let value = Double(number), value.isFinite, !number.hasPrefix("+") else {
+        guard let seconds = DurationText.seconds(text) else {
             throw ValidationError("\(option) \(text) is not a duration; give \(accepted).")
         }
-        let seconds = value * scale
         guard range.contains(seconds), allowZero || seconds > 0 else {
             throw ValidationError("\(option) \(text) is out of range; give \(accepted).")
         }

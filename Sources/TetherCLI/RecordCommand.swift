@@ -20,8 +20,8 @@ struct RecordCommand: AsyncParsableCommand {
             Capturing UDP needs root or CAP_NET_RAW.
 
             --ble tcp:HOST:PORT puts an H4 tap between a host stack and the controller served at \
-            HOST:PORT (Bumble's virtual controllers: `python3 -m bumble.apps.controllers \
-            tcp-server:_:9001 tcp-server:_:9002`). The tap listens on --ble-listen HOST:PORT \
+            HOST:PORT (Bumble's virtual controllers: `python3 Harness/rigs/ciq_controllers.py \
+            tcp-server:127.0.0.1:9001 tcp-server:127.0.0.1:9002`). The tap listens on --ble-listen HOST:PORT \
             (default 127.0.0.1:0, any free port; the port is printed) and forwards bytes both \
             ways unchanged and at once; point the host stack at it instead of at the controller \
             (Bumble: transport tcp-client:127.0.0.1:PORT). Every HCI packet is recorded with its \

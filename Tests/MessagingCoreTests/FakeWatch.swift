@@ -166,14 +166,9 @@ struct FakeWatch {
             packets.append(LinkPacket.control(connection: connection, .encryptionKey(key: key, isResponse: false)).encode())
         }
         packets.append(LinkPacket.control(connection: connection, .first(flags: flags, length: UInt32(body.count))).encode())
-        var index = 0
-        for start in stride(from: 0, to: body.count, by: payload) {
-            let chunk = Array(body[start..<min(start + payload, body.count)])
-            packets.append(LinkPacket.data(sequence: UInt8(index % 15), connection: connection, payload: chunk).encode())
-            index += 1
-        }
-        let lastSequence = index == 0 ? 0 : UInt8((index - 1) % 15)
-        packets.append(LinkPacket.control(connection: connection, .last(sequence: lastSequence, crc: CRC16ARC.checksum(body))).encode())
+        let layout = TransferLayout(bytes: body, payloadSize: payload, connection: connection)
+        for index in 0..<layout.packetCount { packets.append(layout.dataPacket(index).encode()) }
+        packets.append(layout.lastPacket.encode())
         return packets
     }
 

@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import Replay
 import Testing
 
@@ -13,76 +10,27 @@ import Testing
 @Suite(.serialized) struct LiveMessagingEndToEndTests {
     static let echo = "0180E520-5F7E-11E4-9803-0800200C9A66"
 
-    /// A rig process whose stdout says `READY …` once it is up.
-    final class Rig {
-        let process = Process()
-        let log: URL
-        private(set) var readyWords: [String] = []
-
-        init(_ python: URL, _ arguments: [String], log: URL) throws {
-            self.log = log
-            FileManager.default.createFile(atPath: log.path, contents: nil)
-            let stdout = Pipe()
-            process.executableURL = python
-            process.arguments = arguments
-            process.standardOutput = stdout
-            process.standardError = try FileHandle(forWritingTo: log)
-            process.standardInput = FileHandle.nullDevice
-            try process.run()
-            let handle = stdout.fileHandleForReading
-            var line: [UInt8] = []
-            let deadline = Date().addingTimeInterval(30)
-            while Date() < deadline {
-                var pfd = pollfd(fd: handle.fileDescriptor, events: Int16(POLLIN), revents: 0)
-                guard poll(&pfd, 1, 200) > 0 else {
-                    if !process.isRunning { break }
-                    continue
-                }
-                var byte: UInt8 = 0
-                guard read(handle.fileDescriptor, &byte, 1) == 1 else { break }
-                if byte == 0x0A {
-                    let text = String(decoding: line, as: UTF8.self)
-                    if text.hasPrefix("READY") {
-                        readyWords = text.split(separator: " ").dropFirst().map(String.init)
-                        return
-                    }
-                    line = []
-                } else {
-                    line.append(byte)
-                }
-            }
-            stop()
-            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-            throw BackgroundFailure(description: "\(arguments.first ?? "rig") did not say READY within 30 s; its log:\n\(text)")
+    /// Starts a rig and waits for its `READY …` line; returns the process and the line's words.
+    static func rig(_ python: URL, _ arguments: [String], in folder: TemporaryFolder, name: String) throws -> (BackgroundProcess, [String]) {
+        let process = try BackgroundProcess(python, arguments, in: folder, name: name)
+        let words = try process.waitFor("\(name) to say READY", limit: .seconds(30)) {
+            process.stdoutLines.first { $0.hasPrefix("READY") }.map { $0.split(separator: " ").dropFirst().map(String.init) }
         }
-
-        /// SIGTERM, then SIGKILL after 5 s: a rig stuck in its shutdown must not hang the suite.
-        func stop() {
-            guard process.isRunning else { return }
-            process.terminate()
-            let deadline = Date().addingTimeInterval(5)
-            while process.isRunning && Date() < deadline { usleep(20_000) }
-            if process.isRunning {
-                kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
-            }
-        }
-
-        deinit { stop() }
+        return (process, words)
     }
 
     @Test func liveTraceEqualsReplayedTraceAndEveryFrameMatches() throws {
         let python = try Tools.pythonWithBumble()
         let folder = try TemporaryFolder()
         let rigs = Tools.repositoryRoot.appendingPathComponent("Harness/rigs")
-        let controllers = try Rig(python, [rigs.appendingPathComponent("ciq_controllers.py").path,
-                                           "tcp-server:127.0.0.1:0", "tcp-server:127.0.0.1:0"], log: folder.path("controllers.log"))
+        let (controllers, ports) = try Self.rig(python, [rigs.appendingPathComponent("ciq_controllers.py").path,
+                                                         "tcp-server:127.0.0.1:0", "tcp-server:127.0.0.1:0"], in: folder, name: "controllers")
         defer { controllers.stop() }
-        try #require(controllers.readyWords.count == 2)
-        let watch = try Rig(python, [rigs.appendingPathComponent("ciq_watch.py").path,
-                                     "--hci", "tcp-client:127.0.0.1:\(controllers.readyWords[0])",
-                                     "--address", "F0:F0:F0:F0:F0:F0", "--app", "\(Self.echo):echo", "--no-large-packets"],
-                            log: folder.path("watch.log"))
+        try #require(ports.count == 2)
+        let (watch, _) = try Self.rig(python, [rigs.appendingPathComponent("ciq_watch.py").path,
+                                              "--hci", "tcp-client:127.0.0.1:\(ports[0])",
+                                              "--address", "F0:F0:F0:F0:F0:F0", "--app", "\(Self.echo):echo", "--no-large-packets"],
+                                      in: folder, name: "watch")
         defer { watch.stop() }
 
         let script = folder.path("script.yaml")
@@ -100,7 +48,7 @@ import Testing
             """.write(to: script, atomically: true, encoding: .utf8)
         let set = folder.path("ciq-live")
         let live = folder.path("live.jsonl")
-        let run = try Tools.tether(["live", "messaging", "--hci", "tcp-client:127.0.0.1:\(controllers.readyWords[1])",
+        let run = try Tools.tether(["live", "messaging", "--hci", "tcp-client:127.0.0.1:\(ports[1])",
                                     "--peer", "F0:F0:F0:F0:F0:F0", "--script", script.path, "--record", set.path,
                                     "--trace", live.path, "--bridge-log", folder.path("bridge.log").path])
         #expect(run.status == 0, "live run failed: \(run.stderr)\n\(run.stdout)")

@@ -58,14 +58,6 @@ import Testing
         guard sent == payload.count else { throw BackgroundFailure(description: "sendto: errno \(errno)") }
     }
 
-    /// SIGKILL and wait. The controllers app inherits the test runner thread's blocked SIGINT and
-    /// SIGTERM (Foundation's Process keeps the signal mask), so only SIGKILL ends it.
-    static func stopForGood(_ background: BackgroundProcess) {
-        guard background.process.isRunning else { return }
-        kill(background.process.processIdentifier, SIGKILL)
-        background.process.waitUntilExit()
-    }
-
     /// Every frame of a capture file with its interface's link type.
     static func frames(_ path: String) throws -> (interfaces: [CaptureInterface], frames: [CaptureFrame]) {
         let reader = try CaptureFile.open(path: path)
@@ -81,8 +73,11 @@ import Testing
         let python = try Tools.pythonWithBumble()
         let tether = try Tools.tetherBinary()
         let (tapped, direct, listen) = (try freePort(), try freePort(), try freePort())
-        let controllers = try BackgroundProcess(python, ["-m", "bumble.apps.controllers", "tcp-server:_:\(tapped)", "tcp-server:_:\(direct)"], in: folder, name: "controllers")
-        defer { stopForGood(controllers) }
+        let controllers = try BackgroundProcess(
+            python, [Tools.repositoryRoot.appendingPathComponent("Harness/rigs/ciq_controllers.py").path,
+                     "tcp-server:127.0.0.1:\(tapped)", "tcp-server:127.0.0.1:\(direct)"],
+            in: folder, name: "controllers")
+        defer { controllers.stop() }
         _ = try controllers.waitFor("Bumble's controllers to listen") { accepts(port: tapped) && accepts(port: direct) ? true : nil }
 
         let set = folder.path("Captures/bumble-tap").path
@@ -95,7 +90,7 @@ import Testing
         try #require(rig.status == 0, "h4tap_smoke.py exited \(rig.status): \(rig.stderr)\nrecord: \(record.stderr)")
         try after()
         let status = record.interruptAndWait()
-        stopForGood(controllers)
+        controllers.stop()
         try #require(status == 0, "record exited \(status): \(record.stderr)")
         return (set, record.stdout)
     }
@@ -187,7 +182,7 @@ import Testing
         let result = try Tools.tether(["record", "--ble", "tcp:127.0.0.1:\(port)", "--out", set])
         #expect(result.status == 1)
         #expect(result.stderr.contains("connect to the controller at 127.0.0.1:\(port) failed"), "\(result.stderr)")
-        #expect(result.stderr.contains("bumble.apps.controllers"))
+        #expect(result.stderr.contains("Harness/rigs/ciq_controllers.py"))
         #expect(!FileManager.default.fileExists(atPath: set))
     }
 

@@ -119,17 +119,8 @@ public final class MessagingLiveHost {
             // Wait for the bridge, a core deadline or the step's deadline.
             var wake = waitUntil ?? lingerUntil ?? ContinuousClock.now + .seconds(1)
             if let deadline = core.nextDeadline { wake = min(wake, start + deadline) }
-            let left = ContinuousClock.now.duration(to: wake)
-            var pfd = pollfd(fd: bridge.fileDescriptor, events: Int16(POLLIN), revents: 0)
-            let ms = left <= .zero ? 0 : Int32(min(1000, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1))
-            _ = poll(&pfd, 1, ms)
-            if pfd.revents != 0 {
-                guard let lines = bridge.readAvailable() else {
-                    record(TraceEvent(timeNs: 0, core: "messaging", event: "host_error", fields: ["detail": .string("the BLE bridge closed its socket")]))
-                    throw LiveHostError.bridge("the BLE bridge exited during the run" + (options.bridgeLog.map { "; see \($0)" } ?? ""))
-                }
-                for line in lines { try handleBridge(line) }
-            }
+            _ = try serviceBridge(bridge, waitingAtMost: ContinuousClock.now.duration(to: wake),
+                                  closed: "the BLE bridge exited during the run" + (options.bridgeLog.map { "; see \($0)" } ?? ""))
             if let deadline = core.nextDeadline, start + deadline <= ContinuousClock.now {
                 try perform(core.handleTimeout(now: now()))
             }
@@ -158,11 +149,7 @@ public final class MessagingLiveHost {
         }
         let deadline = ContinuousClock.now + .seconds(3)
         while ContinuousClock.now < deadline, connected.contains(where: { core.status(of: $0.uuid) == .connected }) {
-            var pfd = pollfd(fd: bridge.fileDescriptor, events: Int16(POLLIN), revents: 0)
-            _ = poll(&pfd, 1, 100)
-            guard pfd.revents != 0 else { continue }
-            guard let lines = bridge.readAvailable() else { return }
-            for line in lines { try handleBridge(line) }
+            _ = try serviceBridge(bridge, waitingAtMost: .milliseconds(100), closed: "the BLE bridge exited while disconnecting at the end")
         }
     }
 
@@ -246,16 +233,24 @@ public final class MessagingLiveHost {
     private func waitForBluetooth(_ bridge: ConnectIQBridge) throws(LiveHostError) {
         let deadline = ContinuousClock.now + .seconds(15)
         while ContinuousClock.now < deadline {
-            var pfd = pollfd(fd: bridge.fileDescriptor, events: Int16(POLLIN), revents: 0)
-            _ = poll(&pfd, 1, 200)
-            guard pfd.revents != 0 else { continue }
-            guard let lines = bridge.readAvailable() else { throw LiveHostError.bridge("the BLE bridge exited before its controller was up") }
-            for line in lines {
-                try handleBridge(line)
-                if case .string("bluetooth")? = line["ev"] { return }
-            }
+            let lines = try serviceBridge(bridge, waitingAtMost: .milliseconds(200), closed: "the BLE bridge exited before its controller was up")
+            if lines.contains(where: { $0["ev"] == .string("bluetooth") }) { return }
         }
         throw LiveHostError.bridge("the BLE bridge's controller did not come up within 15 s (transport \(options.transport))")
+    }
+
+    /// Waits up to `timeout` (at most a second) for the bridge, then handles every line it sent,
+    /// in order: the one place the host reads the bridge.
+    /// - Returns: the lines handled; none when it stayed quiet.
+    /// - Throws: `closed` as a ``LiveHostError`` when the bridge closed its socket.
+    private func serviceBridge(_ bridge: ConnectIQBridge, waitingAtMost timeout: Duration, closed: String) throws(LiveHostError) -> [[String: TraceValue]] {
+        var pfd = pollfd(fd: bridge.fileDescriptor, events: Int16(POLLIN), revents: 0)
+        let ms = timeout <= .zero ? 0 : Int32(min(1000, timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000 + 1))
+        _ = poll(&pfd, 1, ms)
+        guard pfd.revents != 0 else { return [] }
+        guard let lines = bridge.readAvailable() else { throw LiveHostError.bridge(closed) }
+        for line in lines { try handleBridge(line) }
+        return lines
     }
 
     private func handleBridge(_ line: [String: TraceValue]) throws(LiveHostError) {
@@ -299,10 +294,7 @@ public final class MessagingLiveHost {
             switch action {
             case .write(let device, let bytes):
                 guard let entry = options.devices.first(where: { $0.uuid == device }) else { continue }
-                record(TraceEvent(timeNs: 0, core: "messaging", event: "frame_emitted", fields: [
-                    "device": .string(device.description), "bytes": .string(JSONLiteral.hex(bytes)),
-                    "packet": .string(MessagingTrace.describePacket(bytes, from: .phone)),
-                ]), realtimeNs: realtime, quiet: true)
+                for event in MessagingTrace.events(for: action, timeNs: 0) { record(event, realtimeNs: realtime, quiet: true) }
                 try bridge?.send(["op": .string("write"), "peer": .string(entry.address), "hex": .string(JSONLiteral.hex(bytes))])
             default:
                 for event in MessagingTrace.events(for: action, timeNs: 0) { record(event, realtimeNs: realtime) }

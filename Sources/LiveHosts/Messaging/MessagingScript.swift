@@ -118,19 +118,11 @@ public struct MessagingScript: Sendable, Hashable {
         return try MessagingScript(yaml: text, file: path)
     }
 
-    /// `500ms`, `2s`, `1.5s`, `2m`, `1h`, or a plain number of seconds.
+    /// `500ms`, `2s`, `1.5s`, `2m`, `1h`, or a plain number of seconds (``DurationText``), from 0
+    /// to a year.
     public static func duration(_ text: String) -> Duration? {
-        let t = text.trimmingCharacters(in: .whitespaces)
-        let units: [(String, Double)] = [("ms", 1e-3), ("s", 1), ("m", 60), ("h", 3600)]
-        var scale = 1.0
-        var number = Substring(t)
-        for (suffix, factor) in units where t.hasSuffix(suffix) {
-            scale = factor
-            number = t.dropLast(suffix.count)
-            break
-        }
-        guard let value = Double(number), value.isFinite, value >= 0, value * scale <= 86_400 * 365 else { return nil }
-        return .nanoseconds(Int64((value * scale * 1e9).rounded()))
+        guard let seconds = DurationText.seconds(text), seconds >= 0, seconds <= 86_400 * 365 else { return nil }
+        return .nanoseconds(Int64((seconds * 1e9).rounded()))
     }
 
     static func traceValue(_ value: Any, depth: Int) throws(MessagingScriptError) -> TraceValue {

@@ -37,11 +37,11 @@ public struct FrameMatcher: Sendable {
             let at = frame.map { "frame \($0)" } ?? "after the last captured frame"
             switch kind {
             case "missing":
-                return "\(at) (\(channel)): the capture has \(hex(expected)) [\(expectedText)] that the core did not emit"
+                return "\(at) (\(channel)): the capture has \(JSONLiteral.hex(expected)) [\(expectedText)] that the core did not emit"
             case "extra":
-                return "\(at) (\(channel)): the core emitted \(hex(emitted)) [\(emittedText)] that the capture does not have"
+                return "\(at) (\(channel)): the core emitted \(JSONLiteral.hex(emitted)) [\(emittedText)] that the capture does not have"
             default:
-                return "\(at) (\(channel)): expected \(hex(expected)) [\(expectedText)], emitted \(hex(emitted)) [\(emittedText)]"
+                return "\(at) (\(channel)): expected \(JSONLiteral.hex(expected)) [\(expectedText)], emitted \(JSONLiteral.hex(emitted)) [\(emittedText)]"
             }
         }
     }
@@ -75,9 +75,7 @@ public struct FrameMatcher: Sendable {
     /// The core wrote `bytes` on `channel` at `timeNs`. Returns `frame_emitted` and, when a
     /// captured frame was waiting, its `frame_matched` or `frame_diverged`.
     public mutating func emitted(_ bytes: [UInt8], channel: String, timeNs: Int64) -> [TraceEvent] {
-        var events = [TraceEvent(timeNs: timeNs, core: core, event: "frame_emitted", fields: [
-            "device": .string(channel), "bytes": .string(hex(bytes)), "packet": .string(decode(bytes)),
-        ])]
+        var events = [Self.emittedEvent(core: core, channel: channel, bytes: bytes, packet: decode(bytes), timeNs: timeNs)]
         // Mutated in place through the dictionary: taking the queue out would copy it per frame.
         if capturedQueue[channel]?.isEmpty == false {
             let captured = capturedQueue[channel]!.removeFirst()
@@ -86,6 +84,14 @@ public struct FrameMatcher: Sendable {
             emittedQueue[channel, default: []].append(Pending(bytes: bytes, timeNs: timeNs))
         }
         return events
+    }
+
+    /// The `frame_emitted` event: what every core's trace says when the core writes a frame, with
+    /// or without a matcher comparing it (live hosts, `--frame-matching off`).
+    public static func emittedEvent(core: String, channel: String, bytes: [UInt8], packet: String, timeNs: Int64) -> TraceEvent {
+        TraceEvent(timeNs: timeNs, core: core, event: "frame_emitted", fields: [
+            "device": .string(channel), "bytes": .string(JSONLiteral.hex(bytes)), "packet": .string(packet),
+        ])
     }
 
     /// The capture holds `bytes` written on `channel` in frame `frame` at `timeNs`. Returns its
@@ -140,12 +146,10 @@ public struct FrameMatcher: Sendable {
         if firstDivergence == nil { firstDivergence = divergence }
         var fields: [String: TraceValue] = [
             "device": .string(divergence.channel), "kind": .string(divergence.kind),
-            "expected": .string(hex(divergence.expected)), "emitted": .string(hex(divergence.emitted)),
+            "expected": .string(JSONLiteral.hex(divergence.expected)), "emitted": .string(JSONLiteral.hex(divergence.emitted)),
             "expected_packet": .string(divergence.expectedText), "emitted_packet": .string(divergence.emittedText),
         ]
         if let frame = divergence.frame { fields["frame"] = .int(Int64(frame)) }
         return TraceEvent(timeNs: divergence.timeNs, core: core, event: "frame_diverged", fields: fields)
     }
 }
-
-private func hex(_ bytes: [UInt8]) -> String { JSONLiteral.hex(bytes) }

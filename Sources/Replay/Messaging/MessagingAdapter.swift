@@ -275,10 +275,8 @@ public struct MessagingAdapter: CoreAdapter {
                 let channel = deviceTexts[device] ?? MessagingTrace.deviceText(device)
                 deviceTexts[device] = channel
                 if matching == .off {
-                    events.append(TraceEvent(timeNs: timeNs, core: core, event: "frame_emitted", fields: [
-                        "device": .string(channel), "bytes": .string(JSONLiteral.hex(bytes)),
-                        "packet": .string(MessagingTrace.describePacket(bytes, from: .phone)),
-                    ]))
+                    events.append(FrameMatcher.emittedEvent(core: core, channel: channel, bytes: bytes,
+                                                            packet: MessagingTrace.describePacket(bytes, from: .phone), timeNs: timeNs))
                 } else {
                     events += matcher.emitted(bytes, channel: channel, timeNs: timeNs)
                 }

@@ -5,15 +5,13 @@ import MonkeyC
 /// host use, so their traces can be compared with `tether diff`. docs/trace-format.md lists the
 /// events and fields.
 public enum MessagingTrace {
-    /// The trace events for one action that is not a write (writes go through the frame matcher,
-    /// or the live host's `frame_emitted`).
+    /// The trace events for one action. A write is a `frame_emitted` event; replay in strict or
+    /// responder mode passes writes to its ``FrameMatcher`` instead, which writes the same event.
     public static func events(for action: MessagingAction, timeNs: Int64) -> [TraceEvent] {
         switch action {
         case .write(let device, let bytes):
-            return [TraceEvent(timeNs: timeNs, core: "messaging", event: "frame_emitted", fields: [
-                "device": .string(device.description), "bytes": .string(JSONLiteral.hex(bytes)),
-                "packet": .string(describePacket(bytes, from: .phone)),
-            ])]
+            return [FrameMatcher.emittedEvent(core: "messaging", channel: deviceText(device), bytes: bytes,
+                                              packet: describePacket(bytes, from: .phone), timeNs: timeNs)]
         case .saveDeviceList(let devices):
             return [TraceEvent(timeNs: timeNs, core: "messaging", event: "device_list_saved", fields: [
                 "count": .int(Int64(devices.count)),

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A program running beside the test (`serve`, `record`), with its output in files so it can be
 /// read while it runs.
@@ -48,11 +51,22 @@ final class BackgroundProcess: @unchecked Sendable {
         return process.terminationStatus
     }
 
+    /// SIGTERM, then SIGKILL once `grace` has passed: a program stuck in its shutdown (or started
+    /// with SIGTERM blocked, as Foundation's `Process` can leave it) must not hang the suite.
+    func stop(grace: Duration = .seconds(5)) {
+        guard process.isRunning else { return }
+        process.terminate()
+        let deadline = ContinuousClock.now + grace
+        while process.isRunning && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
+    /// Lines of standard output so far.
+    var stdoutLines: [Substring] { stdout.split(separator: "\n") }
+
     deinit {
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-        }
+        stop()
     }
 }
 
