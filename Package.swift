@@ -66,7 +66,7 @@ let package = Package(
         ),
 
         // Virtual-clock replay, behaviour traces, expectations, trace diff.
-        .target(name: "Replay", dependencies: ["CaptureKit", "CaptureSet", "Dissectors", "IngestCore", "MessagingCore", "MonkeyC"]),
+        .target(name: "Replay", dependencies: ["CaptureKit", "CaptureSet", "Dissectors", "IngestCore", "MessagingCore", "SessionCore", "MonkeyC"]),
 
         // Live sources: libpcap, the BlueZ monitor channel; the incremental recorder.
         .target(name: "LiveCapture", dependencies: ["CPcap", "CBluetooth", "CaptureKit", "CaptureSet"]),
@@ -74,8 +74,9 @@ let package = Package(
         .target(
             name: "LiveHosts",
             dependencies: [
-                "IngestCore", "IngestStore", "MessagingCore", "MonkeyC", "Replay", "LiveCapture", "CaptureKit", "CaptureSet",
+                "IngestCore", "IngestStore", "MessagingCore", "SessionCore", "MonkeyC", "Replay", "LiveCapture", "CaptureKit", "CaptureSet",
                 .product(name: "Yams", package: "Yams"),
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
@@ -86,14 +87,14 @@ let package = Package(
             name: "TetherCLI",
             dependencies: [
                 "CaptureKit", "CaptureSet", "Dissectors", "IngestCore", "IngestStore", "Replay",
-                "LiveCapture", "LiveHosts", "MessagingCore", "MonkeyC",
+                "LiveCapture", "LiveHosts", "MessagingCore", "SessionCore", "MonkeyC",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .executableTarget(name: "tether", dependencies: ["TetherCLI"]),
         .executableTarget(
             name: "TetherBench",
-            dependencies: ["CaptureKit", "Dissectors", "IngestCore", "Replay", "CaptureSet", "MessagingCore", "MonkeyC"]
+            dependencies: ["CaptureKit", "Dissectors", "IngestCore", "Replay", "CaptureSet", "MessagingCore", "SessionCore", "MonkeyC"]
         ),
 
         // Helpers shared by the test targets (a seeded generator, …).
@@ -112,10 +113,10 @@ let package = Package(
         ),
         .testTarget(
             name: "ReplayTests",
-            dependencies: ["TetherTestSupport", "Replay", "IngestCore", "CaptureKit", "CaptureSet", "Dissectors", .product(name: "Yams", package: "Yams")]
+            dependencies: ["TetherTestSupport", "Replay", "IngestCore", "SessionCore", "MonkeyC", "CaptureKit", "CaptureSet", "Dissectors", .product(name: "Yams", package: "Yams")]
         ),
         .testTarget(name: "LiveCaptureTests", dependencies: ["TetherTestSupport", "LiveCapture", "CaptureKit", "CaptureSet"]),
-        .testTarget(name: "LiveHostsTests", dependencies: ["LiveHosts", "IngestCore", "IngestStore"]),
+        .testTarget(name: "LiveHostsTests", dependencies: ["LiveHosts", "IngestCore", "IngestStore", "SessionCore"]),
         .testTarget(
             name: "TetherCLITests",
             dependencies: ["TetherCLI", "CaptureKit", "CaptureSet", "Dissectors", "Replay", "IngestCore", "IngestStore", "LiveHosts"]

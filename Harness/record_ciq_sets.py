@@ -78,9 +78,9 @@ def stop(process):
             process.kill()
 
 
-def run(command, **kwargs):
+def run(command, check=True, **kwargs):
     print("+ " + " ".join(command), flush=True)
-    return subprocess.run(command, check=True, **kwargs)
+    return subprocess.run(command, check=check, **kwargs)
 
 
 def record(name, tether, out, logs):

@@ -8,9 +8,10 @@ then speaks one JSON object per line each way (docs/ble-rigs.md has the whole co
 
 bridge -> host
   {"ev":"bluetooth","ready":true}                         the controller is up (sent on accept)
-  {"ev":"connected","peer":P,"mtu":247,"max_write":244,"service":"current"|"legacy"}
-                                                           LE link, ATT MTU exchange, Connect IQ
-                                                           service found, notifications enabled
+  {"ev":"connected","peer":P,"mtu":247,"max_write":244,"service":"current"|"legacy"|"session"}
+                                                           LE link, ATT MTU exchange, the
+                                                           profile's service found, notifications
+                                                           enabled
   {"ev":"not_found","peer":P,"reason":"..."}              connect or discovery failed
   {"ev":"notify","peer":P,"hex":"..."}                    a notification, in order
   {"ev":"disconnected","peer":P,"reason":19}              the link dropped (HCI reason code)
@@ -21,11 +22,17 @@ host -> bridge
 
 P is a Bluetooth address as written ("F0:F1:F2:F3:F4:F5", a random/static address; add "/P" for a
 public one); events carry it back exactly as the host wrote it. Writes are ATT Write Commands to
-the Connect IQ write characteristic, sent as they arrive, in order. Several peers may be
+the profile's write characteristic, sent as they arrive, in order. Several peers may be
 connected at once; connection attempts run one at a time (one LE initiator per controller).
+
+`--profile` picks the GATT service looked for: `connectiq` (the default) the current Connect IQ
+service, else the legacy one (connectiq-link.md; ATT MTU at least 195); `session` Tether's session
+link service 54450001-5345-5353-494F-4E4C494E4B01 (session-link.md; any ATT MTU), reported as
+`"service":"session"`. Nothing else differs.
 
 Example:
     python3 ciq_phone_bridge.py --hci tcp-client:127.0.0.1:9002 --listen 127.0.0.1:0
+    python3 ciq_phone_bridge.py --hci tcp-client:127.0.0.1:9002 --listen 127.0.0.1:0 --profile session
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ import signal
 import socket
 import sys
 import time
+from dataclasses import dataclass
 
 from bumble import hci
 from bumble.core import UUID, PhysicalTransport
@@ -45,12 +53,41 @@ from bumble.gatt import GATT_CLIENT_CHARACTERISTIC_CONFIGURATION_DESCRIPTOR
 from bumble.transport import open_transport
 
 import ciq_link as link
+import session_gatt
 from bumble_local import accept_stop_signals
 
 SERVICES = (
     ("current", link.CURRENT_SERVICE_UUID, link.CURRENT_WRITE_UUID, link.CURRENT_NOTIFY_UUID),
     ("legacy", link.LEGACY_SERVICE_UUID, link.LEGACY_WRITE_UUID, link.LEGACY_NOTIFY_UUID),
 )
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What `connect` looks for: services tried in order, as (kind, service, write, notify) UUIDs;
+    the smallest ATT MTU the link accepts; how a service is named in `not_found` reasons."""
+
+    services: tuple
+    min_mtu: int
+    service_name: str  # formatted with {kind}
+    none_found: str
+
+
+PROFILES = {
+    "connectiq": Profile(
+        SERVICES,
+        link.MIN_MTU,
+        "{kind} Connect IQ service",
+        "no Connect IQ service (current or legacy) on the peer",
+    ),
+    "session": Profile(
+        (("session", session_gatt.SERVICE_UUID, session_gatt.WRITE_UUID, session_gatt.NOTIFY_UUID),),
+        session_gatt.MIN_MTU,
+        "session service",
+        "no session link service on the peer",
+    ),
+}
+
 POWER_ON_TIMEOUT_S = 10.0
 QUIT_DISCONNECT_TIMEOUT_S = 2.0
 MAX_LINE = 1 << 20
@@ -87,6 +124,7 @@ class Bridge:
     def __init__(self, device: Device, args):
         self.device = device
         self.args = args
+        self.profile = PROFILES[args.profile]
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
         self.peers: dict[str, PeerLink] = {}  # by normalized address
@@ -249,9 +287,9 @@ class Bridge:
         """MTU exchange, service and characteristic discovery, CCCD write; the service's kind."""
         gatt = Peer(peer.connection)
         peer.mtu = await gatt.request_mtu(self.args.mtu)
-        if peer.mtu < link.MIN_MTU:
-            raise SetupFailed(f"ATT MTU is {peer.mtu}; the link needs at least {link.MIN_MTU}")
-        for kind, service_uuid, write_uuid, notify_uuid in SERVICES:
+        if peer.mtu < self.profile.min_mtu:
+            raise SetupFailed(f"ATT MTU is {peer.mtu}; the link needs at least {self.profile.min_mtu}")
+        for kind, service_uuid, write_uuid, notify_uuid in self.profile.services:
             services = await gatt.discover_service(UUID(service_uuid))
             if not services:
                 continue
@@ -260,7 +298,8 @@ class Bridge:
             write = by_uuid.get(UUID(write_uuid))
             notify = by_uuid.get(UUID(notify_uuid))
             if write is None or notify is None:
-                raise SetupFailed(f"the {kind} Connect IQ service lacks its write or notify characteristic")
+                service_name = self.profile.service_name.format(kind=kind)
+                raise SetupFailed(f"the {service_name} lacks its write or notify characteristic")
             await notify.discover_descriptors()
             if notify.get_descriptor(GATT_CLIENT_CHARACTERISTIC_CONFIGURATION_DESCRIPTOR) is None:
                 raise SetupFailed(f"the {kind} notify characteristic has no CCCD")
@@ -268,7 +307,7 @@ class Bridge:
             await notify.subscribe(lambda value: self.emit({"ev": "notify", "peer": name, "hex": bytes(value).hex()}))
             peer.write_characteristic = write
             return kind
-        raise SetupFailed("no Connect IQ service (current or legacy) on the peer")
+        raise SetupFailed(self.profile.none_found)
 
     async def fail(self, key: str, peer: PeerLink, reason: str) -> None:
         """Report `not_found`, drop the half-made link, forget the peer."""
@@ -391,11 +430,20 @@ def main() -> int:
     parser.add_argument("--listen", required=True, type=parse_listen, help="HOST:PORT for the one JSON-lines client (port 0: pick one)")
     parser.add_argument("--address", default="F1:F1:F1:F1:F1:F1", help="the phone's static random address")
     parser.add_argument("--connect-timeout", type=float, default=5.0, help="seconds for the LE connection, and again for GATT setup")
-    parser.add_argument("--mtu", type=int, default=247, help=f"ATT MTU to ask for (at least {link.MIN_MTU})")
+    parser.add_argument(
+        "--mtu", type=int, default=247,
+        help=f"ATT MTU to ask for (at least {link.MIN_MTU} with connectiq, {session_gatt.MIN_MTU} with session)",
+    )
+    parser.add_argument(
+        "--profile", choices=sorted(PROFILES), default="connectiq",
+        help="the GATT service to look for: connectiq (current, else legacy; the default) or session (Tether's session link)",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="log every write and notification on stderr")
     args = parser.parse_args()
-    if args.mtu < link.MIN_MTU:
+    if args.profile == "connectiq" and args.mtu < link.MIN_MTU:
         parser.error(f"--mtu {args.mtu}: the Connect IQ link needs at least {link.MIN_MTU}")
+    if args.profile == "session" and not session_gatt.MIN_MTU <= args.mtu <= 517:
+        parser.error(f"--mtu {args.mtu}: an ATT MTU is {session_gatt.MIN_MTU} to 517")
     try:
         hci.Address(args.address)
     except Exception as error:

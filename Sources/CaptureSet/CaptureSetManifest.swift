@@ -40,6 +40,9 @@ public struct CaptureSetManifest: Codable, Sendable, Equatable {
     /// What replay needs to know about a Connect IQ recording (devices, hand-written API calls,
     /// MessagingCore settings, frame matching); `nil` when the set has none.
     public var messaging: ManifestMessaging?
+    /// What replay needs to know about a session-link recording (role, identity, seed, settings);
+    /// `nil` when the set has none.
+    public var session: ManifestSession?
     /// What replay checks.
     public var expectations: [Expectation]
     /// Accepted behaviour traces: core name (`ingest`, `messaging`, `session`) → path relative to
@@ -53,10 +56,11 @@ public struct CaptureSetManifest: Codable, Sendable, Equatable {
         captureFile: String = CaptureSetDirectory.defaultCaptureFileName, captureSha256: String? = nil,
         interfaces: [ManifestInterface] = [], devices: [ManifestDevice] = [],
         annotations: [ManifestAnnotation] = [], gattHandles: [ManifestGATTHandle] = [],
-        ingest: IngestOverrides? = nil, messaging: ManifestMessaging? = nil, expectations: [Expectation] = [], baselines: [String: String] = [:],
+        ingest: IngestOverrides? = nil, messaging: ManifestMessaging? = nil, session: ManifestSession? = nil, expectations: [Expectation] = [], baselines: [String: String] = [:],
         schemaVersion: Int = CaptureSetManifest.supportedSchemaVersion
     ) {
         self.messaging = messaging
+        self.session = session
         self.schemaVersion = schemaVersion
         self.title = title
         self.description = description
@@ -84,7 +88,7 @@ public struct CaptureSetManifest: Codable, Sendable, Equatable {
         case captureSha256 = "capture_sha256"
         case interfaces, devices, annotations
         case gattHandles = "gatt_handles"
-        case ingest, messaging, expectations, baselines
+        case ingest, messaging, session, expectations, baselines
     }
 
     /// Lists and maps may be left out of a hand-written manifest; they default to empty.
@@ -104,6 +108,7 @@ public struct CaptureSetManifest: Codable, Sendable, Equatable {
         gattHandles = try c.decodeIfPresent([ManifestGATTHandle].self, forKey: .gattHandles) ?? []
         ingest = try c.decodeIfPresent(IngestOverrides.self, forKey: .ingest)
         messaging = try c.decodeIfPresent(ManifestMessaging.self, forKey: .messaging)
+        session = try c.decodeIfPresent(ManifestSession.self, forKey: .session)
         expectations = try c.decodeIfPresent([Expectation].self, forKey: .expectations) ?? []
         baselines = try c.decodeIfPresent([String: String].self, forKey: .baselines) ?? [:]
     }
@@ -125,6 +130,7 @@ public struct CaptureSetManifest: Codable, Sendable, Equatable {
         try c.encode(gattHandles, forKey: .gattHandles)
         try c.encodeIfPresent(ingest, forKey: .ingest)
         try c.encodeIfPresent(messaging, forKey: .messaging)
+        try c.encodeIfPresent(session, forKey: .session)
         try c.encode(expectations, forKey: .expectations)
         // Sorted by hand: a Dictionary's order differs from run to run, a manifest must not.
         var b = c.nestedContainer(keyedBy: BaselineKey.self, forKey: .baselines)

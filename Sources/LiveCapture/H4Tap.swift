@@ -71,8 +71,9 @@ public struct H4TapStatistics: Sendable, Hashable {
 /// - The recorder is flushed at least every ``Options/idleInterval`` plus its flush interval, also
 ///   when no traffic flows.
 ///
-/// One thread serves both directions with `poll(2)`, so packets are recorded in the order they
-/// were read and a reply is never recorded before the packet that caused it. When a side does not
+/// One thread serves both directions with `poll(2)`, and a packet is recorded before it is
+/// forwarded, so packets are recorded in the order they were read and nothing the receiving side
+/// does in answer (a reply, a host's own recorded record) is recorded before it. When a side does not
 /// drain, the tap stops reading the side that feeds it rather than buffer without bound.
 ///
 /// Lifecycle: `init` → optionally ``record(into:input:)``, ``onPacket(_:)``, ``onNotice(_:)`` →
@@ -435,7 +436,11 @@ public final class H4Tap: @unchecked Sendable {
         var writeFailure: Int32?
         buffer.withUnsafeBytes { raw in
             let chunk = UnsafeRawBufferPointer(rebasing: raw[0..<count])
-            // Forward first: framing and recording happen on the copy, after the bytes are on their way.
+            // Record first, then forward: a host that reacts to these bytes and records its own
+            // frame (an API call on another interface of the same recorder) must find them in the
+            // file already, or the capture shows an effect before its cause. Framing and the
+            // recorder's buffered write cost microseconds (CI/bench/h4-tap-latency).
+            frame(chunk, direction: direction, timestamp: timestamp, session: &current)
             let (written, code) = Self.write(destination, chunk)
             if written < 0 {
                 writeFailure = code
@@ -445,7 +450,6 @@ public final class H4Tap: @unchecked Sendable {
             lock.withLock {
                 if direction == .sent { stats.sentBytes += count } else { stats.receivedBytes += count }
             }
-            frame(chunk, direction: direction, timestamp: timestamp, session: &current)
         }
         if let writeFailure {
             end(current, reason: "writing to \(label(direction == .sent ? .received : .sent)) \(destination.peer) failed: \(TapIO.errorText(writeFailure))")

@@ -15,6 +15,8 @@ let usage = """
            TetherBench gen-messaging-session OUT [--seconds 3600]
            TetherBench gen-messaging-hour OUT       (the same, one hour: a 2 KB message each way every second)
            TetherBench replay-messaging-hour SET
+           TetherBench gen-session-session OUT [--seconds 3600]   (every session channel, both sides real cores)
+           TetherBench replay-session-hour SET
     See CI/bench/README.md.
     """
 
@@ -37,6 +39,10 @@ do {
         status = try GenerateMessagingSession.run(Arguments(rest, valued: ["seconds"]))
     case "replay-messaging-hour":
         status = try ReplayMessagingHour.run(Arguments(rest, valued: []))
+    case "gen-session-session":
+        status = try GenerateSessionSession.run(Arguments(rest, valued: ["seconds"]))
+    case "replay-session-hour":
+        status = try ReplaySessionHour.run(Arguments(rest, valued: []))
     default:
         printError("unknown subcommand \(arguments[1])\n\(usage)")
         status = 2

@@ -1,9 +1,11 @@
 import ArgumentParser
 import Foundation
+import LiveCapture
 import LiveHosts
 import CaptureSet
 import MessagingCore
 import Replay
+import SessionCore
 
 /// `tether live`: a core in real time against real peers.
 struct LiveCommand: ParsableCommand {
@@ -15,7 +17,7 @@ struct LiveCommand: ParsableCommand {
               tether live messaging --hci tcp-client:127.0.0.1:9002 --peer F0:F0:F0:F0:F0:F0 \\
                 --script Harness/scenarios/ciq/clean.yaml --record Captures/ciq-clean --trace /tmp/live.jsonl
             """,
-        subcommands: [LiveMessagingCommand.self]
+        subcommands: [LiveMessagingCommand.self, LiveSessionCommand.self]
     )
 }
 
@@ -104,9 +106,9 @@ struct LiveMessagingCommand: ParsableCommand {
     }
 
     func run() throws {
-        let script: MessagingScript
+        let script: LiveScript
         do {
-            script = try MessagingScript.load(self.script)
+            script = try LiveScript.load(self.script, callNames: MessagingLiveHost.scriptCalls)
         } catch {
             throw CommandFailure(message: "\(error)", exitCode: ExitCode.validationFailure.rawValue)
         }
@@ -128,14 +130,21 @@ struct LiveMessagingCommand: ParsableCommand {
         } catch {
             throw CommandFailure.failed("\(error)")
         }
-        if let trace { try OutputFile.write(bytes: TraceFile.encodeBytes(outcome.trace), to: trace) }
-        if let recording = outcome.recording {
+        try LiveMessagingCommand.report(trace: outcome.trace, to: trace, recording: outcome.recording,
+                                        notices: outcome.notices, failedSteps: outcome.failedSteps)
+    }
+
+    /// What every live command prints at the end: writes the trace, names the recording, warns of
+    /// the tap's notices and failed steps; exits 1 when a step failed.
+    static func report(trace events: [TraceEvent], to trace: String?, recording: RecordingSummary?, notices: [String], failedSteps: [String]) throws {
+        if let trace { try OutputFile.write(bytes: TraceFile.encodeBytes(events), to: trace) }
+        if let recording {
             StandardOutput.shared.line("recorded \(recording.frames) frames into \(recording.setPath) (sha256 \(recording.sha256))")
         }
-        for notice in outcome.notices { Terminal.warn("tether: notice: \(notice)") }
-        for failure in outcome.failedSteps { Terminal.warn("tether: \(failure)") }
+        for notice in notices { Terminal.warn("tether: notice: \(notice)") }
+        for failure in failedSteps { Terminal.warn("tether: \(failure)") }
         StandardOutput.shared.flush()
-        if !outcome.failedSteps.isEmpty { throw CommandFailure(message: "", exitCode: 1) }
+        if !failedSteps.isEmpty { throw CommandFailure(message: "", exitCode: 1) }
     }
 
     static func isAddress(_ text: String) -> Bool {
@@ -154,12 +163,145 @@ struct LiveMessagingCommand: ParsableCommand {
     /// named by `TETHER_BRIDGE`.
     static func bridgeScript() -> String {
         if let path = ProcessInfo.processInfo.environment["TETHER_BRIDGE"] { return path }
+        return rigScript("ciq_phone_bridge.py")
+    }
+
+    /// `Harness/rigs/NAME`, found beside the repository the binary was built in (else relative to
+    /// the working directory).
+    static func rigScript(_ name: String) -> String {
         var url = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
         for _ in 0..<5 {
-            let candidate = url.appendingPathComponent("Harness/rigs/ciq_phone_bridge.py").path
+            let candidate = url.appendingPathComponent("Harness/rigs/\(name)").path
             if FileManager.default.fileExists(atPath: candidate) { return candidate }
             url.deleteLastPathComponent()
         }
-        return "Harness/rigs/ciq_phone_bridge.py"
+        return "Harness/rigs/\(name)"
+    }
+}
+
+/// `tether live session`: one side of SessionCore against a real BLE stack.
+struct LiveSessionCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "session",
+        abstract: "Run one side of SessionCore (WatchConnectivity semantics) live over the session link.",
+        discussion: """
+            The phone side is a GATT client (Harness/rigs/ciq_phone_bridge.py --profile session) that \
+            connects to --peer; the watch side a GATT server (Harness/rigs/session_watch_bridge.py) \
+            advertising at --address. Each runs its script (docs/live-hosts.md), keeps its durable \
+            state in --store (SQLite; a host restarted on the same store resumes its queues, as after \
+            a crash), prints each callback as it happens, and with --record records its own HCI and \
+            API calls into a new capture set that `tether replay` replays against this side.
+
+            Two Bumble controllers on one virtual radio, the watch on one, the phone on the other:
+              python3 Harness/rigs/ciq_controllers.py --ports 9001,9002 &
+              tether live session --role watch --hci tcp-client:127.0.0.1:9001 --address F0:F0:F0:F0:F0:A1 \\
+                --script Harness/scenarios/session/clean.watch.yaml --store /tmp/watch.sqlite &
+              tether live session --role phone --hci tcp-client:127.0.0.1:9002 --peer F0:F0:F0:F0:F0:A1 \\
+                --script Harness/scenarios/session/clean.phone.yaml --store /tmp/phone.sqlite \\
+                --record Captures/session-clean --trace /tmp/phone.jsonl
+            """
+    )
+
+    @Option(name: .long, help: "Which side to run: phone or watch.")
+    var role: String
+
+    @Option(name: .long, help: "The controller as a Bumble transport: tcp-client:HOST:PORT, serial:PATH, usb:0.")
+    var hci: String
+
+    @Option(name: .long, help: "Phone: the watch's BLE address to connect to.")
+    var peer: String?
+
+    @Option(name: .long, help: "Watch: the static random address to advertise (default F0:F0:F0:F0:F0:A1).")
+    var address: String?
+
+    @Option(name: .long, help: "This side's session identity (default: the doc's phone …0001 or watch …00a1).")
+    var identity: String?
+
+    @Option(name: .customLong("paired"), help: "The paired counterpart's identity (default: the doc's other side).")
+    var paired: String?
+
+    @Option(name: .long, help: "The script (YAML, docs/live-hosts.md).")
+    var script: String
+
+    @Option(name: .long, help: "The durable store (SQLite file); reuse it to resume after a crash.")
+    var store: String
+
+    @Option(name: .long, help: "Record into this new capture set (H4 tap + API calls).")
+    var record: String?
+
+    @Option(name: .long, help: "Write the behaviour trace (JSON Lines) here.")
+    var trace: String?
+
+    @Option(name: .customLong("bridge-log"), help: "Keep the BLE bridge's log in this file.")
+    var bridgeLog: String?
+
+    @Option(name: .long, help: "Seed for the core's random numbers (default: random).",
+            transform: { try OptionValues.integer($0, option: "--seed", range: UInt64(1)...UInt64.max) })
+    var seed: UInt64?
+
+    @Option(name: .customLong("message-reply-timeout"), help: "A message's time limit for its reply (default 10s; 1ms-1h).",
+            transform: { try OptionValues.seconds($0, option: "--message-reply-timeout", range: 0.001...3600) })
+    var messageReplyTimeout: Double?
+
+    @Option(name: .customLong("complication-budget"), help: "Complication transfers per day (default 50; 0-1000).",
+            transform: { try OptionValues.integer($0, option: "--complication-budget", range: 0...1000) })
+    var complicationBudget: Int?
+
+    @Option(name: .long, help: "Title of the recorded set.")
+    var title: String?
+
+    static let defaultPhone = "0ff1ce00-0000-4000-8000-000000000001"
+    static let defaultWatch = "0ff1ce00-0000-4000-8000-0000000000a1"
+
+    func validate() throws {
+        guard let role = SessionRole(rawValue: role) else { throw ValidationError("--role must be phone or watch, got \(role).") }
+        if role == .phone {
+            guard let peer else { throw ValidationError("--role phone needs --peer ADDRESS (the watch's), e.g. --peer F0:F0:F0:F0:F0:A1") }
+            guard LiveMessagingCommand.isAddress(peer) else { throw ValidationError("--peer \(peer) is not a Bluetooth address; write it as F0:F1:F2:F3:F4:F5.") }
+        } else if let address, !LiveMessagingCommand.isAddress(address) {
+            throw ValidationError("--address \(address) is not a Bluetooth address; write it as F0:F1:F2:F3:F4:F5.")
+        }
+        for (option, value) in [("--identity", identity), ("--paired", paired)] {
+            if let value, SessionDeviceID(value) == nil { throw ValidationError("\(option) \(value) is not a UUID (8-4-4-4-12 hex digits).") }
+        }
+        if let record, FileManager.default.fileExists(atPath: record) {
+            throw ValidationError("--record \(record) exists already; name a new capture set folder.")
+        }
+        if let trace {
+            try OutputFile.check(trace, option: "--trace")
+            if let record { try OutputFile.refuseInside(trace, option: "--trace", set: record) }
+        }
+    }
+
+    func run() throws {
+        let role = SessionRole(rawValue: role)!
+        let script: LiveScript
+        do {
+            script = try LiveScript.load(self.script, callNames: SessionLiveHost.scriptCalls)
+        } catch {
+            throw CommandFailure(message: "\(error)", exitCode: ExitCode.validationFailure.rawValue)
+        }
+        let identity = SessionDeviceID(self.identity ?? (role == .phone ? Self.defaultPhone : Self.defaultWatch))!
+        let paired = SessionDeviceID(self.paired ?? (role == .phone ? Self.defaultWatch : Self.defaultPhone))!
+        let address = (role == .phone ? peer : address ?? "F0:F0:F0:F0:F0:A1")!.uppercased()
+        let bridge = role == .phone ? LiveMessagingCommand.bridgeScript() : LiveMessagingCommand.rigScript("session_watch_bridge.py")
+        var options = SessionLiveHost.Options(role: role, identity: identity, pairedPeer: paired, transport: hci, address: address,
+                                              script: script, bridgeScript: bridge, storePath: store)
+        options.bridgeLog = bridgeLog
+        options.seed = seed
+        let overrides = SessionOverrides(
+            messageReplyTimeoutMs: messageReplyTimeout.map { Int(($0 * 1000).rounded()) },
+            complicationTransfersPerWindow: complicationBudget)
+        options.configuration = SessionAdapter.configuration(applying: overrides)
+        options.log = { line in StandardOutput.shared.line(line); StandardOutput.shared.flush() }
+        let outcome: LiveSessionOutcome
+        do {
+            outcome = try runLiveSession(options, recordSet: record, title: title,
+                                         settings: overrides == SessionOverrides() ? nil : overrides)
+        } catch {
+            throw CommandFailure.failed("\(error)")
+        }
+        try LiveMessagingCommand.report(trace: outcome.trace, to: trace, recording: outcome.recording,
+                                        notices: outcome.notices, failedSteps: outcome.failedSteps)
     }
 }

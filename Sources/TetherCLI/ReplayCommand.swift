@@ -68,6 +68,10 @@ struct ReplayCommand: ParsableCommand {
             transform: { try OptionValues.seconds($0, option: "--messaging-step-timeout", range: 0.001...3600) })
     var messagingStepTimeout: Double?
 
+    @Option(name: .customLong("session-message-reply-timeout"), help: "SessionCore's message time limit (seconds, or 500ms, 2m; at most 1h), overriding the manifest.",
+            transform: { try OptionValues.seconds($0, option: "--session-message-reply-timeout", range: 0.001...3600) })
+    var sessionMessageReplyTimeout: Double?
+
     @Option(name: .customLong("frame-matching"), help: "How the BLE cores' emitted frames are checked: strict, responder or off (default: the manifest's, else strict).")
     var frameMatching: FrameMatchingMode?
 
@@ -173,6 +177,9 @@ struct ReplayCommand: ParsableCommand {
             options.messaging = MessagingOverrides(
                 stepTimeoutMs: messagingStepTimeout.map { Int(($0 * 1000).rounded()) },
                 windowSize: messagingWindowSize, firstRetries: messagingFirstRetries)
+        }
+        if let sessionMessageReplyTimeout {
+            options.session = SessionOverrides(messageReplyTimeoutMs: Int((sessionMessageReplyTimeout * 1000).rounded()))
         }
         if let ingestIdleTimeout {
             options.ingest = IngestOverrides(idleTimeoutMs: Int((ingestIdleTimeout * 1000).rounded()))

@@ -33,9 +33,18 @@ import Testing
         #expect(ReplayAdapterSelection.cores(for: m) == ["ingest", "messaging"])
     }
 
-    @Test func aBLEInterfaceForAnotherCoreIsNotMessagings() {
+    @Test func aBLEInterfaceForTheSessionCoreIsSessionsNotMessagings() {
         let m = manifest([ManifestInterface(index: 0, linkType: .bluetoothHCIH4WithPHDR, role: .bleHCI, core: "session")])
-        #expect(ReplayAdapterSelection.cores(for: m) == [])
+        #expect(ReplayAdapterSelection.cores(for: m) == ["session"])
+    }
+
+    @Test func theAPICallsOfASessionRecordingAreNotMessagings() {
+        var m = manifest([
+            ManifestInterface(index: 0, linkType: .bluetoothHCIH4WithPHDR, role: .bleHCI),
+            ManifestInterface(index: 1, linkType: .user0, role: .apiCalls),
+        ])
+        m.session = ManifestSession(role: "phone")
+        #expect(ReplayAdapterSelection.cores(for: m) == ["session"])
     }
 
     @Test func aMessagingSectionAloneChoosesMessaging() {

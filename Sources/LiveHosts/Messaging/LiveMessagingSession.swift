@@ -13,7 +13,7 @@ public struct LiveMessagingRequest {
     /// The watches.
     public var devices: [(uuid: IQUUID, address: String, name: String, model: String)]
     /// The script.
-    public var script: MessagingScript
+    public var script: LiveScript
     /// Path of `ciq_phone_bridge.py`.
     public var bridgeScript: String
     /// Where the bridge's stderr goes.
@@ -31,7 +31,7 @@ public struct LiveMessagingRequest {
     public var log: (String) -> Void = { _ in }
 
     /// A request; see the properties.
-    public init(transport: String, devices: [(uuid: IQUUID, address: String, name: String, model: String)], script: MessagingScript, bridgeScript: String) {
+    public init(transport: String, devices: [(uuid: IQUUID, address: String, name: String, model: String)], script: LiveScript, bridgeScript: String) {
         self.transport = transport
         self.devices = devices
         self.script = script
@@ -77,65 +77,32 @@ public func runLiveMessaging(_ request: LiveMessagingRequest) throws(LiveMessagi
         }
     }
 
-    let controller: H4ControllerAddress
+    let recording: LiveTapRecording
     do throws(LiveCaptureError) {
-        controller = try LiveMessagingTransport.controller(for: request.transport)
+        recording = try LiveTapRecording(
+            setPath: setPath, title: request.title, description: "tether live messaging over \(request.transport)",
+            transport: request.transport, apiDescription: "Tether: the app's Connect IQ SDK calls, one JSON record per frame",
+            devices: request.devices.map { ManifestDevice(name: $0.name, model: $0.model, appIds: []) })
     } catch {
         throw LiveMessagingError(description: error.description)
     }
-    let tap = H4Tap(listen: H4ListenAddress(host: "127.0.0.1", port: 0), controller: controller)
-    let apiInterface = CaptureInterface(
-        linkType: .user0, name: "api-calls", description: "Tether: the app's Connect IQ SDK calls, one JSON record per frame",
-        snapLength: 262_144, nanosecondsPerTick: 1)
-    let devices = request.devices.map { ManifestDevice(name: $0.name, model: $0.model, appIds: []) }
-    let recorder = Recorder(setPath: setPath, title: request.title, description: "tether live messaging over \(request.transport)",
-                            devices: devices, inputs: [tap.recorderInput, RecorderInput(interface: apiInterface, role: .apiCalls)])
-    do throws(LiveCaptureError) {
-        try recorder.start()
-        tap.record(into: recorder, input: 0)
-        let port = try tap.start()
-        options.transport = "tcp-client:127.0.0.1:\(port)"
-    } catch {
-        tap.stop()
-        throw LiveMessagingError(description: error.description)
-    }
-    let calls = RecorderAPICalls(recorder: recorder, input: 1)
-    let host = MessagingLiveHost(options: options, recording: calls)
+    options.transport = recording.hostTransport
+    let host = MessagingLiveHost(options: options, recording: recording.apiCalls)
     let result: MessagingLiveHost.Result
     do throws(LiveHostError) {
         result = try host.run()
     } catch {
-        tap.stop()
-        _ = try? recorder.finish() // seal what was recorded; the run's error is the one to report
-        throw LiveMessagingError(description: error.description + " (what was recorded is sealed in \(setPath))")
-    }
-    tap.stop()
-    let summary: RecordingSummary
-    do throws(LiveCaptureError) {
-        summary = try recorder.finish()
-    } catch {
-        throw LiveMessagingError(description: error.description)
+        throw LiveMessagingError(description: error.description + " (\(recording.abandon()))")
     }
     // Replay must know which address is which device.
-    do throws(CaptureSetError) {
-        var manifest = try CaptureSetDirectory.load(setPath, verify: false).manifest
+    let (summary, zeroNs) = try recording.finish { manifest in
         manifest.messaging = ManifestMessaging(devices: request.devices.map {
             ManifestMessagingDevice(uuid: $0.uuid.description, address: $0.address, name: $0.name, model: $0.model)
         })
-        try CaptureSetDirectory.saveManifest(manifest, to: setPath)
-    } catch {
-        throw LiveMessagingError(description: "the recording in \(setPath) is sealed, but its manifest could not be completed: \(error)")
-    }
-    let zeroNs: Int64
-    do throws(CaptureError) {
-        // The trace counts from the recording's first frame, as replay's does.
-        zeroNs = try LiveMessagingTransport.firstFrameTimestamp(summary.capturePath) ?? result.events.first?.realtimeNs ?? 0
-    } catch {
-        throw LiveMessagingError(description: "the recording in \(setPath) cannot be read back: \(error)")
     }
     return LiveMessagingOutcome(
-        trace: MessagingLiveHost.trace(result, zeroNs: zeroNs), failedSteps: result.failedSteps,
-        recording: summary, notices: tap.notices)
+        trace: MessagingLiveHost.trace(result, zeroNs: zeroNs ?? result.events.first?.realtimeNs ?? 0), failedSteps: result.failedSteps,
+        recording: summary, notices: recording.notices)
 }
 
 /// Writes API-call records into a recorder input.

@@ -24,6 +24,12 @@ public protocol APICallRecording: AnyObject {
 /// end to ``Options/traceZeroNs`` (the recording's first frame) so the live trace and the trace of
 /// replaying the recording have the same time base.
 public final class MessagingLiveHost {
+    /// The calls a messaging script's steps may name (docs/live-hosts.md).
+    public static let scriptCalls: Set<String> = [
+        "register", "unregister", "register_device", "unregister_device", "unregister_all_devices",
+        "app_status", "send", "open_app", "device_list",
+    ]
+
     /// What to run and against what.
     public struct Options {
         /// The Bumble transport of the phone's controller (`tcp-client:127.0.0.1:9002`, `usb:0`).
@@ -31,7 +37,7 @@ public final class MessagingLiveHost {
         /// The watches: device UUID → BLE address.
         public var devices: [(uuid: IQUUID, address: String, name: String, model: String)]
         /// The script.
-        public var script: MessagingScript
+        public var script: LiveScript
         /// `Harness/rigs/ciq_phone_bridge.py`.
         public var bridgeScript: String
         /// The bridge's stderr goes here when set.
@@ -46,7 +52,7 @@ public final class MessagingLiveHost {
         public var log: (String) -> Void = { _ in }
 
         /// Options; see the properties.
-        public init(transport: String, devices: [(uuid: IQUUID, address: String, name: String, model: String)], script: MessagingScript, bridgeScript: String) {
+        public init(transport: String, devices: [(uuid: IQUUID, address: String, name: String, model: String)], script: LiveScript, bridgeScript: String) {
             self.transport = transport
             self.devices = devices
             self.script = script
@@ -65,7 +71,7 @@ public final class MessagingLiveHost {
     private let options: Options
     private var core: MessagingCore
     private let recording: APICallRecording?
-    private var bridge: ConnectIQBridge?
+    private var bridge: BLEBridge?
     private let start = ContinuousClock.now
     private var events: [(realtimeNs: Int64, event: TraceEvent)] = []
     private var failedSteps: [String] = []
@@ -82,7 +88,7 @@ public final class MessagingLiveHost {
 
     /// Starts the bridge, runs the script to its end (then lingers), stops the bridge.
     public func run() throws(LiveHostError) -> Result {
-        let bridge = try ConnectIQBridge(script: options.bridgeScript, transport: options.transport, stderrPath: options.bridgeLog)
+        let bridge = try BLEBridge(script: options.bridgeScript, transport: options.transport, stderrPath: options.bridgeLog)
         self.bridge = bridge
         defer { bridge.shutdown() }
         try waitForBluetooth(bridge)
@@ -141,7 +147,7 @@ public final class MessagingLiveHost {
 
     /// Ends the session as an app going away does: disconnects every link and handles what the
     /// bridge reports until the links are down (at most 3 s), so the trace ends as the capture does.
-    private func disconnectAll(_ bridge: ConnectIQBridge) throws(LiveHostError) {
+    private func disconnectAll(_ bridge: BLEBridge) throws(LiveHostError) {
         let connected = options.devices.filter { core.status(of: $0.uuid) == .connected }
         guard !connected.isEmpty else { return }
         for device in connected {
@@ -230,7 +236,7 @@ public final class MessagingLiveHost {
 
     // MARK: bridge
 
-    private func waitForBluetooth(_ bridge: ConnectIQBridge) throws(LiveHostError) {
+    private func waitForBluetooth(_ bridge: BLEBridge) throws(LiveHostError) {
         let deadline = ContinuousClock.now + .seconds(15)
         while ContinuousClock.now < deadline {
             let lines = try serviceBridge(bridge, waitingAtMost: .milliseconds(200), closed: "the BLE bridge exited before its controller was up")
@@ -243,7 +249,7 @@ public final class MessagingLiveHost {
     /// in order: the one place the host reads the bridge.
     /// - Returns: the lines handled; none when it stayed quiet.
     /// - Throws: `closed` as a ``LiveHostError`` when the bridge closed its socket.
-    private func serviceBridge(_ bridge: ConnectIQBridge, waitingAtMost timeout: Duration, closed: String) throws(LiveHostError) -> [[String: TraceValue]] {
+    private func serviceBridge(_ bridge: BLEBridge, waitingAtMost timeout: Duration, closed: String) throws(LiveHostError) -> [[String: TraceValue]] {
         var pfd = pollfd(fd: bridge.fileDescriptor, events: Int16(POLLIN), revents: 0)
         let ms = timeout <= .zero ? 0 : Int32(min(1000, timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000 + 1))
         _ = poll(&pfd, 1, ms)

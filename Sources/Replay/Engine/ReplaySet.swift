@@ -12,6 +12,8 @@ public struct ReplayOptions: Sendable {
     public var ingestPort: UInt16?
     /// MessagingCore settings that win over the manifest's `messaging.settings`.
     public var messaging: MessagingOverrides?
+    /// SessionCore settings that win over the manifest's `session.settings`.
+    public var session: SessionOverrides?
     /// Frame matching for the BLE cores, winning over the manifest's `frame_matching`.
     public var frameMatching: FrameMatchingMode?
     /// How long past the last frame deadlines may still fire.
@@ -20,8 +22,10 @@ public struct ReplayOptions: Sendable {
     /// Defaults: verify, the manifest's settings, a ten-minute drain.
     public init(
         verify: Bool = true, ingest: IngestOverrides? = nil, ingestPort: UInt16? = nil,
-        messaging: MessagingOverrides? = nil, frameMatching: FrameMatchingMode? = nil, drainHorizon: Duration = .seconds(600)
+        messaging: MessagingOverrides? = nil, session: SessionOverrides? = nil, frameMatching: FrameMatchingMode? = nil,
+        drainHorizon: Duration = .seconds(600)
     ) {
+        self.session = session
         self.verify = verify
         self.ingest = ingest
         self.ingestPort = ingestPort
@@ -73,19 +77,30 @@ public struct ReplayOutcome: Sendable {
 ///   the ingest adapter.
 /// - `ble-hci` / `ble-monitor` whose `core` is `messaging` or absent, `api-calls`, or a manifest
 ///   with a `messaging` section: the messaging adapter.
+/// - `ble-hci` / `ble-monitor` whose `core` is `session`, or a manifest with a `session` section:
+///   the session adapter (then an undescribed BLE interface and `api-calls` belong to it, unless
+///   the manifest also has a `messaging` section).
 /// - With no manifest interfaces at all, only the ingest adapter (every IP interface is taken as
 ///   ingest UDP on the standard port), as before BLE cores existed.
 public enum ReplayAdapterSelection {
     /// The core names to replay, in adapter order.
     public static func cores(for manifest: CaptureSetManifest?) -> [String] {
         guard let manifest, !manifest.interfaces.isEmpty else {
-            return manifest?.messaging != nil ? ["ingest", "messaging"] : ["ingest"]
+            var cores = ["ingest"]
+            if manifest?.messaging != nil { cores.append("messaging") }
+            if manifest?.session != nil { cores.append("session") }
+            return cores
         }
         var cores: [String] = []
         let roles = manifest.interfaces.map(\.role)
         if roles.contains(where: { $0 == nil || $0 == .ingestUDP }) { cores.append("ingest") }
-        let ble = manifest.interfaces.contains { ($0.role == .bleHCI || $0.role == .bleMonitor) && ($0.core ?? "messaging") == "messaging" }
-        if ble || manifest.messaging != nil || roles.contains(.apiCalls) { cores.append("messaging") }
+        let sessionOnly = manifest.session != nil && manifest.messaging == nil
+        let bleCores = manifest.interfaces.filter { $0.role == .bleHCI || $0.role == .bleMonitor }
+            .map { $0.core ?? (sessionOnly ? "session" : "messaging") }
+        if bleCores.contains("messaging") || manifest.messaging != nil || (roles.contains(.apiCalls) && !sessionOnly) {
+            cores.append("messaging")
+        }
+        if bleCores.contains("session") || manifest.session != nil { cores.append("session") }
         return cores
     }
 }
@@ -123,6 +138,10 @@ public func replaySet(at path: String, options: ReplayOptions = .init()) throws(
                 matching: matching,
                 prescan: prescan, gattHandles: manifest.gattHandles,
                 hasAPICallsInterface: manifest.interfaces.contains { $0.role == .apiCalls }))
+        case "session":
+            adapters.append(SessionAdapter(
+                section: manifest.session, overrides: options.session,
+                matching: options.frameMatching ?? manifest.session?.frameMatching ?? .strict))
         default:
             break
         }

@@ -54,12 +54,21 @@ public struct FrameMatcher: Sendable {
 
     /// The trace's core name for the events.
     public let core: String
+    /// How many frames out of order a pair may be and still match (0: strictly in order). A link
+    /// whose lanes run independently (the session link) needs a few: in a live run the host may
+    /// write frame A before reacting to a frame that already crossed HCI, while replay, feeding that
+    /// frame at its captured instant, writes the reaction first. Equal frames are then paired
+    /// across the swap (`frame_matched` with `reordered: true`); a frame left unpaired once more
+    /// than this many others wait behind it is a divergence.
+    public let reorderWindow: Int
     /// Turns a frame's bytes into one readable line (the link's packet decoding).
     public let decode: @Sendable ([UInt8]) -> String
     /// Frames paired with equal bytes.
     public private(set) var matched = 0
     /// Pairs that differed, plus unpaired frames at the end.
     public private(set) var diverged = 0
+    /// Emitted frames dropped at a link-down (``linkDown(channel:timeNs:)``).
+    public private(set) var unsent = 0
     /// The first divergence, if any.
     public private(set) var firstDivergence: Divergence?
 
@@ -67,8 +76,9 @@ public struct FrameMatcher: Sendable {
     private var capturedQueue: [String: [Pending]] = [:]
 
     /// A matcher writing `core` events, decoding frames with `decode`.
-    public init(core: String, decode: @escaping @Sendable ([UInt8]) -> String) {
+    public init(core: String, reorderWindow: Int = 0, decode: @escaping @Sendable ([UInt8]) -> String) {
         self.core = core
+        self.reorderWindow = max(0, reorderWindow)
         self.decode = decode
     }
 
@@ -76,6 +86,16 @@ public struct FrameMatcher: Sendable {
     /// captured frame was waiting, its `frame_matched` or `frame_diverged`.
     public mutating func emitted(_ bytes: [UInt8], channel: String, timeNs: Int64) -> [TraceEvent] {
         var events = [Self.emittedEvent(core: core, channel: channel, bytes: bytes, packet: decode(bytes), timeNs: timeNs)]
+        if reorderWindow > 0 {
+            if let index = capturedQueue[channel]?.prefix(reorderWindow + 1).firstIndex(where: { $0.bytes == bytes }) {
+                let captured = capturedQueue[channel]!.remove(at: index)
+                events.append(matchedEvent(channel: channel, frame: captured.frame, reordered: index > 0, timeNs: timeNs))
+            } else {
+                emittedQueue[channel, default: []].append(Pending(bytes: bytes, timeNs: timeNs))
+                events += overflow(channel: channel, timeNs: timeNs)
+            }
+            return events
+        }
         // Mutated in place through the dictionary: taking the queue out would copy it per frame.
         if capturedQueue[channel]?.isEmpty == false {
             let captured = capturedQueue[channel]!.removeFirst()
@@ -98,12 +118,33 @@ public struct FrameMatcher: Sendable {
     /// `frame_matched` or `frame_diverged` when an emitted frame was waiting; otherwise nothing yet.
     public mutating func captured(_ bytes: [UInt8], channel: String, frame: Int, timeNs: Int64) -> [TraceEvent] {
         let captured = Pending(bytes: bytes, timeNs: timeNs, frame: frame)
+        if reorderWindow > 0 {
+            if let index = emittedQueue[channel]?.prefix(reorderWindow + 1).firstIndex(where: { $0.bytes == bytes }) {
+                emittedQueue[channel]!.remove(at: index)
+                return [matchedEvent(channel: channel, frame: frame, reordered: index > 0, timeNs: timeNs)]
+            }
+            capturedQueue[channel, default: []].append(captured)
+            return overflow(channel: channel, timeNs: timeNs)
+        }
         if emittedQueue[channel]?.isEmpty == false {
             let emitted = emittedQueue[channel]!.removeFirst()
             return [compare(captured: captured, emitted: emitted, channel: channel, timeNs: timeNs)]
         }
         capturedQueue[channel, default: []].append(captured)
         return []
+    }
+
+    /// The link of `channel` went down in the capture: frames the core emitted that the capture
+    /// never had by then never left the host's BLE stack (the live stack dropped them with the
+    /// link), so they are `frame_unsent`, not divergences. Captured frames still waiting stay.
+    public mutating func linkDown(channel: String, timeNs: Int64) -> [TraceEvent] {
+        guard let waiting = emittedQueue.removeValue(forKey: channel), !waiting.isEmpty else { return [] }
+        unsent += waiting.count
+        return waiting.map {
+            TraceEvent(timeNs: timeNs, core: core, event: "frame_unsent", fields: [
+                "device": .string(channel), "bytes": .string(JSONLiteral.hex($0.bytes)), "packet": .string(decode($0.bytes)),
+            ])
+        }
     }
 
     /// The capture is over: every frame still unpaired is a divergence (`missing` or `extra`).
@@ -128,12 +169,39 @@ public struct FrameMatcher: Sendable {
         return events
     }
 
+    /// With a reorder window: once more frames wait on one side than the window allows, the oldest
+    /// waiting pair is compared (a difference), or the oldest frame alone is missing or extra.
+    private mutating func overflow(channel: String, timeNs: Int64) -> [TraceEvent] {
+        var events: [TraceEvent] = []
+        while (capturedQueue[channel]?.count ?? 0) > reorderWindow || (emittedQueue[channel]?.count ?? 0) > reorderWindow {
+            let captured = capturedQueue[channel]?.isEmpty == false ? capturedQueue[channel]!.removeFirst() : nil
+            let emitted = emittedQueue[channel]?.isEmpty == false ? emittedQueue[channel]!.removeFirst() : nil
+            switch (captured, emitted) {
+            case let (captured?, emitted?):
+                events.append(compare(captured: captured, emitted: emitted, channel: channel, timeNs: timeNs))
+            case let (captured?, nil):
+                events.append(diverge(Divergence(kind: "missing", channel: channel, frame: captured.frame, timeNs: timeNs,
+                                                 expected: captured.bytes, emitted: [], expectedText: decode(captured.bytes), emittedText: "")))
+            case let (nil, emitted?):
+                events.append(diverge(Divergence(kind: "extra", channel: channel, frame: nil, timeNs: timeNs,
+                                                 expected: [], emitted: emitted.bytes, expectedText: "", emittedText: decode(emitted.bytes))))
+            case (nil, nil):
+                return events
+            }
+        }
+        return events
+    }
+
+    private mutating func matchedEvent(channel: String, frame: Int?, reordered: Bool, timeNs: Int64) -> TraceEvent {
+        matched += 1
+        var fields: [String: TraceValue] = ["device": .string(channel), "frame": .int(Int64(frame ?? 0))]
+        if reordered { fields["reordered"] = .bool(true) }
+        return TraceEvent(timeNs: timeNs, core: core, event: "frame_matched", fields: fields)
+    }
+
     private mutating func compare(captured: Pending, emitted: Pending, channel: String, timeNs: Int64) -> TraceEvent {
         if captured.bytes == emitted.bytes {
-            matched += 1
-            return TraceEvent(timeNs: timeNs, core: core, event: "frame_matched", fields: [
-                "device": .string(channel), "frame": .int(Int64(captured.frame ?? 0)),
-            ])
+            return matchedEvent(channel: channel, frame: captured.frame, reordered: false, timeNs: timeNs)
         }
         return diverge(Divergence(
             kind: "different", channel: channel, frame: captured.frame, timeNs: timeNs,

@@ -6,15 +6,17 @@ import Darwin
 import Foundation
 import Replay
 
-/// The phone's BLE stack: `Harness/rigs/ciq_phone_bridge.py`, a Bumble host that connects to
-/// watches, discovers the Connect IQ service, and relays the link's writes and notifications over
-/// a loopback TCP socket as newline-delimited JSON (docs/live-hosts.md has the protocol).
+/// A live host's BLE stack: a Bumble bridge process — `Harness/rigs/ciq_phone_bridge.py` (a GATT
+/// client: the Connect IQ phone, or the session phone with `--profile session`) or
+/// `Harness/rigs/session_watch_bridge.py` (the session watch's GATT server) — that relays the link's
+/// writes and notifications over a loopback TCP socket as newline-delimited JSON (docs/ble-rigs.md
+/// has the protocols).
 ///
 /// Why a bridge and not a Swift HCI host: Bumble is a complete, maintained LE host (SMP, GATT
-/// client, every transport: TCP, serial, USB dongles); writing one in Swift would duplicate it for
-/// no gain in what is tested, since the code under test is MessagingCore, and the H4 tap still
-/// records every HCI packet of the real stack.
-public final class ConnectIQBridge: @unchecked Sendable {
+/// client and server, every transport: TCP, serial, USB dongles); writing one in Swift would
+/// duplicate it for no gain in what is tested, since the code under test is the core, and the H4
+/// tap still records every HCI packet of the real stack.
+public final class BLEBridge: @unchecked Sendable {
     // One thread uses an instance (the live host's loop); no locking.
 
     /// The bridge process.

@@ -2,7 +2,9 @@ import Foundation
 import Replay
 import Yams
 
-/// A live messaging host's script: the app's actions, in order (docs/live-hosts.md).
+/// A live host's script: the app's actions, in order (docs/live-hosts.md). Each host names the
+/// calls it knows (``MessagingLiveHost/scriptCalls``, ``SessionLiveHost/scriptCalls``); other
+/// top-level keys than `steps` are the host's settings (``settings``).
 ///
 /// ```yaml
 /// steps:
@@ -14,7 +16,7 @@ import Yams
 ///   - unregister: {app: 0180E520-5F7E-11E4-9803-0800200C9A66}
 ///   - wait: 2s
 /// ```
-public struct MessagingScript: Sendable, Hashable {
+public struct LiveScript: Sendable, Hashable {
     /// One step.
     public enum Step: Sendable, Hashable {
         /// An SDK call. `arguments` are the step's mapping (`app`, `device`, `message`, `url`…).
@@ -27,34 +29,33 @@ public struct MessagingScript: Sendable, Hashable {
 
     /// The steps in order.
     public var steps: [Step]
-
-    /// The calls a step may name, and what they become (docs/live-hosts.md).
-    public static let callNames: Set<String> = [
-        "register", "unregister", "register_device", "unregister_device", "unregister_all_devices",
-        "app_status", "send", "open_app", "device_list",
-    ]
+    /// Top-level keys other than `steps` (a host's settings, e.g. the session watch's `replies`).
+    public var settings: [String: TraceValue]
 
     /// A script from its steps.
-    public init(steps: [Step]) { self.steps = steps }
+    public init(steps: [Step], settings: [String: TraceValue] = [:]) {
+        self.steps = steps
+        self.settings = settings
+    }
 
-    /// Parses script YAML. `file` names the script in errors.
-    public init(yaml text: String, file: String) throws(MessagingScriptError) {
+    /// Parses script YAML whose call steps are among `callNames`. `file` names the script in errors.
+    public init(yaml text: String, file: String, callNames: Set<String>) throws(LiveScriptError) {
         let root: Any?
         do {
             root = try Yams.load(yaml: text)
         } catch {
-            throw MessagingScriptError(file: file, step: nil, message: "is not valid YAML: \(error)")
+            throw LiveScriptError(file: file, step: nil, message: "is not valid YAML: \(error)")
         }
         guard let mapping = root as? [String: Any], let list = mapping["steps"] else {
-            throw MessagingScriptError(file: file, step: nil, message: "must be a mapping with a 'steps' list, e.g. `steps: [{wait: 1s}]`")
+            throw LiveScriptError(file: file, step: nil, message: "must be a mapping with a 'steps' list, e.g. `steps: [{wait: 1s}]`")
         }
         guard let items = list as? [Any] else {
-            throw MessagingScriptError(file: file, step: nil, message: "'steps' must be a list")
+            throw LiveScriptError(file: file, step: nil, message: "'steps' must be a list")
         }
         var steps: [Step] = []
         for (index, item) in items.enumerated() {
             let number = index + 1
-            func fail(_ message: String) -> MessagingScriptError { MessagingScriptError(file: file, step: number, message: message) }
+            func fail(_ message: String) -> LiveScriptError { LiveScriptError(file: file, step: number, message: message) }
             // `- wait_for: completion` is a one-key mapping; a bare string step is a call without arguments.
             let name: String
             let argument: Any?
@@ -87,14 +88,14 @@ public struct MessagingScript: Sendable, Hashable {
                     throw fail("wait_for needs an event name, e.g. `wait_for: completion` or `wait_for: {event: completion, timeout: 10s}`")
                 }
             default:
-                guard Self.callNames.contains(name) else {
-                    throw fail("unknown step '\(name)'; known: \(Self.callNames.sorted().joined(separator: ", ")), wait, wait_for")
+                guard callNames.contains(name) else {
+                    throw fail("unknown step '\(name)'; known: \(callNames.sorted().joined(separator: ", ")), wait, wait_for")
                 }
                 var arguments: [String: TraceValue] = [:]
                 if let argument {
                     guard let map = argument as? [String: Any] else { throw fail("\(name) takes a mapping, e.g. `\(name): {app: UUID}`") }
                     for (key, value) in map {
-                        do throws(MessagingScriptError) {
+                        do throws(LiveScriptError) {
                             arguments[key] = try Self.traceValue(value, depth: 0)
                         } catch {
                             throw fail("\(name).\(key): \(error.message)")
@@ -105,17 +106,26 @@ public struct MessagingScript: Sendable, Hashable {
             }
         }
         self.steps = steps
+        var settings: [String: TraceValue] = [:]
+        for (key, value) in mapping where key != "steps" {
+            do throws(LiveScriptError) {
+                settings[key] = try Self.traceValue(value, depth: 0)
+            } catch {
+                throw LiveScriptError(file: file, step: nil, message: "\(key): \(error.message)")
+            }
+        }
+        self.settings = settings
     }
 
-    /// Reads a script file.
-    public static func load(_ path: String) throws(MessagingScriptError) -> MessagingScript {
+    /// Reads a script file whose call steps are among `callNames`.
+    public static func load(_ path: String, callNames: Set<String>) throws(LiveScriptError) -> LiveScript {
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw MessagingScriptError(file: path, step: nil, message: "cannot be read (does it exist?)")
+            throw LiveScriptError(file: path, step: nil, message: "cannot be read (does it exist?)")
         }
         guard let text = String(data: data, encoding: .utf8) else {
-            throw MessagingScriptError(file: path, step: nil, message: "is not UTF-8 text")
+            throw LiveScriptError(file: path, step: nil, message: "is not UTF-8 text")
         }
-        return try MessagingScript(yaml: text, file: path)
+        return try LiveScript(yaml: text, file: path, callNames: callNames)
     }
 
     /// `500ms`, `2s`, `1.5s`, `2m`, `1h`, or a plain number of seconds (``DurationText``), from 0
@@ -125,8 +135,8 @@ public struct MessagingScript: Sendable, Hashable {
         return .nanoseconds(Int64((seconds * 1e9).rounded()))
     }
 
-    static func traceValue(_ value: Any, depth: Int) throws(MessagingScriptError) -> TraceValue {
-        guard depth < 64 else { throw MessagingScriptError(file: "", step: nil, message: "nested more than 64 levels deep") }
+    static func traceValue(_ value: Any, depth: Int) throws(LiveScriptError) -> TraceValue {
+        guard depth < 64 else { throw LiveScriptError(file: "", step: nil, message: "nested more than 64 levels deep") }
         switch value {
         case let b as Bool: return .bool(b)
         case let i as Int: return .int(Int64(i))
@@ -142,13 +152,13 @@ public struct MessagingScript: Sendable, Hashable {
             for (key, item) in map { out[key] = try traceValue(item, depth: depth + 1) }
             return .object(out)
         default:
-            throw MessagingScriptError(file: "", step: nil, message: "a value of type \(type(of: value)) is not a message value")
+            throw LiveScriptError(file: "", step: nil, message: "a value of type \(type(of: value)) is not a message value")
         }
     }
 }
 
 /// A script that cannot be read: which file, which step, what is wrong.
-public struct MessagingScriptError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct LiveScriptError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The script file.
     public var file: String
     /// The 1-based step, when the error is in one.
