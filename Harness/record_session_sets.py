@@ -26,7 +26,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from record_ciq_sets import add_expectations, run, stop  # noqa: E402  (the Connect IQ recorder beside this file)
+from record_ciq_sets import add_expectations, run, start, stop  # noqa: E402  (the Connect IQ recorder beside this file)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RIGS = os.path.join(ROOT, "Harness", "rigs")
@@ -58,22 +58,6 @@ SCENARIO_SETUP = {
 }
 
 
-def start_controllers(count, log_path):
-    """ciq_controllers.py with `count` free ports; returns (process, ports)."""
-    log = open(log_path, "w")
-    args = [sys.executable, os.path.join(RIGS, "ciq_controllers.py")] + ["tcp-server:127.0.0.1:0"] * count
-    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, text=True)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if not line:
-            break
-        if line.startswith("READY"):
-            return process, line.split()[1:]
-    process.kill()
-    raise SystemExit(f"ciq_controllers.py did not become ready; see {log_path}")
-
-
 def set_name(name, side, setup):
     suffix = "-watch" if side == "watch" and "phone" in setup["record"] else ""
     return f"session-{name}{suffix}"
@@ -88,7 +72,8 @@ def record(name, tether, out, logs):
     for path in sets.values():
         shutil.rmtree(path, ignore_errors=True)
     traces = {}
-    controllers, ports = start_controllers(len(setup["watches"]) + 1, os.path.join(work, "controllers.log"))
+    controllers, ports = start([os.path.join(RIGS, "ciq_controllers.py")] + ["tcp-server:127.0.0.1:0"] * (len(setup["watches"]) + 1),
+                               os.path.join(work, "controllers.log"))
     watches = []
     try:
         for index, ((address, identity), script) in enumerate(setup["watches"]):

@@ -75,3 +75,45 @@ def accept_stop_signals():
     Swift test inherits the runner thread's blocked mask; without this its stop handlers never run
     and only SIGKILL ends it (skipping the clean disconnect)."""
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
+
+
+async def serve_one_client(bridge, listen, max_line, log):
+    """The bridges' JSON-lines front: listens on `listen` (HOST, PORT; port 0 picks one), prints
+    `READY <port>` (flushed), hands exactly ONE client to `bridge.serve_client(reader, writer)`
+    (later ones are closed), makes SIGTERM/SIGINT call `bridge.stop()`, and returns once that
+    client is done or `bridge.quitting` is set, whichever is first.
+
+    Returns (server, accepted, done): `done` is set when the client's session ends. From then on
+    SIGTERM and SIGINT are blocked: the bridge is already quitting.
+    """
+    accepted = asyncio.Event()
+    done = asyncio.Event()
+    server = None
+
+    async def on_client(reader, writer):
+        if accepted.is_set():
+            writer.close()  # ONE client only
+            return
+        accepted.set()
+        server.close()
+        log(f"client {writer.get_extra_info('peername')}")
+        try:
+            await bridge.serve_client(reader, writer)
+        finally:
+            done.set()
+
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, bridge.stop)
+    host, port = listen
+    server = await asyncio.start_server(on_client, host, port, limit=max_line)
+    port = server.sockets[0].getsockname()[1]
+    print(f"READY {port}", flush=True)
+    log(f"listening on {host}:{port}")
+    quit_wait = asyncio.create_task(bridge.quitting.wait())
+    await asyncio.wait([asyncio.create_task(done.wait()), quit_wait], return_when=asyncio.FIRST_COMPLETED)
+    # The bridge is on its way out. Closing the event loop gives SIGTERM its default action back,
+    # so a stop signal arriving during the teardown (a supervisor stopping a bridge whose client
+    # already hung up) would kill it with -15; held blocked, it is simply not needed.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+    return server, accepted, done

@@ -40,7 +40,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import signal
 import socket
 import sys
 import time
@@ -54,7 +53,7 @@ from bumble.transport import open_transport
 
 import ciq_link as link
 import session_gatt
-from bumble_local import accept_stop_signals
+from bumble_local import accept_stop_signals, serve_one_client
 
 SERVICES = (
     ("current", link.CURRENT_SERVICE_UUID, link.CURRENT_WRITE_UUID, link.CURRENT_NOTIFY_UUID),
@@ -386,31 +385,7 @@ async def run(args) -> int:
         log(f"controller up on {args.hci}, address {args.address}")
 
         bridge = Bridge(device, args)
-        accepted = asyncio.Event()
-        done = asyncio.Event()
-
-        async def on_client(reader, writer):
-            if accepted.is_set():
-                writer.close()  # ONE client only
-                return
-            accepted.set()
-            server.close()
-            log(f"client {writer.get_extra_info('peername')}")
-            try:
-                await bridge.serve_client(reader, writer)
-            finally:
-                done.set()
-
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, bridge.stop)
-        host, port = args.listen
-        server = await asyncio.start_server(on_client, host, port, limit=MAX_LINE)
-        port = server.sockets[0].getsockname()[1]
-        print(f"READY {port}", flush=True)
-        log(f"listening on {host}:{port}")
-        quit_wait = asyncio.create_task(bridge.quitting.wait())
-        await asyncio.wait([asyncio.create_task(done.wait()), quit_wait], return_when=asyncio.FIRST_COMPLETED)
+        server, accepted, done = await serve_one_client(bridge, args.listen, MAX_LINE, log)
         if accepted.is_set():
             await done.wait()  # serve_client ends: quit op, EOF or stop()
         else:

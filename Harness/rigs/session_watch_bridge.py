@@ -42,7 +42,6 @@ import argparse
 import asyncio
 import json
 import os
-import signal
 import socket
 import sys
 import threading
@@ -54,7 +53,7 @@ from bumble.device import Device
 from bumble.transport import open_transport
 
 import session_gatt
-from bumble_local import accept_stop_signals
+from bumble_local import accept_stop_signals, serve_one_client
 
 POWER_ON_TIMEOUT_S = 10.0
 QUIT_DISCONNECT_TIMEOUT_S = 2.0
@@ -331,31 +330,7 @@ async def run(args) -> int:
             return 1
         log(f"controller up on {args.hci}")
 
-        accepted = asyncio.Event()
-        done = asyncio.Event()
-
-        async def on_client(reader, writer):
-            if accepted.is_set():
-                writer.close()  # ONE client only
-                return
-            accepted.set()
-            server.close()
-            log(f"client {writer.get_extra_info('peername')}")
-            try:
-                await bridge.serve_client(reader, writer)
-            finally:
-                done.set()
-
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, bridge.stop)
-        host, port = args.listen
-        server = await asyncio.start_server(on_client, host, port, limit=MAX_LINE)
-        port = server.sockets[0].getsockname()[1]
-        print(f"READY {port}", flush=True)
-        log(f"listening on {host}:{port}")
-        quit_wait = asyncio.create_task(bridge.quitting.wait())
-        await asyncio.wait([asyncio.create_task(done.wait()), quit_wait], return_when=asyncio.FIRST_COMPLETED)
+        server, accepted, done = await serve_one_client(bridge, args.listen, MAX_LINE, log)
         # Closing a Bumble transport can wait on a peer that is already gone; a quitting bridge
         # must still go away, so the process ends EXIT_WATCHDOG_S after quitting began.
         watchdog = threading.Timer(EXIT_WATCHDOG_S, lambda: os._exit(0))

@@ -136,6 +136,32 @@ public final class BLEBridge: @unchecked Sendable {
         return out
     }
 
+    /// Waits up to `timeout` (at most a second) for the bridge, then returns the complete lines it
+    /// sent (none when it stayed quiet); `nil` when it closed its socket. The one place a live host
+    /// waits on its bridge.
+    public func lines(waitingAtMost timeout: Duration) -> [[String: TraceValue]]? {
+        var pfd = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+        let ms = timeout <= .zero ? 0 : Int32(min(1000, timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000 + 1))
+        _ = poll(&pfd, 1, ms)
+        guard pfd.revents != 0 else { return [] }
+        return readAvailable()
+    }
+
+    /// Waits (at most `limit`) until the bridge reports its controller up (`{"ev":"bluetooth"}`),
+    /// giving every line, that one included, to `handle` in order.
+    public func waitForBluetooth(within limit: Duration = .seconds(15), transport: String,
+                                 handle: ([String: TraceValue]) throws(LiveHostError) -> Void) throws(LiveHostError) {
+        let deadline = ContinuousClock.now + limit
+        while ContinuousClock.now < deadline {
+            guard let lines = lines(waitingAtMost: .milliseconds(200)) else {
+                throw LiveHostError.bridge("the BLE bridge exited before its controller was up")
+            }
+            for line in lines { try handle(line) }
+            if lines.contains(where: { $0["ev"] == .string("bluetooth") }) { return }
+        }
+        throw LiveHostError.bridge("the BLE bridge's controller did not come up within \(limit) (transport \(transport))")
+    }
+
     /// Asks the bridge to quit, waits up to two seconds, then terminates it.
     public func shutdown() {
         try? send(["op": .string("quit")]) // the bridge may already be gone; terminating below covers it

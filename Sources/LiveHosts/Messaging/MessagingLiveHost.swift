@@ -91,7 +91,7 @@ public final class MessagingLiveHost {
         let bridge = try BLEBridge(script: options.bridgeScript, transport: options.transport, stderrPath: options.bridgeLog)
         self.bridge = bridge
         defer { bridge.shutdown() }
-        try waitForBluetooth(bridge)
+        try bridge.waitForBluetooth(transport: options.transport) { line throws(LiveHostError) in try handleBridge(line) }
 
         // The device list as Garmin Connect Mobile would hand it over, and which address is which device.
         try call(.deviceList(url: MessagingLiveHost.deviceSelectionURL(options.devices)))
@@ -116,6 +116,9 @@ public final class MessagingLiveHost {
                     waitUntil = ContinuousClock.now + timeout
                 case .call(let name, let arguments):
                     try runStep(number: stepIndex, name: name, arguments: arguments)
+                    // What the link brought meanwhile is taken before the next step, as an app's
+                    // run loop would: a run of calls must not hold back an acknowledgement.
+                    _ = try serviceBridge(bridge, waitingAtMost: .zero, closed: "the BLE bridge exited during the run")
                 }
             }
             if waitUntil == nil, stepIndex >= options.script.steps.count {
@@ -161,11 +164,7 @@ public final class MessagingLiveHost {
 
     /// The trace with `t_ns` relative to `zeroNs` (a recording's first frame, or the run's start).
     public static func trace(_ result: Result, zeroNs: Int64) -> [TraceEvent] {
-        result.events.map { entry in
-            var event = entry.event
-            event.timeNs = max(0, entry.realtimeNs - zeroNs)
-            return event
-        }
+        LiveTrace.relative(result.events, zeroNs: zeroNs)
     }
 
     /// The query string Garmin Connect Mobile opens a companion app with, for these devices.
@@ -236,25 +235,11 @@ public final class MessagingLiveHost {
 
     // MARK: bridge
 
-    private func waitForBluetooth(_ bridge: BLEBridge) throws(LiveHostError) {
-        let deadline = ContinuousClock.now + .seconds(15)
-        while ContinuousClock.now < deadline {
-            let lines = try serviceBridge(bridge, waitingAtMost: .milliseconds(200), closed: "the BLE bridge exited before its controller was up")
-            if lines.contains(where: { $0["ev"] == .string("bluetooth") }) { return }
-        }
-        throw LiveHostError.bridge("the BLE bridge's controller did not come up within 15 s (transport \(options.transport))")
-    }
-
-    /// Waits up to `timeout` (at most a second) for the bridge, then handles every line it sent,
-    /// in order: the one place the host reads the bridge.
+    /// Waits up to `timeout` for the bridge, then handles every line it sent, in order.
     /// - Returns: the lines handled; none when it stayed quiet.
     /// - Throws: `closed` as a ``LiveHostError`` when the bridge closed its socket.
     private func serviceBridge(_ bridge: BLEBridge, waitingAtMost timeout: Duration, closed: String) throws(LiveHostError) -> [[String: TraceValue]] {
-        var pfd = pollfd(fd: bridge.fileDescriptor, events: Int16(POLLIN), revents: 0)
-        let ms = timeout <= .zero ? 0 : Int32(min(1000, timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000 + 1))
-        _ = poll(&pfd, 1, ms)
-        guard pfd.revents != 0 else { return [] }
-        guard let lines = bridge.readAvailable() else { throw LiveHostError.bridge(closed) }
+        guard let lines = bridge.lines(waitingAtMost: timeout) else { throw LiveHostError.bridge(closed) }
         for line in lines { try handleBridge(line) }
         return lines
     }
@@ -319,9 +304,5 @@ public final class MessagingLiveHost {
     private func now() -> Duration { start.duration(to: ContinuousClock.now) }
 
     /// CLOCK_REALTIME in nanoseconds: the clock capture timestamps use.
-    public static func realtimeNs() -> Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
-    }
+    public static func realtimeNs() -> Int64 { LiveTrace.realtimeNs() }
 }

@@ -142,7 +142,7 @@ public final class SessionLiveHost {
                                          stderrPath: options.bridgeLog)
         self.bridge = bridge
         defer { bridge.shutdown() }
-        try waitForBluetooth(bridge)
+        try bridge.waitForBluetooth(transport: options.transport) { line throws(LiveHostError) in try handleBridge(line) }
         if options.role == .phone { try bridge.send(["op": .string("connect"), "peer": .string(connectTarget)]) }
 
         var stepIndex = 0
@@ -161,8 +161,7 @@ public final class SessionLiveHost {
                     waitUntil = ContinuousClock.now + timeout
                 case .call(let name, let arguments):
                     try runStep(number: stepIndex, name: name, arguments: arguments)
-                    // Take what the link brought meanwhile before the next step, as an app's run
-                    // loop would: a long run of calls must not hold back an acknowledgement.
+                    // As MessagingLiveHost does: the link's news before the next step.
                     try serviceBridge(bridge, waitingAtMost: .zero)
                 }
             }
@@ -202,11 +201,7 @@ public final class SessionLiveHost {
 
     /// The trace with `t_ns` relative to `zeroNs` (a recording's first frame, or the run's start).
     public static func trace(_ result: Result, zeroNs: Int64) -> [TraceEvent] {
-        result.events.map { entry in
-            var event = entry.event
-            event.timeNs = max(0, entry.realtimeNs - zeroNs)
-            return event
-        }
+        LiveTrace.relative(result.events, zeroNs: zeroNs)
     }
 
     /// `wait_for` names the host's own link events may take besides trace events.
@@ -286,28 +281,8 @@ public final class SessionLiveHost {
 
     // MARK: bridge
 
-    private func waitForBluetooth(_ bridge: BLEBridge) throws(LiveHostError) {
-        let deadline = ContinuousClock.now + .seconds(15)
-        while ContinuousClock.now < deadline {
-            var pfd = pollfd(fd: bridge.fileDescriptor, events: Int16(POLLIN), revents: 0)
-            _ = poll(&pfd, 1, 200)
-            guard pfd.revents != 0 else { continue }
-            guard let lines = bridge.readAvailable() else { throw LiveHostError.bridge("the BLE bridge exited before its controller was up") }
-            var ready = false
-            for line in lines {
-                if line["ev"] == .string("bluetooth") { ready = true } else { try handleBridge(line) }
-            }
-            if ready { return }
-        }
-        throw LiveHostError.bridge("the BLE bridge's controller did not come up within 15 s (transport \(options.transport))")
-    }
-
     private func serviceBridge(_ bridge: BLEBridge, waitingAtMost timeout: Duration) throws(LiveHostError) {
-        var pfd = pollfd(fd: bridge.fileDescriptor, events: Int16(POLLIN), revents: 0)
-        let ms = timeout <= .zero ? 0 : Int32(min(1000, timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000 + 1))
-        _ = poll(&pfd, 1, ms)
-        guard pfd.revents != 0 else { return }
-        guard let lines = bridge.readAvailable() else {
+        guard let lines = bridge.lines(waitingAtMost: timeout) else {
             throw LiveHostError.bridge("the BLE bridge exited during the run" + (options.bridgeLog.map { "; see \($0)" } ?? ""))
         }
         for line in lines { try handleBridge(line) }
@@ -333,6 +308,8 @@ public final class SessionLiveHost {
             linkUp = false
             hostEvents.append("link_down")
             try perform(driver.linkDown(now: now()), realtimeNs: realtime)
+        case "bluetooth":
+            break
         case "not_found":
             options.log("bridge: \(JSONLiteral.text(.object(line)))")
             record(TraceEvent(timeNs: 0, core: "session", event: "link_not_found", fields: ["detail": line["reason"] ?? .null]), realtimeNs: realtime)
@@ -405,5 +382,5 @@ public final class SessionLiveHost {
     private func now() -> Duration { start.duration(to: ContinuousClock.now) }
 
     /// CLOCK_REALTIME in nanoseconds: the clock capture timestamps use.
-    public static func realtimeNs() -> Int64 { MessagingLiveHost.realtimeNs() }
+    public static func realtimeNs() -> Int64 { LiveTrace.realtimeNs() }
 }

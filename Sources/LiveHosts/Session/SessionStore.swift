@@ -18,6 +18,9 @@ public final class SessionStore {
     /// The folder of incoming files.
     public let filesDirectory: String
     private let queue: DatabaseQueue
+    /// The partial file being written: chunks come one after another, so one open handle serves
+    /// them all instead of an open and close per chunk.
+    private var incoming: (path: String, handle: FileHandle)?
 
     /// Opens (or creates) the store at `path`.
     public init(path: String) throws(LiveHostError) {
@@ -46,6 +49,8 @@ public final class SessionStore {
             throw LiveHostError(target: path, step: "open session store", detail: "\(error)", hint: "Check that the folder exists and is writable.")
         }
     }
+
+    deinit { closeIncoming() }
 
     /// The last snapshot stored, or `nil` for a new store.
     public func loadSnapshot() throws(LiveHostError) -> SessionSnapshot? {
@@ -121,23 +126,31 @@ public final class SessionStore {
     public func writeIncoming(peer: SessionDeviceID, id: FileTransferID, offset: Int, bytes: [UInt8]) throws(LiveHostError) {
         let path = partialPath(peer: peer, id: id)
         do {
-            if !FileManager.default.fileExists(atPath: path) {
-                guard FileManager.default.createFile(atPath: path, contents: nil) else {
-                    throw CocoaError(.fileWriteUnknown)
+            if incoming?.path != path {
+                closeIncoming()
+                if !FileManager.default.fileExists(atPath: path) {
+                    guard FileManager.default.createFile(atPath: path, contents: nil) else { throw CocoaError(.fileWriteUnknown) }
                 }
+                incoming = (path, try FileHandle(forWritingTo: URL(fileURLWithPath: path)))
             }
-            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
-            defer { try? handle.close() } // the write's own errors are what matter
-            try handle.seek(toOffset: UInt64(offset))
-            try handle.write(contentsOf: Data(bytes))
+            try incoming!.handle.seek(toOffset: UInt64(offset))
+            try incoming!.handle.write(contentsOf: Data(bytes))
         } catch {
+            closeIncoming()
             throw LiveHostError(target: path, step: "write received file bytes", detail: "\(error)", hint: "Check free disk space.")
         }
+    }
+
+    private func closeIncoming() {
+        // Closing a handle whose writes all succeeded cannot lose data; its error would say nothing new.
+        try? incoming?.handle.close()
+        incoming = nil
     }
 
     /// Drops a partial file the sender cancelled.
     public func discardIncoming(peer: SessionDeviceID, id: FileTransferID) {
         let path = partialPath(peer: peer, id: id)
+        if incoming?.path == path { closeIncoming() }
         if FileManager.default.fileExists(atPath: path) {
             _ = try? FileManager.default.removeItem(atPath: path) // already gone is the wanted state
         }
@@ -147,6 +160,7 @@ public final class SessionStore {
     public func finishIncoming(peer: SessionDeviceID, id: FileTransferID) throws(LiveHostError) -> String {
         let from = partialPath(peer: peer, id: id)
         let to = finishedPath(peer: peer, id: id)
+        if incoming?.path == from { closeIncoming() }
         do {
             if !FileManager.default.fileExists(atPath: from) {
                 // A zero-length file has no bytes to write.
