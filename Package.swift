@@ -10,10 +10,12 @@ let package = Package(
         .executable(name: "tether", targets: ["tether"]),
         .library(name: "CaptureKit", targets: ["CaptureKit"]),
         .library(name: "Dissectors", targets: ["Dissectors"]),
+        .library(name: "MQTT", targets: ["MQTT"]),
         .library(name: "IngestCore", targets: ["IngestCore"]),
         .library(name: "MonkeyC", targets: ["MonkeyC"]),
         .library(name: "MessagingCore", targets: ["MessagingCore"]),
         .library(name: "SessionCore", targets: ["SessionCore"]),
+        .library(name: "WidgetCore", targets: ["WidgetCore"]),
         .library(name: "Replay", targets: ["Replay"]),
     ],
     dependencies: [
@@ -49,7 +51,9 @@ let package = Package(
             ]
         ),
         // HCI → ACL → L2CAP → ATT, GATT mapping; Ethernet/SLL/IP → UDP.
-        .target(name: "Dissectors", dependencies: ["CaptureKit"]),
+        .target(name: "Dissectors", dependencies: ["CaptureKit", "MQTT"]),
+        // MQTT 3.1.1 and 5 control packets: decoding, encoding, framing a byte stream. No I/O.
+        .target(name: "MQTT"),
 
         // The cores: pure Swift, no I/O, no clock.
         .target(name: "IngestCore"),
@@ -59,6 +63,8 @@ let package = Package(
         .target(name: "MessagingCore", dependencies: ["MonkeyC"]),
         // WatchConnectivity-style sessions over Tether's session link, phone and watch roles.
         .target(name: "SessionCore", dependencies: ["MonkeyC"]),
+        // The host-app ↔ widget channel (App Group container, refreshes, open-URL, IoT over MQTT), host and widget roles.
+        .target(name: "WidgetCore"),
         // The durable SQLite sink for IngestCore's chunks.
         .target(
             name: "IngestStore",
@@ -87,14 +93,14 @@ let package = Package(
             name: "TetherCLI",
             dependencies: [
                 "CaptureKit", "CaptureSet", "Dissectors", "IngestCore", "IngestStore", "Replay",
-                "LiveCapture", "LiveHosts", "MessagingCore", "SessionCore", "MonkeyC",
+                "LiveCapture", "LiveHosts", "MessagingCore", "SessionCore", "MonkeyC", "MQTT",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .executableTarget(name: "tether", dependencies: ["TetherCLI"]),
         .executableTarget(
             name: "TetherBench",
-            dependencies: ["CaptureKit", "Dissectors", "IngestCore", "Replay", "CaptureSet", "MessagingCore", "SessionCore", "MonkeyC"]
+            dependencies: ["CaptureKit", "Dissectors", "IngestCore", "Replay", "CaptureSet", "MessagingCore", "SessionCore", "MonkeyC", "MQTT"]
         ),
 
         // Helpers shared by the test targets (a seeded generator, …).
@@ -102,11 +108,13 @@ let package = Package(
 
         .testTarget(name: "CaptureKitTests", dependencies: ["TetherTestSupport", "CaptureKit"]),
         .testTarget(name: "CaptureSetTests", dependencies: ["CaptureSet", "CaptureKit"]),
-        .testTarget(name: "DissectorsTests", dependencies: ["TetherTestSupport", "Dissectors", "CaptureKit"]),
+        .testTarget(name: "DissectorsTests", dependencies: ["TetherTestSupport", "Dissectors", "CaptureKit", "MQTT"]),
+        .testTarget(name: "MQTTTests", dependencies: ["TetherTestSupport", "MQTT"]),
         .testTarget(name: "IngestCoreTests", dependencies: ["TetherTestSupport", "IngestCore"]),
         .testTarget(name: "MonkeyCTests", dependencies: ["TetherTestSupport", "MonkeyC"]),
         .testTarget(name: "MessagingCoreTests", dependencies: ["TetherTestSupport", "MessagingCore", "MonkeyC"]),
         .testTarget(name: "SessionCoreTests", dependencies: ["TetherTestSupport", "SessionCore", "MonkeyC"]),
+        .testTarget(name: "WidgetCoreTests", dependencies: ["TetherTestSupport", "WidgetCore"]),
         .testTarget(
             name: "IngestStoreTests",
             dependencies: ["IngestStore", "IngestCore", .product(name: "GRDB", package: "GRDB.swift")]

@@ -37,6 +37,9 @@ public struct LinkType: RawRepresentable, Hashable, Sendable, CustomStringConver
     /// (docs/capture-set.md). Wireshark shows them as user data, or as JSON with the shipped Lua
     /// dissector (`Harness/wireshark/connectiq.lua`).
     public static let user0 = LinkType(rawValue: 147)
+    /// `LINKTYPE_USER1` (148): Tether's App Group container events, one UTF-8 JSON object per
+    /// frame, recorded from inotify (docs/app-group-link.md).
+    public static let user1 = LinkType(rawValue: 148)
 
     /// The registry name without the `LINKTYPE_` prefix, or the number for a type Tether does not know.
     public var name: String {
@@ -55,6 +58,7 @@ public struct LinkType: RawRepresentable, Hashable, Sendable, CustomStringConver
         case .bluetoothLELLWithPHDR: "BLUETOOTH_LE_LL_WITH_PHDR"
         case .linuxSLL2: "LINUX_SLL2"
         case .user0: "USER0"
+        case .user1: "USER1"
         default: "LINKTYPE_\(rawValue)"
         }
     }

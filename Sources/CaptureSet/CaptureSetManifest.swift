@@ -175,6 +175,11 @@ public struct InterfaceRole: RawRepresentable, Codable, Sendable, Hashable, Cust
     public static let bleHCI = InterfaceRole(rawValue: "ble-hci")
     /// BlueZ monitor-channel records; replayed into the BLE cores.
     public static let bleMonitor = InterfaceRole(rawValue: "ble-monitor")
+    /// TCP to and from an MQTT broker (libpcap), read as MQTT on the manifest's `broker_port`.
+    public static let mqttTCP = InterfaceRole(rawValue: "mqtt-tcp")
+    /// App Group container events from inotify (LINKTYPE_USER1, 148): when each process wrote,
+    /// renamed, opened and read the shared folder's files (docs/app-group-link.md).
+    public static let appGroup = InterfaceRole(rawValue: "app-group")
     /// The app's API calls, one UTF-8 JSON object per frame (LINKTYPE_USER0, 147): when the app
     /// acted, for the core named in each record. docs/capture-set.md describes the records.
     public static let apiCalls = InterfaceRole(rawValue: "api-calls")
@@ -206,6 +211,8 @@ public struct ManifestInterface: Codable, Sendable, Equatable {
     public var role: InterfaceRole?
     /// For `ingest-udp`: the UDP port the ingest server listened on (12345 when absent).
     public var ingestPort: UInt16?
+    /// For `mqtt-tcp`: the broker's TCP port, whose connections are read as MQTT (1883 when absent).
+    public var brokerPort: UInt16? = nil
     /// For BLE roles: the core that replays this interface (`messaging` when absent; `session`).
     public var core: String?
     /// Frames the recorder wrote for this interface (absent for imported sets).
@@ -239,6 +246,7 @@ public struct ManifestInterface: Codable, Sendable, Equatable {
         case linkType = "link_type"
         case role
         case ingestPort = "ingest_port"
+        case brokerPort = "broker_port"
         case core
         case frames, received, dropped
     }

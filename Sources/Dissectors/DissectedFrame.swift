@@ -100,6 +100,13 @@ public struct DissectedFrame: Sendable, Hashable {
     public var att: [ATTRecord]
     /// The UDP datagram completed by this frame, if any.
     public var udp: UDPDatagram?
+    /// The TCP segment the frame carries, if any.
+    public var tcp: TCPSegment? = nil
+    /// What stream reassembly made of ``tcp``.
+    public var tcpAnalysis: TCPSegmentAnalysis? = nil
+    /// MQTT control packets this frame completes, in stream order (a packet spanning several
+    /// segments belongs to the frame whose segment completes it in sequence order).
+    public var mqtt: [MQTTRecord] = []
     /// Why the frame could not be dissected further, if it could not (a value, not an error).
     public var problem: String?
     /// The text of a BlueZ monitor System Note (opcode 12) or User Logging record (opcode 13):

@@ -10,6 +10,15 @@ import CaptureKit
 public struct FrameDissector: Sendable {
     private var ip = UDPExtractor()
     private var bluetooth = BluetoothDissector()
+    private var tcpStreams = TCPReassembler()
+    private var mqttTracker = MQTTTracker(ports: [1883])
+    private var ipSummaries = true
+
+    /// TCP ports read as MQTT (the broker's side of the connection): 1883 unless told otherwise.
+    public var mqttPorts: Set<UInt16> {
+        get { mqttTracker.ports }
+        set { mqttTracker.ports = newValue }
+    }
     /// Handles named by hand (a manifest's `gatt_handles`): used for ATT records whose handle
     /// discovery in the capture did not name.
     public var namedHandles: [UInt16: (service: String?, characteristic: String)] = [:]
@@ -18,7 +27,10 @@ public struct FrameDissector: Sendable {
     /// Replay turns it off: it reads the records, links and datagrams only. Records are the same either way.
     public var producesSummaries: Bool {
         get { bluetooth.att.producesSummaries }
-        set { bluetooth.att.producesSummaries = newValue }
+        set {
+            bluetooth.att.producesSummaries = newValue
+            ipSummaries = newValue
+        }
     }
 
     /// A dissector with no state.
@@ -45,10 +57,15 @@ public struct FrameDissector: Sendable {
     private mutating func dissectUnnamed(_ frame: CaptureFrame, linkType: LinkType) -> DissectedFrame {
         frame.data.withUnsafeBytes { data in
             if UDPExtractor.handles(linkType) {
-                return Self.describe(ip.dissect(data, linkType: linkType))
+                let outcome = ip.dissect(data, linkType: linkType)
+                if case .tcp(let segment) = outcome { return dissectTCP(segment) }
+                return Self.describe(outcome)
             }
             if linkType == .user0 {
                 return Self.describeAPICall(data)
+            }
+            if linkType == .user1 {
+                return Self.describeAppGroupEvent(data)
             }
             return bluetooth.dissect(data, linkType: linkType, flags: frame.flags)
         }
@@ -67,6 +84,47 @@ public struct FrameDissector: Sendable {
         bluetooth.att.setDatabase(database, for: ConnectionKey(adapter: adapter, handle: connectionHandle))
     }
 
+    private mutating func dissectTCP(_ segment: TCPSegment) -> DissectedFrame {
+        var records: [MQTTRecord] = []
+        let client = mqttTracker.clientFlow(segment)
+        let flow = TCPFlowKey(segment)
+        if let client {
+            if segment.flags & TCPSegment.syn != 0 || !tcpStreams.isTracking(flow) {
+                // A new connection (the client's SYN), the broker's side starting (SYN-ACK), or a
+                // direction joined mid-stream: nothing earlier of it carries over.
+                mqttTracker.restart(flow, client: client)
+            }
+        }
+        let analysis = tcpStreams.add(segment) { delivery in
+            guard let client else { return }
+            if delivery.lostBefore > 0 { mqttTracker.abandon(delivery.flow, client: client) }
+            mqttTracker.feed(delivery.bytes, flow: delivery.flow, client: client, into: &records)
+        }
+        if let client, analysis.resetsConnection { mqttTracker.forget(client: client) }
+        var frame = DissectedFrame(summary: "")
+        frame.tcp = segment
+        frame.tcpAnalysis = analysis
+        frame.mqtt = records
+        var problems: [String] = []
+        if analysis.lostBytes > 0 {
+            problems.append("TCP: \(analysis.lostBytes) bytes before relative sequence \(analysis.relativeSequence) were never captured; the stream resumes after them\(client == nil ? "" : ", and MQTT is no longer read on this direction")")
+        }
+        problems.append(contentsOf: records.compactMap(\.problem))
+        if !problems.isEmpty { frame.problem = problems.joined(separator: "; ") }
+        if ipSummaries { frame.summary = Self.summary(segment, analysis, records) }
+        return frame
+    }
+
+    static func summary(_ segment: TCPSegment, _ analysis: TCPSegmentAnalysis, _ records: [MQTTRecord]) -> String {
+        var tcp = "TCP \(endpoint(segment.sourceAddress, segment.sourcePort)) → \(endpoint(segment.destinationAddress, segment.destinationPort)) \(segment.flagNames) seq \(analysis.relativeSequence) len \(segment.payload.count)"
+        if analysis.isRetransmission { tcp += " (retransmission)" }
+        if analysis.isOutOfOrder { tcp += " (out of order)" }
+        if analysis.overlapsDeliveredData { tcp += " (overlaps data already seen)" }
+        if analysis.lostBytes > 0 { tcp += " (\(analysis.lostBytes) bytes missing before it)" }
+        guard !records.isEmpty else { return tcp }
+        return "MQTT " + records.map(MQTTSummary.describe).joined(separator: ", ") + " — " + tcp
+    }
+
     /// Tether's API-call records (LINKTYPE_USER0): one JSON object of UTF-8 text per frame.
     static func describeAPICall(_ data: UnsafeRawBufferPointer) -> DissectedFrame {
         guard let text = String(validating: data, as: UTF8.self) else {
@@ -76,6 +134,15 @@ public struct FrameDissector: Sendable {
         return DissectedFrame(summary: "API call \(shown)")
     }
 
+    /// Tether's App Group container events (LINKTYPE_USER1): one JSON object of UTF-8 text per frame.
+    static func describeAppGroupEvent(_ data: UnsafeRawBufferPointer) -> DissectedFrame {
+        guard let text = String(validating: data, as: UTF8.self) else {
+            return DissectedFrame(problem: "App Group event: expected UTF-8 JSON text, found \(data.count) bytes that are not UTF-8")
+        }
+        let shown = text.count > 160 ? String(text.prefix(157)) + "…" : text
+        return DissectedFrame(summary: "App Group \(shown)")
+    }
+
     static func describe(_ outcome: UDPExtractor.Outcome) -> DissectedFrame {
         switch outcome {
         case .udp(let datagram, let reassembled):
@@ -83,6 +150,8 @@ public struct FrameDissector: Sendable {
             let destination = endpoint(datagram.destinationAddress, datagram.destinationPort)
             let suffix = reassembled ? " (reassembled)" : ""
             return DissectedFrame(summary: "UDP \(source) → \(destination) \(datagram.payload.count) bytes\(suffix)", udp: datagram)
+        case .tcp(let segment):
+            return DissectedFrame(summary: "TCP \(endpoint(segment.sourceAddress, segment.sourcePort)) → \(endpoint(segment.destinationAddress, segment.destinationPort)) \(segment.flagNames) len \(segment.payload.count)")
         case .fragmentPending(let version, let identification, let offset):
             return DissectedFrame(summary: "IPv\(version) fragment id \(hex(identification, digits: version == 4 ? 4 : 8)) offset \(offset)")
         case .otherTransport(let version, let proto, let source, let destination):

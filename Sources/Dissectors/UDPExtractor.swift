@@ -27,7 +27,7 @@ public struct UDPExtractor: Sendable {
         switch dissect(data, linkType: linkType) {
         case .udp(let datagram, _): .datagram(datagram)
         case .fragmentPending: .fragmentPending
-        case .otherTransport, .notIP: .notUDP
+        case .tcp, .otherTransport, .notIP: .notUDP
         case .problem(let problem): .malformed(problem.description)
         }
     }
@@ -43,6 +43,7 @@ public struct UDPExtractor: Sendable {
     /// The full outcome, with what ``FrameDissector`` needs for a summary.
     enum Outcome: Sendable, Hashable {
         case udp(UDPDatagram, reassembled: Bool)
+        case tcp(TCPSegment)
         case fragmentPending(version: Int, identification: UInt32, offset: Int)
         case otherTransport(version: Int, proto: UInt8, source: IPAddress, destination: IPAddress)
         case notIP(String)
@@ -83,11 +84,11 @@ public struct UDPExtractor: Sendable {
         let payloadEnd = offset + header.totalLength
         let source = IPAddress(bytes: header.source)
         let destination = IPAddress(bytes: header.destination)
-        guard header.proto == IPProtocol.udp else {
+        guard header.proto == IPProtocol.udp || header.proto == IPProtocol.tcp else {
             return .otherTransport(version: 4, proto: header.proto, source: source, destination: destination)
         }
         guard header.isFragment else {
-            return udp(data, at: payloadStart, end: payloadEnd, source: source, destination: destination, reassembled: false, context: nil)
+            return transport(header.proto, data, at: payloadStart, end: payloadEnd, source: source, destination: destination, reassembled: false, context: nil)
         }
         guard let fragment = data.slice(at: payloadStart, count: payloadEnd - payloadStart) else {
             return .problem(.short("IPv4", at: payloadStart, need: payloadEnd - payloadStart, what: "fragment data", have: data.count - payloadStart))
@@ -102,8 +103,8 @@ public struct UDPExtractor: Sendable {
             return .problem(DissectionProblem(layer: "IPv4 reassembly", offset: offset + 6, expected: expected, found: found))
         case .complete(let payload):
             return payload.withUnsafeBytes { buffer in
-                udp(buffer, at: 0, end: buffer.count, source: source, destination: destination, reassembled: true,
-                    context: "the datagram reassembled from IPv4 fragments id \(hex(header.identification, digits: 4))")
+                transport(header.proto, buffer, at: 0, end: buffer.count, source: source, destination: destination, reassembled: true,
+                          context: "the datagram reassembled from IPv4 fragments id \(hex(header.identification, digits: 4))")
             }
         }
     }
@@ -121,10 +122,10 @@ public struct UDPExtractor: Sendable {
         case .failure(let problem):
             return .problem(problem)
         case .success(.upper(let proto, let upperOffset)):
-            guard proto == IPProtocol.udp else {
+            guard proto == IPProtocol.udp || proto == IPProtocol.tcp else {
                 return .otherTransport(version: 6, proto: proto, source: source, destination: destination)
             }
-            return udp(data, at: upperOffset, end: end, source: source, destination: destination, reassembled: false, context: nil)
+            return transport(proto, data, at: upperOffset, end: end, source: source, destination: destination, reassembled: false, context: nil)
         case .success(.fragment(let next, let fragmentOffset, let more, let id, let dataOffset)):
             guard let fragment = data.slice(at: dataOffset, count: end - dataOffset) else {
                 return .problem(.short("IPv6", at: dataOffset, need: end - dataOffset, what: "fragment data", have: data.count - dataOffset))
@@ -147,13 +148,26 @@ public struct UDPExtractor: Sendable {
                             layer: "IPv6", offset: 0, expected: "one Fragment header per datagram",
                             found: "another inside the reassembled data", context: context))
                     case .success(.upper(let proto, let upperOffset)):
-                        guard proto == IPProtocol.udp else {
+                        guard proto == IPProtocol.udp || proto == IPProtocol.tcp else {
                             return .otherTransport(version: 6, proto: proto, source: source, destination: destination)
                         }
-                        return udp(buffer, at: upperOffset, end: buffer.count, source: source, destination: destination, reassembled: true, context: context)
+                        return transport(proto, buffer, at: upperOffset, end: buffer.count, source: source, destination: destination, reassembled: true, context: context)
                     }
                 }
             }
+        }
+    }
+
+    private func transport(
+        _ proto: UInt8, _ buffer: UnsafeRawBufferPointer, at offset: Int, end: Int, source: IPAddress, destination: IPAddress,
+        reassembled: Bool, context: String?
+    ) -> Outcome {
+        guard proto == IPProtocol.tcp else {
+            return udp(buffer, at: offset, end: end, source: source, destination: destination, reassembled: reassembled, context: context)
+        }
+        switch TCPHeader.parse(buffer, at: offset, end: end, source: source, destination: destination, context: context) {
+        case .success(let segment): return .tcp(segment)
+        case .failure(let problem): return .problem(problem)
         }
     }
 

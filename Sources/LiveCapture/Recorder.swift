@@ -13,6 +13,8 @@ public struct RecorderInput: Sendable {
     public var role: InterfaceRole?
     /// For ``InterfaceRole/ingestUDP``: the ingest server's port.
     public var ingestPort: UInt16?
+    /// For ``InterfaceRole/mqttTCP``: the broker's port.
+    public var brokerPort: UInt16?
 
     /// An input read from `source`.
     public init(source: any LiveSource, role: InterfaceRole? = nil, ingestPort: UInt16? = nil) {
@@ -28,6 +30,13 @@ public struct RecorderInput: Sendable {
         self.source = nil
         self.role = role
         self.ingestPort = ingestPort
+    }
+
+    /// TCP to an MQTT broker's port, captured by libpcap: role `mqtt-tcp` with the port.
+    public static func mqttTCP(_ source: PcapLiveSource, port: UInt16) -> RecorderInput {
+        var input = RecorderInput(source: source, role: .mqttTCP)
+        input.brokerPort = port
+        return input
     }
 
     /// UDP to the ingest port, captured by libpcap: role `ingest-udp` with the port.
@@ -147,10 +156,12 @@ public final class Recorder: @unchecked Sendable {
         self.lastFlush = monotonic.now
         var manifest = CaptureSetManifest(title: title, description: description, recordedAt: CaptureSetManifest.timestamp(Date()), devices: devices)
         manifest.interfaces = inputs.enumerated().map { index, input in
-            ManifestInterface(
+            var interface = ManifestInterface(
                 index: index, name: input.interface.name, linkType: input.interface.linkType,
                 role: input.role ?? Self.defaultRole(for: input.interface.linkType),
                 ingestPort: input.ingestPort)
+            interface.brokerPort = input.brokerPort
+            return interface
         }
         self.manifestTemplate = manifest
     }

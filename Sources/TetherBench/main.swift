@@ -17,6 +17,7 @@ let usage = """
            TetherBench replay-messaging-hour SET
            TetherBench gen-session-session OUT [--seconds 3600]   (every session channel, both sides real cores)
            TetherBench replay-session-hour SET
+           TetherBench dissect FILE [--summaries]   (IP, TCP reassembly and MQTT over every frame)
     See CI/bench/README.md.
     """
 
@@ -43,6 +44,8 @@ do {
         status = try GenerateSessionSession.run(Arguments(rest, valued: ["seconds"]))
     case "replay-session-hour":
         status = try ReplaySessionHour.run(Arguments(rest, valued: []))
+    case "dissect":
+        status = try DissectBench.run(Arguments(rest, valued: []))
     default:
         printError("unknown subcommand \(arguments[1])\n\(usage)")
         status = 2

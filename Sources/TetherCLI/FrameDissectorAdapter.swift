@@ -12,11 +12,13 @@ struct FrameDissectorAdapter {
     /// The Connect IQ packets of the frame last dissected.
     private(set) var lastConnectIQ: [ConnectIQAnnotation] = []
 
-    /// A dissector that also names the handles a manifest lists (`gatt_handles`).
-    init(gattHandles: [ManifestGATTHandle] = []) {
+    /// A dissector that also names the handles a manifest lists (`gatt_handles`) and reads TCP
+    /// connections to `mqttPorts` as MQTT.
+    init(gattHandles: [ManifestGATTHandle] = [], mqttPorts: Set<UInt16> = [1883]) {
         dissector = FrameDissector(namedHandles: Dictionary(
             gattHandles.map { ($0.handle, (service: $0.serviceUUID, characteristic: $0.characteristicUUID)) },
             uniquingKeysWith: { first, _ in first }))
+        dissector.mqttPorts = mqttPorts
     }
 
     mutating func dissect(_ frame: CaptureFrame, interface: CaptureInterface) -> DissectedFrame {

@@ -3,6 +3,7 @@ import CaptureKit
 import CaptureSet
 import Dissectors
 import MessagingCore
+import MQTT
 import Replay
 
 /// `tether inspect PATH`: what a capture file or set holds.
@@ -18,21 +19,29 @@ struct InspectCommand: ParsableCommand {
 
             --frames lists every frame: number (1-based, as Wireshark numbers them), seconds since \
             the first frame, interface, direction and a one-line dissection (ATT opcode, handle and \
-            characteristic; UDP addresses, ports and length). An ATT PDU reassembled from several \
-            ACL fragments is shown on the frame that completes it.
+            characteristic; UDP addresses, ports and length; TCP with its stream reassembled, and \
+            the MQTT 3.1.1 or 5 packets of connections to port 1883 or --mqtt-port). An ATT PDU \
+            reassembled from several ACL fragments, or an MQTT packet from several TCP segments, \
+            is shown on the frame that completes it (in sequence order: retransmitted bytes count \
+            once, out-of-order segments wait for the gap before them).
 
             --json prints one JSON object (docs/cli.md describes every key): `frames` (total), \
             `interfaces` (each with `linktype` and `frames`), `first_time_ns`, `last_time_ns`, \
             `comments`, `warnings`; with --frames also `frame_list`, one object per frame with \
             `number`, `time_ns`, `interface`, and `att` (`opcode`, `handle`, `value` in hex; \
-            `att_all` lists every ATT PDU the frame completes) or `udp` (`src`, `src_port`, `dst`, \
-            `dst_port`, `length`). Frames are written as they are read.
+            `att_all` lists every ATT PDU the frame completes), `udp` (`src`, `src_port`, `dst`, \
+            `dst_port`, `length`), `tcp` (the same and `flags`, `relative_seq`, `retransmission`, \
+            `out_of_order`), `mqtt` (`type` number, `topic`, `qos`, `packet_id`, `payload` in hex; \
+            `mqtt_all` lists every MQTT packet the frame completes). Frames are written as they \
+            are read.
 
             A file whose last block is cut off is read up to that block; the warning (on stderr, \
             and in `warnings`) gives the offset where it ends early.
 
             List the ATT traffic of an Android btsnoop log:
               tether inspect btsnoop_hci.log --frames
+            List the MQTT packets of a broker recorded with `tether record --tcp lo:1883`:
+              tether inspect Captures/widget-clean --frames
             Count frames per interface of a capture set, for a script:
               tether inspect Captures/plugin-clean --json
             """
@@ -53,6 +62,10 @@ struct InspectCommand: ParsableCommand {
     @Option(name: .customLong("limit"), help: "With --frames, list at most this many frames, 0 or more (the summary still counts all).",
             transform: { try OptionValues.integer($0, option: "--limit", range: 0...Int.max) })
     var limit: Int?
+
+    @Option(name: .customLong("mqtt-port"), help: ArgumentHelp("A TCP port read as MQTT (the broker's side); repeat for several. Default 1883.", valueName: "port"),
+            transform: { try OptionValues.integer($0, option: "--mqtt-port", range: 1...65535) })
+    var mqttPorts: [Int] = []
 
     func validate() throws {
         guard FileSystem.exists(path) else {
@@ -89,7 +102,9 @@ struct InspectCommand: ParsableCommand {
         output.begin(path: capturePath, format: reader.format, fileSize: FileSystem.size(capturePath), set: set)
 
         var summary = CaptureSummary()
-        var dissector = FrameDissectorAdapter(gattHandles: set?.manifest.gattHandles ?? [])
+        var dissector = FrameDissectorAdapter(
+            gattHandles: set?.manifest.gattHandles ?? [],
+            mqttPorts: Set((mqttPorts.isEmpty ? [1883] : mqttPorts).map { UInt16($0) } + (set?.manifest.interfaces.compactMap(\.brokerPort) ?? [])))
         let progress = ProgressDisplay(
             label: FileSystem.baseName(capturePath), totalBytes: FileSystem.size(capturePath),
             enabled: Terminal.stderrIsTerminal && !(frames && !json && Terminal.stdoutIsTerminal))
@@ -305,6 +320,27 @@ final class JSONInspectOutput: InspectOutput {
                 ("length", String(udp.payload.count)),
             ])))
         }
+        if let tcp = dissected.tcp {
+            var fields: [(String, String)] = [
+                ("src", JSONText.string(tcp.sourceAddress.description)),
+                ("src_port", String(tcp.sourcePort)),
+                ("dst", JSONText.string(tcp.destinationAddress.description)),
+                ("dst_port", String(tcp.destinationPort)),
+                ("flags", String(tcp.flags)),
+                ("length", String(tcp.payload.count)),
+            ]
+            if let analysis = dissected.tcpAnalysis {
+                fields.append(("relative_seq", String(analysis.relativeSequence)))
+                if analysis.isRetransmission { fields.append(("retransmission", "true")) }
+                if analysis.isOutOfOrder { fields.append(("out_of_order", "true")) }
+                if analysis.lostBytes > 0 { fields.append(("lost_bytes", String(analysis.lostBytes))) }
+            }
+            members.append(("tcp", JSONText.object(fields)))
+        }
+        if let first = dissected.mqtt.first {
+            members.append(("mqtt", Self.mqtt(first)))
+            members.append(("mqtt_all", "[" + dissected.mqtt.map(Self.mqtt).joined(separator: ",") + "]"))
+        }
         if let problem = dissected.problem { members.append(("problem", JSONText.string(problem))) }
         out.write((firstFrame ? "" : ",") + "\n" + JSONText.object(members))
         firstFrame = false
@@ -381,6 +417,36 @@ final class JSONInspectOutput: InspectOutput {
         }
         if let message = annotation.message { members.append(("message", message)) }
         if let problem = annotation.messageProblem { members.append(("message_problem", JSONText.string(problem))) }
+        return JSONText.object(members)
+    }
+
+    /// An MQTT control packet for scripts: `type` (the control packet type number), `type_name`,
+    /// `direction` (`to_broker` or `to_client`), `length`, `version`; `topic` where the packet has
+    /// one (PUBLISH: the Topic Name or what its MQTT 5 Topic Alias stands for; SUBSCRIBE and
+    /// UNSUBSCRIBE: the first filter, all of them in `topics`); `qos` (PUBLISH's header QoS);
+    /// `packet_id`; `payload` (PUBLISH's application message, hex); `problem` when malformed.
+    static func mqtt(_ record: MQTTRecord) -> String {
+        var members: [(String, String)] = [
+            ("type", String(record.typeNumber)),
+            ("type_name", JSONText.string(MQTTPacketType(rawValue: record.typeNumber)?.description)),
+            ("direction", JSONText.string(record.fromClient ? "to_broker" : "to_client")),
+            ("length", String(record.length)),
+            ("version", JSONText.string(record.version.description)),
+        ]
+        if record.versionAssumed { members.append(("version_assumed", "true")) }
+        if let topic = record.topic { members.append(("topic", JSONText.string(topic))) }
+        if let packet = record.packet {
+            if !packet.topicFilters.isEmpty { members.append(("topics", JSONText.strings(packet.topicFilters))) }
+            if let id = packet.packetID { members.append(("packet_id", String(id))) }
+            if case .publish(let publish) = packet.body {
+                members.append(("qos", String(publish.qos)))
+                if publish.dup { members.append(("dup", "true")) }
+                if publish.retain { members.append(("retain", "true")) }
+                if let alias = publish.topicAlias { members.append(("topic_alias", String(alias))) }
+                members.append(("payload", JSONText.string(JSONText.hex(publish.payload))))
+            }
+        }
+        if let problem = record.problem { members.append(("problem", JSONText.string(problem))) }
         return JSONText.object(members)
     }
 

@@ -55,6 +55,15 @@ struct RecordCommand: AsyncParsableCommand {
             Record BLE and the plugin's UDP on one timeline, marking moments:
               tether record --ble tcp:127.0.0.1:9001 --ble-listen 127.0.0.1:9101 \\
                 --udp lo:12345 --out Captures/watch-walk --mark-stdin
+            --tcp IFACE:PORT captures TCP to or from PORT on IFACE (BPF filter `tcp port PORT`), \
+            role mqtt-tcp with PORT as the manifest's broker_port: `tether inspect` reassembles \
+            the streams and lists the MQTT packets. Record the widget's broker traffic:
+              tether record --tcp lo:1883 --out Captures/widget-broker --duration 30
+            --app-group FOLDER records the changes of an App Group container folder from inotify: \
+            each create, open, close (written or not), rename and delete of its files is one frame \
+            (LINKTYPE_USER1, role app-group, docs/app-group-link.md), with the content of each \
+            completed write, on the same timeline as the other interfaces:
+              tether record --tcp lo:1883 --app-group /tmp/demo-group --out Captures/widget-run
             Record adapter hci0 on a machine with BlueZ:
               tether record --ble hci0 --out Captures/phone-hci0 --duration 60
             """
@@ -62,6 +71,12 @@ struct RecordCommand: AsyncParsableCommand {
 
     @Option(name: .long, help: "Capture UDP on this interface, optionally with the ingest port: lo:12345, any:12345, eth0.")
     var udp: String?
+
+    @Option(name: .long, help: "Capture TCP to and from an MQTT broker: IFACE:PORT, e.g. lo:1883 (inspect reads it as MQTT).")
+    var tcp: String?
+
+    @Option(name: .customLong("app-group"), help: "Record an App Group container folder's changes (inotify), e.g. /tmp/demo-group.")
+    var appGroup: String?
 
     @Option(name: .long, help: "Record BLE: tcp:HOST:PORT or serial:/dev/ttyUSB0[,BAUD][,rtscts] (H4 tap in front of that controller), hci0 / bluez:hci0 / bluez (BlueZ monitor channel).")
     var ble: String?
@@ -125,8 +140,14 @@ struct RecordCommand: AsyncParsableCommand {
     }
 
     func validate() throws {
-        guard udp != nil || ble != nil else {
-            throw ValidationError("Nothing to record: give --udp IFACE[:PORT] (e.g. lo:12345), --ble SPEC (e.g. tcp:127.0.0.1:9001), or both.")
+        guard udp != nil || ble != nil || tcp != nil || appGroup != nil else {
+            throw ValidationError("Nothing to record: give --udp IFACE[:PORT] (e.g. lo:12345), --tcp IFACE:PORT (e.g. lo:1883), --app-group FOLDER, --ble SPEC (e.g. tcp:127.0.0.1:9001), or several.")
+        }
+        if let appGroup, !FileSystem.isDirectory(appGroup) {
+            throw ValidationError("--app-group \(appGroup) is not a folder. Give the App Group container folder both processes use (create it first).")
+        }
+        if let tcp, Self.parseUDP(tcp)?.port == nil {
+            throw ValidationError("--tcp \(tcp) is not IFACE:PORT. Write e.g. lo:1883 (the MQTT broker on loopback).")
         }
         if let udp, Self.parseUDP(udp) == nil {
             throw ValidationError("--udp \(udp) is not IFACE or IFACE:PORT. Write e.g. lo:12345 (loopback, the ingest port).")
@@ -163,6 +184,16 @@ struct RecordCommand: AsyncParsableCommand {
             let source = try PcapLiveSource(device: device, options: options)
             inputs.append(RecorderInput(source: source, role: .ingestUDP, ingestPort: port))
             parts.append("UDP on \(udp)")
+        }
+        if let tcp, let parsed = Self.parseUDP(tcp), let port = parsed.port {
+            let device = parsed.interface
+            let source = try PcapLiveSource(device: device, options: PcapLiveSource.Options(filter: "tcp port \(port)"))
+            inputs.append(.mqttTCP(source, port: port))
+            parts.append("MQTT over TCP on \(tcp)")
+        }
+        if let appGroup {
+            inputs.append(RecorderInput(source: try AppGroupSource(folder: appGroup), role: .appGroup))
+            parts.append("App Group \(appGroup)")
         }
         // The tap connects to the controller here, before the set exists, so a wrong address
         // leaves nothing behind.

@@ -17,6 +17,12 @@ func udp(source: UInt16 = 50123, destination: UInt16 = 12345, payload: [UInt8]) 
     be16(source) + be16(destination) + be16(UInt16(8 + payload.count)) + [0, 0] + payload
 }
 
+/// RFC 9293 header (data offset 5, no options) + payload (checksum left zero).
+func tcp(source: UInt16 = 50123, destination: UInt16 = 1883, sequence: UInt32, acknowledgment: UInt32 = 0,
+         flags: UInt8 = TCPSegment.ack | TCPSegment.psh, payload: [UInt8]) -> [UInt8] {
+    be16(source) + be16(destination) + be32(sequence) + be32(acknowledgment) + [0x50, flags] + be16(65535) + [0, 0, 0, 0] + payload
+}
+
 /// RFC 791 header (IHL 5) + payload. `fragmentField` is flags<<13 | offset/8.
 func ipv4(source: [UInt8] = loopback4, destination: [UInt8] = loopback4, proto: UInt8 = 17,
           identification: UInt16 = 0x1c46, fragmentField: UInt16 = 0, payload: [UInt8]) -> [UInt8] {

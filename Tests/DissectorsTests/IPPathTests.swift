@@ -59,9 +59,17 @@ struct IPPathTests {
     @Test("TCP is not UDP, and its summary names it")
     func tcpIsNotUDP() {
         var extractor = UDPExtractor()
-        #expect(extractor.datagram(ipv4(proto: 6, payload: Array(repeating: 0, count: 20)), .ipv4) == .notUDP)
+        #expect(extractor.datagram(ipv4(proto: 6, payload: tcp(sequence: 1, payload: [])), .ipv4) == .notUDP)
         var dissector = FrameDissector()
-        #expect(dissector.dissect(ipv4(proto: 6, payload: []), .ipv4).summary == "IPv4 TCP 127.0.0.1 → 127.0.0.1")
+        let segment = tcp(source: 40000, destination: 8080, sequence: 100, flags: TCPSegment.ack, payload: [1, 2])
+        #expect(dissector.dissect(ipv4(proto: 6, payload: segment), .ipv4).summary == "TCP 127.0.0.1:40000 → 127.0.0.1:8080 [ACK] seq 1 len 2")
+    }
+
+    @Test("A TCP header cut short is a problem naming TCP")
+    func truncatedTCPIsAProblem() {
+        var dissector = FrameDissector()
+        let result = dissector.dissect(ipv4(proto: 6, payload: Array(repeating: 0, count: 12)), .ipv4)
+        #expect(result.problem?.hasPrefix("TCP: at frame offset 20: expected 20 bytes of TCP header") == true)
     }
 
     @Test("ARP on Ethernet is not UDP")

@@ -1,0 +1,127 @@
+import CaptureKit
+import Foundation
+
+/// An App Group container (a folder two processes share) as a live source: every change inotify
+/// reports becomes one `LINKTYPE_USER1` (148) frame holding one JSON object (docs/app-group-link.md),
+/// on the recorder's timeline beside the other interfaces.
+///
+/// A file's content is read when it is complete (`closed_written`, `moved_in`) and carried in the
+/// frame (hex, up to ``maximumContent`` bytes), so replay knows what the reader could see at each
+/// instant. The opens and closes those reads cause are not recorded. A writer that follows the
+/// atomic-write convention (write `.NAME.tmp-ROLE-PID`, then rename it to `NAME`) is named in the
+/// `moved_in` frame's `writer`.
+public final class AppGroupSource: LiveSource, @unchecked Sendable {
+    // Thread-safety: `watcher` and `ownReads` are used only by the thread inside `run`; `stop()`
+    // sets a flag under `lock` that the loop checks every `idleInterval`.
+
+    /// The most content carried in one frame; a longer file's frame has `content_truncated`.
+    public static let maximumContent = 64 * 1024
+
+    public let interface: CaptureInterface
+    public let notices: [String] = []
+    public var idleInterval: Duration { .milliseconds(100) }
+
+    private let watcher: FolderWatcher
+    private let lock = NSLock()
+    private var stopRequested = false
+    /// Opens and closes that this source's own reads will cause, by name.
+    private var ownReads: [String: (opens: Int, closes: Int)] = [:]
+    private var framesSeen: UInt64 = 0
+
+    /// Watches `folder`, which must exist.
+    public init(folder: String) throws(LiveCaptureError) {
+        watcher = try FolderWatcher(path: folder)
+        interface = CaptureInterface(
+            linkType: .user1, name: "appgroup:" + (folder as NSString).lastPathComponent,
+            description: "App Group container events (Tether JSON, docs/app-group-link.md)",
+            snapLength: 262_144, nanosecondsPerTick: 1)
+    }
+
+    public func run(_ handler: (LiveSourceEvent) throws -> Void) throws {
+        while !isStopRequested {
+            guard let change = try watcher.next(timeoutMilliseconds: 100) else {
+                try handler(.idle)
+                continue
+            }
+            guard let object = record(for: change) else { continue }
+            let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+            framesSeen += 1
+            try data.withUnsafeBytes { bytes in
+                try handler(.frame(LiveFrameView(timestampNs: change.timestampNs, originalLength: bytes.count, data: bytes)))
+            }
+        }
+    }
+
+    /// The JSON object for one change, or `nil` for an open or close this source caused itself.
+    func record(for change: FolderChange) -> [String: Any]? {
+        switch change.kind {
+        case .opened, .closedUnwritten:
+            if var own = ownReads[change.name] {
+                if change.kind == .opened, own.opens > 0 {
+                    own.opens -= 1
+                } else if change.kind == .closedUnwritten, own.closes > 0 {
+                    own.closes -= 1
+                } else {
+                    break
+                }
+                ownReads[change.name] = own.opens == 0 && own.closes == 0 ? nil : own
+                return nil
+            }
+        default:
+            break
+        }
+        var object: [String: Any] = ["op": change.kind.rawValue, "name": change.name]
+        if change.cookie != 0 { object["cookie"] = Int(change.cookie) }
+        if let temporary = Self.temporaryName(change.name) {
+            object["temporary_for"] = temporary.target
+            object["writer"] = temporary.writer
+        }
+        if change.kind == .closedWritten || change.kind == .movedIn {
+            var own = ownReads[change.name] ?? (0, 0)
+            own.opens += 1
+            own.closes += 1
+            ownReads[change.name] = own
+            let path = (watcher.path as NSString).appendingPathComponent(change.name)
+            if let content = FileManager.default.contents(atPath: path) {
+                object["size"] = content.count
+                object["content"] = content.prefix(Self.maximumContent).map { String(format: "%02x", $0) }.joined()
+                if content.count > Self.maximumContent { object["content_truncated"] = true }
+            } else {
+                // Gone again (renamed or deleted before we read it): the next event says so. Our
+                // read did not open it, so no open or close is owed.
+                ownReads[change.name] = nil
+                object["content_unavailable"] = true
+            }
+        }
+        return object
+    }
+
+    /// `.NAME.tmp-ROLE-PID` → (NAME, ROLE): the atomic-write convention's temporary file.
+    static func temporaryName(_ name: String) -> (target: String, writer: String)? {
+        guard name.hasPrefix("."), let marker = name.range(of: ".tmp-", options: .backwards) else { return nil }
+        let target = String(name[name.index(after: name.startIndex)..<marker.lowerBound])
+        let suffix = name[marker.upperBound...]
+        guard !target.isEmpty, let dash = suffix.lastIndex(of: "-"), Int(suffix[suffix.index(after: dash)...]) != nil else { return nil }
+        let writer = String(suffix[..<dash])
+        return writer.isEmpty ? nil : (target, writer)
+    }
+
+    private var isStopRequested: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return stopRequested
+    }
+
+    public func stop() {
+        lock.lock()
+        stopRequested = true
+        lock.unlock()
+    }
+
+    public func statistics() -> InterfaceStatistics? {
+        // inotify drops events only when its queue overflows, and then says so once.
+        InterfaceStatistics(received: framesSeen, osDropped: watcher.overflowed ? 1 : 0)
+    }
+
+    public func close() { watcher.close() }
+}
