@@ -72,7 +72,7 @@ let package = Package(
         ),
 
         // Virtual-clock replay, behaviour traces, expectations, trace diff.
-        .target(name: "Replay", dependencies: ["CaptureKit", "CaptureSet", "Dissectors", "IngestCore", "MessagingCore", "SessionCore", "MonkeyC"]),
+        .target(name: "Replay", dependencies: ["CaptureKit", "CaptureSet", "Dissectors", "IngestCore", "MessagingCore", "SessionCore", "WidgetCore", "MQTT", "MonkeyC"]),
 
         // Live sources: libpcap, the BlueZ monitor channel; the incremental recorder.
         .target(name: "LiveCapture", dependencies: ["CPcap", "CBluetooth", "CaptureKit", "CaptureSet"]),
@@ -80,7 +80,7 @@ let package = Package(
         .target(
             name: "LiveHosts",
             dependencies: [
-                "IngestCore", "IngestStore", "MessagingCore", "SessionCore", "MonkeyC", "Replay", "LiveCapture", "CaptureKit", "CaptureSet",
+                "IngestCore", "IngestStore", "MessagingCore", "SessionCore", "WidgetCore", "MQTT", "MonkeyC", "Replay", "LiveCapture", "CaptureKit", "CaptureSet",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -93,7 +93,7 @@ let package = Package(
             name: "TetherCLI",
             dependencies: [
                 "CaptureKit", "CaptureSet", "Dissectors", "IngestCore", "IngestStore", "Replay",
-                "LiveCapture", "LiveHosts", "MessagingCore", "SessionCore", "MonkeyC", "MQTT",
+                "LiveCapture", "LiveHosts", "MessagingCore", "SessionCore", "WidgetCore", "MonkeyC", "MQTT",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -124,7 +124,7 @@ let package = Package(
             dependencies: ["TetherTestSupport", "Replay", "IngestCore", "SessionCore", "MonkeyC", "CaptureKit", "CaptureSet", "Dissectors", .product(name: "Yams", package: "Yams")]
         ),
         .testTarget(name: "LiveCaptureTests", dependencies: ["TetherTestSupport", "LiveCapture", "CaptureKit", "CaptureSet"]),
-        .testTarget(name: "LiveHostsTests", dependencies: ["LiveHosts", "IngestCore", "IngestStore", "SessionCore"]),
+        .testTarget(name: "LiveHostsTests", dependencies: ["LiveHosts", "IngestCore", "IngestStore", "SessionCore", "WidgetCore", "MQTT"]),
         .testTarget(
             name: "TetherCLITests",
             dependencies: ["TetherCLI", "CaptureKit", "CaptureSet", "Dissectors", "Replay", "IngestCore", "IngestStore", "LiveHosts"]

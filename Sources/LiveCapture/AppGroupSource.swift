@@ -27,6 +27,9 @@ public final class AppGroupSource: LiveSource, @unchecked Sendable {
     /// Opens and closes that this source's own reads will cause, by name.
     private var ownReads: [String: (opens: Int, closes: Int)] = [:]
     private var framesSeen: UInt64 = 0
+    /// Writers of temporary files renamed away, by the rename's cookie, until the `moved_in` that
+    /// completes the atomic write names them.
+    private var renamesInFlight: [UInt32: String] = [:]
 
     /// Watches `folder`, which must exist.
     public init(folder: String) throws(LiveCaptureError) {
@@ -75,6 +78,13 @@ public final class AppGroupSource: LiveSource, @unchecked Sendable {
         if let temporary = Self.temporaryName(change.name) {
             object["temporary_for"] = temporary.target
             object["writer"] = temporary.writer
+            if change.kind == .movedOut, change.cookie != 0 {
+                if renamesInFlight.count >= 1024 { renamesInFlight.removeAll() }
+                renamesInFlight[change.cookie] = temporary.writer
+            }
+        } else if change.kind == .movedIn, let writer = renamesInFlight.removeValue(forKey: change.cookie) {
+            // The rename that completes an atomic write: the new value appears to readers here.
+            object["writer"] = writer
         }
         if change.kind == .closedWritten || change.kind == .movedIn {
             var own = ownReads[change.name] ?? (0, 0)

@@ -52,6 +52,8 @@ public final class FolderWatcher: @unchecked Sendable {
     private var fd: Int32 = -1
     private var buffer = [UInt8](repeating: 0, count: 64 * 1024)
     private var pending: [FolderChange] = []
+    /// The inotify descriptor, so a caller can poll it together with others (`nil` once closed).
+    public var fileDescriptor: Int32? { fd >= 0 ? fd : nil }
     /// Set when the kernel's event queue overflowed (`IN_Q_OVERFLOW`): events were lost.
     public private(set) var overflowed = false
 

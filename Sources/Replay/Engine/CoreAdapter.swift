@@ -16,6 +16,8 @@ public struct ReplayInterface: Sendable, Hashable {
     public var ingestPort: UInt16?
     /// For BLE roles: the core the manifest says replays it (`nil`: messaging).
     public var core: String?
+    /// For `mqtt-tcp`: the manifest's `broker_port` (its connections are read as MQTT).
+    public var brokerPort: UInt16? = nil
 
     /// Describe one interface.
     public init(index: Int, linkType: LinkType, name: String? = nil, role: InterfaceRole? = nil, ingestPort: UInt16? = nil, core: String? = nil) {

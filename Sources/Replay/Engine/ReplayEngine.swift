@@ -165,7 +165,7 @@ public struct ReplayEngine {
         let index = header.interfaceIndex
         let route = state.route(for: index) { described in
             let fileInterface = reader.interfaces.indices.contains(index) ? reader.interfaces[index] : nil
-            let interface = ReplayInterface(
+            var interface = ReplayInterface(
                 index: index,
                 linkType: fileInterface?.linkType ?? described?.captureLinkType ?? LinkType(rawValue: UInt32.max),
                 name: described?.name ?? fileInterface?.name,
@@ -173,6 +173,7 @@ public struct ReplayEngine {
                 ingestPort: described?.ingestPort,
                 core: described?.core
             )
+            interface.brokerPort = described?.brokerPort
             return InterfaceRoute(interface: interface, inputs: adapters.map { $0.input(for: interface) })
         }
         if let progress, progressEvery > 0, summary.framesRead % progressEvery == 0 {
@@ -277,7 +278,12 @@ struct RunState {
     mutating func dissect(_ frame: CaptureFrame, interface: ReplayInterface) -> DissectedFrame {
         // Mutated in place: a copy taken out of the dictionary would copy the dissector's state
         // (reassembly buffers, GATT databases) on every frame.
-        dissectors[interface.index, default: Self.replayDissector(namedHandles)].dissect(frame, linkType: interface.linkType)
+        if dissectors[interface.index] == nil {
+            var dissector = Self.replayDissector(namedHandles)
+            if let port = interface.brokerPort { dissector.mqttPorts.insert(port) }
+            dissectors[interface.index] = dissector
+        }
+        return dissectors[interface.index, default: Self.replayDissector(namedHandles)].dissect(frame, linkType: interface.linkType)
     }
 
     /// Adapters read records, links and datagrams, never the one-line summaries.

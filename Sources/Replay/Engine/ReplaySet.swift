@@ -80,6 +80,8 @@ public struct ReplayOutcome: Sendable {
 /// - `ble-hci` / `ble-monitor` whose `core` is `session`, or a manifest with a `session` section:
 ///   the session adapter (then an undescribed BLE interface and `api-calls` belong to it, unless
 ///   the manifest also has a `messaging` section).
+/// - `mqtt-tcp` or `app-group` interfaces: the widget adapter (the `api-calls` interface then
+///   belongs to it, not to messaging).
 /// - With no manifest interfaces at all, only the ingest adapter (every IP interface is taken as
 ///   ingest UDP on the standard port), as before BLE cores existed.
 public enum ReplayAdapterSelection {
@@ -94,13 +96,15 @@ public enum ReplayAdapterSelection {
         var cores: [String] = []
         let roles = manifest.interfaces.map(\.role)
         if roles.contains(where: { $0 == nil || $0 == .ingestUDP }) { cores.append("ingest") }
+        let widget = roles.contains(.mqttTCP) || roles.contains(.appGroup)
         let sessionOnly = manifest.session != nil && manifest.messaging == nil
         let bleCores = manifest.interfaces.filter { $0.role == .bleHCI || $0.role == .bleMonitor }
             .map { $0.core ?? (sessionOnly ? "session" : "messaging") }
-        if bleCores.contains("messaging") || manifest.messaging != nil || (roles.contains(.apiCalls) && !sessionOnly) {
+        if bleCores.contains("messaging") || manifest.messaging != nil || (roles.contains(.apiCalls) && !sessionOnly && !widget) {
             cores.append("messaging")
         }
         if bleCores.contains("session") || manifest.session != nil { cores.append("session") }
+        if widget { cores.append("widget") }
         return cores
     }
 }
@@ -142,6 +146,8 @@ public func replaySet(at path: String, options: ReplayOptions = .init()) throws(
             adapters.append(SessionAdapter(
                 section: manifest.session, overrides: options.session,
                 matching: options.frameMatching ?? manifest.session?.frameMatching ?? .strict))
+        case "widget":
+            adapters.append(WidgetAdapter(matching: options.frameMatching ?? .strict))
         default:
             break
         }
