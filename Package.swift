@@ -121,7 +121,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ReplayTests",
-            dependencies: ["TetherTestSupport", "Replay", "IngestCore", "SessionCore", "MonkeyC", "CaptureKit", "CaptureSet", "Dissectors", .product(name: "Yams", package: "Yams")]
+            dependencies: ["TetherTestSupport", "Replay", "IngestCore", "SessionCore", "WidgetCore", "MonkeyC", "CaptureKit", "CaptureSet", "Dissectors", .product(name: "Yams", package: "Yams")]
         ),
         .testTarget(name: "LiveCaptureTests", dependencies: ["TetherTestSupport", "LiveCapture", "CaptureKit", "CaptureSet"]),
         .testTarget(name: "LiveHostsTests", dependencies: ["LiveHosts", "IngestCore", "IngestStore", "SessionCore", "WidgetCore", "MQTT"]),

@@ -33,7 +33,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "Harness", "rigs"))
 
 import make_mqtt_capture as mmc  # noqa: E402
-from test_mqtt_capture import tshark_packets, tshark_view, load_sidecar, VARIANTS, VARIANT_IDS  # noqa: E402
+from test_mqtt_capture import differences, tshark_packets, load_sidecar, VARIANTS, VARIANT_IDS  # noqa: E402
 
 
 def tether_binary():
@@ -77,16 +77,9 @@ def sidecar_shape(record):
 
 
 def compare_with_tshark(tether, shown, skip=()):
-    """{frame: (tether's view, tshark's)} where they differ."""
-    out = {}
-    for frame in sorted(set(tether) | set(shown)):
-        if frame in skip:
-            continue
-        mine = tshark_view([as_sidecar(r) for r in tether.get(frame, [])])
-        theirs = shown.get(frame, {name: [] for name in mmc.TSHARK_FIELDS[1:]})
-        if mine != theirs:
-            out[frame] = (mine, theirs)
-    return out
+    """{frame: (Tether's packets as tshark would show them, tshark's)} where they differ: the
+    generator test's comparison, with Tether's records in the sidecar's shape."""
+    return differences({frame: [as_sidecar(r) for r in records] for frame, records in tether.items()}, shown, unreliable=skip)
 
 
 @pytest.fixture(scope="module")

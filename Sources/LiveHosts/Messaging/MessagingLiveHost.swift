@@ -99,51 +99,15 @@ public final class MessagingLiveHost {
             try call(.bindDevice(device: device.uuid.description, peer: device.address))
         }
 
-        var stepIndex = 0
-        var waitUntil: ContinuousClock.Instant?
-        var waitingFor: (event: String, seenBefore: Int)?
-        var lingerUntil: ContinuousClock.Instant?
-        while true {
-            // Run steps until one waits.
-            while waitUntil == nil, stepIndex < options.script.steps.count {
-                let step = options.script.steps[stepIndex]
-                stepIndex += 1
-                switch step {
-                case .wait(let duration):
-                    waitUntil = ContinuousClock.now + duration
-                case .waitFor(let event, let timeout):
-                    waitingFor = (event, events.count)
-                    waitUntil = ContinuousClock.now + timeout
-                case .call(let name, let arguments):
-                    try runStep(number: stepIndex, name: name, arguments: arguments)
-                    // What the link brought meanwhile is taken before the next step, as an app's
-                    // run loop would: a run of calls must not hold back an acknowledgement.
-                    _ = try serviceBridge(bridge, waitingAtMost: .zero, closed: "the BLE bridge exited during the run")
-                }
-            }
-            if waitUntil == nil, stepIndex >= options.script.steps.count {
-                if lingerUntil == nil { lingerUntil = ContinuousClock.now + options.linger }
-                if ContinuousClock.now >= lingerUntil! { break }
-            }
-            // Wait for the bridge, a core deadline or the step's deadline.
-            var wake = waitUntil ?? lingerUntil ?? ContinuousClock.now + .seconds(1)
-            if let deadline = core.nextDeadline { wake = min(wake, start + deadline) }
-            _ = try serviceBridge(bridge, waitingAtMost: ContinuousClock.now.duration(to: wake),
-                                  closed: "the BLE bridge exited during the run" + (options.bridgeLog.map { "; see \($0)" } ?? ""))
-            if let deadline = core.nextDeadline, start + deadline <= ContinuousClock.now {
-                try perform(core.handleTimeout(now: now()))
-            }
-            if let waiting = waitingFor, events[waiting.seenBefore...].contains(where: { $0.event.event == waiting.event }) {
-                waitingFor = nil
-                waitUntil = nil
-            } else if let until = waitUntil, ContinuousClock.now >= until {
-                if let waiting = waitingFor {
-                    fail(step: stepIndex, "wait_for \(waiting.event): no such event within the step's timeout")
-                    waitingFor = nil
-                }
-                waitUntil = nil
-            }
-        }
+        let closed = "the BLE bridge exited during the run" + (options.bridgeLog.map { "; see \($0)" } ?? "")
+        try LiveStepRunner(steps: options.script.steps, linger: options.linger, start: start).run(LiveStepRunner.Host(
+            runStep: { number, name, arguments throws(LiveHostError) in try self.runStep(number: number, name: name, arguments: arguments) },
+            service: { timeout throws(LiveHostError) in _ = try self.serviceBridge(bridge, waitingAtMost: timeout, closed: closed) },
+            nextDeadline: { self.core.nextDeadline },
+            fireTimers: { () throws(LiveHostError) in try self.perform(self.core.handleTimeout(now: self.now())) },
+            mark: { _ in self.events.count },
+            occurred: { event, since in self.events[since...].contains { $0.event.event == event } },
+            fail: { step, message in self.fail(step: step, message) }))
         try disconnectAll(bridge)
         return Result(events: events, failedSteps: failedSteps)
     }

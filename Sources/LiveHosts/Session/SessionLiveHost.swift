@@ -145,49 +145,16 @@ public final class SessionLiveHost {
         try bridge.waitForBluetooth(transport: options.transport) { line throws(LiveHostError) in try handleBridge(line) }
         if options.role == .phone { try bridge.send(["op": .string("connect"), "peer": .string(connectTarget)]) }
 
-        var stepIndex = 0
-        var waitUntil: ContinuousClock.Instant?
-        var waitingFor: (event: String, seenBefore: Int)?
-        var lingerUntil: ContinuousClock.Instant?
-        while true {
-            while waitUntil == nil, stepIndex < options.script.steps.count {
-                let step = options.script.steps[stepIndex]
-                stepIndex += 1
-                switch step {
-                case .wait(let duration):
-                    waitUntil = ContinuousClock.now + duration
-                case .waitFor(let event, let timeout):
-                    waitingFor = (event, Self.isHostEvent(event) ? hostEvents.count : events.count)
-                    waitUntil = ContinuousClock.now + timeout
-                case .call(let name, let arguments):
-                    try runStep(number: stepIndex, name: name, arguments: arguments)
-                    // As MessagingLiveHost does: the link's news before the next step.
-                    try serviceBridge(bridge, waitingAtMost: .zero)
-                }
-            }
-            if waitUntil == nil, stepIndex >= options.script.steps.count {
-                if lingerUntil == nil { lingerUntil = ContinuousClock.now + options.linger }
-                if ContinuousClock.now >= lingerUntil! { break }
-            }
-            var wake = waitUntil ?? lingerUntil ?? ContinuousClock.now + .seconds(1)
-            if let deadline = driver.nextDeadline { wake = min(wake, start + deadline) }
-            try serviceBridge(bridge, waitingAtMost: ContinuousClock.now.duration(to: wake))
-            if let deadline = driver.nextDeadline, start + deadline <= ContinuousClock.now {
-                try perform(driver.handleTimeout(now: now()))
-            }
-            if let waiting = waitingFor, Self.isHostEvent(waiting.event)
-                ? hostEvents[waiting.seenBefore...].contains(waiting.event)
-                : events[waiting.seenBefore...].contains(where: { $0.event.event == waiting.event }) {
-                waitingFor = nil
-                waitUntil = nil
-            } else if let until = waitUntil, ContinuousClock.now >= until {
-                if let waiting = waitingFor {
-                    fail(step: stepIndex, "wait_for \(waiting.event): no such event within the step's timeout")
-                    waitingFor = nil
-                }
-                waitUntil = nil
-            }
-        }
+        try LiveStepRunner(steps: options.script.steps, linger: options.linger, start: start).run(LiveStepRunner.Host(
+            runStep: { number, name, arguments throws(LiveHostError) in try self.runStep(number: number, name: name, arguments: arguments) },
+            service: { timeout throws(LiveHostError) in try self.serviceBridge(bridge, waitingAtMost: timeout) },
+            nextDeadline: { self.driver.nextDeadline },
+            fireTimers: { () throws(LiveHostError) in try self.perform(self.driver.handleTimeout(now: self.now())) },
+            mark: { event in Self.isHostEvent(event) ? self.hostEvents.count : self.events.count },
+            occurred: { event, since in
+                Self.isHostEvent(event) ? self.hostEvents[since...].contains(event) : self.events[since...].contains { $0.event.event == event }
+            },
+            fail: { step, message in self.fail(step: step, message) }))
         if linkUp {
             // The phone ends the session as an app going away does; the watch leaves it to the phone.
             if options.role == .phone { try bridge.send(["op": .string("disconnect"), "peer": .string(connectTarget)]) }

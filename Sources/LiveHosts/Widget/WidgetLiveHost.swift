@@ -111,46 +111,14 @@ public final class WidgetLiveHost {
         let seed = options.seed ?? UInt64.random(in: 1...UInt64.max)
         try call(.start(role: options.role, account: options.account, seed: seed, container: try readContainer()))
 
-        var stepIndex = 0
-        var waitUntil: ContinuousClock.Instant?
-        var waitingFor: (event: String, seenBefore: Int)?
-        var lingerUntil: ContinuousClock.Instant?
-        while true {
-            while waitUntil == nil, stepIndex < options.script.steps.count {
-                let step = options.script.steps[stepIndex]
-                stepIndex += 1
-                switch step {
-                case .wait(let duration):
-                    waitUntil = ContinuousClock.now + duration
-                case .waitFor(let event, let timeout):
-                    waitingFor = (event, events.count)
-                    waitUntil = ContinuousClock.now + timeout
-                case .call(let name, let arguments):
-                    try runStep(number: stepIndex, name: name, arguments: arguments)
-                    try service(waitingAtMost: .zero)
-                }
-            }
-            if waitUntil == nil, stepIndex >= options.script.steps.count {
-                if lingerUntil == nil { lingerUntil = ContinuousClock.now + options.linger }
-                if ContinuousClock.now >= lingerUntil! { break }
-            }
-            var wake = waitUntil ?? lingerUntil ?? ContinuousClock.now + .seconds(1)
-            if let deadline = driver.nextDeadline { wake = min(wake, start + deadline) }
-            try service(waitingAtMost: max(.zero, ContinuousClock.now.duration(to: wake)))
-            if let deadline = driver.nextDeadline, start + deadline <= ContinuousClock.now {
-                try perform(driver.handleTimeout(now: now()))
-            }
-            if let waiting = waitingFor, events[waiting.seenBefore...].contains(where: { $0.event.event == waiting.event }) {
-                waitingFor = nil
-                waitUntil = nil
-            } else if let until = waitUntil, ContinuousClock.now >= until {
-                if let waiting = waitingFor {
-                    fail(step: stepIndex, "wait_for \(waiting.event): no such event within the step's timeout")
-                    waitingFor = nil
-                }
-                waitUntil = nil
-            }
-        }
+        try LiveStepRunner(steps: options.script.steps, linger: options.linger, start: start).run(LiveStepRunner.Host(
+            runStep: { number, name, arguments throws(LiveHostError) in try self.runStep(number: number, name: name, arguments: arguments) },
+            service: { timeout throws(LiveHostError) in try self.service(waitingAtMost: timeout) },
+            nextDeadline: { self.driver.nextDeadline },
+            fireTimers: { () throws(LiveHostError) in try self.perform(self.driver.handleTimeout(now: self.now())) },
+            mark: { _ in self.events.count },
+            occurred: { event, since in self.events[since...].contains { $0.event.event == event } },
+            fail: { step, message in self.fail(step: step, message) }))
         if let state = driver.core?.connectionState, state != .stopped {
             // The app process ends: it closes its long-lived connection, as a record says, so
             // replay sees the close before the connection's FIN.

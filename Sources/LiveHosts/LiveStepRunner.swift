@@ -1,0 +1,81 @@
+import Replay
+
+/// The script loop every live host runs (docs/live-hosts.md): run steps until one waits, then let
+/// the host serve its sources (bridge, socket, folder) until the earliest of the core's deadline,
+/// the step's deadline and the linger after the last step, fire the core's due timers, and check
+/// whether a `wait_for` is over; repeat until the steps are done and the linger has passed.
+///
+/// The host supplies what differs through ``Host``; the loop owns the timing rules, so the hosts
+/// keep one behaviour.
+struct LiveStepRunner {
+    /// What a host gives the loop.
+    struct Host {
+        /// Runs one call step (its 1-based number, name and arguments).
+        var runStep: (_ number: Int, _ name: String, _ arguments: [String: TraceValue]) throws(LiveHostError) -> Void
+        /// Waits at most the given time for the host's sources and handles what came (zero: only
+        /// what is already there). After every call step the loop asks for zero, so what the peer
+        /// sent meanwhile is taken before the next step, as an app's run loop would.
+        var service: (_ timeout: Duration) throws(LiveHostError) -> Void
+        /// The core's next deadline, on the host's clock (time since the loop's `start`).
+        var nextDeadline: () -> Duration?
+        /// Handles the core's timers that are due now.
+        var fireTimers: () throws(LiveHostError) -> Void
+        /// A mark for `wait_for EVENT`: where to look from.
+        var mark: (_ event: String) -> Int
+        /// Whether `event` happened since `mark`.
+        var occurred: (_ event: String, _ since: Int) -> Bool
+        /// Records a step that could not be done.
+        var fail: (_ step: Int, _ message: String) -> Void
+    }
+
+    /// The script's steps.
+    var steps: [LiveScript.Step]
+    /// How long to keep serving after the last step.
+    var linger: Duration
+    /// The host's time origin (its core's `now` is measured from here).
+    var start: ContinuousClock.Instant
+
+    func run(_ host: Host) throws(LiveHostError) {
+        var stepIndex = 0
+        var waitUntil: ContinuousClock.Instant?
+        var waitingFor: (event: String, mark: Int)?
+        var lingerUntil: ContinuousClock.Instant?
+        while true {
+            while waitUntil == nil, stepIndex < steps.count {
+                let step = steps[stepIndex]
+                stepIndex += 1
+                switch step {
+                case .wait(let duration):
+                    waitUntil = ContinuousClock.now + duration
+                case .waitFor(let event, let timeout):
+                    waitingFor = (event, host.mark(event))
+                    waitUntil = ContinuousClock.now + timeout
+                case .call(let name, let arguments):
+                    try host.runStep(stepIndex, name, arguments)
+                    try host.service(.zero)
+                }
+            }
+            if waitUntil == nil, stepIndex >= steps.count {
+                let until = lingerUntil ?? ContinuousClock.now + linger
+                lingerUntil = until
+                if ContinuousClock.now >= until { return }
+            }
+            var wake = waitUntil ?? lingerUntil ?? ContinuousClock.now + .seconds(1)
+            if let deadline = host.nextDeadline() { wake = min(wake, start + deadline) }
+            try host.service(max(.zero, ContinuousClock.now.duration(to: wake)))
+            if let deadline = host.nextDeadline(), start + deadline <= ContinuousClock.now {
+                try host.fireTimers()
+            }
+            if let waiting = waitingFor, host.occurred(waiting.event, waiting.mark) {
+                waitingFor = nil
+                waitUntil = nil
+            } else if let until = waitUntil, ContinuousClock.now >= until {
+                if let waiting = waitingFor {
+                    host.fail(stepIndex, "wait_for \(waiting.event): no such event within the step's timeout")
+                    waitingFor = nil
+                }
+                waitUntil = nil
+            }
+        }
+    }
+}

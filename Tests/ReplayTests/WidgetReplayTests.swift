@@ -1,0 +1,91 @@
+import CaptureKit
+import CaptureSet
+import Foundation
+import Replay
+import Testing
+import WidgetCore
+
+/// The widget channel's replay pieces: API-call records, the driver, adapter selection, and the
+/// committed capture sets recorded for real (both processes live, a real mosquitto, the widget
+/// process recording).
+@Suite struct WidgetAPICallTests {
+    static let calls: [WidgetAPICall] = [
+        .start(role: .widget, account: "demo", seed: .max, container: ["settings.json": Array("{\"version\":1}".utf8)]),
+        .start(role: .host, account: "a-b", seed: 1, container: [:]),
+        .updateSettings(["units": "metric", "n": .int(3), "x": .double(1.5), "list": .array([.bool(true), .null])]),
+        .setHasContent(true), .didOpenURL(WidgetOpenURLID(rawValue: "9f3a01c2-3"), opened: false),
+        .openHostApp("iotdemo://device/lamp-0001"), .refresh(budget: .milliseconds(2500)), .startConnection, .stopConnection,
+        .listDevices, .updateDevices(["lamp-0001", "plug-0001"]), .queryProperties(iotId: "lamp-0001", productKey: "a1LampDemo"),
+        .setProperties(iotId: "lamp-0001", items: ["powerstate": .int(1)]), .listScenes, .queryScenes(pageNo: 2, pageSize: 5),
+        .updateScenes(["scene-0001"]), .fireScene("scene-0002"),
+        .containerChanged(name: "settings.json", bytes: Array("{}".utf8)), .containerChanged(name: "has-content.json", bytes: nil),
+    ]
+
+    @Test(arguments: calls) func aRecordReadsBackAsTheSameCall(_ call: WidgetAPICall) throws {
+        let record = try JSONLiteral.parseObject(Array(call.recordJSON.utf8), label: "record")
+        #expect(record["core"] == .string("widget"))
+        #expect(try WidgetAPICall(record: record) == call, "\(call.recordJSON)")
+    }
+
+    @Test func aBadRecordSaysWhatIsWrong() {
+        #expect(throws: WidgetAPICallError.self) { try WidgetAPICall(record: ["call": .string("dance")]) }
+        #expect(throws: WidgetAPICallError.self) { try WidgetAPICall(record: ["call": .string("refresh"), "budget_ms": .int(0)]) }
+        #expect(throws: WidgetAPICallError.self) { try WidgetAPICall(record: ["call": .string("update_devices"), "iot_ids": .array([.int(1)])]) }
+        #expect(throws: WidgetAPICallError.self) {
+            try WidgetAPICall(record: ["call": .string("start"), "role": .string("phone"), "account": .string("demo"), "seed": .string("1")])
+        }
+        do {
+            _ = try WidgetAPICall(record: ["call": .string("fire_scene")])
+            Issue.record("read fire_scene without a scene_id")
+        } catch {
+            #expect(error.description.contains("scene_id"))
+        }
+    }
+}
+
+@Suite struct WidgetDriverTests {
+    @Test func aCallBeforeStartIsAnAPIErrorNotACrash() {
+        var driver = WidgetDriver()
+        let (actions, events) = driver.apply(.listDevices, now: .zero)
+        #expect(actions.isEmpty)
+        #expect(events.map(\.event) == ["api_error"])
+    }
+
+    @Test func aCallFromTheWrongSideIsRefusedWithItsCode() {
+        var driver = WidgetDriver()
+        _ = driver.apply(.start(role: .widget, account: "demo", seed: 5, container: [:]), now: .zero)
+        let (_, events) = driver.apply(.updateSettings(["a": .int(1)]), now: .seconds(1))
+        #expect(events.first?.event == "api_error")
+        #expect(events.first?.fields["error"] == .string("wrong-role"))
+    }
+
+    @Test func theSameSeedGivesTheSameRequestIds() {
+        func ids() -> [TraceValue?] {
+            var driver = WidgetDriver()
+            _ = driver.apply(.start(role: .widget, account: "demo", seed: 42, container: [:]), now: .zero)
+            _ = driver.apply(.startConnection, now: .zero)
+            return [driver.apply(.listDevices, now: .seconds(1)).events.first?.fields["id"]]
+        }
+        #expect(ids() == ids())
+    }
+
+    @Test func publishesAndWritesAreFramesInTheTrace() {
+        let publish = WidgetTraceMapping.events(for: .mqttPublish(topic: "t/x", payload: Array("{}".utf8), qos: .atLeastOnce), timeNs: 5)
+        #expect(publish.first?.event == "frame_emitted")
+        #expect(publish.first?.fields["device"] == .string("mqtt"))
+        #expect(publish.first?.fields["packet"] == .string("PUBLISH t/x QoS 1: {}"))
+        let write = WidgetTraceMapping.events(for: .writeFile(name: "settings.json", bytes: Array("{\"v\":1}".utf8)), timeNs: 5)
+        #expect(write.first?.fields["packet"] == .string("write settings.json: {\"v\":1}"))
+    }
+}
+
+@Suite struct WidgetAdapterSelectionTests {
+    @Test func brokerTrafficAndTheAppGroupChooseTheWidgetAdapterAndItTakesTheAPICalls() {
+        var broker = ManifestInterface(index: 0, linkType: .ethernet, role: .mqttTCP)
+        broker.brokerPort = 18831
+        let manifest = CaptureSetManifest(title: "t", recordedAt: "2026-11-23T00:00:00Z", interfaces: [
+            broker, ManifestInterface(index: 1, linkType: .user1, role: .appGroup), ManifestInterface(index: 2, linkType: .user0, role: .apiCalls),
+        ])
+        #expect(ReplayAdapterSelection.cores(for: manifest) == ["widget"])
+    }
+}
