@@ -56,15 +56,17 @@ let package = Package(
         .target(name: "MQTT"),
 
         // The cores: pure Swift, no I/O, no clock.
+        // The seeded and system random sources the cores take as inputs (one SplitMix64 for all).
+        .target(name: "CoreRandom"),
         .target(name: "IngestCore"),
         // Monkey C value serialization (Connect IQ messages; SessionCore's property lists).
         .target(name: "MonkeyC"),
         // The phone side of the Connect IQ companion link: devices, apps, send/receive, the link.
-        .target(name: "MessagingCore", dependencies: ["MonkeyC"]),
+        .target(name: "MessagingCore", dependencies: ["MonkeyC", "CoreRandom"]),
         // WatchConnectivity-style sessions over Tether's session link, phone and watch roles.
-        .target(name: "SessionCore", dependencies: ["MonkeyC"]),
+        .target(name: "SessionCore", dependencies: ["MonkeyC", "CoreRandom"]),
         // The host-app ↔ widget channel (App Group container, refreshes, open-URL, IoT over MQTT), host and widget roles.
-        .target(name: "WidgetCore"),
+        .target(name: "WidgetCore", dependencies: ["CoreRandom"]),
         // The durable SQLite sink for IngestCore's chunks.
         .target(
             name: "IngestStore",
@@ -104,7 +106,7 @@ let package = Package(
         ),
 
         // Helpers shared by the test targets (a seeded generator, …).
-        .target(name: "TetherTestSupport", path: "Tests/TetherTestSupport"),
+        .target(name: "TetherTestSupport", dependencies: ["CoreRandom"], path: "Tests/TetherTestSupport"),
 
         .testTarget(name: "CaptureKitTests", dependencies: ["TetherTestSupport", "CaptureKit"]),
         .testTarget(name: "CaptureSetTests", dependencies: ["CaptureSet", "CaptureKit"]),

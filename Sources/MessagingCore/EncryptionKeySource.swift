@@ -1,3 +1,5 @@
+import CoreRandom
+
 /// Where the core gets the 16-byte XXTEA key of each outgoing transfer (and of its answer to a
 /// watch's key request). Injected so replay can reproduce the keys of a capture.
 public protocol EncryptionKeySource: Sendable {
@@ -5,28 +7,21 @@ public protocol EncryptionKeySource: Sendable {
     mutating func nextKey() -> [UInt8]
 }
 
-/// Keys from a SplitMix64 sequence: the same seed gives the same keys, for tests and replay.
+/// Keys from a SplitMix64 sequence (``SeededRandom``): the same seed gives the same keys, for tests
+/// and replay.
 public struct SeededKeySource: EncryptionKeySource, Hashable {
-    private var state: UInt64
+    private var random: SeededRandom
 
     /// A sequence starting from `seed`.
     public init(seed: UInt64) {
-        state = seed
+        random = SeededRandom(seed: seed)
     }
 
     /// Two SplitMix64 outputs, each as 8 little-endian bytes.
     public mutating func nextKey() -> [UInt8] {
-        let first = next(), second = next()
+        let first = random.next(), second = random.next()
         return (0..<8).map { UInt8(truncatingIfNeeded: first >> (8 * UInt64($0))) }
             + (0..<8).map { UInt8(truncatingIfNeeded: second >> (8 * UInt64($0))) }
-    }
-
-    private mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 

@@ -1,64 +1,16 @@
+@_exported import CoreRandom
+
 /// Where a ``SessionCore`` gets its random numbers: the incarnation (at creation without a
-/// snapshot), the epoch (at each activation) and the handshake nonce (at each link-up). Injected so
-/// that tests and replay reproduce them.
-public protocol SessionRandomSource: Sendable {
-    /// The next 64 random bits.
-    mutating func next() -> UInt64
-}
+/// snapshot), the epoch (at each activation) and the handshake nonce (at each link-up).
+public typealias SessionRandomSource = RandomSource
+/// Seeded numbers, for tests and replay.
+public typealias SeededSessionRandom = SeededRandom
+/// The system's numbers, for a live host.
+public typealias SystemSessionRandom = SystemRandom
+/// Numbers given in advance, then seeded ones.
+public typealias ScriptedSessionRandom = ScriptedRandom
 
-/// SplitMix64 from a seed: the same seed gives the same numbers, for tests and replay.
-public struct SeededSessionRandom: SessionRandomSource, Hashable {
-    private var state: UInt64
-
-    /// A sequence starting from `seed`.
-    public init(seed: UInt64) {
-        state = seed
-    }
-
-    /// The next SplitMix64 output.
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
-/// Numbers from the system's secure generator, for a live host.
-public struct SystemSessionRandom: SessionRandomSource {
-    /// A source backed by `SystemRandomNumberGenerator`.
-    public init() {}
-
-    /// 64 random bits.
-    public mutating func next() -> UInt64 {
-        var generator = SystemRandomNumberGenerator()
-        return generator.next()
-    }
-}
-
-/// Numbers given in advance (e.g. the nonces and epochs a capture shows), in order; after the last,
-/// those of a ``SeededSessionRandom`` with `fallbackSeed`.
-public struct ScriptedSessionRandom: SessionRandomSource, Hashable {
-    private var values: [UInt64]
-    private var position = 0
-    private var fallback: SeededSessionRandom
-
-    /// A source that hands out `values` in order, then seeded numbers.
-    public init(values: [UInt64], fallbackSeed: UInt64) {
-        self.values = values
-        self.fallback = SeededSessionRandom(seed: fallbackSeed)
-    }
-
-    /// The next scripted value, or a seeded one when they are used up.
-    public mutating func next() -> UInt64 {
-        guard position < values.count else { return fallback.next() }
-        position += 1
-        return values[position - 1]
-    }
-}
-
-extension SessionRandomSource {
+extension RandomSource {
     /// A non-zero 32-bit number (0 means "none" on the wire): the low 32 bits of the next value,
     /// drawing again while they are 0.
     mutating func nonZero32() -> UInt32 {

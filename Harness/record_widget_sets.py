@@ -1,0 +1,388 @@
+#!/usr/bin/env python3
+"""Records the committed widget-channel capture sets, for real, on this machine.
+
+Each scenario in Harness/scenarios/widget/ runs both processes of the host-app <-> widget channel
+as live hosts (`tether live widget --role host|widget`) on one App Group folder, against a real
+mosquitto (rigs/mqtt_broker.py, on a free port) and the IoT cloud simulator (rigs/iot_cloud.py).
+The widget process records (`--record`): libpcap on lo for the broker's port, inotify on the
+folder, and its API calls, on one timeline. The widget starts first, so the host's first writes
+reach it as changes; the host starts once the widget has printed its `start` call.
+
+While both run, the scenario's side actions (NAME.rig.yaml) are carried out in order: each waits
+for a line of the widget's live output (every callback is printed as `event_name key=value...`),
+or sleeps, or sends the simulator a control command on its stdin (and checks its ack), or restarts
+the broker (SIGUSR1 to mqtt_broker.py: every connection drops; then it waits for the broker's
+READY and for the simulator to subscribe again).
+
+Then the scenario's expectations go into the manifest, the widget's own trace is kept as
+`live/widget.jsonl`, replay must pass, the replayed trace becomes the baseline
+(`tether replay --update-baseline`), and `tether diff` compares the live trace with the replayed
+one (frame_matched and summary left out, 50 ms of slack; a difference is reported, not fatal).
+A set is recorded in the log folder first and moved into --out only when all of that passed.
+
+Files per scenario (Harness/scenarios/widget): NAME.widget.yaml and NAME.host.yaml (the
+processes' scripts), NAME.rig.yaml (side actions), NAME.expect.yaml (expectations); the set is
+`widget-NAME`.
+
+Side actions (NAME.rig.yaml, a list run in order; each entry has one key):
+    - until: {event: NAME, has: TEXT or [TEXT, ...], timeout: 10s}
+          the widget prints a line for event NAME containing every TEXT, after the line the
+          previous `until` matched (lines already printed count)
+    - sleep: 300ms
+    - control: {op: ..., ...}        a command on the simulator's stdin; its ack must say ok
+    - restart_broker: true           SIGUSR1 to mqtt_broker.py; waits for READY and the
+                                     simulator's new subscription
+
+The tether executable is copied into the log folder first, so a rebuild during the run does not
+change it. Every process started is stopped at the end of its scenario, also on failure.
+
+Usage:
+    python3 Harness/record_widget_sets.py [--tether .build/debug/tether] [--out Captures]
+                                          [--logs /tmp/tether-widget-logs] [--replace] [NAME ...]
+
+NAME is a scenario (`broker-drop`) or its set (`widget-broker-drop`); default all. An existing
+set is refused unless --replace is given, in which case it is replaced once the new one passed.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import yaml
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from record_ciq_sets import add_expectations, run, stop  # noqa: E402  (the Connect IQ recorder beside this file)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RIGS = os.path.join(ROOT, "Harness", "rigs")
+SCENARIOS = os.path.join(ROOT, "Harness", "scenarios", "widget")
+
+# name → title, the widget's seed (the host's is seed + 100)
+SCENARIO_SETUP = {
+    "property-change": dict(title="A device-side property change reaches the widget after a refresh showed the old value", seed=21),
+    "set-response-notification": dict(title="The widget sets a property: a refused set (9201), then response before change notification",
+                                      seed=22),
+    "broker-drop": dict(title="The broker restarts mid-run: the widget reconnects, re-subscribes, re-reads, and ignores a stale notification",
+                        seed=23),
+    "refresh-overrun": dict(title="A refresh with a 1 s budget while the cloud answers 2.5 s late: one overrun result, the work goes on",
+                            seed=24),
+    "write-race": dict(title="The host writes its settings 20 times within ~100 ms while the widget reads: versions only grow, never half-read",
+                       seed=25),
+    "scene-fire": dict(title="The widget fires a scene: the response, then a change notification per device of the scene", seed=26),
+}
+
+STEP_TIMEOUT_S = 10.0
+RUN_TIMEOUT_S = 60.0
+
+
+class RigError(Exception):
+    """A scenario could not be run as written; the message says where to look."""
+
+
+def seconds(text):
+    """`300ms`, `2s`, `1m` or a number of seconds."""
+    if isinstance(text, (int, float)):
+        return float(text)
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(ms|s|m)?\s*", str(text))
+    if not match:
+        raise RigError(f"not a duration: {text!r} (e.g. 300ms, 2s)")
+    value = float(match.group(1))
+    return value * {"ms": 0.001, "s": 1.0, "m": 60.0, None: 1.0}[match.group(2)]
+
+
+class Lines:
+    """A process's stdout, read on a thread: every line kept (and copied to a log file), waitable."""
+
+    def __init__(self, process, log_path):
+        self.process = process
+        self.lines = []
+        self.closed = False
+        self.cond = threading.Condition()
+        self.log = open(log_path, "w")
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        for line in self.process.stdout:
+            line = line.rstrip("\n")
+            self.log.write(line + "\n")
+            self.log.flush()
+            with self.cond:
+                self.lines.append(line)
+                self.cond.notify_all()
+        with self.cond:
+            self.closed = True
+            self.cond.notify_all()
+
+    def wait(self, predicate, start, timeout, what):
+        """Index of the first line at or after `start` for which predicate holds."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                for index in range(start, len(self.lines)):
+                    if predicate(self.lines[index]):
+                        return index
+                start = len(self.lines)
+                remaining = deadline - time.monotonic()
+                if self.closed or remaining <= 0:
+                    state = "the process ended" if self.closed else f"not within {timeout:g} s"
+                    raise RigError(f"waiting for {what}: {state}")
+                self.cond.wait(remaining)
+
+
+def start_rig(args, name, work, stdin=False):
+    """Starts a rig script; returns (process, its stdout Lines) once it printed READY."""
+    with open(os.path.join(work, f"{name}.err"), "w") as err:
+        process = subprocess.Popen([sys.executable] + args, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                                   stdout=subprocess.PIPE, stderr=err, text=True, bufsize=1)
+    lines = Lines(process, os.path.join(work, f"{name}.out"))
+    try:
+        index = lines.wait(lambda line: line.startswith("READY"), 0, 30, f"{name} READY")
+    except RigError:
+        stop(process)
+        raise RigError(f"{name} did not become ready; see {work}/{name}.err")
+    return process, lines, lines.lines[index].split()[1:]
+
+
+class Rig:
+    """The broker, the simulator and the widget's output: what the side actions act on."""
+
+    def __init__(self, work):
+        self.work = work
+        self.processes = []
+        self.broker = self.cloud = self.widget = None
+        self.broker_lines = self.cloud_lines = self.widget_lines = None
+        self.cloud_log = os.path.join(work, "cloud.jsonl")
+        self.position = 0      # the widget's output line after which the next `until` looks
+        self.commands = 0
+        self.broker_ready = 1
+
+    def start_broker(self):
+        self.broker, self.broker_lines, words = start_rig([os.path.join(RIGS, "mqtt_broker.py"), "--port", "0"], "broker", self.work)
+        self.processes.append(self.broker)
+        self.port = int(words[0])
+
+    def start_cloud(self):
+        self.cloud, self.cloud_lines, _ = start_rig([os.path.join(RIGS, "iot_cloud.py"), "--port", str(self.port), "--log", self.cloud_log],
+                                                    "cloud", self.work, stdin=True)
+        self.processes.append(self.cloud)
+
+    def start_live(self, command, name):
+        print("+ " + " ".join(command), flush=True)
+        with open(os.path.join(self.work, f"{name}.err"), "w") as err:
+            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, text=True, bufsize=1)
+        self.processes.append(process)
+        return process, Lines(process, os.path.join(self.work, f"{name}.out"))
+
+    def stop_all(self):
+        for process in reversed(self.processes):
+            stop(process)
+
+    # side actions
+
+    def until(self, spec):
+        event = spec["event"]
+        has = spec.get("has", [])
+        has = [has] if isinstance(has, str) else list(has)
+        timeout = seconds(spec.get("timeout", STEP_TIMEOUT_S))
+
+        def matches(line):
+            return line.split(" ", 1)[0] == event and all(text in line for text in has)
+        what = f"the widget's {event}" + (f" with {has}" if has else "")
+        index = self.widget_lines.wait(matches, self.position, timeout, what)
+        self.position = index + 1
+        print(f"  rig: saw {self.widget_lines.lines[index][:160]}", flush=True)
+
+    def control(self, command):
+        self.commands += 1
+        command = dict(command, id=f"rig-{self.commands}")
+        print(f"  rig: control {json.dumps(command)}", flush=True)
+        start = len(self.cloud_lines.lines)
+        self.cloud.stdin.write(json.dumps(command, separators=(",", ":")) + "\n")
+        self.cloud.stdin.flush()
+
+        def is_ack(line):
+            try:
+                ack = json.loads(line)
+            except ValueError:
+                return False
+            return isinstance(ack, dict) and ack.get("id") == command["id"]
+        index = self.cloud_lines.wait(is_ack, start, 5, f"the simulator's ack of {command['op']}")
+        ack = json.loads(self.cloud_lines.lines[index])
+        if not ack.get("ok"):
+            raise RigError(f"the simulator refused {command}: {ack.get('detail')}")
+
+    def subscriptions(self):
+        try:
+            with open(self.cloud_log) as f:
+                return sum(1 for line in f if '"event":"subscribed"' in line)
+        except FileNotFoundError:
+            return 0
+
+    def restart_broker(self):
+        before = self.subscriptions()
+        start = len(self.broker_lines.lines)
+        print("  rig: SIGUSR1 to mqtt_broker.py (restart)", flush=True)
+        self.broker.send_signal(signal.SIGUSR1)
+        self.broker_lines.wait(lambda line: line.startswith("READY"), start, 15, "the broker's READY after its restart")
+        deadline = time.monotonic() + 10
+        while self.subscriptions() <= before:
+            if time.monotonic() > deadline:
+                raise RigError("the simulator did not subscribe again after the broker's restart; see cloud.jsonl")
+            time.sleep(0.01)
+        print("  rig: broker back, simulator subscribed again", flush=True)
+
+    def carry_out(self, steps):
+        for number, step in enumerate(steps, 1):
+            if not isinstance(step, dict) or len(step) != 1:
+                raise RigError(f"rig step {number}: one of until, sleep, control, restart_broker, not {step!r}")
+            (kind, value), = step.items()
+            if kind == "until":
+                self.until(value)
+            elif kind == "sleep":
+                time.sleep(seconds(value))
+            elif kind == "control":
+                self.control(value)
+            elif kind == "restart_broker":
+                self.restart_broker()
+            else:
+                raise RigError(f"rig step {number}: unknown action {kind!r}")
+
+
+def scenario_file(name, kind):
+    return os.path.join(SCENARIOS, f"{name}.{kind}.yaml")
+
+
+def record(name, tether, out, logs, replace):
+    setup = SCENARIO_SETUP[name]
+    set_name = f"widget-{name}"
+    final = os.path.join(out, set_name)
+    work = os.path.join(logs, name)
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    container = os.path.join(work, "app-group")
+    os.makedirs(container)
+    staged = os.path.join(work, set_name)
+    live_trace = os.path.join(work, "live-widget.jsonl")
+    with open(scenario_file(name, "rig")) as f:
+        steps = yaml.safe_load(f) or []
+
+    rig = Rig(work)
+    started = time.monotonic()
+    try:
+        rig.start_broker()
+        rig.start_cloud()
+        common = ["--container", container, "--broker", f"127.0.0.1:{rig.port}"]
+        widget, rig.widget_lines = rig.start_live(
+            [tether, "live", "widget", "--role", "widget"] + common + [
+                "--script", scenario_file(name, "widget"), "--seed", str(setup["seed"]),
+                "--record", staged, "--trace", live_trace, "--title", setup["title"]], "widget")
+        rig.widget_lines.wait(lambda line: line.startswith("api_call") and 'call="start"' in line, 0, 20,
+                              "the widget's start (recording running)")
+        host, _ = rig.start_live(
+            [tether, "live", "widget", "--role", "host"] + common + [
+                "--script", scenario_file(name, "host"), "--seed", str(setup["seed"] + 100),
+                "--trace", os.path.join(work, "live-host.jsonl")], "host")
+        rig.carry_out(steps)
+        for process, who in ((widget, "widget"), (host, "host")):
+            try:
+                process.wait(timeout=max(1.0, RUN_TIMEOUT_S - (time.monotonic() - started)))
+            except subprocess.TimeoutExpired:
+                raise RigError(f"the {who} process did not finish within {RUN_TIMEOUT_S:g} s; see {work}/{who}.out")
+            if process.returncode != 0:
+                raise RigError(f"the {who} process failed ({process.returncode}); see {work}/{who}.out and {who}.err")
+    finally:
+        rig.stop_all()
+    print(f"  ran in {time.monotonic() - started:.1f} s", flush=True)
+
+    os.makedirs(os.path.join(staged, "live"), exist_ok=True)
+    shutil.copy(live_trace, os.path.join(staged, "live", "widget.jsonl"))
+    scripts = ", ".join(f"{name}.{kind}.yaml" for kind in ("widget", "host", "rig"))
+    add_expectations(staged, scenario_file(name, "expect"),
+                     f"Recorded on the widget side by Harness/record_widget_sets.py: {setup['title']}. "
+                     f"Host and widget share one App Group folder; mosquitto (rigs/mqtt_broker.py) and the IoT cloud "
+                     f"simulator (rigs/iot_cloud.py, built-in world). Scripts (Harness/scenarios/widget): {scripts}; "
+                     f"seeds {setup['seed']} (widget) and {setup['seed'] + 100} (host). "
+                     f"live/widget.jsonl is the live widget process's own trace.")
+    replayed = os.path.join(work, "replayed-widget.jsonl")
+    check = run([tether, "replay", staged, "--trace", replayed], check=False, capture_output=True, text=True)
+    print(check.stdout + check.stderr, end="", flush=True)
+    if check.returncode != 0:
+        raise RigError(f"replay of the new set failed; it is left in {staged}")
+    verdict = next((line for line in check.stdout.splitlines() if line.startswith("== ")), "== ?")
+    run([tether, "replay", staged, "--update-baseline"], stdout=subprocess.DEVNULL)
+    diff = run([tether, "diff", os.path.join(staged, "live", "widget.jsonl"), replayed,
+                "--ignore-event", "frame_matched", "--ignore-event", "summary", "--tolerance-ms", "50"],
+               check=False, capture_output=True, text=True)
+    print(diff.stdout + diff.stderr, end="", flush=True)
+
+    if os.path.exists(final):
+        if not replace:
+            raise RigError(f"{final} appeared during the run; the new set is left in {staged}")
+        shutil.rmtree(final)
+    shutil.move(staged, final)
+    with open(os.path.join(final, "manifest.yaml")) as f:
+        manifest = yaml.safe_load(f)
+    frames = ", ".join(f"{i['role']} {i['frames']}" for i in manifest["interfaces"])
+    diff_line = (diff.stdout.splitlines() or ["?"])[0]
+    summary = f"{set_name}: {verdict.split(': ', 1)[-1]}; frames {frames}; live vs replayed: {diff_line}"
+    print(f"  recorded into {final}", flush=True)
+    return summary, diff.returncode == 0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tether", default=os.path.join(ROOT, ".build", "debug", "tether"))
+    parser.add_argument("--out", default=os.path.join(ROOT, "Captures"))
+    parser.add_argument("--logs", default="/tmp/tether-widget-logs")
+    parser.add_argument("--replace", action="store_true", help="replace sets that exist already (default: refuse)")
+    parser.add_argument("names", nargs="*", help="scenarios (or their widget-… sets) to record; default all")
+    args = parser.parse_args()
+    names = []
+    for name in args.names or list(SCENARIO_SETUP):
+        short = name[len("widget-"):] if name.startswith("widget-") else name
+        if short not in SCENARIO_SETUP:
+            parser.error(f"unknown scenario {name!r}; known: {', '.join(SCENARIO_SETUP)}")
+        names.append(short)
+    existing = [f"widget-{name}" for name in names if os.path.exists(os.path.join(args.out, f"widget-{name}"))]
+    if existing and not args.replace:
+        parser.error(f"{', '.join(existing)} exist(s) in {args.out}; give --replace to record them again")
+    if not os.path.exists(args.tether):
+        parser.error(f"{args.tether} does not exist (build it with swift build)")
+    os.makedirs(args.logs, exist_ok=True)
+    os.makedirs(args.out, exist_ok=True)
+    # One executable for the whole run, whatever happens to the build folder meanwhile.
+    tether = os.path.join(os.path.abspath(args.logs), "tether")
+    shutil.copy(args.tether, tether)
+
+    failed, differing, summaries = [], [], []
+    for name in names:
+        print(f"== widget-{name}", flush=True)
+        try:
+            summary, same = record(name, tether, os.path.abspath(args.out), os.path.abspath(args.logs), args.replace)
+            summaries.append(summary)
+            if not same:
+                differing.append(name)
+        except (RigError, subprocess.CalledProcessError) as error:
+            print(f"FAILED widget-{name}: {error}", flush=True)
+            failed.append(name)
+    print("\nsummary:", flush=True)
+    for summary in summaries:
+        print("  " + summary, flush=True)
+    if differing:
+        print("live and replayed traces differ (see above): " + ", ".join(differing), flush=True)
+    if failed:
+        print("failed: " + ", ".join(failed), flush=True)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
