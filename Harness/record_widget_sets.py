@@ -4,18 +4,19 @@
 Each scenario in Harness/scenarios/widget/ runs both processes of the host-app <-> widget channel
 as live hosts (`tether live widget --role host|widget`) on one App Group folder, against a real
 mosquitto (rigs/mqtt_broker.py, on a free port) and the IoT cloud simulator (rigs/iot_cloud.py).
-The widget process records (`--record`): libpcap on lo for the broker's port, inotify on the
-folder, and its API calls, on one timeline. The widget starts first, so the host's first writes
-reach it as changes; the host starts once the widget has printed its `start` call.
+One process records (`--record`): libpcap on lo for the broker's port, inotify on the folder, and
+its API calls, on one timeline. Which one is the scenario's `record` in SCENARIO_SETUP: `widget`
+(the default) or `host`; replay then replays that process. The widget starts first, so the host's
+first writes reach it as changes; the host starts once the widget has printed its `start` call.
 
 While both run, the scenario's side actions (NAME.rig.yaml) are carried out in order: each waits
-for a line of the widget's live output (every callback is printed as `event_name key=value...`),
-or sleeps, or sends the simulator a control command on its stdin (and checks its ack), or restarts
-the broker (SIGUSR1 to mqtt_broker.py: every connection drops; then it waits for the broker's
-READY and for the simulator to subscribe again).
+for a line of a process's live output (every callback is printed as `event_name key=value...`;
+the recording process's unless the step names the other), or sleeps, or sends the simulator a
+control command on its stdin (and checks its ack), or stops, starts or restarts the broker
+(signals to mqtt_broker.py; once it is back, the rig waits for the simulator to subscribe again).
 
-Then the scenario's expectations go into the manifest, the widget's own trace is kept as
-`live/widget.jsonl`, replay must pass, the replayed trace becomes the baseline
+Then the scenario's expectations go into the manifest, the recording process's own trace is kept
+as `live/ROLE.jsonl`, replay must pass, the replayed trace becomes the baseline
 (`tether replay --update-baseline`), and `tether diff` compares the live trace with the replayed
 one (frame_matched and summary left out, 50 ms of slack; a difference is reported, not fatal).
 A set is recorded in the log folder first and moved into --out only when all of that passed.
@@ -25,12 +26,20 @@ processes' scripts), NAME.rig.yaml (side actions), NAME.expect.yaml (expectation
 `widget-NAME`.
 
 Side actions (NAME.rig.yaml, a list run in order; each entry has one key):
-    - until: {event: NAME, has: TEXT or [TEXT, ...], timeout: 10s}
-          the widget prints a line for event NAME containing every TEXT, after the line the
-          previous `until` matched (lines already printed count)
+    - until: {event: NAME, has: TEXT or [TEXT, ...], timeout: 10s, process: host|widget}
+          the process (default: the recording one) prints a line for event NAME containing every
+          TEXT, after the line the previous `until` on that process matched (lines already
+          printed count)
     - sleep: 300ms
     - control: {op: ..., ...}        a command on the simulator's stdin; its ack must say ok
-    - restart_broker: true           SIGUSR1 to mqtt_broker.py; waits for READY and the
+    - restart_broker: true           SIGUSR1 to mqtt_broker.py: it stops and starts at once
+                                     (every connection drops); waits for READY and the
+                                     simulator's new subscription
+    - restart_broker: {down: 2s}     the same, but the broker stays down that long in between
+                                     (stop_broker, sleep, start_broker)
+    - stop_broker: true              SIGUSR2 to mqtt_broker.py: every connection drops and the
+                                     broker stays down (connecting is refused) until
+    - start_broker: true             SIGUSR1 to the stopped broker; waits for READY and the
                                      simulator's new subscription
 
 The tether executable is copied into the log folder first, so a rebuild during the run does not
@@ -64,7 +73,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RIGS = os.path.join(ROOT, "Harness", "rigs")
 SCENARIOS = os.path.join(ROOT, "Harness", "scenarios", "widget")
 
-# name → title, the widget's seed (the host's is seed + 100)
+# name → title, the widget's seed (the host's is seed + 100), and which process records
+# (`record`: widget, the default, or host)
 SCENARIO_SETUP = {
     "property-change": dict(title="A device-side property change reaches the widget after a refresh showed the old value", seed=21),
     "set-response-notification": dict(title="The widget sets a property: a refused set (9201), then response before change notification",
@@ -76,7 +86,12 @@ SCENARIO_SETUP = {
     "write-race": dict(title="The host writes its settings 20 times within ~100 ms while the widget reads: versions only grow, never half-read",
                        seed=25),
     "scene-fire": dict(title="The widget fires a scene: the response, then a change notification per device of the scene", seed=26),
+    "host-open-url": dict(title="The widget asks to open the host app twice: the host opens the first and refuses the second",
+                          seed=27, record="host"),
+    "broker-outage": dict(title="The broker stays down for 2 s: a reconnect attempt is refused, the next one gets through",
+                          seed=28),
 }
+ROLES = ("widget", "host")
 
 STEP_TIMEOUT_S = 10.0
 RUN_TIMEOUT_S = 60.0
@@ -152,24 +167,26 @@ def start_rig(args, name, work, stdin=False):
 
 
 class Rig:
-    """The broker, the simulator and the widget's output: what the side actions act on."""
+    """The broker, the simulator and both processes' output: what the side actions act on."""
 
-    def __init__(self, work):
+    def __init__(self, work, recorder="widget"):
         self.work = work
+        self.recorder = recorder  # whose output an `until` without `process` watches
         self.processes = []
-        self.broker = self.cloud = self.widget = None
-        self.broker_lines = self.cloud_lines = self.widget_lines = None
+        self.broker = self.cloud = None
+        self.broker_lines = self.cloud_lines = None
+        self.lines = {}        # role → its output (Lines)
+        self.position = {}     # role → the output line after which its next `until` looks
         self.cloud_log = os.path.join(work, "cloud.jsonl")
-        self.position = 0      # the widget's output line after which the next `until` looks
         self.commands = 0
-        self.broker_ready = 1
+        self.broker_down = False
 
-    def start_broker(self):
+    def launch_broker(self):
         self.broker, self.broker_lines, words = start_rig([os.path.join(RIGS, "mqtt_broker.py"), "--port", "0"], "broker", self.work)
         self.processes.append(self.broker)
         self.port = int(words[0])
 
-    def start_cloud(self):
+    def launch_cloud(self):
         self.cloud, self.cloud_lines, _ = start_rig([os.path.join(RIGS, "iot_cloud.py"), "--port", str(self.port), "--log", self.cloud_log],
                                                     "cloud", self.work, stdin=True)
         self.processes.append(self.cloud)
@@ -179,7 +196,9 @@ class Rig:
         with open(os.path.join(self.work, f"{name}.err"), "w") as err:
             process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, text=True, bufsize=1)
         self.processes.append(process)
-        return process, Lines(process, os.path.join(self.work, f"{name}.out"))
+        self.lines[name] = Lines(process, os.path.join(self.work, f"{name}.out"))
+        self.position[name] = 0
+        return process, self.lines[name]
 
     def stop_all(self):
         for process in reversed(self.processes):
@@ -188,17 +207,26 @@ class Rig:
     # side actions
 
     def until(self, spec):
+        if not isinstance(spec, dict) or "event" not in spec:
+            raise RigError(f"until: give at least an event, e.g. {{event: refresh_completed}}, not {spec!r}")
+        unknown = set(spec) - {"event", "has", "timeout", "process"}
+        if unknown:
+            raise RigError(f"until: unknown key(s) {', '.join(sorted(unknown))}; known: event, has, timeout, process")
         event = spec["event"]
         has = spec.get("has", [])
         has = [has] if isinstance(has, str) else list(has)
         timeout = seconds(spec.get("timeout", STEP_TIMEOUT_S))
+        who = spec.get("process", self.recorder)
+        if who not in ROLES:
+            raise RigError(f"until: process must be host or widget, not {who!r}")
+        lines = self.lines[who]
 
         def matches(line):
             return line.split(" ", 1)[0] == event and all(text in line for text in has)
-        what = f"the widget's {event}" + (f" with {has}" if has else "")
-        index = self.widget_lines.wait(matches, self.position, timeout, what)
-        self.position = index + 1
-        print(f"  rig: saw {self.widget_lines.lines[index][:160]}", flush=True)
+        what = f"the {who}'s {event}" + (f" with {has}" if has else "")
+        index = lines.wait(matches, self.position[who], timeout, what)
+        self.position[who] = index + 1
+        print(f"  rig: saw ({who}) {lines.lines[index][:160]}", flush=True)
 
     def control(self, command):
         self.commands += 1
@@ -226,34 +254,79 @@ class Rig:
         except FileNotFoundError:
             return 0
 
-    def restart_broker(self):
-        before = self.subscriptions()
+    def broker_signal(self, signum, word, what):
+        """Sends mqtt_broker.py a signal and waits for its answer line (READY or STOPPED)."""
         start = len(self.broker_lines.lines)
-        print("  rig: SIGUSR1 to mqtt_broker.py (restart)", flush=True)
-        self.broker.send_signal(signal.SIGUSR1)
-        self.broker_lines.wait(lambda line: line.startswith("READY"), start, 15, "the broker's READY after its restart")
+        print(f"  rig: {signal.Signals(signum).name} to mqtt_broker.py ({what})", flush=True)
+        self.broker.send_signal(signum)
+        self.broker_lines.wait(lambda line: line.startswith(word), start, 15, f"the broker's {word} after {what}")
+
+    def wait_resubscribed(self, before):
         deadline = time.monotonic() + 10
         while self.subscriptions() <= before:
             if time.monotonic() > deadline:
-                raise RigError("the simulator did not subscribe again after the broker's restart; see cloud.jsonl")
+                raise RigError("the simulator did not subscribe again once the broker was back; see cloud.jsonl")
             time.sleep(0.01)
         print("  rig: broker back, simulator subscribed again", flush=True)
 
+    def restart_broker(self, value):
+        if isinstance(value, dict):
+            unknown = set(value) - {"down"}
+            if unknown:
+                raise RigError(f"restart_broker: unknown key(s) {', '.join(sorted(unknown))}; known: down")
+            down = seconds(value.get("down", 0))
+        elif value is True:
+            down = 0.0
+        else:
+            raise RigError(f"restart_broker: true or {{down: 2s}}, not {value!r}")
+        if down > 0:
+            self.stop_broker()
+            time.sleep(down)
+            self.start_broker()
+            return
+        if self.broker_down:
+            raise RigError("restart_broker: the broker is stopped; use start_broker")
+        before = self.subscriptions()
+        self.broker_signal(signal.SIGUSR1, "READY", "restart")
+        self.wait_resubscribed(before)
+
+    def stop_broker(self):
+        if self.broker_down:
+            raise RigError("stop_broker: the broker is stopped already")
+        self.broker_signal(signal.SIGUSR2, "STOPPED", "stop, staying down")
+        self.broker_down = True
+
+    def start_broker(self):
+        if not self.broker_down:
+            raise RigError("start_broker: the broker is running; stop_broker first")
+        before = self.subscriptions()
+        self.broker_signal(signal.SIGUSR1, "READY", "start again")
+        self.broker_down = False
+        self.wait_resubscribed(before)
+
     def carry_out(self, steps):
+        actions = ("until", "sleep", "control", "restart_broker", "stop_broker", "start_broker")
         for number, step in enumerate(steps, 1):
             if not isinstance(step, dict) or len(step) != 1:
-                raise RigError(f"rig step {number}: one of until, sleep, control, restart_broker, not {step!r}")
+                raise RigError(f"rig step {number}: one of {', '.join(actions)}, not {step!r}")
             (kind, value), = step.items()
-            if kind == "until":
-                self.until(value)
-            elif kind == "sleep":
-                time.sleep(seconds(value))
-            elif kind == "control":
-                self.control(value)
-            elif kind == "restart_broker":
-                self.restart_broker()
-            else:
-                raise RigError(f"rig step {number}: unknown action {kind!r}")
+            try:
+                if kind == "until":
+                    self.until(value)
+                elif kind == "sleep":
+                    time.sleep(seconds(value))
+                elif kind == "control":
+                    self.control(value)
+                elif kind == "restart_broker":
+                    self.restart_broker(value)
+                elif kind == "stop_broker":
+                    self.stop_broker()
+                elif kind == "start_broker":
+                    self.start_broker()
+                else:
+                    raise RigError(f"unknown action {kind!r}; known: {', '.join(actions)}")
+            except RigError as error:
+                raise RigError(f"rig step {number}: {error}") from None
 
 
 def scenario_file(name, kind):
@@ -262,6 +335,9 @@ def scenario_file(name, kind):
 
 def record(name, tether, out, logs, replace):
     setup = SCENARIO_SETUP[name]
+    recorder = setup.get("record", "widget")
+    if recorder not in ROLES:
+        raise RigError(f"SCENARIO_SETUP[{name!r}]: record must be host or widget, not {recorder!r}")
     set_name = f"widget-{name}"
     final = os.path.join(out, set_name)
     work = os.path.join(logs, name)
@@ -270,26 +346,32 @@ def record(name, tether, out, logs, replace):
     container = os.path.join(work, "app-group")
     os.makedirs(container)
     staged = os.path.join(work, set_name)
-    live_trace = os.path.join(work, "live-widget.jsonl")
+    live_trace = os.path.join(work, f"live-{recorder}.jsonl")
     with open(scenario_file(name, "rig")) as f:
         steps = yaml.safe_load(f) or []
+    seeds = {"widget": setup["seed"], "host": setup["seed"] + 100}
 
-    rig = Rig(work)
+    def live(role):
+        command = [tether, "live", "widget", "--role", role, "--container", container, "--broker", f"127.0.0.1:{rig.port}",
+                   "--script", scenario_file(name, role), "--seed", str(seeds[role]),
+                   "--trace", os.path.join(work, f"live-{role}.jsonl")]
+        if role == recorder:
+            command += ["--record", staged, "--title", setup["title"]]
+        return rig.start_live(command, role)
+
+    rig = Rig(work, recorder)
     started = time.monotonic()
     try:
-        rig.start_broker()
-        rig.start_cloud()
-        common = ["--container", container, "--broker", f"127.0.0.1:{rig.port}"]
-        widget, rig.widget_lines = rig.start_live(
-            [tether, "live", "widget", "--role", "widget"] + common + [
-                "--script", scenario_file(name, "widget"), "--seed", str(setup["seed"]),
-                "--record", staged, "--trace", live_trace, "--title", setup["title"]], "widget")
-        rig.widget_lines.wait(lambda line: line.startswith("api_call") and 'call="start"' in line, 0, 20,
-                              "the widget's start (recording running)")
-        host, _ = rig.start_live(
-            [tether, "live", "widget", "--role", "host"] + common + [
-                "--script", scenario_file(name, "host"), "--seed", str(setup["seed"] + 100),
-                "--trace", os.path.join(work, "live-host.jsonl")], "host")
+        rig.launch_broker()
+        rig.launch_cloud()
+        widget, widget_lines = live("widget")
+        widget_lines.wait(lambda line: line.startswith("api_call") and 'call="start"' in line, 0, 20,
+                          "the widget's start" + (" (recording running)" if recorder == "widget" else ""))
+        host, _ = live("host")
+        if recorder == "host":
+            # The host's start is its recording's first record; the steps' `until`s watch the host.
+            rig.lines["host"].wait(lambda line: line.startswith("api_call") and 'call="start"' in line, 0, 20,
+                                   "the host's start (recording running)")
         rig.carry_out(steps)
         for process, who in ((widget, "widget"), (host, "host")):
             try:
@@ -303,22 +385,23 @@ def record(name, tether, out, logs, replace):
     print(f"  ran in {time.monotonic() - started:.1f} s", flush=True)
 
     os.makedirs(os.path.join(staged, "live"), exist_ok=True)
-    shutil.copy(live_trace, os.path.join(staged, "live", "widget.jsonl"))
+    kept = os.path.join(staged, "live", f"{recorder}.jsonl")
+    shutil.copy(live_trace, kept)
     scripts = ", ".join(f"{name}.{kind}.yaml" for kind in ("widget", "host", "rig"))
     add_expectations(staged, scenario_file(name, "expect"),
-                     f"Recorded on the widget side by Harness/record_widget_sets.py: {setup['title']}. "
+                     f"Recorded on the {recorder} side by Harness/record_widget_sets.py: {setup['title']}. "
                      f"Host and widget share one App Group folder; mosquitto (rigs/mqtt_broker.py) and the IoT cloud "
                      f"simulator (rigs/iot_cloud.py, built-in world). Scripts (Harness/scenarios/widget): {scripts}; "
-                     f"seeds {setup['seed']} (widget) and {setup['seed'] + 100} (host). "
-                     f"live/widget.jsonl is the live widget process's own trace.")
-    replayed = os.path.join(work, "replayed-widget.jsonl")
+                     f"seeds {seeds['widget']} (widget) and {seeds['host']} (host). "
+                     f"live/{recorder}.jsonl is the live {recorder} process's own trace.")
+    replayed = os.path.join(work, f"replayed-{recorder}.jsonl")
     check = run([tether, "replay", staged, "--trace", replayed], check=False, capture_output=True, text=True)
     print(check.stdout + check.stderr, end="", flush=True)
     if check.returncode != 0:
         raise RigError(f"replay of the new set failed; it is left in {staged}")
     verdict = next((line for line in check.stdout.splitlines() if line.startswith("== ")), "== ?")
     run([tether, "replay", staged, "--update-baseline"], stdout=subprocess.DEVNULL)
-    diff = run([tether, "diff", os.path.join(staged, "live", "widget.jsonl"), replayed,
+    diff = run([tether, "diff", kept, replayed,
                 "--ignore-event", "frame_matched", "--ignore-event", "summary", "--tolerance-ms", "50"],
                check=False, capture_output=True, text=True)
     print(diff.stdout + diff.stderr, end="", flush=True)

@@ -12,7 +12,11 @@ waits until the broker answers an MQTT 3.1.1 CONNECT with a CONNACK (return code
 line `READY <port>` on stdout (flushed), and runs until SIGTERM or SIGINT, when it stops the broker
 (SIGTERM, then SIGKILL after 5 s) and exits 0. SIGUSR1 restarts the broker on the same port (every
 client's connection drops) and prints `READY <port>` again: that is how a scenario run from another
-process drops the widget's long-lived connection. `--port 0` picks a free port.
+process drops the widget's long-lived connection. SIGUSR2 stops the broker and leaves it down
+(every connection drops, and connecting is refused: a SYN answered by RST) and prints
+`STOPPED <port>`; the next SIGUSR1 starts it again on the same port and prints `READY <port>`: that
+is how a scenario keeps the broker away for a while. A SIGUSR2 while stopped only prints `STOPPED`
+again. `--port 0` picks a free port.
 
 The broker's log goes to stderr (or `--log FILE`). Debian's own mosquitto service, when a system
 runs it, listens on 1883 too: the default port then fails with a message saying so; use another
@@ -23,6 +27,8 @@ As a library (used by test_iot_cloud.py):
     with Broker(port=0) as broker:      # started; broker.port is the port picked
         ...                             # clients connect to 127.0.0.1:broker.port
         broker.restart()                # stop and start again on the same port
+        broker.pause()                  # stop, keeping the port and folder: connecting is refused
+        broker.resume()                 # start again on the same port
     # stopped, temporary folder removed
 
 Usage:
@@ -201,10 +207,23 @@ class Broker:
 
     def restart(self) -> "Broker":
         """Stop the broker (every connection drops) and start it again on the same port."""
+        self.pause()
+        return self.resume()
+
+    def pause(self) -> "Broker":
+        """Stop the broker (every connection drops) but keep its port and folder, so ``resume()``
+        starts it again where it was; meanwhile connecting to the port is refused."""
         if self._dir is None:
             raise BrokerError("the broker was never started")
         self._terminate()
-        self._launch(find_mosquitto(self._mosquitto), self.port)
+        return self
+
+    def resume(self) -> "Broker":
+        """Start a paused broker again on the same port (a running one is left alone)."""
+        if self._dir is None:
+            raise BrokerError("the broker was never started")
+        if not self.running:
+            self._launch(find_mosquitto(self._mosquitto), self.port)
         return self
 
     @property
@@ -297,12 +316,13 @@ class Broker:
 
 def main() -> int:
     # A rig started by a Swift host may inherit blocked stop signals (see bumble_local.py).
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT, signal.SIGUSR1})
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGUSR2})
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Examples:\n  mqtt_broker.py --port 0\n  mqtt_broker.py --port 1883 --log /tmp/broker.log -v\n"
-        "SIGUSR1 restarts the broker on the same port and prints READY again; SIGTERM/SIGINT stop it.",
+        "SIGUSR1 restarts the broker on the same port and prints READY again; SIGUSR2 stops it and leaves it\n"
+        "down (prints STOPPED; the next SIGUSR1 starts it again); SIGTERM/SIGINT stop it and exit.",
     )
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="TCP port (default 1883; 0 picks a free one)")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
@@ -320,7 +340,7 @@ def main() -> int:
     def on_signal(signum, _frame):
         pending.append(signum)
 
-    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1):
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGUSR2):
         signal.signal(signum, on_signal)
     try:
         broker.start()
@@ -328,17 +348,30 @@ def main() -> int:
         print(f"mqtt_broker.py: {error}", file=sys.stderr)
         return 1
     print(f"READY {broker.port}", flush=True)
+    paused = False  # stopped on purpose (SIGUSR2) until the next SIGUSR1
     try:
         while True:
             while pending:
                 signum = pending.pop(0)
                 if signum == signal.SIGUSR1:
-                    print(f"mqtt_broker.py: restarting on port {broker.port}", file=sys.stderr, flush=True)
-                    broker.restart()
+                    if paused:
+                        print(f"mqtt_broker.py: starting again on port {broker.port}", file=sys.stderr, flush=True)
+                        broker.resume()
+                        paused = False
+                    else:
+                        print(f"mqtt_broker.py: restarting on port {broker.port}", file=sys.stderr, flush=True)
+                        broker.restart()
                     print(f"READY {broker.port}", flush=True)
+                elif signum == signal.SIGUSR2:
+                    if not paused:
+                        print(f"mqtt_broker.py: stopping, staying down on port {broker.port} until SIGUSR1",
+                              file=sys.stderr, flush=True)
+                        broker.pause()
+                        paused = True
+                    print(f"STOPPED {broker.port}", flush=True)
                 else:
                     return 0
-            if not broker.running:
+            if not paused and not broker.running:
                 code = broker.process.returncode if broker.process else None
                 print(f"mqtt_broker.py: mosquitto exited with {code}", file=sys.stderr)
                 return 1
@@ -347,7 +380,7 @@ def main() -> int:
         print(f"mqtt_broker.py: {error}", file=sys.stderr)
         return 1
     finally:
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT, signal.SIGUSR1})
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGUSR2})
         broker.stop()
         if args.log:
             log.close()

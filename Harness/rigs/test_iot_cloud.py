@@ -13,6 +13,7 @@ import os
 import queue
 import select
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -758,6 +759,77 @@ def test_broker_cli_restarts_on_sigusr1_on_the_same_port_and_exits_0_on_sigint()
         assert process.popen.wait(10) == 0
     finally:
         process.cleanup()
+
+
+def stdout_words(process, timeout=WAIT_S):
+    """The words of the next line the rig process prints on stdout."""
+    deadline = time.monotonic() + timeout
+    line = b""
+    while not line.endswith(b"\n"):
+        remaining = deadline - time.monotonic()
+        assert remaining > 0 and process.popen.poll() is None, f"{process.name} printed {line!r}: {process.stderr()}"
+        ready, _, _ = select.select([process.popen.stdout], [], [], remaining)
+        if ready:
+            chunk = os.read(process.popen.stdout.fileno(), 1)
+            assert chunk, f"{process.name} closed stdout: {process.stderr()}"
+            line += chunk
+    return line.decode().split()
+
+
+def refused(port):
+    """True when connecting to 127.0.0.1:port is refused (nothing listens: SYN answered by RST)."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1.0).close()
+    except ConnectionRefusedError:
+        return True
+    return False
+
+
+def test_broker_cli_stays_down_from_sigusr2_until_sigusr1_on_the_same_port():
+    process = Process("broker", ["mqtt_broker.py", "--port", "0"])
+    try:
+        (port,) = process.wait_ready()
+        client = Client(int(port), "outage")
+        process.popen.send_signal(signal.SIGUSR2)
+        assert stdout_words(process) == ["STOPPED", port]
+        time.sleep(1.0)  # down for a while: still running, connections refused, paho cannot get in
+        assert process.popen.poll() is None
+        assert refused(int(port))
+        assert client.connects.empty()
+        assert not mqtt_broker.mqtt_probe("127.0.0.1", int(port), timeout=0.2)
+        process.popen.send_signal(signal.SIGUSR2)  # already down: said again, nothing else
+        assert stdout_words(process) == ["STOPPED", port]
+        process.popen.send_signal(signal.SIGUSR1)
+        assert stdout_words(process) == ["READY", port]
+        assert mqtt_broker.mqtt_probe("127.0.0.1", int(port))
+        assert client.connects.get(timeout=WAIT_S) == "Success"  # paho reconnected to the broker that is back
+        client.close()
+        process.popen.send_signal(signal.SIGUSR2)  # a stop signal while down still exits 0
+        assert stdout_words(process) == ["STOPPED", port]
+        process.popen.send_signal(signal.SIGTERM)
+        assert process.popen.wait(10) == 0
+    finally:
+        process.cleanup()
+    assert refused(int(port))
+
+
+def test_broker_pause_and_resume_keep_the_port_and_refuse_connections_between():
+    with mqtt_broker.Broker(port=0) as own:
+        port = own.port
+        client = Client(port, "pause")
+        own.pause()
+        assert not own.running and refused(port)
+        own.pause()  # paused twice: still paused
+        assert not own.running
+        time.sleep(0.6)  # paho tries again meanwhile and is refused
+        assert client.connects.empty()
+        own.resume()
+        assert own.port == port and own.running
+        own.resume()  # running already: left alone
+        assert own.running
+        assert client.connects.get(timeout=WAIT_S) == "Success"
+        client.close()
+    assert not own.running
 
 
 def test_broker_refuses_a_port_in_use_with_a_clear_message(broker):

@@ -32,6 +32,12 @@ extension UnsafeRawBufferPointer {
     }
 
     @inline(__always)
+    func u64be(at offset: Int) -> UInt64? {
+        guard let high = u32be(at: offset), let low = u32be(at: offset &+ 4) else { return nil }
+        return UInt64(high) << 32 | UInt64(low)
+    }
+
+    @inline(__always)
     func u32le(at offset: Int) -> UInt32? {
         guard has(4, at: offset) else { return nil }
         return UInt32(self[offset &+ 3]) << 24 | UInt32(self[offset &+ 2]) << 16

@@ -10,14 +10,60 @@ public enum HCIDirection: String, Sendable, Hashable {
     case unknown
 }
 
-/// An IPv4 or IPv6 address.
+extension UInt64 {
+    fileprivate func rotated(by count: UInt64) -> UInt64 { count == 0 ? self : (self << count) | (self >> (64 - count)) }
+}
+
+/// An IPv4 or IPv6 address, held inline (no allocation: dissection makes two per frame).
 public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
-    /// 4 bytes for IPv4, 16 for IPv6.
-    public var bytes: [UInt8]
-    /// Wraps 4 (IPv4) or 16 (IPv6) address bytes in network order.
-    public init(bytes: [UInt8]) { self.bytes = bytes }
+    /// IPv6: the first 8 bytes, big-endian. IPv4: 0.
+    private var high: UInt64
+    /// IPv6: the last 8 bytes, big-endian. IPv4: the address in the low 32 bits.
+    private var low: UInt64
     /// `true` for a 4-byte address.
-    public var isIPv4: Bool { bytes.count == 4 }
+    public let isIPv4: Bool
+
+    /// Wraps 4 (IPv4) or 16 (IPv6) address bytes in network order. Other lengths are not
+    /// addresses; they are kept as their first (up to) 16 bytes, read as IPv6.
+    public init(bytes: [UInt8]) {
+        isIPv4 = bytes.count == 4
+        var high: UInt64 = 0, low: UInt64 = 0
+        if isIPv4 {
+            for byte in bytes { low = low << 8 | UInt64(byte) }
+        } else {
+            for index in 0..<16 {
+                let byte = index < bytes.count ? UInt64(bytes[index]) : 0
+                if index < 8 { high = high << 8 | byte } else { low = low << 8 | byte }
+            }
+        }
+        self.high = high
+        self.low = low
+    }
+
+    /// An IPv4 address from its 32 bits (the first byte most significant).
+    init(ipv4 value: UInt32) {
+        isIPv4 = true
+        high = 0
+        low = UInt64(value)
+    }
+
+    /// An IPv6 address from its two halves (big-endian).
+    init(ipv6High high: UInt64, low: UInt64) {
+        isIPv4 = false
+        self.high = high
+        self.low = low
+    }
+
+    /// The address folded into one word, for hashing.
+    var foldedBits: UInt64 { high ^ low.rotated(by: isIPv4 ? 1 : 0) }
+
+    /// The address bytes in network order: 4 for IPv4, 16 for IPv6.
+    public var bytes: [UInt8] {
+        if isIPv4 { return (0..<4).map { UInt8(truncatingIfNeeded: low >> (24 - 8 * UInt64($0))) } }
+        return (0..<8).map { UInt8(truncatingIfNeeded: high >> (56 - 8 * UInt64($0))) }
+            + (0..<8).map { UInt8(truncatingIfNeeded: low >> (56 - 8 * UInt64($0))) }
+    }
+
     /// Dotted quad for IPv4; RFC 5952 text for IPv6.
     public var description: String { IPAddress.format(bytes) }
 }

@@ -14,6 +14,14 @@ public struct FrameDissector: Sendable {
     private var mqttTracker = MQTTTracker(ports: [1883])
     private var ipSummaries = true
 
+    /// Whether ``DissectedFrame/tcp`` carries the segment's data (``TCPSegment/payload``); off, its
+    /// payload is empty (its length still in the analysis and the MQTT records). Replay turns it
+    /// off: it reads the MQTT records only.
+    public var retainsTCPPayload: Bool {
+        get { ip.copiesTCPPayload }
+        set { ip.copiesTCPPayload = newValue }
+    }
+
     /// TCP ports read as MQTT (the broker's side of the connection): 1883 unless told otherwise.
     public var mqttPorts: Set<UInt16> {
         get { mqttTracker.ports }
@@ -44,21 +52,39 @@ public struct FrameDissector: Sendable {
     /// Dissects one frame of an interface with link type `linkType`.
     public mutating func dissect(_ frame: CaptureFrame, linkType: LinkType) -> DissectedFrame {
         var result = dissectUnnamed(frame, linkType: linkType)
-        if !namedHandles.isEmpty {
-            for i in result.att.indices where result.att[i].characteristicUUID == nil {
-                guard let handle = result.att[i].handle, let named = namedHandles[handle] else { continue }
-                result.att[i].characteristicUUID = named.characteristic.lowercased()
-                result.att[i].serviceUUID = named.service?.lowercased()
-            }
-        }
+        nameHandles(&result)
         return result
     }
 
+    /// Dissects one frame given as borrowed bytes (a reader's ``CaptureReader/withNextFrame(_:)``
+    /// view), with its pcapng `epb_flags` when it has them.
+    public mutating func dissect(bytes: UnsafeRawBufferPointer, flags: UInt32? = nil, linkType: LinkType) -> DissectedFrame {
+        var result = dissectUnnamed(bytes, flags: flags, linkType: linkType)
+        nameHandles(&result)
+        return result
+    }
+
+    private func nameHandles(_ result: inout DissectedFrame) {
+        guard !namedHandles.isEmpty else { return }
+        for i in result.att.indices where result.att[i].characteristicUUID == nil {
+            guard let handle = result.att[i].handle, let named = namedHandles[handle] else { continue }
+            result.att[i].characteristicUUID = named.characteristic.lowercased()
+            result.att[i].serviceUUID = named.service?.lowercased()
+        }
+    }
+
     private mutating func dissectUnnamed(_ frame: CaptureFrame, linkType: LinkType) -> DissectedFrame {
-        frame.data.withUnsafeBytes { data in
+        frame.data.withUnsafeBytes { dissectUnnamed($0, flags: frame.flags, linkType: linkType) }
+    }
+
+    private mutating func dissectUnnamed(_ data: UnsafeRawBufferPointer, flags: UInt32?, linkType: LinkType) -> DissectedFrame {
+        do {
             if UDPExtractor.handles(linkType) {
                 let outcome = ip.dissect(data, linkType: linkType)
-                if case .tcp(let segment) = outcome { return dissectTCP(segment) }
+                if case .tcp(let segment, let range) = outcome {
+                    guard let range else { return segment.payload.withUnsafeBytes { dissectTCP(segment, payload: $0) } }
+                    return dissectTCP(segment, payload: UnsafeRawBufferPointer(rebasing: data[range]))
+                }
                 return Self.describe(outcome)
             }
             if linkType == .user0 {
@@ -67,7 +93,7 @@ public struct FrameDissector: Sendable {
             if linkType == .user1 {
                 return Self.describeAppGroupEvent(data)
             }
-            return bluetooth.dissect(data, linkType: linkType, flags: frame.flags)
+            return bluetooth.dissect(data, linkType: linkType, flags: flags)
         }
     }
 
@@ -84,19 +110,19 @@ public struct FrameDissector: Sendable {
         bluetooth.att.setDatabase(database, for: ConnectionKey(adapter: adapter, handle: connectionHandle))
     }
 
-    private mutating func dissectTCP(_ segment: TCPSegment) -> DissectedFrame {
+    private mutating func dissectTCP(_ segment: TCPSegment, payload: UnsafeRawBufferPointer) -> DissectedFrame {
         var records: [MQTTRecord] = []
         let client = mqttTracker.clientFlow(segment)
         let flow = TCPFlowKey(segment)
-        if let client {
-            if segment.flags & TCPSegment.syn != 0 || !tcpStreams.isTracking(flow) {
-                // A new connection (the client's SYN), the broker's side starting (SYN-ACK), or a
-                // direction joined mid-stream: nothing earlier of it carries over.
-                mqttTracker.restart(flow, client: client)
-            }
+        if let client, segment.flags & TCPSegment.syn != 0 {
+            // A new connection (the client's SYN) or the broker's side starting (SYN-ACK): nothing
+            // earlier of it carries over.
+            mqttTracker.restart(flow, client: client)
         }
-        let analysis = tcpStreams.add(segment) { delivery in
+        let analysis = tcpStreams.add(segment, payload: payload) { delivery in
             guard let client else { return }
+            // A direction joined mid-stream: what was known of it before is stale.
+            if delivery.startsStream, segment.flags & TCPSegment.syn == 0 { mqttTracker.restart(delivery.flow, client: client) }
             if delivery.lostBefore > 0 { mqttTracker.abandon(delivery.flow, client: client) }
             mqttTracker.feed(delivery.bytes, flow: delivery.flow, client: client, into: &records)
         }
@@ -105,18 +131,19 @@ public struct FrameDissector: Sendable {
         frame.tcp = segment
         frame.tcpAnalysis = analysis
         frame.mqtt = records
-        var problems: [String] = []
         if analysis.lostBytes > 0 {
-            problems.append("TCP: \(analysis.lostBytes) bytes before relative sequence \(analysis.relativeSequence) were never captured; the stream resumes after them\(client == nil ? "" : ", and MQTT is no longer read on this direction")")
+            frame.problem = "TCP: \(analysis.lostBytes) bytes before relative sequence \(analysis.relativeSequence) were never captured; the stream resumes after them\(client == nil ? "" : ", and MQTT is no longer read on this direction")"
         }
-        problems.append(contentsOf: records.compactMap(\.problem))
-        if !problems.isEmpty { frame.problem = problems.joined(separator: "; ") }
-        if ipSummaries { frame.summary = Self.summary(segment, analysis, records) }
+        for record in records {
+            guard let problem = record.problem else { continue }
+            frame.problem = frame.problem.map { $0 + "; " + problem } ?? problem
+        }
+        if ipSummaries { frame.summary = Self.summary(segment, payloadLength: payload.count, analysis, records) }
         return frame
     }
 
-    static func summary(_ segment: TCPSegment, _ analysis: TCPSegmentAnalysis, _ records: [MQTTRecord]) -> String {
-        var tcp = "TCP \(endpoint(segment.sourceAddress, segment.sourcePort)) → \(endpoint(segment.destinationAddress, segment.destinationPort)) \(segment.flagNames) seq \(analysis.relativeSequence) len \(segment.payload.count)"
+    static func summary(_ segment: TCPSegment, payloadLength: Int, _ analysis: TCPSegmentAnalysis, _ records: [MQTTRecord]) -> String {
+        var tcp = "TCP \(endpoint(segment.sourceAddress, segment.sourcePort)) → \(endpoint(segment.destinationAddress, segment.destinationPort)) \(segment.flagNames) seq \(analysis.relativeSequence) len \(payloadLength)"
         if analysis.isRetransmission { tcp += " (retransmission)" }
         if analysis.isOutOfOrder { tcp += " (out of order)" }
         if analysis.overlapsDeliveredData { tcp += " (overlaps data already seen)" }
@@ -150,7 +177,7 @@ public struct FrameDissector: Sendable {
             let destination = endpoint(datagram.destinationAddress, datagram.destinationPort)
             let suffix = reassembled ? " (reassembled)" : ""
             return DissectedFrame(summary: "UDP \(source) → \(destination) \(datagram.payload.count) bytes\(suffix)", udp: datagram)
-        case .tcp(let segment):
+        case .tcp(let segment, _):
             return DissectedFrame(summary: "TCP \(endpoint(segment.sourceAddress, segment.sourcePort)) → \(endpoint(segment.destinationAddress, segment.destinationPort)) \(segment.flagNames) len \(segment.payload.count)")
         case .fragmentPending(let version, let identification, let offset):
             return DissectedFrame(summary: "IPv\(version) fragment id \(hex(identification, digits: version == 4 ? 4 : 8)) offset \(offset)")

@@ -14,8 +14,8 @@ struct IPv4Header: Sendable, Hashable {
     /// In bytes (the field counts 8-byte units).
     var fragmentOffset: Int
     var proto: UInt8
-    var source: [UInt8]
-    var destination: [UInt8]
+    var source: IPAddress
+    var destination: IPAddress
 
     var isFragment: Bool { moreFragments || fragmentOffset != 0 }
 
@@ -26,8 +26,8 @@ struct IPv4Header: Sendable, Hashable {
         guard available >= minimumLength, let versionIHL = frame.u8(at: offset),
               let total = frame.u16be(at: offset + 2), let id = frame.u16be(at: offset + 4),
               let flagsOffset = frame.u16be(at: offset + 6), let proto = frame.u8(at: offset + 9),
-              let source = frame.bytes(at: offset + 12, count: 4),
-              let destination = frame.bytes(at: offset + 16, count: 4)
+              let source = frame.u32be(at: offset + 12),
+              let destination = frame.u32be(at: offset + 16)
         else {
             return .failure(.short("IPv4", at: offset, need: minimumLength, what: "IPv4 header", have: available))
         }
@@ -58,7 +58,7 @@ struct IPv4Header: Sendable, Hashable {
         return .success(IPv4Header(
             headerLength: headerLength, totalLength: totalLength, identification: id,
             moreFragments: flagsOffset & 0x2000 != 0, fragmentOffset: Int(flagsOffset & 0x1FFF) * 8,
-            proto: proto, source: source, destination: destination))
+            proto: proto, source: IPAddress(ipv4: source), destination: IPAddress(ipv4: destination)))
     }
 }
 

@@ -10,15 +10,15 @@ struct IPv6Header: Sendable, Hashable {
 
     var payloadLength: Int
     var nextHeader: UInt8
-    var source: [UInt8]
-    var destination: [UInt8]
+    var source: IPAddress
+    var destination: IPAddress
 
     static func parse(_ frame: UnsafeRawBufferPointer, at offset: Int) -> Result<IPv6Header, DissectionProblem> {
         let available = frame.count - offset
         guard available >= fixedLength, let first = frame.u8(at: offset),
               let payloadLength = frame.u16be(at: offset + 4), let next = frame.u8(at: offset + 6),
-              let source = frame.bytes(at: offset + 8, count: 16),
-              let destination = frame.bytes(at: offset + 24, count: 16)
+              let sourceHigh = frame.u64be(at: offset + 8), let sourceLow = frame.u64be(at: offset + 16),
+              let destinationHigh = frame.u64be(at: offset + 24), let destinationLow = frame.u64be(at: offset + 32)
         else {
             return .failure(.short("IPv6", at: offset, need: fixedLength, what: "IPv6 header", have: available))
         }
@@ -35,7 +35,9 @@ struct IPv6Header: Sendable, Hashable {
                 layer: "IPv6", offset: offset + 4, expected: "\(payloadLength) payload bytes as the payload length says",
                 found: "only \(available - fixedLength) captured (snap length too small, or a truncated frame)"))
         }
-        return .success(IPv6Header(payloadLength: Int(payloadLength), nextHeader: next, source: source, destination: destination))
+        return .success(IPv6Header(
+            payloadLength: Int(payloadLength), nextHeader: next,
+            source: IPAddress(ipv6High: sourceHigh, low: sourceLow), destination: IPAddress(ipv6High: destinationHigh, low: destinationLow)))
     }
 
     /// What the extension-header chain leads to.

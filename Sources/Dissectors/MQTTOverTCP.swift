@@ -89,10 +89,14 @@ struct MQTTTracker: Sendable {
 
     /// Feeds in-order bytes of `flow`; the packets they complete are appended to `records`.
     mutating func feed(_ bytes: UnsafeRawBufferPointer, flow: TCPFlowKey, client: TCPFlowKey, into records: inout [MQTTRecord]) {
+        // Taken out and put back: one lookup each way, and the framers' buffers uniquely owned.
         var connection = self.connection(client)
-        connections[client] = nil  // so the framer below is uniquely referenced while it mutates
         let fromClient = flow == client
         var framer = fromClient ? connection.toServer : connection.toClient
+        // The connection keeps an empty framer meanwhile, so this one's buffer is not shared.
+        if fromClient { connection.toServer = MQTTStreamFramer(maximumPacketLength: maximumPacketLength) } else {
+            connection.toClient = MQTTStreamFramer(maximumPacketLength: maximumPacketLength)
+        }
         framer.feed(bytes) { item in
             switch item {
             case .packet(let packetBytes):
@@ -113,9 +117,10 @@ struct MQTTTracker: Sendable {
         connections[client] = connection
     }
 
+    /// The connection, removed from the table (the caller puts it back).
     private mutating func connection(_ client: TCPFlowKey) -> Connection {
         clock &+= 1
-        if var existing = connections[client] {
+        if var existing = connections.removeValue(forKey: client) {
             existing.lastUse = clock
             return existing
         }

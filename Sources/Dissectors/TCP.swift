@@ -47,9 +47,12 @@ public struct TCPSegment: Sendable, Hashable {
     }
 
     /// `[SYN, ACK]`-style flag names, as Wireshark lists them.
-    public var flagNames: String {
-        let names: [(UInt8, String)] = [(0x80, "CWR"), (0x40, "ECE"), (0x20, "URG"), (0x02, "SYN"), (0x01, "FIN"), (0x04, "RST"), (0x08, "PSH"), (0x10, "ACK")]
-        return "[" + names.filter { flags & $0.0 != 0 }.map(\.1).joined(separator: ", ") + "]"
+    public var flagNames: String { Self.flagNameTable[Int(flags)] }
+
+    /// Every control-bit combination's names, made once: summaries name a segment's flags per frame.
+    private static let flagNameTable: [String] = (0..<256).map { value in
+        let names: [(Int, String)] = [(0x80, "CWR"), (0x40, "ECE"), (0x20, "URG"), (0x02, "SYN"), (0x01, "FIN"), (0x04, "RST"), (0x08, "PSH"), (0x10, "ACK")]
+        return "[" + names.filter { value & $0.0 != 0 }.map(\.1).joined(separator: ", ") + "]"
     }
 }
 
@@ -61,10 +64,13 @@ public struct TCPSegment: Sendable, Hashable {
 enum TCPHeader {
     static let minimumLength = 20
 
-    /// Parses the segment at `offset`; its bytes end at `end` (from the IP header's lengths).
+    /// Parses the segment at `offset`; its bytes end at `end` (from the IP header's lengths). With
+    /// `copyingPayload` false the segment's ``TCPSegment/payload`` stays empty and `payloadRange`
+    /// says where the data lies in `buffer`.
     static func parse(
-        _ buffer: UnsafeRawBufferPointer, at offset: Int, end: Int, source: IPAddress, destination: IPAddress, context: String?
-    ) -> Result<TCPSegment, DissectionProblem> {
+        _ buffer: UnsafeRawBufferPointer, at offset: Int, end: Int, source: IPAddress, destination: IPAddress, context: String?,
+        copyingPayload: Bool = true
+    ) -> Result<(segment: TCPSegment, payloadRange: Range<Int>), DissectionProblem> {
         let available = min(end, buffer.count) - offset
         guard available >= minimumLength, let sourcePort = buffer.u16be(at: offset), let destinationPort = buffer.u16be(at: offset + 2),
               let sequence = buffer.u32be(at: offset + 4), let acknowledgment = buffer.u32be(at: offset + 8),
@@ -82,9 +88,10 @@ enum TCPHeader {
         guard headerLength <= available else {
             return .failure(.short("TCP", at: offset, need: headerLength, what: "TCP header with options", have: available, context: context))
         }
-        let payload = buffer.bytes(at: offset + headerLength, count: available - headerLength) ?? []
-        return .success(TCPSegment(
+        let range = (offset + headerLength)..<(offset + available)
+        let payload = copyingPayload ? (buffer.bytes(at: range.lowerBound, count: range.count) ?? []) : []
+        return .success((TCPSegment(
             sourceAddress: source, sourcePort: sourcePort, destinationAddress: destination, destinationPort: destinationPort,
-            sequenceNumber: sequence, acknowledgmentNumber: acknowledgment, flags: flags, window: window, payload: payload))
+            sequenceNumber: sequence, acknowledgmentNumber: acknowledgment, flags: flags, window: window, payload: payload), range))
     }
 }

@@ -1,20 +1,30 @@
 /// One direction of a TCP connection: who sent, to whom.
 public struct TCPFlowKey: Sendable, Hashable {
-    /// Sender address bytes (4 or 16).
-    public var sourceAddress: [UInt8]
+    /// Sender address.
+    public var sourceAddress: IPAddress
     /// Sender port.
     public var sourcePort: UInt16
-    /// Receiver address bytes.
-    public var destinationAddress: [UInt8]
+    /// Receiver address.
+    public var destinationAddress: IPAddress
     /// Receiver port.
     public var destinationPort: UInt16
 
     /// The flow a segment belongs to.
     public init(_ segment: TCPSegment) {
-        sourceAddress = segment.sourceAddress.bytes
+        sourceAddress = segment.sourceAddress
         sourcePort = segment.sourcePort
-        destinationAddress = segment.destinationAddress.bytes
+        destinationAddress = segment.destinationAddress
         destinationPort = segment.destinationPort
+    }
+
+    /// Hashes one word folded from the addresses and ports: flow keys are looked up several times
+    /// per segment, and hashing the whole key dominated dissection time. Equality still compares
+    /// every field.
+    public func hash(into hasher: inout Hasher) {
+        var folded = UInt64(sourcePort) << 48 | UInt64(destinationPort) << 32
+        folded ^= sourceAddress.foldedBits &* 0x9E37_79B9_7F4A_7C15
+        folded ^= destinationAddress.foldedBits &* 0xC2B2_AE3D_27D4_EB4F
+        hasher.combine(folded)
     }
 
     /// The other direction of the same connection.
@@ -34,6 +44,9 @@ public struct TCPDelivery {
     public var bytes: UnsafeRawBufferPointer
     /// Bytes given up for lost just before these (0 when the stream is contiguous).
     public var lostBefore: Int
+    /// The direction started with this segment (a SYN with a new sequence number, or joined
+    /// mid-stream): nothing earlier of it carries over.
+    public var startsStream: Bool = false
 }
 
 /// What reassembly made of one segment.
@@ -107,6 +120,12 @@ public struct TCPReassembler: Sendable {
     /// Takes one segment; `deliver` gets the bytes it makes available in order (possibly several
     /// chunks: its own, then waiting segments it unblocked), each with its flow.
     public mutating func add(_ segment: TCPSegment, deliver: (TCPDelivery) -> Void) -> TCPSegmentAnalysis {
+        segment.payload.withUnsafeBytes { add(segment, payload: $0, deliver: deliver) }
+    }
+
+    /// Takes one segment whose data is `payload` (``TCPSegment/payload`` is not read: a dissector
+    /// that keeps no copy of the bytes passes them here, borrowed from the frame).
+    public mutating func add(_ segment: TCPSegment, payload: UnsafeRawBufferPointer, deliver: (TCPDelivery) -> Void) -> TCPSegmentAnalysis {
         clock &+= 1
         let key = TCPFlowKey(segment)
         var analysis = TCPSegmentAnalysis()
@@ -114,22 +133,24 @@ public struct TCPReassembler: Sendable {
         let isSYN = segment.flags & TCPSegment.syn != 0
         if segment.flags & TCPSegment.rst != 0 {
             // Both directions end; a later SYN on the same ports is a new connection.
-            analysis.relativeSequence = flows[key].map { sequence &- $0.base } ?? 0
-            flows[key] = nil
+            analysis.relativeSequence = flows.removeValue(forKey: key).map { sequence &- $0.base } ?? 0
             flows[key.reversed] = nil
             analysis.resetsConnection = true
             return analysis
         }
+        // Taken out and put back: one lookup each way, and the flow's buffers are uniquely owned
+        // while they change.
         var flow: Flow
+        let existing = flows.removeValue(forKey: key)
         if isSYN {
-            if let existing = flows[key], existing.base == sequence {
+            if let existing, existing.base == sequence {
                 flow = existing  // a retransmitted SYN
                 analysis.isRetransmission = true
             } else {
                 flow = Flow(base: sequence, next: sequence &+ 1)
                 analysis.startsNewStream = true
             }
-        } else if let existing = flows[key] {
+        } else if let existing {
             flow = existing
         } else {
             // Joined mid-stream: the first segment seen sets the origin.
@@ -140,7 +161,6 @@ public struct TCPReassembler: Sendable {
         // SYN occupies one sequence number: its data (if any) starts after it.
         let dataStart = isSYN ? sequence &+ 1 : sequence
         analysis.relativeSequence = sequence &- flow.base
-        let payload = segment.payload
         if !payload.isEmpty {
             let distance = Int(Int32(bitPattern: dataStart &- flow.next))
             if distance <= 0 {
@@ -149,16 +169,15 @@ public struct TCPReassembler: Sendable {
                     analysis.isRetransmission = true
                 } else {
                     if distance < 0 { analysis.overlapsDeliveredData = true }
-                    payload.withUnsafeBytes { bytes in
-                        deliver(TCPDelivery(flow: key, bytes: UnsafeRawBufferPointer(rebasing: bytes[(-distance)...]), lostBefore: 0))
-                    }
+                    deliver(TCPDelivery(flow: key, bytes: UnsafeRawBufferPointer(rebasing: payload[(-distance)...]), lostBefore: 0,
+                                        startsStream: analysis.startsNewStream))
                     flow.next = flow.next &+ UInt32(fresh)
                     analysis.deliveredBytes += fresh
                     drain(&flow, key: key, analysis: &analysis, lostBefore: 0, deliver: deliver)
                 }
             } else {
                 analysis.isOutOfOrder = true
-                hold(payload, at: dataStart, in: &flow, key: key, analysis: &analysis, deliver: deliver)
+                hold(Array(payload), at: dataStart, in: &flow, key: key, analysis: &analysis, deliver: deliver)
             }
         }
         if segment.flags & TCPSegment.fin != 0 {
@@ -168,7 +187,7 @@ public struct TCPReassembler: Sendable {
                 flow.finished = true
             }
         }
-        if flows[key] == nil, flows.count >= maximumFlows { evictLeastRecentlyUsed() }
+        if flows.count >= maximumFlows { evictLeastRecentlyUsed() }
         flows[key] = flow
         return analysis
     }

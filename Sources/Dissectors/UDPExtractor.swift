@@ -18,6 +18,9 @@ public enum UDPExtraction: Sendable, Hashable {
 /// Stateful only for fragment reassembly, which is bounded (see ``IPFragmentReassembler``).
 public struct UDPExtractor: Sendable {
     var reassembler = IPFragmentReassembler()
+    /// Whether TCP segments carry a copy of their data (``TCPSegment/payload``). Replay reads the
+    /// data from the frame while it is dissected and needs no copy.
+    var copiesTCPPayload = true
 
     /// An extractor with no pending fragments.
     public init() {}
@@ -43,7 +46,10 @@ public struct UDPExtractor: Sendable {
     /// The full outcome, with what ``FrameDissector`` needs for a summary.
     enum Outcome: Sendable, Hashable {
         case udp(UDPDatagram, reassembled: Bool)
-        case tcp(TCPSegment)
+        /// A TCP segment. `payloadRange` is where its data lies in the frame being dissected
+        /// (the segment's own `payload` is then left empty, unless ``UDPExtractor/copiesTCPPayload``);
+        /// `nil` for a segment reassembled from IP fragments, whose `payload` holds the data.
+        case tcp(TCPSegment, payloadRange: Range<Int>?)
         case fragmentPending(version: Int, identification: UInt32, offset: Int)
         case otherTransport(version: Int, proto: UInt8, source: IPAddress, destination: IPAddress)
         case notIP(String)
@@ -82,8 +88,8 @@ public struct UDPExtractor: Sendable {
         }
         let payloadStart = offset + header.headerLength
         let payloadEnd = offset + header.totalLength
-        let source = IPAddress(bytes: header.source)
-        let destination = IPAddress(bytes: header.destination)
+        let source = header.source
+        let destination = header.destination
         guard header.proto == IPProtocol.udp || header.proto == IPProtocol.tcp else {
             return .otherTransport(version: 4, proto: header.proto, source: source, destination: destination)
         }
@@ -94,7 +100,7 @@ public struct UDPExtractor: Sendable {
             return .problem(.short("IPv4", at: payloadStart, need: payloadEnd - payloadStart, what: "fragment data", have: data.count - payloadStart))
         }
         let key = IPFragmentReassembler.Key(
-            source: header.source, destination: header.destination, proto: header.proto,
+            source: header.source.bytes, destination: header.destination.bytes, proto: header.proto,
             identification: UInt32(header.identification))
         switch reassembler.add(key: key, offset: header.fragmentOffset, moreFragments: header.moreFragments, payload: fragment) {
         case .pending:
@@ -116,8 +122,8 @@ public struct UDPExtractor: Sendable {
         case .success(let parsed): header = parsed
         }
         let end = offset + IPv6Header.fixedLength + header.payloadLength
-        let source = IPAddress(bytes: header.source)
-        let destination = IPAddress(bytes: header.destination)
+        let source = header.source
+        let destination = header.destination
         switch IPv6Header.walk(data, next: header.nextHeader, offset: offset + IPv6Header.fixedLength, end: end) {
         case .failure(let problem):
             return .problem(problem)
@@ -130,7 +136,7 @@ public struct UDPExtractor: Sendable {
             guard let fragment = data.slice(at: dataOffset, count: end - dataOffset) else {
                 return .problem(.short("IPv6", at: dataOffset, need: end - dataOffset, what: "fragment data", have: data.count - dataOffset))
             }
-            let key = IPFragmentReassembler.Key(source: header.source, destination: header.destination, proto: next, identification: id)
+            let key = IPFragmentReassembler.Key(source: header.source.bytes, destination: header.destination.bytes, proto: next, identification: id)
             switch reassembler.add(key: key, offset: fragmentOffset, moreFragments: more, payload: fragment) {
             case .pending:
                 return .fragmentPending(version: 6, identification: id, offset: fragmentOffset)
@@ -165,8 +171,10 @@ public struct UDPExtractor: Sendable {
         guard proto == IPProtocol.tcp else {
             return udp(buffer, at: offset, end: end, source: source, destination: destination, reassembled: reassembled, context: context)
         }
-        switch TCPHeader.parse(buffer, at: offset, end: end, source: source, destination: destination, context: context) {
-        case .success(let segment): return .tcp(segment)
+        // Data reassembled from fragments lives in a buffer that is gone once this returns: copy it.
+        let copying = copiesTCPPayload || reassembled
+        switch TCPHeader.parse(buffer, at: offset, end: end, source: source, destination: destination, context: context, copyingPayload: copying) {
+        case .success(let parsed): return .tcp(parsed.segment, payloadRange: reassembled ? nil : parsed.payloadRange)
         case .failure(let problem): return .problem(problem)
         }
     }

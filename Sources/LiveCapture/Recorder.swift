@@ -104,6 +104,12 @@ public final class Recorder: @unchecked Sendable {
     public let inputs: [RecorderInput]
     /// Longest time written frames stay in memory before reaching the OS.
     public let flushInterval: Duration
+    /// How long frames wait to be written in timestamp order (zero: written as they come). Sources
+    /// on their own threads hand over frames a little late (libpcap's buffer) while a host writes
+    /// its own records at once, so without a window a call can land in the file before the packet
+    /// it reacted to. With one, every frame stamped at most this long before a later-arriving one
+    /// is still written before it.
+    public let reorderWindow: Duration
 
     private let manifestTemplate: CaptureSetManifest
     private let lock = NSLock()
@@ -124,6 +130,18 @@ public final class Recorder: @unchecked Sendable {
     private var failure: (any Error)?
     private var running = 0
     private var runWaiter: CheckedContinuation<Void, Never>?
+
+    /// Frames waiting for the reorder window, ordered by timestamp on the way out.
+    private var waiting: [WaitingFrame] = []
+    private var arrivals: UInt64 = 0
+
+    private struct WaitingFrame {
+        var input: Int
+        var timestampNs: Int64
+        var originalLength: Int
+        var data: [UInt8]
+        var arrival: UInt64
+    }
 
     // The newest frame is held back until the next one arrives or the flush interval passes, so a
     // mark made after it can still ride on it when no frame follows.
@@ -147,11 +165,12 @@ public final class Recorder: @unchecked Sendable {
     ///   - devices: the devices that took part.
     public init(
         setPath: String, title: String, description: String? = nil, devices: [ManifestDevice] = [],
-        inputs: [RecorderInput], flushInterval: Duration = .seconds(1)
+        inputs: [RecorderInput], flushInterval: Duration = .seconds(1), reorderWindow: Duration = .zero
     ) {
         self.setPath = setPath
         self.inputs = inputs
         self.flushInterval = flushInterval
+        self.reorderWindow = max(.zero, min(reorderWindow, flushInterval))
         self.framesPerInput = Array(repeating: 0, count: inputs.count)
         self.lastFlush = monotonic.now
         var manifest = CaptureSetManifest(title: title, description: description, recordedAt: CaptureSetManifest.timestamp(Date()), devices: devices)
@@ -277,25 +296,64 @@ public final class Recorder: @unchecked Sendable {
             guard inputs.indices.contains(input) else {
                 throw LiveCaptureError(kind: .misuse, source: setPath, step: "write frame", detail: "input \(input) does not exist (there are \(inputs.count))", hint: "Pass the index of the input in the order given to Recorder.")
             }
-            try writeHeld(writer)
-            frameCount += 1
-            framesPerInput[input] += 1
-            if firstTimestampNs == nil { firstTimestampNs = frame.timestampNs }
-            held.valid = true
-            held.input = input
-            held.number = frameCount
-            held.timestampNs = frame.timestampNs
-            held.originalLength = frame.originalLength
-            if held.data.count < frame.data.count { held.data = [UInt8](repeating: 0, count: max(frame.data.count, 2048)) }
-            held.data.withUnsafeMutableBytes { $0.copyMemory(from: frame.data) }
-            held.count = frame.data.count
-            held.comments = pendingMarks
-            for text in pendingMarks {
-                annotations.append(ManifestAnnotation(frame: frameCount, timeNs: frame.timestampNs &- (firstTimestampNs ?? frame.timestampNs), text: text))
+            guard reorderWindow > .zero else {
+                try emit(writer, input: input, timestampNs: frame.timestampNs, originalLength: frame.originalLength, data: frame.data)
+                try flushIfDueLocked(writer)
+                return
             }
-            pendingMarks = []
+            arrivals &+= 1
+            waiting.append(WaitingFrame(input: input, timestampNs: frame.timestampNs, originalLength: frame.originalLength,
+                                        data: Array(frame.data), arrival: arrivals))
+            try drainWaiting(writer, all: false)
             try flushIfDueLocked(writer)
         }
+    }
+
+    /// Writes the waiting frames stamped more than ``reorderWindow`` ago (or all of them), oldest
+    /// stamp first; equal stamps keep their arrival order.
+    private func drainWaiting(_ writer: PcapngWriter, all: Bool) throws(LiveCaptureError) {
+        guard !waiting.isEmpty else { return }
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        let horizon = all ? Int64.max : (Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec)) &- reorderWindow.nanosecondsForRecorder
+        waiting.sort { ($0.timestampNs, $0.arrival) < ($1.timestampNs, $1.arrival) }
+        var written = 0
+        for frame in waiting where frame.timestampNs <= horizon {
+            // A typed-throws closure here crashes Swift 6.3's IR generation; carry the error out instead.
+            var failure: LiveCaptureError?
+            frame.data.withUnsafeBytes { bytes in
+                do throws(LiveCaptureError) {
+                    try emit(writer, input: frame.input, timestampNs: frame.timestampNs, originalLength: frame.originalLength, data: bytes)
+                } catch {
+                    failure = error
+                }
+            }
+            if let failure { throw failure }
+            written += 1
+        }
+        waiting.removeFirst(written)
+    }
+
+    /// Writes one frame: the held frame goes out, this one is held (so a mark made after it can
+    /// still ride on it), numbered, and given the marks waiting.
+    private func emit(_ writer: PcapngWriter, input: Int, timestampNs: Int64, originalLength: Int, data: UnsafeRawBufferPointer) throws(LiveCaptureError) {
+        try writeHeld(writer)
+        frameCount += 1
+        framesPerInput[input] += 1
+        if firstTimestampNs == nil { firstTimestampNs = timestampNs }
+        held.valid = true
+        held.input = input
+        held.number = frameCount
+        held.timestampNs = timestampNs
+        held.originalLength = originalLength
+        if held.data.count < data.count { held.data = [UInt8](repeating: 0, count: max(data.count, 2048)) }
+        held.data.withUnsafeMutableBytes { $0.copyMemory(from: data) }
+        held.count = data.count
+        held.comments = pendingMarks
+        for text in pendingMarks {
+            annotations.append(ManifestAnnotation(frame: frameCount, timeNs: timestampNs &- (firstTimestampNs ?? timestampNs), text: text))
+        }
+        pendingMarks = []
     }
 
     /// Hands every written frame to the OS now.
@@ -303,6 +361,7 @@ public final class Recorder: @unchecked Sendable {
     public func flush() throws(LiveCaptureError) {
         try lock.locked { () throws(LiveCaptureError) in
             guard let writer, !finished else { return }
+            try drainWaiting(writer, all: false)
             try writeHeld(writer)
             try flushWriter(writer)
         }
@@ -319,6 +378,7 @@ public final class Recorder: @unchecked Sendable {
     }
 
     private func flushIfDueLocked(_ writer: PcapngWriter) throws(LiveCaptureError) {
+        try drainWaiting(writer, all: false)
         guard lastFlush.duration(to: monotonic.now) >= flushInterval else { return }
         try writeHeld(writer)
         try flushWriter(writer)
@@ -370,6 +430,7 @@ public final class Recorder: @unchecked Sendable {
             guard started, let writer, !finished else {
                 throw LiveCaptureError(kind: .misuse, source: setPath, step: "finish", detail: started ? "the recording is already finished" : "the recorder was not started", hint: "Call start() once and finish() once.")
             }
+            try drainWaiting(writer, all: true)
             if !pendingMarks.isEmpty {
                 if held.valid {
                     held.comments += pendingMarks
@@ -431,5 +492,13 @@ public final class Recorder: @unchecked Sendable {
         case .bluetoothHCIH4WithPHDR: .bleHCI
         default: .context
         }
+    }
+}
+
+extension Duration {
+    /// Whole nanoseconds (the window is at most the flush interval, so this never overflows).
+    fileprivate var nanosecondsForRecorder: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds &* 1_000_000_000 &+ attoseconds / 1_000_000_000
     }
 }

@@ -314,7 +314,7 @@ final class MQTTBrokerRig: @unchecked Sendable {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let script = root.appendingPathComponent("Harness/rigs/mqtt_broker.py").path
         let stderrURL = FileManager.default.temporaryDirectory.appendingPathComponent("tether-mqtt-broker-\(UUID().uuidString).log")
-        FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", script, "--port", "0"]

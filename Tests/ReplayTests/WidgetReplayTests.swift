@@ -19,6 +19,7 @@ import WidgetCore
         .setProperties(iotId: "lamp-0001", items: ["powerstate": .int(1)]), .listScenes, .queryScenes(pageNo: 2, pageSize: 5),
         .updateScenes(["scene-0001"]), .fireScene("scene-0002"),
         .containerChanged(name: "settings.json", bytes: Array("{}".utf8)), .containerChanged(name: "has-content.json", bytes: nil),
+        .mqttConnectFailed("connect(127.0.0.1:1883): Connection refused"),
     ]
 
     @Test(arguments: calls) func aRecordReadsBackAsTheSameCall(_ call: WidgetAPICall) throws {
@@ -87,5 +88,58 @@ import WidgetCore
             broker, ManifestInterface(index: 1, linkType: .user1, role: .appGroup), ManifestInterface(index: 2, linkType: .user0, role: .apiCalls),
         ])
         #expect(ReplayAdapterSelection.cores(for: manifest) == ["widget"])
+    }
+}
+
+/// The committed widget-channel sets: recorded for real (both processes as live hosts on one App
+/// Group folder, a real mosquitto, the IoT cloud simulator; the widget process recording), by
+/// Harness/record_widget_sets.py.
+@Suite struct WidgetCaptureSetTests {
+    static let liveSets = [
+        "widget-property-change", "widget-set-response-notification", "widget-broker-drop", "widget-refresh-overrun",
+        "widget-write-race", "widget-scene-fire",
+    ]
+
+    func replay(_ name: String) throws -> ReplayOutcome {
+        try replaySet(at: MessagingReplayTests.captures.appendingPathComponent(name).path)
+    }
+
+    func summary(_ outcome: ReplayOutcome) throws -> [String: TraceValue] {
+        try #require(outcome.trace.last { $0.core == "widget" && $0.event == "summary" }).fields
+    }
+
+    @Test(arguments: liveSets) func everyPublishAndWriteOfTheReplayedProcessEqualsTheCapturedOne(_ name: String) throws {
+        let outcome = try replay(name)
+        #expect(outcome.cores == ["widget"])
+        let fields = try summary(outcome)
+        #expect(fields["frames_diverged"] == .int(0), "\(name): \(fields["first_divergence"] ?? .null)")
+        guard case .int(let matched)? = fields["frames_matched"], case .int(let publishes)? = fields["own_publishes"],
+              case .int(let writes)? = fields["own_writes"] else {
+            Issue.record("\(name): the summary lacks its counts: \(fields)")
+            return
+        }
+        #expect(matched == publishes + writes)
+        // The write race is the host's writes and the widget's reads: the widget publishes and writes nothing.
+        if name != "widget-write-race" { #expect(matched > 0) }
+    }
+
+    @Test(arguments: liveSets) func liveTraceEqualsReplayedTrace(_ name: String) throws {
+        let outcome = try replay(name)
+        let live = try TraceFile.read(MessagingReplayTests.captures.appendingPathComponent(name).appendingPathComponent("live/widget.jsonl").path)
+        let ignored: Set<String> = ["frame_matched", "summary"]
+        let report = TraceDiff.compare(
+            live.filter { !ignored.contains($0.event) }, outcome.trace.filter { !ignored.contains($0.event) },
+            timingToleranceNs: 50_000_000)
+        #expect(report.isEmpty, "\(name): \(report.render(maxLines: 20))")
+    }
+
+    @Test func committedExpectationsHold() throws {
+        for name in Self.liveSets {
+            let outcome = try replay(name)
+            #expect(outcome.manifest.expectations.count >= 3, "\(name) has too few expectations")
+            for result in Expectations.evaluate(outcome.manifest.expectations, trace: outcome.trace) {
+                #expect(result.passed, "\(name): \(result.message)")
+            }
+        }
     }
 }

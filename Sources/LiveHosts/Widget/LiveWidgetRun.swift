@@ -37,10 +37,13 @@ final class LiveWidgetRecording {
         let pcap = try PcapLiveSource(device: "lo", options: PcapLiveSource.Options(filter: "tcp port \(brokerPort)"))
         let appGroup = try AppGroupSource(folder: container)
         let apiInterface = CaptureInterface(linkType: .user0, name: "api-calls", description: apiDescription, snapLength: 262_144, nanosecondsPerTick: 1)
+        // The host writes its records at once; libpcap and inotify hand their frames over a little
+        // later. The window puts every frame in timestamp order, so a call never lands in the file
+        // before the packet it reacted to.
         let recorder = Recorder(setPath: setPath, title: title, description: description, inputs: [
             .mqttTCP(pcap, port: brokerPort), RecorderInput(source: appGroup, role: .appGroup),
             RecorderInput(interface: apiInterface, role: .apiCalls),
-        ])
+        ], reorderWindow: .milliseconds(250))
         try recorder.start()
         self.setPath = setPath
         self.recorder = recorder

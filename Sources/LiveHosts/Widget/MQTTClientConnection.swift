@@ -483,7 +483,7 @@ public final class MQTTClientConnection {
                 end("keep-alive lost: nothing from the broker within \(keepAliveInterval) of a PINGREQ")
             }
         } else if now >= lastSent + keepAliveInterval / 2 {
-            // SANITY send(Self.encode(MQTTPacket(type: .pingreq, body: .ping), version: version))
+            send(Self.encode(MQTTPacket(type: .pingreq, body: .ping), version: version))
             pingSentAt = now
             pingRequestsSent += 1
         }

@@ -286,10 +286,10 @@ public final class WidgetLiveHost {
                     try connection.open()
                     mqtt = connection
                 } catch {
-                    // The core retries on its reconnect timer; a broker that is down is part of the story.
-                    options.log("MQTT connect failed: \(error)")
+                    // The core retries on its reconnect timer; a broker that is down is part of the
+                    // story. Recorded as a fact: the wire shows a refused SYN without a client id.
                     mqtt = nil
-                    try perform(driver.receive(.mqttDisconnected, now: now()))
+                    try call(.mqttConnectFailed(error.detail))
                 }
             case .mqttSubscribe(let topics):
                 try mqtt?.subscribe(topics, qos: 1)

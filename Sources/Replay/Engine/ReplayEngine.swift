@@ -290,6 +290,7 @@ struct RunState {
     static func replayDissector(_ namedHandles: [UInt16: (service: String?, characteristic: String)]) -> FrameDissector {
         var dissector = FrameDissector(namedHandles: namedHandles)
         dissector.producesSummaries = false
+        dissector.retainsTCPPayload = false
         return dissector
     }
 }

@@ -35,7 +35,7 @@ public struct IngestAdapter: CoreAdapter {
     private var notUDPFrames = 0
     private var malformedFrames = 0
     private var lastSource: DatagramSource?
-    private var lastSourceBytes: [UInt8] = []
+    private var lastSourceAddress: IPAddress?
     private var eventCache = TraceEventCache()
 
     /// An adapter around a fresh ``IngestCore``.
@@ -90,12 +90,12 @@ public struct IngestAdapter: CoreAdapter {
     /// The datagram's sender as the core keys it. The address text is made once per sender, not
     /// once per datagram: a replay is mostly one stream.
     private mutating func datagramSource(_ datagram: UDPDatagram) -> DatagramSource {
-        if let last = lastSource, last.port == datagram.sourcePort, lastSourceBytes == datagram.sourceAddress.bytes {
+        if let last = lastSource, last.port == datagram.sourcePort, lastSourceAddress == datagram.sourceAddress {
             return last
         }
         let source = DatagramSource(address: datagram.sourceAddress.description, port: datagram.sourcePort)
         lastSource = source
-        lastSourceBytes = datagram.sourceAddress.bytes
+        lastSourceAddress = datagram.sourceAddress
         return source
     }
 

@@ -57,6 +57,10 @@ public enum WidgetAPICall: Sendable, Hashable {
     /// as inotify told it. Recorded because inotify cannot keep the content: a file the other
     /// process deletes at once is gone before a recorder reads it.
     case containerChanged(name: String, bytes: [UInt8]?)
+    /// Host fact: opening the MQTT connection failed before any CONNECT was sent (refused, no
+    /// route). On the wire that is a SYN answered by an RST with no client id, so nothing in the
+    /// capture says whose attempt it was.
+    case mqttConnectFailed(String)
 
     /// The record's `call` name.
     public var name: String {
@@ -78,6 +82,7 @@ public enum WidgetAPICall: Sendable, Hashable {
         case .updateScenes: "update_scenes"
         case .fireScene: "fire_scene"
         case .containerChanged: "container_changed"
+        case .mqttConnectFailed: "mqtt_connect_failed"
         }
     }
 
@@ -85,7 +90,7 @@ public enum WidgetAPICall: Sendable, Hashable {
     public static let names: [String] = [
         "start", "update_settings", "set_has_content", "did_open_url", "open_host_app", "refresh", "start_connection",
         "stop_connection", "list_devices", "update_devices", "query_properties", "set_properties", "list_scenes",
-        "query_scenes", "update_scenes", "fire_scene", "container_changed",
+        "query_scenes", "update_scenes", "fire_scene", "container_changed", "mqtt_connect_failed",
     ]
 
     /// The record as JSON members (without `core`).
@@ -128,6 +133,8 @@ public enum WidgetAPICall: Sendable, Hashable {
         case let .containerChanged(name, bytes):
             r["name"] = .string(name)
             r["content"] = bytes.map { .string(JSONLiteral.hex($0)) } ?? .null
+        case .mqttConnectFailed(let detail):
+            r["detail"] = .string(detail)
         }
         return r
     }
@@ -212,6 +219,8 @@ public enum WidgetAPICall: Sendable, Hashable {
                 bytes = decoded
             }
             self = .containerChanged(name: try string("name"), bytes: bytes)
+        case "mqtt_connect_failed":
+            self = .mqttConnectFailed(try string("detail"))
         default:
             throw WidgetAPICallError("unknown widget call \"\(call)\"; known: \(Self.names.joined(separator: ", "))")
         }

@@ -95,6 +95,8 @@ public struct WidgetDriver: Sendable {
                 fields["content"] = nil
                 fields["size"] = bytes.map { .int(Int64($0.count)) } ?? .null
                 actions = widget.containerChanged(name: name, bytes: bytes, now: now)
+            case .mqttConnectFailed:
+                actions = widget.mqttDisconnected(now: now)
             }
         } catch {
             return refuse(error.code.rawValue, error.detail)
