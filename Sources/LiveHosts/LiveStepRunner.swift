@@ -40,6 +40,9 @@ struct LiveStepRunner {
         var waitUntil: ContinuousClock.Instant?
         var waitingFor: (event: String, mark: Int)?
         var lingerUntil: ContinuousClock.Instant?
+        // A `wait_for` right after a call must also see what that call's own servicing brought
+        // (a fast reply): its mark is taken before the call runs.
+        var markBeforeCall: (event: String, mark: Int)?
         while true {
             while waitUntil == nil, stepIndex < steps.count {
                 let step = steps[stepIndex]
@@ -48,9 +51,14 @@ struct LiveStepRunner {
                 case .wait(let duration):
                     waitUntil = ContinuousClock.now + duration
                 case .waitFor(let event, let timeout):
-                    waitingFor = (event, host.mark(event))
+                    let early = markBeforeCall.flatMap { $0.event == event ? $0.mark : nil }
+                    waitingFor = (event, early ?? host.mark(event))
                     waitUntil = ContinuousClock.now + timeout
                 case .call(let name, let arguments):
+                    markBeforeCall = nil
+                    if stepIndex < steps.count, case .waitFor(let event, _) = steps[stepIndex] {
+                        markBeforeCall = (event, host.mark(event))
+                    }
                     try host.runStep(stepIndex, name, arguments)
                     try host.service(.zero)
                 }

@@ -97,7 +97,7 @@ import WidgetCore
 @Suite struct WidgetCaptureSetTests {
     static let liveSets = [
         "widget-property-change", "widget-set-response-notification", "widget-broker-drop", "widget-refresh-overrun",
-        "widget-write-race", "widget-scene-fire",
+        "widget-write-race", "widget-scene-fire", "widget-host-open-url", "widget-broker-outage",
     ]
 
     func replay(_ name: String) throws -> ReplayOutcome {
@@ -125,12 +125,26 @@ import WidgetCore
 
     @Test(arguments: liveSets) func liveTraceEqualsReplayedTrace(_ name: String) throws {
         let outcome = try replay(name)
-        let live = try TraceFile.read(MessagingReplayTests.captures.appendingPathComponent(name).appendingPathComponent("live/widget.jsonl").path)
+        let folder = MessagingReplayTests.captures.appendingPathComponent(name).appendingPathComponent("live")
+        let hostTrace = folder.appendingPathComponent("host.jsonl").path
+        let live = try TraceFile.read(FileManager.default.fileExists(atPath: hostTrace) ? hostTrace : folder.appendingPathComponent("widget.jsonl").path)
         let ignored: Set<String> = ["frame_matched", "summary"]
         let report = TraceDiff.compare(
             live.filter { !ignored.contains($0.event) }, outcome.trace.filter { !ignored.contains($0.event) },
             timingToleranceNs: 50_000_000)
         #expect(report.isEmpty, "\(name): \(report.render(maxLines: 20))")
+    }
+
+    @Test func theHostSideOfARecordingReplaysTheHostCore() throws {
+        let outcome = try replay("widget-host-open-url")
+        #expect(try summary(outcome)["role"] == .string("host"))
+        #expect(outcome.trace.filter { $0.event == "open_url_requested" }.count == 2)
+    }
+
+    @Test func aRefusedReconnectIsReplayedFromItsRecordedFact() throws {
+        let outcome = try replay("widget-broker-outage")
+        #expect(outcome.trace.contains { $0.event == "api_call" && $0.fields["call"] == .string("mqtt_connect_failed") })
+        #expect(outcome.trace.filter { $0.event == "connection_state_changed" && $0.fields["state"] == .string("waiting_to_reconnect") }.count >= 2)
     }
 
     @Test func committedExpectationsHold() throws {

@@ -79,6 +79,11 @@ public final class WidgetLiveHost {
     private var events: [(realtimeNs: Int64, event: TraceEvent)] = []
     private var failedSteps: [String] = []
     private var openURLPolicy: OpenURLPolicy = .opened
+    /// Cookies of renames of this process's own temporary files: the `moved_in` that completes one
+    /// is its own write, not news from the other process.
+    private var ownRenames: Set<UInt32> = []
+    /// Files this process removed, not yet reported back by inotify.
+    private var ownRemovals: [String: Int] = [:]
 
     /// A host; nothing starts until ``run()``.
     public init(options: Options, recording: APICallRecording? = nil) {
@@ -249,7 +254,20 @@ public final class WidgetLiveHost {
                 throw LiveHostError(target: options.container, step: "read inotify", detail: error.detail, hint: error.hint)
             }
             guard let change else { return }
-            guard !change.name.hasPrefix(".") else { continue }
+            if change.name.hasPrefix(".") {
+                if change.kind == .movedOut, change.cookie != 0, change.name.hasSuffix(ownTemporarySuffix) {
+                    if ownRenames.count >= 1024 { ownRenames.removeAll() }
+                    ownRenames.insert(change.cookie)
+                }
+                continue
+            }
+            // This process's own writes and removals come back through inotify too; they are not
+            // the other process's news, and recording them would only repeat the core's own actions.
+            if change.kind == .movedIn, ownRenames.remove(change.cookie) != nil { continue }
+            if change.kind == .deleted, let pending = ownRemovals[change.name] {
+                ownRemovals[change.name] = pending > 1 ? pending - 1 : nil
+                continue
+            }
             switch change.kind {
             case .movedIn, .closedWritten:
                 // Gone again before we read it: the removal that follows says so.
@@ -276,7 +294,9 @@ public final class WidgetLiveHost {
             case let .writeFile(name, bytes):
                 try writeAtomically(name, bytes)
             case .removeFile(let name):
-                if unlink(path(name)) != 0, errno != ENOENT {
+                if unlink(path(name)) == 0 {
+                    ownRemovals[name, default: 0] += 1
+                } else if errno != ENOENT {
                     throw LiveHostError(target: path(name), step: "remove", detail: String(cString: strerror(errno)), hint: "Check the container folder's permissions.")
                 }
             case .mqttConnect(let clientID):
@@ -308,12 +328,31 @@ public final class WidgetLiveHost {
         for answer in answers { try call(answer) }
     }
 
-    /// Writes `.NAME.tmp-ROLE-PID`, then renames it over `NAME` (docs/app-group-link.md).
+    /// `.tmp-ROLE-PID`: how this process's temporary files end.
+    private var ownTemporarySuffix: String { ".tmp-\(options.role.rawValue)-\(getpid())" }
+
+    /// Writes `.NAME.tmp-ROLE-PID`, then renames it over `NAME` (docs/app-group-link.md). Plain
+    /// POSIX calls: Foundation's file writing makes a temporary file of its own first, which would
+    /// put a second rename of an unrelated name into every recording.
     private func writeAtomically(_ name: String, _ bytes: [UInt8]) throws(LiveHostError) {
-        let temporary = path(".\(name).tmp-\(options.role.rawValue)-\(getpid())")
-        guard FileManager.default.createFile(atPath: temporary, contents: Data(bytes)) else {
-            throw LiveHostError(target: temporary, step: "write", detail: "the file could not be created", hint: "Check the container folder's permissions and free space.")
+        let temporary = path(".\(name)\(ownTemporarySuffix)")
+        func failure(_ step: String) -> LiveHostError {
+            LiveHostError(target: temporary, step: step, detail: String(cString: strerror(errno)), hint: "Check the container folder's permissions and free space.")
         }
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw failure("create") }
+        var written = 0
+        while written < bytes.count {
+            let count = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, $0.count - written) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                let error = failure("write")
+                close(fd)
+                throw error
+            }
+            written += count
+        }
+        guard close(fd) == 0 else { throw failure("close") }
         guard rename(temporary, path(name)) == 0 else {
             throw LiveHostError(target: path(name), step: "rename", detail: String(cString: strerror(errno)), hint: "Check the container folder's permissions.")
         }
