@@ -309,11 +309,23 @@ struct MQTTReader {
         let length = Int(try u16("the length of \(what)"))
         guard remaining >= length else { throw short(length, what) }
         let slice = UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + length)])
-        guard let text = String(validating: slice, as: UTF8.self) else {
-            throw error(at: start + 2, expected: "\(what) in UTF-8 (§1.5.4)", found: "\(length) bytes that are not UTF-8")
+        // Topics are nearly always ASCII: one pass decides, and ASCII needs no further validation.
+        var ascii = true
+        for byte in slice where byte == 0 || byte >= 0x80 {
+            ascii = false
+            break
         }
-        guard !slice.contains(0) else {
-            throw error(at: start + 2, expected: "\(what) without U+0000 (§1.5.4)", found: "a NUL character")
+        let text: String
+        if ascii {
+            text = String(decoding: slice, as: UTF8.self)
+        } else {
+            guard let validated = String(validating: slice, as: UTF8.self) else {
+                throw error(at: start + 2, expected: "\(what) in UTF-8 (§1.5.4)", found: "\(length) bytes that are not UTF-8")
+            }
+            guard !slice.contains(0) else {
+                throw error(at: start + 2, expected: "\(what) without U+0000 (§1.5.4)", found: "a NUL character")
+            }
+            text = validated
         }
         offset += length
         return text

@@ -10,6 +10,27 @@ import WidgetCore
 
 /// `tether live`: a core in real time against real peers.
 struct LiveCommand: ParsableCommand {
+    /// The checks every live host's `--record` and `--trace` get: a new set folder, a trace file
+    /// that can be written and does not go inside the set.
+    static func checkOutputs(record: String?, trace: String?) throws {
+        if let record, FileManager.default.fileExists(atPath: record) {
+            throw ValidationError("--record \(record) exists already; name a new capture set folder.")
+        }
+        if let trace {
+            try OutputFile.check(trace, option: "--trace")
+            if let record { try OutputFile.refuseInside(trace, option: "--trace", set: record) }
+        }
+    }
+
+    /// A live host's script, or exit 64 saying which step of which file is wrong.
+    static func loadScript(_ path: String, callNames: Set<String>) throws -> LiveScript {
+        do {
+            return try LiveScript.load(path, callNames: callNames)
+        } catch {
+            throw CommandFailure(message: "\(error)", exitCode: ExitCode.validationFailure.rawValue)
+        }
+    }
+
     static let configuration = CommandConfiguration(
         commandName: "live",
         abstract: "Run a protocol core in real time against a real peer, scripted, writing the trace replay writes.",
@@ -97,22 +118,11 @@ struct LiveMessagingCommand: ParsableCommand {
         for uuid in device where IQUUID(uuid) == nil {
             throw ValidationError("--device \(uuid) is not a UUID (8-4-4-4-12 hex digits).")
         }
-        if let record, FileManager.default.fileExists(atPath: record) {
-            throw ValidationError("--record \(record) exists already; name a new capture set folder.")
-        }
-        if let trace {
-            try OutputFile.check(trace, option: "--trace")
-            if let record { try OutputFile.refuseInside(trace, option: "--trace", set: record) }
-        }
+        try LiveCommand.checkOutputs(record: record, trace: trace)
     }
 
     func run() throws {
-        let script: LiveScript
-        do {
-            script = try LiveScript.load(self.script, callNames: MessagingLiveHost.scriptCalls)
-        } catch {
-            throw CommandFailure(message: "\(error)", exitCode: ExitCode.validationFailure.rawValue)
-        }
+        let script = try LiveCommand.loadScript(self.script, callNames: MessagingLiveHost.scriptCalls)
         let devices = peer.enumerated().map { index, address in
             let uuid = device.isEmpty ? Self.deviceUUID(for: address) : IQUUID(device[index])!
             return (uuid: uuid, address: address.uppercased(), name: "watch-\(index + 1)", model: "Connect IQ watch (Bumble rig)")
@@ -265,23 +275,12 @@ struct LiveSessionCommand: ParsableCommand {
         for (option, value) in [("--identity", identity), ("--paired", paired)] {
             if let value, SessionDeviceID(value) == nil { throw ValidationError("\(option) \(value) is not a UUID (8-4-4-4-12 hex digits).") }
         }
-        if let record, FileManager.default.fileExists(atPath: record) {
-            throw ValidationError("--record \(record) exists already; name a new capture set folder.")
-        }
-        if let trace {
-            try OutputFile.check(trace, option: "--trace")
-            if let record { try OutputFile.refuseInside(trace, option: "--trace", set: record) }
-        }
+        try LiveCommand.checkOutputs(record: record, trace: trace)
     }
 
     func run() throws {
         let role = SessionRole(rawValue: role)!
-        let script: LiveScript
-        do {
-            script = try LiveScript.load(self.script, callNames: SessionLiveHost.scriptCalls)
-        } catch {
-            throw CommandFailure(message: "\(error)", exitCode: ExitCode.validationFailure.rawValue)
-        }
+        let script = try LiveCommand.loadScript(self.script, callNames: SessionLiveHost.scriptCalls)
         let identity = SessionDeviceID(self.identity ?? (role == .phone ? Self.defaultPhone : Self.defaultWatch))!
         let paired = SessionDeviceID(self.paired ?? (role == .phone ? Self.defaultWatch : Self.defaultPhone))!
         let address = (role == .phone ? peer : address ?? "F0:F0:F0:F0:F0:A1")!.uppercased()
@@ -378,23 +377,12 @@ struct LiveWidgetCommand: ParsableCommand {
             throw ValidationError("--container \(container) is not a folder. Create it first (mkdir -p \(container)); both processes must use the same one.")
         }
         guard Self.parseBroker(broker) != nil else { throw ValidationError("--broker \(broker) is not HOST:PORT, e.g. 127.0.0.1:1883.") }
-        if let record, FileManager.default.fileExists(atPath: record) {
-            throw ValidationError("--record \(record) exists already; name a new capture set folder.")
-        }
-        if let trace {
-            try OutputFile.check(trace, option: "--trace")
-            if let record { try OutputFile.refuseInside(trace, option: "--trace", set: record) }
-        }
+        try LiveCommand.checkOutputs(record: record, trace: trace)
     }
 
     func run() throws {
         let role = WidgetRole(rawValue: role)!
-        let script: LiveScript
-        do {
-            script = try LiveScript.load(self.script, callNames: WidgetLiveHost.scriptCalls)
-        } catch {
-            throw CommandFailure(message: "\(error)", exitCode: ExitCode.validationFailure.rawValue)
-        }
+        let script = try LiveCommand.loadScript(self.script, callNames: WidgetLiveHost.scriptCalls)
         let (host, port) = Self.parseBroker(broker)!
         var options = WidgetLiveHost.Options(role: role, account: account, brokerPort: port, container: container, script: script)
         options.brokerHost = host
