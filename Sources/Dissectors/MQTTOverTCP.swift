@@ -46,7 +46,7 @@ struct MQTTTracker: Sendable {
     var ports: Set<UInt16>
     let maximumConnections: Int
     let maximumPacketLength: Int
-    private var connections: [TCPFlowKey: Connection] = [:]
+    private var connections = FlowTable<Connection>()
     private var clock: UInt64 = 0
 
     init(ports: Set<UInt16>, maximumConnections: Int = 1024, maximumPacketLength: Int = 1 << 20) {
@@ -124,7 +124,7 @@ struct MQTTTracker: Sendable {
             existing.lastUse = clock
             return existing
         }
-        if connections.count >= maximumConnections, let oldest = connections.min(by: { $0.value.lastUse < $1.value.lastUse })?.key {
+        if connections.count >= maximumConnections, let oldest = connections.entries.min(by: { $0.value.lastUse < $1.value.lastUse })?.key {
             connections[oldest] = nil
         }
         var fresh = Connection(

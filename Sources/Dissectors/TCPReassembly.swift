@@ -21,10 +21,15 @@ public struct TCPFlowKey: Sendable, Hashable {
     /// per segment, and hashing the whole key dominated dissection time. Equality still compares
     /// every field.
     public func hash(into hasher: inout Hasher) {
+        hasher.combine(foldedWord)
+    }
+
+    /// The addresses and ports folded into one word (``FlowTable`` mixes it into a slot).
+    var foldedWord: UInt64 {
         var folded = UInt64(sourcePort) << 48 | UInt64(destinationPort) << 32
         folded ^= sourceAddress.foldedBits &* 0x9E37_79B9_7F4A_7C15
         folded ^= destinationAddress.foldedBits &* 0xC2B2_AE3D_27D4_EB4F
-        hasher.combine(folded)
+        return folded
     }
 
     /// The other direction of the same connection.
@@ -101,7 +106,7 @@ public struct TCPReassembler: Sendable {
     public let maximumPendingBytes: Int
     /// Segments held behind a gap, per direction.
     public let maximumPendingSegments: Int
-    private var flows: [TCPFlowKey: Flow] = [:]
+    private var flows = FlowTable<Flow>()
     private var clock: UInt64 = 0
 
     /// A reassembler with no flows.
@@ -251,7 +256,7 @@ public struct TCPReassembler: Sendable {
     }
 
     private mutating func evictLeastRecentlyUsed() {
-        guard let oldest = flows.min(by: { $0.value.lastUse < $1.value.lastUse })?.key else { return }
+        guard let oldest = flows.entries.min(by: { $0.value.lastUse < $1.value.lastUse })?.key else { return }
         flows[oldest] = nil
     }
 }

@@ -240,3 +240,34 @@ func mqttTypes(_ frames: [[UInt8]], dissector: inout FrameDissector) -> [[String
         }
     }
 }
+
+@Suite struct FlowTableTests {
+    func key(_ n: Int) -> TCPFlowKey {
+        let segment = TCPSegment(
+            sourceAddress: IPAddress(bytes: [10, 0, UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF)]), sourcePort: UInt16(truncatingIfNeeded: 40_000 + n % 7),
+            destinationAddress: IPAddress(bytes: loopback4), destinationPort: 1883,
+            sequenceNumber: 0, acknowledgmentNumber: 0, flags: 0, window: 0, payload: [])
+        return TCPFlowKey(segment)
+    }
+
+    @Test func behavesAsADictionaryUnderSeededInsertsAndRemovals() {
+        var random = SplitMix64(seed: 99)
+        var table = FlowTable<Int>()
+        var model: [TCPFlowKey: Int] = [:]
+        for step in 0..<20_000 {
+            let k = key(Int(random.next() % 600))
+            switch random.next() % 3 {
+            case 0, 1:
+                table[k] = step
+                model[k] = step
+            default:
+                #expect(table.removeValue(forKey: k) == model.removeValue(forKey: k))
+            }
+            if step % 997 == 0 {
+                #expect(table.count == model.count)
+                for (k, v) in model { #expect(table[k] == v) }
+            }
+        }
+        #expect(Set(table.entries.map(\.key)) == Set(model.keys))
+    }
+}
