@@ -73,14 +73,15 @@ public final class MessagingLiveHost {
     private let recording: APICallRecording?
     private var bridge: BLEBridge?
     private let start = ContinuousClock.now
-    private var events: [(realtimeNs: Int64, event: TraceEvent)] = []
-    private var failedSteps: [String] = []
+    private let log: LiveTraceLog
+    private var events: [(realtimeNs: Int64, event: TraceEvent)] { log.events }
     private var registeredDevices: Set<IQUUID> = []
     private var connectRequested: Set<IQUUID> = []
 
     /// A host; nothing starts until ``run()``.
     public init(options: Options, recording: APICallRecording? = nil) {
         self.options = options
+        self.log = LiveTraceLog(core: "messaging", log: options.log)
         self.recording = recording
         let keys: any EncryptionKeySource = options.keySeed.map { SeededKeySource(seed: $0) } ?? SystemKeySource()
         self.core = MessagingCore(configuration: options.configuration, keySource: keys)
@@ -109,7 +110,7 @@ public final class MessagingLiveHost {
             occurred: { event, since in self.events[since...].contains { $0.event.event == event } },
             fail: { step, message in self.fail(step: step, message) }))
         try disconnectAll(bridge)
-        return Result(events: events, failedSteps: failedSteps)
+        return Result(events: log.events, failedSteps: log.failedSteps)
     }
 
     /// Ends the session as an app going away does: disconnects every link and handles what the
@@ -190,12 +191,7 @@ public final class MessagingLiveHost {
         try bridge?.send(["op": .string("connect"), "peer": .string(entry.address)])
     }
 
-    private func fail(step: Int, _ message: String) {
-        failedSteps.append("step \(step): \(message)")
-        record(TraceEvent(timeNs: 0, core: "messaging", event: "step_failed", fields: [
-            "step": .int(Int64(step)), "detail": .string(message),
-        ]))
-    }
+    private func fail(step: Int, _ message: String) { log.fail(step: step, message) }
 
     // MARK: bridge
 
@@ -258,11 +254,7 @@ public final class MessagingLiveHost {
     }
 
     private func record(_ event: TraceEvent, realtimeNs: Int64? = nil, quiet: Bool = false) {
-        events.append((realtimeNs ?? Self.realtimeNs(), event))
-        if !quiet {
-            let fields = event.fields.keys.sorted().map { "\($0)=\(JSONLiteral.text(event.fields[$0]!))" }.joined(separator: " ")
-            options.log("\(event.event) \(fields)")
-        }
+        log.record(event, realtimeNs: realtimeNs, quiet: quiet)
     }
 
     private func now() -> Duration { start.duration(to: ContinuousClock.now) }

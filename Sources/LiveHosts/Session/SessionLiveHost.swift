@@ -88,8 +88,8 @@ public final class SessionLiveHost {
     private var store: SessionStore?
     private var bridge: BLEBridge?
     private let start = ContinuousClock.now
-    private var events: [(realtimeNs: Int64, event: TraceEvent)] = []
-    private var failedSteps: [String] = []
+    private let log: LiveTraceLog
+    private var events: [(realtimeNs: Int64, event: TraceEvent)] { log.events }
     /// `link_up` / `link_down`, for `wait_for` only: they are the bridge's facts, not the core's,
     /// so they stay out of the trace (replay sees the link in the capture).
     private var hostEvents: [String] = []
@@ -100,6 +100,7 @@ public final class SessionLiveHost {
     /// A host; nothing starts until ``run()``.
     public init(options: Options, recording: APICallRecording? = nil) {
         self.options = options
+        self.log = LiveTraceLog(core: "session", log: options.log)
         self.recording = recording
         self.driver = SessionDriver(configuration: options.configuration)
         self.connectTarget = options.address
@@ -163,7 +164,7 @@ public final class SessionLiveHost {
                 try serviceBridge(bridge, waitingAtMost: .milliseconds(100))
             }
         }
-        return Result(events: events, failedSteps: failedSteps)
+        return Result(events: log.events, failedSteps: log.failedSteps)
     }
 
     /// The trace with `t_ns` relative to `zeroNs` (a recording's first frame, or the run's start).
@@ -239,12 +240,7 @@ public final class SessionLiveHost {
         try perform(actions, realtimeNs: realtime)
     }
 
-    private func fail(step: Int, _ message: String) {
-        failedSteps.append("step \(step): \(message)")
-        record(TraceEvent(timeNs: 0, core: "session", event: "step_failed", fields: [
-            "step": .int(Int64(step)), "detail": .string(message),
-        ]))
-    }
+    private func fail(step: Int, _ message: String) { log.fail(step: step, message) }
 
     // MARK: bridge
 
@@ -339,11 +335,7 @@ public final class SessionLiveHost {
     }
 
     private func record(_ event: TraceEvent, realtimeNs: Int64? = nil, quiet: Bool = false) {
-        events.append((realtimeNs ?? Self.realtimeNs(), event))
-        if !quiet {
-            let fields = event.fields.keys.sorted().map { "\($0)=\(JSONLiteral.text(event.fields[$0]!))" }.joined(separator: " ")
-            options.log("\(event.event) \(fields)")
-        }
+        log.record(event, realtimeNs: realtimeNs, quiet: quiet)
     }
 
     private func now() -> Duration { start.duration(to: ContinuousClock.now) }

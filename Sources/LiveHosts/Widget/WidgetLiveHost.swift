@@ -76,8 +76,8 @@ public final class WidgetLiveHost {
     private var watcher: FolderWatcher?
     private var mqtt: MQTTClientConnection?
     private let start = ContinuousClock.now
-    private var events: [(realtimeNs: Int64, event: TraceEvent)] = []
-    private var failedSteps: [String] = []
+    private let log: LiveTraceLog
+    private var events: [(realtimeNs: Int64, event: TraceEvent)] { log.events }
     private var openURLPolicy: OpenURLPolicy = .opened
     /// Cookies of renames of this process's own temporary files: the `moved_in` that completes one
     /// is its own write, not news from the other process.
@@ -88,6 +88,7 @@ public final class WidgetLiveHost {
     /// A host; nothing starts until ``run()``.
     public init(options: Options, recording: APICallRecording? = nil) {
         self.options = options
+        self.log = LiveTraceLog(core: "widget", log: options.log)
         self.recording = recording
         var configuration = options.configuration
         configuration.account = options.account
@@ -130,7 +131,7 @@ public final class WidgetLiveHost {
             try call(.stopConnection)
             try service(waitingAtMost: .milliseconds(100))
         }
-        return Result(events: events, failedSteps: failedSteps)
+        return Result(events: log.events, failedSteps: log.failedSteps)
     }
 
     /// The trace with `t_ns` relative to `zeroNs` (a recording's first frame, or the run's start).
@@ -181,12 +182,7 @@ public final class WidgetLiveHost {
         try perform(actions, realtimeNs: realtime)
     }
 
-    private func fail(step: Int, _ message: String) {
-        failedSteps.append("step \(step): \(message)")
-        record(TraceEvent(timeNs: 0, core: WidgetTraceMapping.core, event: "step_failed", fields: [
-            "step": .int(Int64(step)), "detail": .string(message),
-        ]))
-    }
+    private func fail(step: Int, _ message: String) { log.fail(step: step, message) }
 
     // MARK: the outside world
 
@@ -359,11 +355,7 @@ public final class WidgetLiveHost {
     }
 
     private func record(_ event: TraceEvent, realtimeNs: Int64? = nil, quiet: Bool = false) {
-        events.append((realtimeNs ?? LiveTrace.realtimeNs(), event))
-        if !quiet {
-            let fields = event.fields.keys.sorted().map { "\($0)=\(JSONLiteral.text(event.fields[$0]!))" }.joined(separator: " ")
-            options.log("\(event.event) \(fields)")
-        }
+        log.record(event, realtimeNs: realtimeNs, quiet: quiet)
     }
 
     private func now() -> Duration { start.duration(to: ContinuousClock.now) }
