@@ -199,6 +199,18 @@ func hexBytes(_ p: UnsafeRawPointer, count: Int) -> String {
     }.joined(separator: " ")
 }
 
+/// Bytes as lower-case hex digits, two per byte, nothing between (digests, file content in records).
+public func lowercaseHex(_ bytes: some Sequence<UInt8>) -> String {
+    let digits = Array("0123456789abcdef".utf8)
+    var out: [UInt8] = []
+    out.reserveCapacity(bytes.underestimatedCount * 2)
+    for byte in bytes {
+        out.append(digits[Int(byte >> 4)])
+        out.append(digits[Int(byte & 0x0f)])
+    }
+    return String(decoding: out, as: UTF8.self)
+}
+
 func hexBytes(_ bytes: [UInt8]) -> String {
     bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined(separator: " ")
 }

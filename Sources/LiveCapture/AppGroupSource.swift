@@ -94,7 +94,7 @@ public final class AppGroupSource: LiveSource, @unchecked Sendable {
             let path = (watcher.path as NSString).appendingPathComponent(change.name)
             if let content = FileManager.default.contents(atPath: path) {
                 object["size"] = content.count
-                object["content"] = content.prefix(Self.maximumContent).map { String(format: "%02x", $0) }.joined()
+                object["content"] = lowercaseHex(content.prefix(Self.maximumContent))
                 if content.count > Self.maximumContent { object["content_truncated"] = true }
             } else {
                 // Gone again (renamed or deleted before we read it): the next event says so. Our

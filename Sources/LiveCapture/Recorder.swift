@@ -131,16 +131,15 @@ public final class Recorder: @unchecked Sendable {
     private var running = 0
     private var runWaiter: CheckedContinuation<Void, Never>?
 
-    /// Frames waiting for the reorder window, ordered by timestamp on the way out.
+    /// Frames waiting for the reorder window, kept in timestamp order (equal stamps in arrival
+    /// order) as they come, so writing them out takes a prefix.
     private var waiting: [WaitingFrame] = []
-    private var arrivals: UInt64 = 0
 
     private struct WaitingFrame {
         var input: Int
         var timestampNs: Int64
         var originalLength: Int
         var data: [UInt8]
-        var arrival: UInt64
     }
 
     // The newest frame is held back until the next one arrives or the flush interval passes, so a
@@ -301,9 +300,11 @@ public final class Recorder: @unchecked Sendable {
                 try flushIfDueLocked(writer)
                 return
             }
-            arrivals &+= 1
-            waiting.append(WaitingFrame(input: input, timestampNs: frame.timestampNs, originalLength: frame.originalLength,
-                                        data: Array(frame.data), arrival: arrivals))
+            // Frames nearly always come in order: the place is found from the end, usually at once.
+            var index = waiting.endIndex
+            while index > waiting.startIndex, waiting[index - 1].timestampNs > frame.timestampNs { index -= 1 }
+            waiting.insert(WaitingFrame(input: input, timestampNs: frame.timestampNs, originalLength: frame.originalLength,
+                                        data: Array(frame.data)), at: index)
             try drainWaiting(writer, all: false)
             try flushIfDueLocked(writer)
         }
@@ -316,9 +317,10 @@ public final class Recorder: @unchecked Sendable {
         var spec = timespec()
         clock_gettime(CLOCK_REALTIME, &spec)
         let horizon = all ? Int64.max : (Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec)) &- reorderWindow.nanosecondsForRecorder
-        waiting.sort { ($0.timestampNs, $0.arrival) < ($1.timestampNs, $1.arrival) }
         var written = 0
-        for frame in waiting where frame.timestampNs <= horizon {
+        defer { waiting.removeFirst(written) }
+        for frame in waiting {
+            guard frame.timestampNs <= horizon else { break }
             // A typed-throws closure here crashes Swift 6.3's IR generation; carry the error out instead.
             var failure: LiveCaptureError?
             frame.data.withUnsafeBytes { bytes in
@@ -331,7 +333,6 @@ public final class Recorder: @unchecked Sendable {
             if let failure { throw failure }
             written += 1
         }
-        waiting.removeFirst(written)
     }
 
     /// Writes one frame: the held frame goes out, this one is held (so a mark made after it can

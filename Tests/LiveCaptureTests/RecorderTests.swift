@@ -93,6 +93,30 @@ import Testing
         #expect(summary.notices.contains { $0.contains("manifest") })
     }
 
+    @Test func withAReorderWindowFramesHandedOverLateAreWrittenInTimestampOrder() throws {
+        let path = temporarySetPath()
+        let recorder = Recorder(setPath: path, title: "by hand", inputs: [RecorderInput(interface: Self.interface)],
+                                reorderWindow: .milliseconds(250))
+        try recorder.start()
+        // Stamped 3, 1, 2, 2 (two frames on one instant keep their arrival order), then 5 and 4, all
+        // within the window of now, so none is written before finish.
+        let base = Int64(Date().timeIntervalSince1970 * 1e9)
+        for (i, stamp) in [(1, 3), (2, 1), (3, 2), (4, 2), (5, 5), (6, 4)] { try write(recorder, i, at: base + Int64(stamp) * 1000) }
+        try recorder.finish()
+        let file = try readAll(path + "/capture.pcapng")
+        #expect(file.frames.map(\.data) == [2, 3, 4, 1, 6, 5].map(frameBytes))
+        #expect(file.frames.map(\.timestampNs) == [1, 2, 2, 3, 4, 5].map { base + Int64($0) * 1000 })
+    }
+
+    @Test func withoutAReorderWindowFramesAreWrittenAsTheyCome() throws {
+        let (recorder, path) = makeRecorder()
+        try recorder.start()
+        let base: Int64 = 1_700_000_000_000_000_000
+        for (i, stamp) in [(1, 3), (2, 1)] { try write(recorder, i, at: base + Int64(stamp) * 1000) }
+        try recorder.finish()
+        #expect(try readAll(path + "/capture.pcapng").frames.map(\.data) == [1, 2].map(frameBytes))
+    }
+
     @Test func writingBeforeStartIsMisuse() throws {
         let (recorder, _) = makeRecorder()
         do {

@@ -59,12 +59,13 @@ final class LiveWidgetRecording {
             }
             done.signal()
         }
-        // libpcap and inotify are reading once their threads run; what the host does first must be in the file.
-        Thread.sleep(forTimeInterval: 0.3)
+        // No wait here: the libpcap handle and the inotify watch exist already, and the kernel queues
+        // what they see until the reading threads take it.
     }
 
-    /// Stops the sources (after a moment, so the last packets and renames are read), seals the
-    /// set and returns its summary and first frame's time.
+    /// Stops the sources (after a moment, so the last packets and renames the kernel queued reach
+    /// the reading threads, which poll every 100 ms), seals the set and returns its summary and
+    /// first frame's time.
     func finish() throws(LiveMessagingError) -> (summary: RecordingSummary, zeroNs: Int64?) {
         Thread.sleep(forTimeInterval: 0.3)
         recorder.stop()
