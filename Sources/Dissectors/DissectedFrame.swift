@@ -171,6 +171,15 @@ public struct DissectedFrame: Sendable, Hashable {
 }
 
 extension DissectedFrame {
+    /// A TCP frame, built in one step: filled in field by field, the dissector's hot path copied
+    /// the whole frame once more.
+    init(summary: String, tcp: TCPSegment, tcpAnalysis: TCPSegmentAnalysis, mqtt: [MQTTRecord], problem: String?) {
+        self.init(summary: summary, problem: problem)
+        self.tcp = tcp
+        self.tcpAnalysis = tcpAnalysis
+        self.mqtt = mqtt
+    }
+
     /// A frame whose bytes break a layout: the summary and the problem both say which layer, where
     /// and what was expected.
     public init(problem: String, direction: HCIDirection? = nil) {

@@ -56,6 +56,22 @@ struct FlowTable<Value> {
         }
     }
 
+    /// Runs `body` on the value for `key` where it lies, `nil` when the key is absent: setting a
+    /// value inserts it, setting `nil` removes it. One probe, and the value is never moved, so its
+    /// buffers stay uniquely owned while `body` changes them.
+    mutating func withValue<Result>(forKey key: TCPFlowKey, _ body: (inout Value?) -> Result) -> Result {
+        let (index, found) = slot(of: key)
+        if found {
+            let result = body(&values[index])
+            if values[index] == nil { removeValue(forKey: key) }
+            return result
+        }
+        var fresh: Value? = nil
+        let result = body(&fresh)
+        if let fresh { self[key] = fresh }
+        return result
+    }
+
     /// Removes `key`, returning its value (moved out, so the caller owns it uniquely).
     @discardableResult
     mutating func removeValue(forKey key: TCPFlowKey) -> Value? {

@@ -127,19 +127,17 @@ public struct FrameDissector: Sendable {
             mqttTracker.feed(delivery.bytes, flow: delivery.flow, client: client, into: &records)
         }
         if let client, analysis.resetsConnection { mqttTracker.forget(client: client) }
-        var frame = DissectedFrame(summary: "")
-        frame.tcp = segment
-        frame.tcpAnalysis = analysis
-        frame.mqtt = records
+        var problem: String? = nil
         if analysis.lostBytes > 0 {
-            frame.problem = "TCP: \(analysis.lostBytes) bytes before relative sequence \(analysis.relativeSequence) were never captured; the stream resumes after them\(client == nil ? "" : ", and MQTT is no longer read on this direction")"
+            problem = "TCP: \(analysis.lostBytes) bytes before relative sequence \(analysis.relativeSequence) were never captured; the stream resumes after them\(client == nil ? "" : ", and MQTT is no longer read on this direction")"
         }
-        for record in records {
-            guard let problem = record.problem else { continue }
-            frame.problem = frame.problem.map { $0 + "; " + problem } ?? problem
+        // By index: a loop over the records would copy each one.
+        for index in records.indices {
+            guard let recordProblem = records[index].problem else { continue }
+            problem = problem.map { $0 + "; " + recordProblem } ?? recordProblem
         }
-        if ipSummaries { frame.summary = Self.summary(segment, payloadLength: payload.count, analysis, records) }
-        return frame
+        let summary = ipSummaries ? Self.summary(segment, payloadLength: payload.count, analysis, records) : ""
+        return DissectedFrame(summary: summary, tcp: segment, tcpAnalysis: analysis, mqtt: records, problem: problem)
     }
 
     static func summary(_ segment: TCPSegment, payloadLength: Int, _ analysis: TCPSegmentAnalysis, _ records: [MQTTRecord]) -> String {

@@ -82,91 +82,100 @@ struct MQTTTracker: Sendable {
 
     /// Bytes of `flow` went missing: its packets can no longer be framed.
     mutating func abandon(_ flow: TCPFlowKey, client: TCPFlowKey) {
-        var connection = self.connection(client)
-        if flow == client { connection.toServer.abandon() } else { connection.toClient.abandon() }
-        connections[client] = connection
+        withConnection(client) { connection in
+            if flow == client { connection.toServer.abandon() } else { connection.toClient.abandon() }
+        }
     }
 
     /// Feeds in-order bytes of `flow`; the packets they complete are appended to `records`.
     mutating func feed(_ bytes: UnsafeRawBufferPointer, flow: TCPFlowKey, client: TCPFlowKey, into records: inout [MQTTRecord]) {
-        // Taken out and put back: one lookup each way, and the framers' buffers uniquely owned.
-        var connection = self.connection(client)
         let fromClient = flow == client
-        var framer = fromClient ? connection.toServer : connection.toClient
-        // The connection keeps an empty framer meanwhile, so this one's buffer is not shared.
-        if fromClient { connection.toServer = MQTTStreamFramer(maximumPacketLength: maximumPacketLength) } else {
-            connection.toClient = MQTTStreamFramer(maximumPacketLength: maximumPacketLength)
-        }
-        framer.feed(bytes) { item in
-            switch item {
-            case .packet(let packetBytes):
-                records.append(Self.record(packetBytes, fromClient: fromClient, flow: flow, connection: &connection))
-            case .skipped(let firstByte, let length):
-                records.append(MQTTRecord(
-                    flow: flow, fromClient: fromClient, firstByte: firstByte, length: length, version: connection.version,
-                    versionAssumed: !connection.versionKnown, packet: nil, topic: nil,
-                    problem: "MQTT: a packet of \(length) bytes, longer than the \(maximumPacketLength) bytes the dissector holds; passed over"))
-            case .unframeable(let error):
-                records.append(MQTTRecord(
-                    flow: flow, fromClient: fromClient, firstByte: bytes.first ?? 0, length: 0, version: connection.version,
-                    versionAssumed: !connection.versionKnown, packet: nil, topic: nil,
-                    problem: "\(error); the rest of this direction is not read as MQTT"))
+        let maximumPacketLength = self.maximumPacketLength
+        withConnection(client) { connection in
+            // The framer is taken out (the connection keeps an empty one meanwhile), so its buffer
+            // is uniquely owned while the packets it completes change the connection.
+            let empty = MQTTStreamFramer(maximumPacketLength: maximumPacketLength)
+            var framer = fromClient ? connection.toServer : connection.toClient
+            if fromClient { connection.toServer = empty } else { connection.toClient = empty }
+            framer.feed(bytes) { item in
+                switch item {
+                case .packet(let packetBytes):
+                    records.append(Self.record(packetBytes, fromClient: fromClient, flow: flow, connection: &connection))
+                case .skipped(let firstByte, let length):
+                    records.append(MQTTRecord(
+                        flow: flow, fromClient: fromClient, firstByte: firstByte, length: length, version: connection.version,
+                        versionAssumed: !connection.versionKnown, packet: nil, topic: nil,
+                        problem: "MQTT: a packet of \(length) bytes, longer than the \(maximumPacketLength) bytes the dissector holds; passed over"))
+                case .unframeable(let error):
+                    records.append(MQTTRecord(
+                        flow: flow, fromClient: fromClient, firstByte: bytes.first ?? 0, length: 0, version: connection.version,
+                        versionAssumed: !connection.versionKnown, packet: nil, topic: nil,
+                        problem: "\(error); the rest of this direction is not read as MQTT"))
+                }
             }
+            if fromClient { connection.toServer = framer } else { connection.toClient = framer }
         }
-        if fromClient { connection.toServer = framer } else { connection.toClient = framer }
-        connections[client] = connection
     }
 
-    /// The connection, removed from the table (the caller puts it back).
-    private mutating func connection(_ client: TCPFlowKey) -> Connection {
+    /// Runs `body` on the connection where it lies in the table (one lookup), made when new; the
+    /// least recently used connection is forgotten when there are too many.
+    private mutating func withConnection(_ client: TCPFlowKey, _ body: (inout Connection) -> Void) {
         clock &+= 1
-        if var existing = connections.removeValue(forKey: client) {
-            existing.lastUse = clock
-            return existing
+        let clock = self.clock
+        let maximumPacketLength = self.maximumPacketLength
+        connections.withValue(forKey: client) { stored in
+            var connection = stored.take() ?? Connection(
+                toServer: MQTTStreamFramer(maximumPacketLength: maximumPacketLength),
+                toClient: MQTTStreamFramer(maximumPacketLength: maximumPacketLength))
+            connection.lastUse = clock
+            body(&connection)
+            stored = connection
         }
-        if connections.count >= maximumConnections, let oldest = connections.entries.min(by: { $0.value.lastUse < $1.value.lastUse })?.key {
+        // The connection just used is the most recent, so it is never the one forgotten.
+        if connections.count > maximumConnections, let oldest = connections.entries.min(by: { $0.value.lastUse < $1.value.lastUse })?.key {
             connections[oldest] = nil
         }
-        var fresh = Connection(
-            toServer: MQTTStreamFramer(maximumPacketLength: maximumPacketLength),
-            toClient: MQTTStreamFramer(maximumPacketLength: maximumPacketLength))
-        fresh.lastUse = clock
-        return fresh
     }
 
     private static func record(_ bytes: UnsafeRawBufferPointer, fromClient: Bool, flow: TCPFlowKey, connection: inout Connection) -> MQTTRecord {
         let firstByte = bytes[0]
         // A CONNECT is read the same at every level (it names its own).
         let decoded = MQTTPacket.decode(bytes, version: connection.version)
-        if fromClient, case .success(let packet) = decoded, case .connect(let connect) = packet.body {
+        if fromClient, firstByte >> 4 == MQTTPacketType.connect.rawValue, case .success(let packet) = decoded, case .connect(let connect) = packet.body {
             // The CONNECT names the level every later packet of the connection is read with.
             connection.version = connect.version
             connection.versionKnown = true
         }
-        var record = MQTTRecord(
-            flow: flow, fromClient: fromClient, firstByte: firstByte, length: bytes.count, version: connection.version,
-            versionAssumed: !connection.versionKnown, packet: nil, topic: nil, problem: nil)
+        var topic: String? = nil
+        var problem: String? = nil
+        var packet: MQTTPacket? = nil
         switch decoded {
         case .failure(let error):
-            record.problem = error.description
-        case .success(let packet):
-            record.packet = packet
-            record.topic = packet.topic
-            if case .publish(let publish) = packet.body, let alias = publish.topicAlias {
-                if publish.topic.isEmpty {
-                    let known = fromClient ? connection.aliasesToServer[alias] : connection.aliasesToClient[alias]
-                    record.topic = known
-                    if known == nil {
-                        record.problem = "MQTT PUBLISH: Topic Alias \(alias) was never set on this direction of the connection (§3.3.2.3.4)"
+            problem = error.description
+        case .success(let decodedPacket):
+            if case .publish(let publish) = decodedPacket.body {
+                topic = publish.topic
+                if let alias = publish.topicAlias {
+                    if publish.topic.isEmpty {
+                        topic = fromClient ? connection.aliasesToServer[alias] : connection.aliasesToClient[alias]
+                        if topic == nil {
+                            problem = "MQTT PUBLISH: Topic Alias \(alias) was never set on this direction of the connection (§3.3.2.3.4)"
+                        }
+                    } else if fromClient {
+                        connection.aliasesToServer[alias] = publish.topic
+                    } else {
+                        connection.aliasesToClient[alias] = publish.topic
                     }
-                } else if fromClient {
-                    connection.aliasesToServer[alias] = publish.topic
-                } else {
-                    connection.aliasesToClient[alias] = publish.topic
                 }
+            } else {
+                topic = decodedPacket.topic
             }
+            packet = decodedPacket
         }
-        return record
+        // Built in one step: filled in field by field, the record was copied once more.
+        return MQTTRecord(
+            flow: flow, fromClient: fromClient, firstByte: firstByte, length: bytes.count, version: connection.version,
+            versionAssumed: !connection.versionKnown, packet: packet, topic: topic, problem: problem)
     }
 }
 

@@ -143,62 +143,65 @@ public struct TCPReassembler: Sendable {
             analysis.resetsConnection = true
             return analysis
         }
-        // Taken out and put back: one lookup each way, and the flow's buffers are uniquely owned
-        // while they change.
-        var flow: Flow
-        let existing = flows.removeValue(forKey: key)
-        if isSYN {
-            if let existing, existing.base == sequence {
-                flow = existing  // a retransmitted SYN
-                analysis.isRetransmission = true
-            } else {
-                flow = Flow(base: sequence, next: sequence &+ 1)
-                analysis.startsNewStream = true
-            }
-        } else if let existing {
-            flow = existing
-        } else {
-            // Joined mid-stream: the first segment seen sets the origin.
-            flow = Flow(base: sequence &- 1, next: sequence)
-            analysis.startsNewStream = true
-        }
-        flow.lastUse = clock
-        // SYN occupies one sequence number: its data (if any) starts after it.
-        let dataStart = isSYN ? sequence &+ 1 : sequence
-        analysis.relativeSequence = sequence &- flow.base
-        if !payload.isEmpty {
-            let distance = Int(Int32(bitPattern: dataStart &- flow.next))
-            if distance <= 0 {
-                let fresh = payload.count + distance
-                if fresh <= 0 {
+        let clock = self.clock
+        let bounds = (bytes: maximumPendingBytes, segments: maximumPendingSegments)
+        // Changed where it lies in the table: one lookup, and the flow's buffers uniquely owned.
+        flows.withValue(forKey: key) { stored in
+            var flow: Flow
+            if isSYN {
+                if let existing = stored.take(), existing.base == sequence {
+                    flow = existing  // a retransmitted SYN
                     analysis.isRetransmission = true
                 } else {
-                    if distance < 0 { analysis.overlapsDeliveredData = true }
-                    deliver(TCPDelivery(flow: key, bytes: UnsafeRawBufferPointer(rebasing: payload[(-distance)...]), lostBefore: 0,
-                                        startsStream: analysis.startsNewStream))
-                    flow.next = flow.next &+ UInt32(fresh)
-                    analysis.deliveredBytes += fresh
-                    drain(&flow, key: key, analysis: &analysis, lostBefore: 0, deliver: deliver)
+                    flow = Flow(base: sequence, next: sequence &+ 1)
+                    analysis.startsNewStream = true
                 }
+            } else if let existing = stored.take() {
+                flow = existing
             } else {
-                analysis.isOutOfOrder = true
-                hold(Array(payload), at: dataStart, in: &flow, key: key, analysis: &analysis, deliver: deliver)
+                // Joined mid-stream: the first segment seen sets the origin.
+                flow = Flow(base: sequence &- 1, next: sequence)
+                analysis.startsNewStream = true
             }
-        }
-        if segment.flags & TCPSegment.fin != 0 {
-            let finSequence = dataStart &+ UInt32(truncatingIfNeeded: payload.count)
-            if finSequence == flow.next {
-                flow.next = flow.next &+ 1
-                flow.finished = true
+            flow.lastUse = clock
+            // SYN occupies one sequence number: its data (if any) starts after it.
+            let dataStart = isSYN ? sequence &+ 1 : sequence
+            analysis.relativeSequence = sequence &- flow.base
+            if !payload.isEmpty {
+                let distance = Int(Int32(bitPattern: dataStart &- flow.next))
+                if distance <= 0 {
+                    let fresh = payload.count + distance
+                    if fresh <= 0 {
+                        analysis.isRetransmission = true
+                    } else {
+                        if distance < 0 { analysis.overlapsDeliveredData = true }
+                        deliver(TCPDelivery(flow: key, bytes: UnsafeRawBufferPointer(rebasing: payload[(-distance)...]), lostBefore: 0,
+                                            startsStream: analysis.startsNewStream))
+                        flow.next = flow.next &+ UInt32(fresh)
+                        analysis.deliveredBytes += fresh
+                        Self.drain(&flow, key: key, analysis: &analysis, lostBefore: 0, deliver: deliver)
+                    }
+                } else {
+                    analysis.isOutOfOrder = true
+                    Self.hold(Array(payload), at: dataStart, in: &flow, key: key, bounds: bounds, analysis: &analysis, deliver: deliver)
+                }
             }
+            if segment.flags & TCPSegment.fin != 0 {
+                let finSequence = dataStart &+ UInt32(truncatingIfNeeded: payload.count)
+                if finSequence == flow.next {
+                    flow.next = flow.next &+ 1
+                    flow.finished = true
+                }
+            }
+            stored = flow
         }
-        if flows.count >= maximumFlows { evictLeastRecentlyUsed() }
-        flows[key] = flow
+        // The flow just used is the most recent, so eviction never takes it.
+        if flows.count > maximumFlows { evictLeastRecentlyUsed() }
         return analysis
     }
 
-    private mutating func hold(
-        _ payload: [UInt8], at sequence: UInt32, in flow: inout Flow, key: TCPFlowKey,
+    private static func hold(
+        _ payload: [UInt8], at sequence: UInt32, in flow: inout Flow, key: TCPFlowKey, bounds: (bytes: Int, segments: Int),
         analysis: inout TCPSegmentAnalysis, deliver: (TCPDelivery) -> Void
     ) {
         if let index = flow.waiting.firstIndex(where: { $0.sequence == sequence }) {
@@ -213,7 +216,7 @@ public struct TCPReassembler: Sendable {
             flow.waitingBytes += payload.count
         }
         // Over the bound: give up on the gap before the earliest waiting segment.
-        while flow.waitingBytes > maximumPendingBytes || flow.waiting.count > maximumPendingSegments {
+        while flow.waitingBytes > bounds.bytes || flow.waiting.count > bounds.segments {
             guard let earliest = flow.waiting.min(by: { Int32(bitPattern: $0.sequence &- $1.sequence) < 0 }) else { break }
             let gap = Int(Int32(bitPattern: earliest.sequence &- flow.next))
             guard gap > 0 else { break }
@@ -223,7 +226,7 @@ public struct TCPReassembler: Sendable {
         }
     }
 
-    private func drain(
+    private static func drain(
         _ flow: inout Flow, key: TCPFlowKey, analysis: inout TCPSegmentAnalysis, lostBefore: Int,
         deliver: (TCPDelivery) -> Void
     ) {

@@ -297,8 +297,16 @@ struct MQTTReader {
         throw error(at: start, expected: "\(what) as a Variable Byte Integer of at most four bytes", found: "a fifth byte")
     }
 
+    /// The two-byte length before a string or binary field. Its description is built only for an
+    /// error: interpolating it on every call allocated once per PUBLISH.
+    private mutating func fieldLength(_ what: String) throws(MQTTDecodeError) -> Int {
+        guard remaining >= 2 else { throw short(2, "the length of \(what)") }
+        defer { offset += 2 }
+        return Int(bytes[offset]) << 8 | Int(bytes[offset + 1])
+    }
+
     mutating func binary(_ what: String) throws(MQTTDecodeError) -> [UInt8] {
-        let length = Int(try u16("the length of \(what)"))
+        let length = try fieldLength(what)
         guard remaining >= length else { throw short(length, what) }
         defer { offset += length }
         return [UInt8](UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + length)]))
@@ -306,7 +314,7 @@ struct MQTTReader {
 
     mutating func string(_ what: String) throws(MQTTDecodeError) -> String {
         let start = offset
-        let length = Int(try u16("the length of \(what)"))
+        let length = try fieldLength(what)
         guard remaining >= length else { throw short(length, what) }
         let slice = UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + length)])
         // Topics are nearly always ASCII: one pass decides, and ASCII needs no further validation.

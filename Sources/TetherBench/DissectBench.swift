@@ -24,9 +24,9 @@ enum DissectBench {
             if dissected.tcp != nil { segments &+= 1 }
             if dissected.problem != nil { problems &+= 1 }
             summaryBytes &+= dissected.summary.utf8.count
-            for record in dissected.mqtt {
-                mqtt &+= 1
-                if case .publish(let publish)? = record.packet?.body {
+            mqtt &+= dissected.mqtt.count
+            for index in dissected.mqtt.indices {
+                if case .publish(let publish)? = dissected.mqtt[index].packet?.body {
                     publishes &+= 1
                     payloadBytes &+= publish.payload.count
                 }

@@ -270,4 +270,26 @@ func mqttTypes(_ frames: [[UInt8]], dissector: inout FrameDissector) -> [[String
         }
         #expect(Set(table.entries.map(\.key)) == Set(model.keys))
     }
+
+    @Test func withValueInsertsChangesAndRemovesInPlaceAsADictionaryWould() {
+        var random = SplitMix64(seed: 7)
+        var table = FlowTable<[Int]>()
+        var model: [TCPFlowKey: [Int]] = [:]
+        for step in 0..<20_000 {
+            let k = key(Int(random.next() % 600))
+            let removes = random.next() % 4 == 0
+            let seen = table.withValue(forKey: k) { value -> [Int]? in
+                let before = value
+                if removes { value = nil } else { value = (value ?? []) + [step] }
+                return before
+            }
+            #expect(seen == model[k])
+            if removes { model[k] = nil } else { model[k, default: []].append(step) }
+            if step % 997 == 0 {
+                #expect(table.count == model.count)
+                for (k, v) in model { #expect(table[k] == v) }
+            }
+        }
+        #expect(Set(table.entries.map(\.key)) == Set(model.keys))
+    }
 }
