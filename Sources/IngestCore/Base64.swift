@@ -99,6 +99,68 @@ enum Base64 {
         }
     }
 
+    /// Decodes `text` into `out`, which has room for `text.count / 4 * 3` bytes: the fast
+    /// paths' form, with no allocation. Returns the number of bytes written, or nil exactly where
+    /// ``decode(_:)`` fails (the general reader then says why).
+    @inline(__always)
+    static func decode(_ text: UnsafeRawBufferPointer, into out: UnsafeMutableRawPointer) -> Int? {
+        let count = text.count
+        if count == 0 { return 0 }
+        guard count & 3 == 0 else { return nil }
+        var padding = 0
+        if text[count &- 1] == UInt8(ascii: "=") {
+            padding = text[count &- 2] == UInt8(ascii: "=") ? 2 : 1
+        }
+        return table.withUnsafeBufferPointer { table -> Int? in
+            var o = 0
+            var i = 0
+            let fullEnd = count &- 4
+            while i < fullEnd {
+                let a = table[Int(text[i])], b = table[Int(text[i &+ 1])]
+                let c = table[Int(text[i &+ 2])], d = table[Int(text[i &+ 3])]
+                guard (a | b | c | d) & 0xC0 == 0 else { return nil }
+                let v = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6 | UInt32(d)
+                out.storeBytes(of: UInt8(truncatingIfNeeded: v >> 16), toByteOffset: o, as: UInt8.self)
+                out.storeBytes(of: UInt8(truncatingIfNeeded: v >> 8), toByteOffset: o &+ 1, as: UInt8.self)
+                out.storeBytes(of: UInt8(truncatingIfNeeded: v), toByteOffset: o &+ 2, as: UInt8.self)
+                o &+= 3
+                i &+= 4
+            }
+            let a = table[Int(text[i])], b = table[Int(text[i &+ 1])]
+            let c = padding == 2 ? 0 : table[Int(text[i &+ 2])]
+            let d = padding >= 1 ? 0 : table[Int(text[i &+ 3])]
+            guard (a | b | c | d) & 0xC0 == 0 else { return nil }
+            let leftoverIsZero = padding == 2 ? (b & 0x0F == 0) : padding == 1 ? (c & 0x03 == 0) : true
+            guard leftoverIsZero else { return nil }
+            out.storeBytes(of: a << 2 | b >> 4, toByteOffset: o, as: UInt8.self)
+            o &+= 1
+            if padding < 2 { out.storeBytes(of: b << 4 | c >> 2, toByteOffset: o, as: UInt8.self); o &+= 1 }
+            if padding < 1 { out.storeBytes(of: c << 6 | d, toByteOffset: o, as: UInt8.self); o &+= 1 }
+            return o
+        }
+    }
+
+    /// The eight bytes of a 12-character payload (`xxxxxxxxxxx=`, the base64 of a float64 or
+    /// int64), big-endian, as one word: decoded in registers, so the value is not read back from
+    /// bytes just stored one at a time. Nil for any other text, including every one that
+    /// ``decode(_:)`` refuses; for the rest the same bytes as ``decode(_:)``.
+    @inline(__always)
+    static func decodeWord(_ text: UnsafeRawBufferPointer) -> UInt64? {
+        guard text.count == 12, text[11] == UInt8(ascii: "="), text[10] != UInt8(ascii: "=") else { return nil }
+        return table.withUnsafeBufferPointer { table -> UInt64? in
+            @inline(__always) func s(_ i: Int) -> UInt32 { UInt32(table[Int(text[i])]) }
+            let a = s(0), b = s(1), c = s(2), d = s(3), e = s(4), f = s(5)
+            let g = s(6), h = s(7), i = s(8), j = s(9), k = s(10)
+            // 0xFF marks a byte outside the alphabet; the last character's two low bits are the
+            // ones after the eighth byte, zero in canonical base64.
+            guard (a | b | c | d | e | f | g | h | i | j | k) & 0xC0 == 0, k & 0x03 == 0 else { return nil }
+            let high = a << 18 | b << 12 | c << 6 | d
+            let middle = e << 18 | f << 12 | g << 6 | h
+            let low = i << 10 | j << 4 | k >> 2
+            return UInt64(high) << 40 | UInt64(middle) << 16 | UInt64(low)
+        }
+    }
+
     /// Encodes bytes as padded standard base64; used by tests and by the plugin simulator.
     static func encode(_ bytes: [UInt8]) -> String {
         let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)

@@ -200,13 +200,18 @@ public struct IngestCore: Sendable {
     private let idleNs: Int64
     private let flushNs: Int64
     private var streams: [DatagramSource: IngestStream] = [:]
+    /// The last stream looked up and its index in `streams`: a replay or a plugin is mostly one
+    /// stream, and hashing its source for every datagram cost more than the rest of the lookup.
+    /// Inserting or removing a stream may move the others, so both forget it.
+    private var lastLookup: (source: DatagramSource, index: Dictionary<DatagramSource, IngestStream>.Index)?
     private var lastNowNs: Int64 = .min
     private var lastStreamStartNs: Int64?
     /// No deadline of any stream is earlier than this (it may be earlier than the earliest one):
     /// lets a datagram skip the scan of all streams when nothing can be due.
     private var deadlineLowerBound: Int64?
-    /// The last datagram's entry names and types, reused when they repeat.
-    private var entryTexts = EntryTextCache()
+    /// The datagram parser, with what it reuses from one datagram to the next (entry names and
+    /// types, the last data datagram's layout, the payload buffer).
+    private var parser = DatagramParser()
 
     /// Creates a core with no open stream.
     public init(configuration: IngestConfiguration = .init()) {
@@ -219,38 +224,46 @@ public struct IngestCore: Sendable {
     public mutating func receive(_ datagram: UnsafeRawBufferPointer, from source: DatagramSource, now: Duration) -> [IngestEvent] {
         let nowNs = advance(to: now)
         var events: [IngestEvent] = []
-        fireDueTimers(nowNs: nowNs, into: &events)
         counters.datagrams += 1
         guard datagram.count <= configuration.maxDatagramBytes else {
+            fireDueTimers(nowNs: nowNs, into: &events)
             reject(source, .oversize,
                    "\(datagram.count) bytes, more than the \(configuration.maxDatagramBytes)-byte limit; send one message per datagram",
                    into: &events)
             return events
         }
-        let message: MotionMessage
+        // Parsing touches no stream, so it goes before the timers that are due (whose events
+        // still come first): the events array is then sized once for both.
+        let rejection: MotionMessage.Rejection?
         do throws(MotionMessage.Rejection) {
-            message = try MotionMessage.parse(datagram, texts: &entryTexts)
+            try parser.parse(datagram)
+            rejection = nil
         } catch {
-            reject(source, error.reason, error.detail, into: &events)
+            rejection = error
+        }
+        let kind = parser.output.kind
+        if rejection == nil, case .data = kind {
+            // One dataPoint per entry plus a few stream and timer events.
+            events.reserveCapacity(parser.output.entries.count + 6)
+        }
+        fireDueTimers(nowNs: nowNs, into: &events)
+        if let rejection {
+            reject(source, rejection.reason, rejection.detail, into: &events)
             return events
         }
         counters.accepted += 1
-        if case .data(_, let entries) = message {
-            // One dataPoint per entry plus a few stream events: sized once, not grown by doubling.
-            events.reserveCapacity(events.count + entries.count + 4)
-        }
 
         let index: Dictionary<DatagramSource, IngestStream>.Index
-        if let existing = streams.index(forKey: source) {
+        if let existing = streamIndex(of: source) {
             index = existing
         } else {
             index = startStream(source, nowNs: nowNs, into: &events)
         }
         streams.values[index].lastDatagramNs = nowNs
 
-        switch message {
-        case .data(let timeNs, let entries):
-            receiveData(at: index, timeNs: timeNs, entries: entries, nowNs: nowNs, into: &events)
+        switch kind {
+        case .data(let timeNs):
+            receiveData(at: index, timeNs: timeNs, nowNs: nowNs, into: &events)
         case .pluginName(let name):
             counters.nameMessages += 1
             events.append(.pluginName(source, name))
@@ -316,11 +329,20 @@ public struct IngestCore: Sendable {
         events.append(.rejected(source, reason, detail: detail))
     }
 
+    /// The index of the open stream of `source`, if any.
+    private mutating func streamIndex(of source: DatagramSource) -> Dictionary<DatagramSource, IngestStream>.Index? {
+        if let last = lastLookup, last.source == source { return last.index }
+        guard let index = streams.index(forKey: source) else { return nil }
+        lastLookup = (source, index)
+        return index
+    }
+
     private mutating func startStream(_ source: DatagramSource, nowNs: Int64, into events: inout [IngestEvent]) -> Dictionary<DatagramSource, IngestStream>.Index {
         // Two streams of one source may start in the same nanosecond (an end, then a new message
         // in one batch); the start time identifies a stream, so it must differ.
         let startNs = lastStreamStartNs.map { max(nowNs, $0.addingSaturating(1)) } ?? nowNs
         lastStreamStartNs = startNs
+        lastLookup = nil
         streams[source] = IngestStream(source: source, startNs: startNs, nowNs: nowNs)
         lowerDeadlineBound(to: nowNs.addingSaturating(idleNs))
         counters.streamsStarted += 1
@@ -332,12 +354,12 @@ public struct IngestCore: Sendable {
     }
 
     private mutating func receiveData(at index: Dictionary<DatagramSource, IngestStream>.Index, timeNs: Int64,
-                                      entries: [MotionMessage.Entry], nowNs: Int64, into events: inout [IngestEvent]) {
+                                      nowNs: Int64, into events: inout [IngestEvent]) {
         // The stream is worked on in place: reading `streams.values[index].x` copies the whole
         // stream (its pending points included) for every field read.
         var lowerBound: Int64?
         streams.values[index].receiveData(
-            timeNs: timeNs, entries: entries, nowNs: nowNs, configuration: configuration, flushNs: flushNs,
+            timeNs: timeNs, datagram: parser.output, nowNs: nowNs, configuration: configuration, flushNs: flushNs,
             counters: &counters, events: &events, newPendingDeadline: &lowerBound)
         if let lowerBound { lowerDeadlineBound(to: lowerBound) }
     }
@@ -348,6 +370,7 @@ public struct IngestCore: Sendable {
             events.append(.chunkReady(chunk))
         }
         let source = streams.values[index].source
+        lastLookup = nil
         streams.remove(at: index)
         counters.streamsEnded += 1
         events.append(.streamEnded(source, cause))
@@ -359,6 +382,25 @@ public struct IngestCore: Sendable {
 
     private mutating func fireDueTimers(nowNs: Int64, into events: inout [IngestEvent]) {
         guard let bound = deadlineLowerBound, bound <= nowNs else { return }
+        if streams.count == 1 {
+            // One stream, the usual case: nothing to sort. When its flush and its idle end are
+            // both due, the end alone gives the same events in either order (it takes the chunk
+            // the flush would have taken, then ends the stream).
+            let index = streams.startIndex
+            let idle = streams.values[index].idleDeadline(idleNs: idleNs)
+            let flush = streams.values[index].flushDeadline(flushNs: flushNs)
+            var earliestLeft: Int64?
+            if let flush, flush > nowNs { earliestLeft = flush }
+            if idle > nowNs { earliestLeft = min(earliestLeft ?? idle, idle) }
+            if idle <= nowNs {
+                endStream(at: index, cause: .idleTimeout, into: &events)
+            } else if let flush, flush <= nowNs, let chunk = streams.values[index].takeChunk() {
+                counters.chunks += 1
+                events.append(.chunkReady(chunk))
+            }
+            deadlineLowerBound = earliestLeft
+            return
+        }
         // Kind 0 (flush) sorts before kind 1 (idle end) at equal deadlines.
         var due: [(deadline: Int64, kind: Int, source: DatagramSource)] = []
         var earliestLeft: Int64?

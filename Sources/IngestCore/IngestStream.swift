@@ -63,7 +63,7 @@ struct IngestStream: Sendable {
     /// `rateLearned`, one `dataPoint` per entry, then `chunkReady` when `flushBytes` is reached.
     /// `newPendingDeadline` is set when the points start a pending chunk (its flush deadline).
     mutating func receiveData(
-        timeNs: Int64, entries: [MotionMessage.Entry], nowNs: Int64, configuration: IngestConfiguration, flushNs: Int64,
+        timeNs: Int64, datagram: ParsedDatagram, nowNs: Int64, configuration: IngestConfiguration, flushNs: Int64,
         counters: inout IngestCounters, events: inout [IngestEvent], newPendingDeadline: inout Int64?
     ) {
         if let previous = lastSampleNs, timeNs < previous {
@@ -83,14 +83,15 @@ struct IngestStream: Sendable {
             pendingSinceNs = nowNs
             newPendingDeadline = nowNs.addingSaturating(flushNs)
         }
-        for entry in entries {
-            let point = DataPoint(source: source, timeNs: timeNs, name: entry.name, type: entry.type,
-                                  value: entry.value, payload: entry.payload)
+        for i in datagram.entries.indices {
+            let payload = datagram.payload(of: i)
+            let point = DataPoint(source: source, timeNs: timeNs, name: datagram.entries[i].name, type: datagram.entries[i].type,
+                                  value: datagram.entries[i].value, payload: payload)
             events.append(.dataPoint(point))
             pending.append(point)
-            pendingBytes += entry.payload.count
+            pendingBytes += payload.count
         }
-        counters.dataPoints += entries.count
+        counters.dataPoints += datagram.entries.count
         if pendingBytes >= configuration.flushBytes, let chunk = takeChunk() {
             counters.chunks += 1
             events.append(.chunkReady(chunk))

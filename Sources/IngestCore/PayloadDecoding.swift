@@ -92,3 +92,54 @@ public struct PayloadDecodingError: Error, Sendable, Hashable, CustomStringConve
         }
     }
 }
+
+/// The payload layouts ``DataValue/decode(type:payload:)-(_,UnsafeRawBufferPointer)`` tells apart,
+/// found once per type name (``EntryTextCache`` keeps it with the name).
+enum PayloadKind: Sendable, Hashable {
+    case float64, int64, vector2D, vector3D, text, opaque
+
+    /// The kind a type name's bytes name. Bytes are compared exactly, which is `String`
+    /// equality for the ASCII names the fast paths pass (they leave non-ASCII to the general reader).
+    init(typeName bytes: UnsafeRawBufferPointer) {
+        func named(_ name: StaticString) -> Bool {
+            name.utf8CodeUnitCount == bytes.count && name.withUTF8Buffer { bytes.elementsEqual($0) }
+        }
+        if named("float64") { self = .float64 }
+        else if named("int64") { self = .int64 }
+        else if named("vector_2d") { self = .vector2D }
+        else if named("vector_3d") { self = .vector3D }
+        else if named("string") || named("string/json") || named("string/csv") || named("string/nmea") { self = .text }
+        else { self = .opaque }
+    }
+}
+
+extension DataValue {
+    /// The fast paths' decoding: the value ``decode(type:payload:)-(_,UnsafeRawBufferPointer)``
+    /// gives for a type of this kind, or nil where it throws (the general reader then says why).
+    @inline(__always)
+    static func decodeIfValid(kind: PayloadKind, payload: UnsafeRawBufferPointer) -> DataValue? {
+        switch kind {
+        case .float64:
+            guard payload.count == 8 else { return nil }
+            return .float64(Double(bitPattern: UInt64(bigEndian: payload.loadUnaligned(as: UInt64.self))))
+        case .int64:
+            guard payload.count == 8 else { return nil }
+            return .int64(Int64(bitPattern: UInt64(bigEndian: payload.loadUnaligned(as: UInt64.self))))
+        case .vector2D:
+            guard payload.count == 16 else { return nil }
+            return .vector2D(
+                Double(bitPattern: UInt64(bigEndian: payload.loadUnaligned(as: UInt64.self))),
+                Double(bitPattern: UInt64(bigEndian: payload.loadUnaligned(fromByteOffset: 8, as: UInt64.self))))
+        case .vector3D:
+            guard payload.count == 24 else { return nil }
+            return .vector3D(
+                Double(bitPattern: UInt64(bigEndian: payload.loadUnaligned(as: UInt64.self))),
+                Double(bitPattern: UInt64(bigEndian: payload.loadUnaligned(fromByteOffset: 8, as: UInt64.self))),
+                Double(bitPattern: UInt64(bigEndian: payload.loadUnaligned(fromByteOffset: 16, as: UInt64.self))))
+        case .text:
+            return String(validating: payload, as: UTF8.self).map { .string($0) }
+        case .opaque:
+            return .bytes(Array(payload))
+        }
+    }
+}

@@ -12,6 +12,7 @@ let usage = """
            TetherBench gen-plugin-session OUT [--seconds 3600] [--rate 20] [--port 12345]
            TetherBench gen-plugin-hour OUT          (the same, one hour at 20 Hz)
            TetherBench replay-hour SET [--trace FILE]
+           TetherBench parse-plugin SET [--rounds 5] [--stage NAME]   (IngestCore's parse alone, datagrams in memory; references)
            TetherBench gen-messaging-session OUT [--seconds 3600]
            TetherBench gen-messaging-hour OUT       (the same, one hour: a 2 KB message each way every second)
            TetherBench replay-messaging-hour SET
@@ -36,6 +37,8 @@ do {
         status = try GeneratePluginSession.run(Arguments(rest, valued: ["seconds", "rate", "port"]))
     case "replay-hour":
         status = try ReplayHour.run(Arguments(rest, valued: ["trace"]))
+    case "parse-plugin":
+        status = try ParsePlugin.run(Arguments(rest, valued: ["rounds", "stage"]))
     case "gen-messaging-session", "gen-messaging-hour":
         status = try GenerateMessagingSession.run(Arguments(rest, valued: ["seconds"]))
     case "replay-messaging-hour":
