@@ -191,40 +191,33 @@ struct ReplayCommand: ParsableCommand {
         for (index, set) in sets.enumerated() {
             let name = CaptureSetDirectory(path: set).name
             status.update(force: true) { "replaying \(name) (\(index + 1)/\(sets.count))" }
-            let outcome: ReplayOutcome
+            let checked: CheckedReplay
             do {
-                outcome = try replaySet(at: set, options: options)
-            } catch {
+                checked = try checkSet(at: set, options: options, tolerance: tolerance)
+            } catch let error as ReplayError {
                 status.clear()
                 errors.append((name, error.description))
                 Terminal.warn("tether: \(name): \(error)")
                 continue
+            } catch {
+                status.clear()
+                throw error
             }
             status.clear()
-            for warning in outcome.warnings { Terminal.warn("tether: warning: \(name): \(warning)") }
-            if let trace {
-                try OutputFile.write(bytes: TraceFile.encodeBytes(outcome.trace), to: trace)
-            }
-            let expectations = Expectations.evaluate(outcome.manifest.expectations, trace: outcome.trace)
+            for warning in checked.run.warnings { Terminal.warn("tether: warning: \(name): \(warning)") }
             var baselines: [BaselineComparison] = []
-            if updateBaseline {
-                try Self.acceptBaselines(outcome, at: set)
+            if let writers = checked.baselineWriters {
+                try writers.accept()
             } else {
-                for core in outcome.manifest.baselines.keys.sorted() {
-                    let accepted: [TraceEvent]
+                for (core, comparison) in checked.comparisons {
                     do {
-                        let path = try CaptureSetDirectory(path: set).resolve(outcome.manifest.baselines[core, default: ""], field: "baselines.\(core)")
-                        accepted = try TraceFile.read(path)
+                        baselines.append(BaselineComparison(name: core, diff: try comparison.get().finish()))
                     } catch {
                         errors.append((name, "baseline \(core): \(error)"))
-                        continue
                     }
-                    let replayed = outcome.trace.filter { $0.core == core }
-                    baselines.append(BaselineComparison(
-                        name: core, diff: TraceDiff.compare(accepted, replayed, timingToleranceNs: tolerance)))
                 }
             }
-            outcomes.append(CaptureSetOutcome(name: name, expectations: expectations, baselines: baselines))
+            outcomes.append(CaptureSetOutcome(name: name, expectations: checked.expectations, baselines: baselines))
         }
 
         StandardOutput.shared.write(Self.report(outcomes, errors: errors, setCount: sets.count, maxDiffLines: maxDiffLines))
@@ -267,22 +260,132 @@ struct ReplayCommand: ParsableCommand {
         return text
     }
 
-    /// Write this run's trace as the set's baseline, one file per core, and record them in the
-    /// manifest. A core the manifest already names keeps its path; an empty trace is written too,
-    /// so "this core did nothing" is itself checked next time.
-    static func acceptBaselines(_ outcome: ReplayOutcome, at set: String) throws {
-        var manifest = outcome.manifest
-        var cores = Set(outcome.trace.map(\.core))
-        cores.formUnion(manifest.baselines.keys)
-        for core in cores.sorted() {
-            let relative = manifest.baselines[core] ?? CaptureSetDirectory.defaultBaselinePath(core: core)
-            let events = outcome.trace.filter { $0.core == core }
-            let path = try CaptureSetDirectory(path: set).resolve(relative, field: "baselines.\(core)")
-            try CaptureSetDirectory.writeAtomically(TraceFile.encodeBytes(events), to: path)
-            manifest.baselines[core] = relative
+    /// One set replayed with its checks made as the trace streamed by.
+    struct CheckedReplay {
+        var run: ReplayRun
+        var expectations: [ExpectationResult]
+        /// Per baseline the manifest names, in core order: the comparison, still to be finished,
+        /// or why its baseline could not be read.
+        var comparisons: [(core: String, comparison: Result<StreamingBaselineComparison, any Error>)]
+        /// With --update-baseline: this run's trace per core, still to be put in place.
+        var baselineWriters: BaselineWriters?
+    }
+
+    /// Replays one set with nothing of its trace kept: each event, as the engine makes it, goes
+    /// to the --trace file (buffered), the expectation evaluator, the baseline comparison of its
+    /// core (which reads the baseline file alongside) or, with --update-baseline, the new
+    /// baseline file of its core. So memory does not grow with the capture.
+    /// - Throws: ``ReplayError`` when the set cannot be loaded or replayed (the set's error);
+    ///   anything else when the --trace file cannot be written (the command's error).
+    func checkSet(at set: String, options: ReplayOptions, tolerance: Int64) throws -> CheckedReplay {
+        let loaded = try loadReplaySet(at: set, options: options)
+        let manifest = loaded.manifest
+        var evaluator = ExpectationEvaluator(manifest.expectations)
+        var comparisons: [(core: String, comparison: Result<StreamingBaselineComparison, any Error>)] = []
+        var comparing: [String: StreamingBaselineComparison] = [:]
+        let writers = updateBaseline ? BaselineWriters(set: set, manifest: manifest) : nil
+        if !updateBaseline {
+            for core in manifest.baselines.keys.sorted() {
+                do {
+                    let path = try CaptureSetDirectory(path: set).resolve(manifest.baselines[core, default: ""], field: "baselines.\(core)")
+                    let comparison = try StreamingBaselineComparison(
+                        name: core, baselinePath: path, timingToleranceNs: tolerance, lineBudget: maxDiffLines)
+                    comparing[core] = comparison
+                    comparisons.append((core, .success(comparison)))
+                } catch {
+                    comparisons.append((core, .failure(error)))
+                }
+            }
         }
-        if manifest != outcome.manifest {
-            try CaptureSetDirectory.saveManifest(manifest, to: set)
+        func replay(writingTo traceFile: TraceFileWriter?) throws(ReplayError) -> ReplayRun {
+            try replaySet(loaded, options: options) { event in
+                traceFile?.write(event)
+                evaluator.observe(event)
+                if !comparing.isEmpty { comparing[event.core]?.replayed(event) }
+                writers?.write(event)
+            }
+        }
+        let run: ReplayRun
+        if let trace {
+            run = try OutputFile.write(to: trace) { temporary in
+                let writer: TraceFileWriter
+                do throws(TraceFileError) {
+                    writer = try TraceFileWriter(path: temporary)
+                } catch {
+                    throw CommandFailure.failed("cannot create \(temporary) to write \(trace): \(error.reason). Check the folder is writable.")
+                }
+                let run: ReplayRun
+                do {
+                    run = try replay(writingTo: writer)
+                } catch {
+                    writer.discard()
+                    throw error
+                }
+                do throws(TraceFileError) {
+                    try writer.close()
+                } catch {
+                    throw CommandFailure.failed("cannot write \(trace): \(error.reason). Check free disk space.")
+                }
+                return run
+            }
+        } else {
+            run = try replay(writingTo: nil)
+        }
+        return CheckedReplay(run: run, expectations: evaluator.results(), comparisons: comparisons, baselineWriters: writers)
+    }
+
+    /// --update-baseline: this run's trace written as the set's baselines, one file per core, as
+    /// the replay streams; ``accept()`` then puts each in place and records them in the manifest.
+    /// A core the manifest already names keeps its path; an empty trace is written too, so "this
+    /// core did nothing" is itself checked next time.
+    final class BaselineWriters {
+        let set: String
+        let manifest: CaptureSetManifest
+        private var writers: [String: Result<TraceFileWriter, any Error>] = [:]
+        private var lastCore = ""
+        private var lastWriter: TraceFileWriter?
+
+        init(set: String, manifest: CaptureSetManifest) {
+            self.set = set
+            self.manifest = manifest
+        }
+
+        func relativePath(_ core: String) -> String {
+            manifest.baselines[core] ?? CaptureSetDirectory.defaultBaselinePath(core: core)
+        }
+
+        func write(_ event: TraceEvent) {
+            if event.core != lastCore || lastWriter == nil {
+                if writers[event.core] == nil {
+                    writers[event.core] = Result {
+                        let path = try CaptureSetDirectory(path: set).resolve(relativePath(event.core), field: "baselines.\(event.core)")
+                        return try TraceFileWriter.replacing(path)
+                    }
+                }
+                lastCore = event.core
+                lastWriter = try? writers[event.core]?.get()
+            }
+            lastWriter?.write(event)
+        }
+
+        /// Puts every core's new baseline in place, in core order, and saves the manifest when it
+        /// changed. The first failure stops it (the files not yet in place are removed).
+        func accept() throws {
+            var manifest = self.manifest
+            let cores = Set(writers.keys).union(manifest.baselines.keys)
+            for core in cores.sorted() {
+                let relative = relativePath(core)
+                let path = try CaptureSetDirectory(path: set).resolve(relative, field: "baselines.\(core)")
+                if let writer = writers[core] {
+                    try writer.get().commit()
+                } else {
+                    try CaptureSetDirectory.writeAtomically([], to: path)
+                }
+                manifest.baselines[core] = relative
+            }
+            if manifest != self.manifest {
+                try CaptureSetDirectory.saveManifest(manifest, to: set)
+            }
         }
     }
 

@@ -1,5 +1,6 @@
 import CaptureSet
 import Foundation
+import Replay
 import Testing
 
 /// `tether replay` over folders of sets: baselines accepted on purpose, checked afterwards, JUnit.
@@ -60,5 +61,43 @@ import Testing
         #expect(result.status == 1)
         #expect(result.stdout.contains("ERROR a:"), "\(result.stdout)")
         #expect(result.stdout.contains("== b: PASS"), "the other set is still replayed: \(result.stdout)")
+    }
+
+    /// The trace streams to its file and to the new baselines as replay makes it: the bytes are
+    /// those of the whole trace encoded at once, per core for the baselines, and no temporary
+    /// file is left behind.
+    @Test func theStreamedTraceAndBaselinesAreTheBytesOfTheWholeTrace() throws {
+        let folder = try TemporaryFolder()
+        let captures = try Self.captures(folder)
+        let set = captures + "/a"
+        let whole = try replaySet(at: set).trace
+        let trace = folder.path("trace.jsonl").path
+        try Tools.tetherSucceeds(["replay", set, "--trace", trace])
+        #expect(Array(try Data(contentsOf: URL(fileURLWithPath: trace))) == TraceFile.encodeBytes(whole))
+
+        try Tools.tetherSucceeds(["replay", set, "--update-baseline"])
+        let baseline = try Data(contentsOf: URL(fileURLWithPath: set + "/baseline/ingest.jsonl"))
+        #expect(Array(baseline) == TraceFile.encodeBytes(whole.filter { $0.core == "ingest" }))
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: folder.url.path)
+            + FileManager.default.contentsOfDirectory(atPath: set + "/baseline")
+        #expect(!leftovers.contains { $0.contains(".tmp-") }, "\(leftovers)")
+    }
+
+    /// A baseline whose lines stop being JSON part-way is the set's error, worded as before (the
+    /// file, line and column), while the expectations are still reported.
+    @Test func aBaselineMalformedPartWayIsReportedWithItsLine() throws {
+        let folder = try TemporaryFolder()
+        let captures = try Self.captures(folder)
+        let set = captures + "/a"
+        try Tools.tetherSucceeds(["replay", set, "--update-baseline"])
+        let path = set + "/baseline/ingest.jsonl"
+        var lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines.count > 20)
+        lines[19] = "{\"t_ns\":1,"
+        try lines.joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        let result = try Tools.tether(["replay", set])
+        #expect(result.status == 1)
+        #expect(result.stdout.contains("ERROR a: baseline ingest: \(path):20:"), "\(result.stdout)")
+        #expect(result.stdout.contains("1 baseline(s) could not be read"), "\(result.stdout)")
     }
 }

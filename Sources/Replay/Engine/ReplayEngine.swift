@@ -136,10 +136,15 @@ public struct ReplayEngine {
         return summary
     }
 
+    /// Replays every frame of `reader`, writing each trace event to `sink` as it is made.
+    public mutating func run(reader: any CaptureReader, into sink: inout some TraceSink) throws(CaptureError) -> ReplaySummary {
+        try run(reader: reader) { sink.write($0) }
+    }
+
     /// Replays every frame of `reader` and returns the whole trace with the summary.
     public mutating func run(reader: any CaptureReader) throws(CaptureError) -> (trace: [TraceEvent], summary: ReplaySummary) {
         var trace: [TraceEvent] = []
-        let summary = try run(reader: reader) { trace.append($0) }
+        let summary = try run(reader: reader, into: &trace)
         return (trace, summary)
     }
 

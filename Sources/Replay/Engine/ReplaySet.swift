@@ -51,7 +51,26 @@ public enum ReplayError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// Everything a replay produced; checking it against expectations and baselines comes after.
+/// What a streamed replay of a capture set did, besides the trace it streamed.
+public struct ReplayRun: Sendable {
+    /// The set as loaded.
+    public var captureSet: LoadedCaptureSet
+    /// Frames read and fed, timeouts fired, warnings.
+    public var summary: ReplaySummary
+    /// The cores that replayed the set, in the order their adapters ran.
+    public var cores: [String]
+    /// The IngestCore configuration the replay used (defaults, then manifest, then options), also
+    /// when no ingest interface was replayed.
+    public var ingestConfiguration: IngestConfiguration
+
+    /// The set's manifest.
+    public var manifest: CaptureSetManifest { captureSet.manifest }
+    /// The set's warnings (unsealed, unverified) followed by the replay's (cut-off tail…).
+    public var warnings: [String] { captureSet.warnings + summary.warnings }
+}
+
+/// Everything a replay produced, the whole trace included; checking it against expectations and
+/// baselines comes after. (`tether replay` streams the trace instead: ``replaySet(_:options:emit:)``.)
 public struct ReplayOutcome: Sendable {
     /// The set as loaded.
     public var captureSet: LoadedCaptureSet
@@ -64,6 +83,15 @@ public struct ReplayOutcome: Sendable {
     /// The IngestCore configuration the replay used (defaults, then manifest, then options), also
     /// when no ingest interface was replayed.
     public var ingestConfiguration: IngestConfiguration
+
+    /// A streamed run with the trace it streamed.
+    public init(_ run: ReplayRun, trace: [TraceEvent]) {
+        captureSet = run.captureSet
+        self.trace = trace
+        summary = run.summary
+        cores = run.cores
+        ingestConfiguration = run.ingestConfiguration
+    }
 
     /// The set's manifest.
     public var manifest: CaptureSetManifest { captureSet.manifest }
@@ -109,15 +137,35 @@ public enum ReplayAdapterSelection {
     }
 }
 
-/// Loads the capture set at `path`, verifies it unless told not to, and replays its capture on the
-/// virtual clock through the adapters its manifest's interface roles call for.
-public func replaySet(at path: String, options: ReplayOptions = .init()) throws(ReplayError) -> ReplayOutcome {
-    let set: LoadedCaptureSet
+/// Loads the capture set at `path` and verifies it unless told not to, ready for
+/// ``replaySet(_:options:emit:)``.
+public func loadReplaySet(at path: String, options: ReplayOptions = .init()) throws(ReplayError) -> LoadedCaptureSet {
     do throws(CaptureSetError) {
-        set = try CaptureSetDirectory.load(path, verify: options.verify)
+        return try CaptureSetDirectory.load(path, verify: options.verify)
     } catch {
         throw .captureSet(error)
     }
+}
+
+/// Loads the capture set at `path`, verifies it unless told not to, and replays its capture on the
+/// virtual clock through the adapters its manifest's interface roles call for, keeping the whole
+/// trace.
+public func replaySet(at path: String, options: ReplayOptions = .init()) throws(ReplayError) -> ReplayOutcome {
+    let set = try loadReplaySet(at: path, options: options)
+    var trace: [TraceEvent] = []
+    let run = try replaySet(set, options: options, into: &trace)
+    return ReplayOutcome(run, trace: trace)
+}
+
+/// Replays a loaded capture set, writing each trace event to `sink` as it is made.
+public func replaySet(_ set: LoadedCaptureSet, options: ReplayOptions = .init(), into sink: inout some TraceSink) throws(ReplayError) -> ReplayRun {
+    try replaySet(set, options: options) { sink.write($0) }
+}
+
+/// Replays a loaded capture set on the virtual clock through the adapters its manifest's interface
+/// roles call for, handing each trace event to `emit` as it is made: the trace is not kept, so
+/// memory does not grow with the capture.
+public func replaySet(_ set: LoadedCaptureSet, options: ReplayOptions = .init(), emit: (TraceEvent) -> Void) throws(ReplayError) -> ReplayRun {
     let manifest = set.manifest
     let ingestConfiguration = IngestAdapter.configuration(
         applying: (manifest.ingest ?? IngestOverrides()).overridden(by: options.ingest))
@@ -152,10 +200,10 @@ public func replaySet(at path: String, options: ReplayOptions = .init()) throws(
             break
         }
     }
-    let (trace, summary) = try replayCapture(
+    let summary = try replayCapture(
         at: set.capturePath, adapters: adapters, interfaces: manifest.interfaces, gattHandles: manifest.gattHandles,
-        drainHorizon: options.drainHorizon)
-    return ReplayOutcome(captureSet: set, trace: trace, summary: summary, cores: cores, ingestConfiguration: ingestConfiguration)
+        drainHorizon: options.drainHorizon, emit: emit)
+    return ReplayRun(captureSet: set, summary: summary, cores: cores, ingestConfiguration: ingestConfiguration)
 }
 
 /// Replays a bare capture file (no manifest): `interfaces` say which interface plays which role;
@@ -174,10 +222,23 @@ public func replayCapture(
     at capturePath: String, adapters: [any CoreAdapter], interfaces: [ManifestInterface],
     gattHandles: [ManifestGATTHandle] = [], drainHorizon: Duration = .seconds(600)
 ) throws(ReplayError) -> (trace: [TraceEvent], summary: ReplaySummary) {
+    var trace: [TraceEvent] = []
+    let summary = try replayCapture(
+        at: capturePath, adapters: adapters, interfaces: interfaces, gattHandles: gattHandles, drainHorizon: drainHorizon
+    ) { trace.append($0) }
+    return (trace, summary)
+}
+
+/// Replays a capture file through the given adapters, handing each trace event to `emit` as it is
+/// made.
+public func replayCapture(
+    at capturePath: String, adapters: [any CoreAdapter], interfaces: [ManifestInterface],
+    gattHandles: [ManifestGATTHandle] = [], drainHorizon: Duration = .seconds(600), emit: (TraceEvent) -> Void
+) throws(ReplayError) -> ReplaySummary {
     do throws(CaptureError) {
         let reader = try CaptureFile.open(path: capturePath)
         var engine = ReplayEngine(adapters: adapters, manifestInterfaces: interfaces, gattHandles: gattHandles, drainHorizon: drainHorizon)
-        return try engine.run(reader: reader)
+        return try engine.run(reader: reader, emit: emit)
     } catch {
         throw .capture(error)
     }

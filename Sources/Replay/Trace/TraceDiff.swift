@@ -46,7 +46,22 @@ public enum TraceDiff {
         let script = Aligner(a: idsA, b: idsB, maxD: maxEditDistance).run()
 
         var report = TraceDiffReport(eventsA: a.count, eventsB: b.count, timingToleranceNs: timingToleranceNs)
+        classify(script[...], a: a, b: b, idsA: idsA, idsB: idsB, offsetA: 0, offsetB: 0,
+                 ignoringFields: ignoringFields, keyFields: keyFields, into: &report)
+        return report
+    }
 
+    /// Turns an edit script (or a leading part of one) over `a` and `b` into the report's
+    /// entries: matches are counted and checked for timing, the unaligned events are classified
+    /// (changed at one instant, moved, changed, missing, extra). `offsetA` and `offsetB` are the
+    /// positions of `a[0]` and `b[0]` in their whole traces, which the entries give. Moved and
+    /// changed entries come sorted by their position in A; pieces of one comparison classified
+    /// in order therefore append in order (``StreamingTraceDiff``).
+    static func classify(
+        _ script: ArraySlice<Op>, a: [TraceEvent], b: [TraceEvent], idsA: [Int32], idsB: [Int32],
+        offsetA: Int, offsetB: Int, ignoringFields: Set<String>, keyFields: [String], into report: inout TraceDiffReport
+    ) {
+        let timingToleranceNs = report.timingToleranceNs
         // Group the unaligned events into hunks (maximal runs between aligned pairs).
         var hunks: [(deleted: [Int], inserted: [Int])] = []
         var currentDeleted: [Int] = [], currentInserted: [Int] = []
@@ -64,13 +79,15 @@ public enum TraceDiff {
                 report.matched += 1
                 let delta = b[j].timeNs &- a[i].timeNs
                 if delta.magnitude > timingToleranceNs.magnitude {
-                    report.timing.append(.init(indexA: i, indexB: j, a: a[i], b: b[j], deltaNs: delta))
+                    report.timing.append(.init(indexA: offsetA + i, indexB: offsetB + j, a: a[i], b: b[j], deltaNs: delta))
                 }
             case .delete(let i): currentDeleted.append(i)
             case .insert(let j): currentInserted.append(j)
             }
         }
         closeHunk()
+        var moved: [TraceDiffReport.Paired] = []
+        var changed: [TraceDiffReport.Paired] = []
 
         // Same kind of event at the very same virtual instant, inside one region of differences:
         // the same event with a field changed (a chunk renumbered because its stream did not
@@ -89,7 +106,7 @@ public enum TraceDiff {
                 byInstant[key] = candidates
                 pairedA.insert(i)
                 pairedB.insert(j)
-                report.changed.append(.init(indexA: i, indexB: j, a: a[i], b: b[j], fields: changedFields(a[i], b[j], ignoring: ignoringFields)))
+                changed.append(.init(indexA: offsetA + i, indexB: offsetB + j, a: a[i], b: b[j], fields: changedFields(a[i], b[j], ignoring: ignoringFields)))
             }
         }
 
@@ -107,7 +124,7 @@ public enum TraceDiff {
                 insertCursor[id] = cursor + 1
                 pairedA.insert(i)
                 pairedB.insert(j)
-                report.moved.append(.init(indexA: i, indexB: j, a: a[i], b: b[j]))
+                moved.append(.init(indexA: offsetA + i, indexB: offsetB + j, a: a[i], b: b[j]))
             }
         }
 
@@ -124,18 +141,19 @@ public enum TraceDiff {
                     byKey[key] = candidates
                     pairedB.insert(j)
                     let fields = changedFields(a[i], b[j], ignoring: ignoringFields)
-                    report.changed.append(.init(indexA: i, indexB: j, a: a[i], b: b[j], fields: fields))
+                    changed.append(.init(indexA: offsetA + i, indexB: offsetB + j, a: a[i], b: b[j], fields: fields))
                 } else {
-                    report.missing.append(.init(index: i, event: a[i]))
+                    report.missing.append(.init(index: offsetA + i, event: a[i]))
                 }
             }
             for j in inserted where !pairedB.contains(j) {
-                report.extra.append(.init(index: j, event: b[j]))
+                report.extra.append(.init(index: offsetB + j, event: b[j]))
             }
         }
-        report.moved.sort { $0.indexA < $1.indexA }
-        report.changed.sort { $0.indexA < $1.indexA }
-        return report
+        moved.sort { $0.indexA < $1.indexA }
+        changed.sort { $0.indexA < $1.indexA }
+        report.moved += moved
+        report.changed += changed
     }
 
     /// Same virtual instant, same core and event, same key fields but for renumbered ones.
@@ -428,13 +446,45 @@ public struct TraceDiffReport: Sendable, Hashable {
 
     /// True when the traces behave the same within the tolerance.
     public var isEmpty: Bool {
-        missing.isEmpty && extra.isEmpty && moved.isEmpty && changed.isEmpty && timing.isEmpty
+        if let digest { return digest.total == 0 }
+        return missing.isEmpty && extra.isEmpty && moved.isEmpty && changed.isEmpty && timing.isEmpty
     }
+
+    /// Set when the report was made in bounded memory (``StreamingTraceDiff`` found more
+    /// differences than it keeps): the exact count of each kind and the lines ``render(maxLines:)``
+    /// shows. The arrays then hold only the first differences found.
+    public internal(set) var digest: Digest?
+
+    /// What a report made in bounded memory keeps of differences too many to keep: counts, and
+    /// the first lines of the rendered report.
+    public struct Digest: Sendable, Hashable {
+        /// How many of each kind there are.
+        public internal(set) var missing = 0, extra = 0, moved = 0, changed = 0, timing = 0
+        /// The rendered lines in report order, at most `lineBudget` of them.
+        var lines: [Line] = []
+        /// How many lines the whole report has.
+        var totalLines = 0
+        /// How many lines are kept: ``render(maxLines:)`` is exact up to `maxLines` = this + 1.
+        public internal(set) var lineBudget = 0
+
+        var total: Int { missing + extra + moved + changed + timing }
+    }
+
+    /// The number of missing events (all of them, also when only the first are kept).
+    public var missingCount: Int { digest?.missing ?? missing.count }
+    /// The number of extra events.
+    public var extraCount: Int { digest?.extra ?? extra.count }
+    /// The number of moved events.
+    public var movedCount: Int { digest?.moved ?? moved.count }
+    /// The number of changed events.
+    public var changedCount: Int { digest?.changed ?? changed.count }
+    /// The number of timing differences.
+    public var timingCount: Int { digest?.timing ?? timing.count }
 
     /// `3 missing, 1 extra, 0 moved, 2 changed, 5 timing` — the counts on one line.
     public var countsLine: String {
-        "\(missing.count) missing, \(extra.count) extra, \(moved.count) moved, \(changed.count) changed, "
-            + "\(timing.count) timing beyond \(timingToleranceNs) ns"
+        "\(missingCount) missing, \(extraCount) extra, \(movedCount) moved, \(changedCount) changed, "
+            + "\(timingCount) timing beyond \(timingToleranceNs) ns"
     }
 
     /// A report short enough for a CI log, at most `maxLines` lines (at least 2): a header with the
@@ -447,51 +497,37 @@ public struct TraceDiffReport: Sendable, Hashable {
     public func render(maxLines: Int = 40) -> String {
         let header = "trace diff: \(eventsA) vs \(eventsB) events, \(matched) aligned; " + countsLine
         if isEmpty { return header + "\nno differences" }
-        var lines: [Line] = []
-        lines += Self.collapse(missing.map { entry in
-            Item(timeNs: entry.event.timeNs, index: entry.index, group: "\(entry.event.core) \(entry.event.event)",
-                 text: "- missing t_ns=\(entry.event.timeNs) \(Self.describe(entry.event))", detail: "")
-        }, order: 0, prefix: "- missing")
-        lines += Self.collapse(extra.map { entry in
-            Item(timeNs: entry.event.timeNs, index: entry.index, group: "\(entry.event.core) \(entry.event.event)",
-                 text: "+ extra   t_ns=\(entry.event.timeNs) \(Self.describe(entry.event))", detail: "")
-        }, order: 1, prefix: "+ extra  ")
-        for entry in moved {
-            lines.append(Line(timeNs: entry.a.timeNs, order: 2, index: entry.indexA,
-                              text: "~ moved   t_ns=\(entry.a.timeNs) → \(entry.b.timeNs) (#\(entry.indexA) → #\(entry.indexB)) \(Self.describe(entry.a))"))
+        let lines: [Line], total: Int
+        if let digest {
+            (lines, total) = (digest.lines, digest.totalLines)
+        } else {
+            var collector = LineCollector(keeping: .max)
+            for entry in missing.sorted(by: { $0.index < $1.index }) { collector.add(missing: entry) }
+            for entry in extra.sorted(by: { $0.index < $1.index }) { collector.add(extra: entry) }
+            for entry in moved { collector.add(moved: entry) }
+            for entry in changed.sorted(by: { $0.indexA < $1.indexA }) { collector.add(changed: entry) }
+            for entry in timing.sorted(by: { $0.indexA < $1.indexA }) { collector.add(timing: entry) }
+            (lines, total) = collector.finish()
         }
-        lines += Self.collapse(changed.map { entry in
-            let changes = entry.fields.map { field in
-                "\(field): \(Self.short(entry.a.fields[field])) → \(Self.short(entry.b.fields[field]))"
-            }.joined(separator: ", ")
-            return Item(timeNs: entry.a.timeNs, index: entry.indexA,
-                        group: "\(entry.a.core) \(entry.a.event) [\(entry.fields.joined(separator: ","))]",
-                        text: "! changed t_ns=\(entry.a.timeNs) \(Self.describe(entry.a, fieldsLimit: 0)) \(changes)", detail: changes)
-        }, order: 3, prefix: "! changed")
-        lines += Self.collapse(timing.map { entry in
-            let sign = entry.deltaNs >= 0 ? "+" : ""
-            return Item(timeNs: entry.a.timeNs, index: entry.indexA, group: "\(entry.a.core) \(entry.a.event)",
-                        text: "@ timing  t_ns=\(entry.a.timeNs) → \(entry.b.timeNs) (\(sign)\(entry.deltaNs) ns) \(Self.describe(entry.a, fieldsLimit: 0))",
-                        detail: "\(sign)\(entry.deltaNs) ns")
-        }, order: 4, prefix: "@ timing ")
-        lines.sort { ($0.timeNs, $0.order, $0.index) < ($1.timeNs, $1.order, $1.index) }
         let budget = Swift.max(maxLines, 2) - 1  // the header takes one line
         var out = [header]
-        if lines.count <= budget {
+        if total <= budget {
             out += lines.map(\.text)
         } else {
             out += lines.prefix(budget - 1).map(\.text)
-            out.append("... and \(lines.count - (budget - 1)) more")
+            out.append("... and \(total - (budget - 1)) more")
         }
         return out.joined(separator: "\n")
     }
 
     /// One rendered line and where it sorts.
-    struct Line {
+    struct Line: Sendable, Hashable {
         var timeNs: Int64
         var order: Int
         var index: Int
         var text: String
+
+        static func < (x: Line, y: Line) -> Bool { (x.timeNs, x.order, x.index) < (y.timeNs, y.order, y.index) }
     }
 
     /// One difference before runs are collapsed.
@@ -509,24 +545,119 @@ public struct TraceDiffReport: Sendable, Hashable {
     /// that renumbers hundreds of chunks reads as one line in a CI log, not hundreds.
     static let collapseRun = 3
 
-    static func collapse(_ items: [Item], order: Int, prefix: String) -> [Line] {
-        let sorted = items.sorted { $0.index < $1.index }
-        var lines: [Line] = []
-        var start = 0
-        while start < sorted.count {
-            var end = start + 1
-            while end < sorted.count, sorted[end].group == sorted[start].group { end += 1 }
-            let run = sorted[start..<end]
-            if run.count >= collapseRun, let first = run.first, let last = run.last {
-                var text = "\(prefix) ×\(run.count) \(first.group) t_ns=\(first.timeNs)…\(last.timeNs)"
-                if !first.detail.isEmpty { text += ": first \(first.detail); last \(last.detail)" }
-                lines.append(Line(timeNs: first.timeNs, order: order, index: first.index, text: text))
-            } else {
-                for item in run { lines.append(Line(timeNs: item.timeNs, order: order, index: item.index, text: item.text)) }
-            }
-            start = end
+    /// Turns one kind's differences, given in order of their position, into lines, a run of
+    /// `collapseRun` or more like ones into one line. Holds only the run being read.
+    struct Collapser {
+        let order: Int
+        let prefix: String
+        private var first: Item?
+        private var second: Item?
+        private var last: Item?
+        private var count = 0
+
+        init(order: Int, prefix: String) {
+            self.order = order
+            self.prefix = prefix
         }
-        return lines
+
+        /// The next difference; returns the lines of the run it closed, if any.
+        mutating func add(_ item: Item) -> [Line] {
+            if let first, first.group == item.group {
+                count += 1
+                if count == 2 { second = item }
+                last = item
+                return []
+            }
+            let closed = flush()
+            first = item
+            last = item
+            count = 1
+            return closed
+        }
+
+        /// The lines of the run being read (at the end).
+        mutating func flush() -> [Line] {
+            defer {
+                first = nil
+                second = nil
+                last = nil
+                count = 0
+            }
+            guard let first, let last else { return [] }
+            if count >= TraceDiffReport.collapseRun {
+                var text = "\(prefix) ×\(count) \(first.group) t_ns=\(first.timeNs)…\(last.timeNs)"
+                if !first.detail.isEmpty { text += ": first \(first.detail); last \(last.detail)" }
+                return [Line(timeNs: first.timeNs, order: order, index: first.index, text: text)]
+            }
+            return ([first] + (second.map { [$0] } ?? [])).map { Line(timeNs: $0.timeNs, order: order, index: $0.index, text: $0.text) }
+        }
+    }
+
+    /// The report's lines from its differences, each kind given in order of position: counts
+    /// every line, keeps the first `keeping` in report order.
+    struct LineCollector {
+        let keeping: Int
+        private var missing = Collapser(order: 0, prefix: "- missing")
+        private var extra = Collapser(order: 1, prefix: "+ extra  ")
+        private var changed = Collapser(order: 3, prefix: "! changed")
+        private var timing = Collapser(order: 4, prefix: "@ timing ")
+        private var lines: [Line] = []
+        private var total = 0
+
+        init(keeping: Int) { self.keeping = keeping }
+
+        mutating func add(missing entry: Unpaired) {
+            keep(missing.add(Item(timeNs: entry.event.timeNs, index: entry.index, group: "\(entry.event.core) \(entry.event.event)",
+                                  text: "- missing t_ns=\(entry.event.timeNs) \(TraceDiffReport.describe(entry.event))", detail: "")))
+        }
+
+        mutating func add(extra entry: Unpaired) {
+            keep(extra.add(Item(timeNs: entry.event.timeNs, index: entry.index, group: "\(entry.event.core) \(entry.event.event)",
+                                text: "+ extra   t_ns=\(entry.event.timeNs) \(TraceDiffReport.describe(entry.event))", detail: "")))
+        }
+
+        mutating func add(moved entry: Paired) {
+            keep([Line(timeNs: entry.a.timeNs, order: 2, index: entry.indexA,
+                       text: "~ moved   t_ns=\(entry.a.timeNs) → \(entry.b.timeNs) (#\(entry.indexA) → #\(entry.indexB)) \(TraceDiffReport.describe(entry.a))")])
+        }
+
+        mutating func add(changed entry: Paired) {
+            let changes = entry.fields.map { field in
+                "\(field): \(TraceDiffReport.short(entry.a.fields[field])) → \(TraceDiffReport.short(entry.b.fields[field]))"
+            }.joined(separator: ", ")
+            keep(changed.add(Item(timeNs: entry.a.timeNs, index: entry.indexA,
+                                  group: "\(entry.a.core) \(entry.a.event) [\(entry.fields.joined(separator: ","))]",
+                                  text: "! changed t_ns=\(entry.a.timeNs) \(TraceDiffReport.describe(entry.a, fieldsLimit: 0)) \(changes)", detail: changes)))
+        }
+
+        mutating func add(timing entry: Paired) {
+            let sign = entry.deltaNs >= 0 ? "+" : ""
+            keep(timing.add(Item(timeNs: entry.a.timeNs, index: entry.indexA, group: "\(entry.a.core) \(entry.a.event)",
+                                 text: "@ timing  t_ns=\(entry.a.timeNs) → \(entry.b.timeNs) (\(sign)\(entry.deltaNs) ns) \(TraceDiffReport.describe(entry.a, fieldsLimit: 0))",
+                                 detail: "\(sign)\(entry.deltaNs) ns")))
+        }
+
+        private mutating func keep(_ new: [Line]) {
+            guard !new.isEmpty else { return }
+            total += new.count
+            lines += new
+            if keeping < .max / 2, lines.count > 2 * Swift.max(keeping, 64) { trim() }
+        }
+
+        private mutating func trim() {
+            lines.sort(by: <)
+            if lines.count > keeping { lines.removeLast(lines.count - keeping) }
+        }
+
+        /// Every line counted; the first `keeping` in report order.
+        mutating func finish() -> (lines: [Line], total: Int) {
+            keep(missing.flush())
+            keep(extra.flush())
+            keep(changed.flush())
+            keep(timing.flush())
+            trim()
+            return (lines, total)
+        }
     }
 
     /// `ingest datapoint source=imu name=v1/1/yaw` plus up to `fieldsLimit` other fields.

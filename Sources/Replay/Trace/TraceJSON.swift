@@ -135,6 +135,7 @@ public enum TraceFile {
     /// - Throws: `TraceFileError` when the file cannot be opened; `TraceFormatError` for the first
     ///   malformed line.
     public static func read(_ path: String) throws -> [TraceEvent] {
+        if let unreadable = TraceFileReader.unreadable(path) { throw unreadable }
         let data: Data
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))

@@ -1,0 +1,332 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+// A trace as a stream: the engine hands each event to a sink as it is made, a trace file is
+// written a buffer at a time and read a line at a time, so replay, its checks and its baseline
+// comparison run in memory that does not grow with the capture (docs/replay-engine.md).
+
+/// Where a replay's trace events go, one at a time, in trace order.
+public protocol TraceSink {
+    /// The next event of the trace.
+    mutating func write(_ event: TraceEvent)
+}
+
+/// An array collects the whole trace (tests, short captures).
+extension Array: TraceSink where Element == TraceEvent {
+    public mutating func write(_ event: TraceEvent) { append(event) }
+}
+
+/// Writes trace events to a file as JSON Lines, exactly the bytes of ``TraceFile/encodeBytes(_:)``,
+/// through a fixed-size buffer.
+///
+/// Opened on a plain path (``init(path:)``), it writes there; opened with ``replacing(_:)``, it
+/// writes a temporary file beside the path and ``commit()`` syncs it and renames it over the
+/// path, so a reader sees the old file or the new one, never half of one. A failed write is kept
+/// and thrown by ``close()`` / ``commit()``; later events are dropped.
+public final class TraceFileWriter: TraceSink {
+    /// The file being written (the temporary one when replacing).
+    public let path: String
+    /// The file ``commit()`` renames onto, when replacing.
+    public let destination: String?
+    /// Events written so far.
+    public private(set) var events = 0
+    /// Bytes handed to the file so far (the buffer included).
+    public private(set) var bytes: UInt64 = 0
+    private var descriptor: Int32
+    private var buffer = TraceJSONBytes()
+    private var failure: TraceFileError?
+    /// Flushed to the file when this full: large enough that `write(2)` costs nothing per event.
+    static let bufferSize = 256 * 1024
+
+    /// Creates (or truncates) the file at `path` and writes there.
+    /// - Throws: ``TraceFileError`` when it cannot be created.
+    public convenience init(path: String) throws(TraceFileError) {
+        try self.init(path: path, destination: nil)
+    }
+
+    private init(path: String, destination: String?) throws(TraceFileError) {
+        self.path = path
+        self.destination = destination
+        descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw TraceFileError(path: path, operation: "create trace file", reason: Self.errnoText()) }
+        buffer.bytes.reserveCapacity(Self.bufferSize + 4096)
+    }
+
+    /// Writes a temporary file beside `path` (creating `path`'s folder if needed); ``commit()``
+    /// puts it in place.
+    /// - Throws: ``TraceFileError`` when the folder or the file cannot be created.
+    public static func replacing(_ path: String) throws(TraceFileError) -> TraceFileWriter {
+        let (folder, name) = split(path)
+        try makeDirectories(folder)
+        return try TraceFileWriter(path: join(folder, ".\(name).tmp-\(getpid())"), destination: path)
+    }
+
+    deinit {
+        if descriptor >= 0 {
+            _ = systemClose(descriptor)
+            if destination != nil { unlink(path) }
+        }
+    }
+
+    public func write(_ event: TraceEvent) {
+        guard failure == nil else { return }
+        buffer.appendEvent(event)
+        buffer.bytes.append(0x0A)
+        events += 1
+        if buffer.bytes.count >= Self.bufferSize { flush() }
+    }
+
+    /// Hands the buffer to the file.
+    private func flush() {
+        guard failure == nil, descriptor >= 0 else { return }
+        var offset = 0
+        let count = buffer.bytes.count
+        while offset < count {
+            let n = buffer.bytes.withUnsafeBytes { raw in
+                systemWrite(descriptor, raw.baseAddress! + offset, count - offset)
+            }
+            if n < 0 {
+                if errno == EINTR { continue }
+                failure = TraceFileError(path: path, operation: "write trace file", reason: Self.errnoText())
+                return
+            }
+            offset += n
+        }
+        bytes += UInt64(count)
+        buffer.bytes.removeAll(keepingCapacity: true)
+    }
+
+    /// Writes what is buffered and closes the file.
+    /// - Throws: the first write failure, or ``TraceFileError`` when closing fails.
+    public func close() throws(TraceFileError) {
+        flush()
+        try finish(sync: false)
+    }
+
+    /// Writes what is buffered, syncs and closes the temporary file and renames it over the
+    /// destination (then syncs the folder). On failure the temporary file is removed and the
+    /// destination left as it was.
+    /// - Throws: the first write failure, or ``TraceFileError`` naming the step that failed.
+    public func commit() throws(TraceFileError) {
+        flush()
+        try finish(sync: true)
+        guard let destination else { return }
+        guard rename(path, destination) == 0 else {
+            let error = TraceFileError(path: destination, operation: "rename \(path) to", reason: Self.errnoText())
+            unlink(path)
+            throw error
+        }
+        let folder = Self.split(destination).folder
+        let fd = open(folder, O_RDONLY | O_CLOEXEC)
+        if fd >= 0 {
+            _ = fsync(fd)
+            _ = systemClose(fd)
+        }
+    }
+
+    /// Closes the file and, when replacing, removes the temporary one: the destination is left
+    /// as it was.
+    public func discard() {
+        if descriptor >= 0 {
+            _ = systemClose(descriptor)
+            descriptor = -1
+        }
+        if destination != nil { unlink(path) }
+        failure = failure ?? TraceFileError(path: path, operation: "write trace file", reason: "discarded")
+    }
+
+    private func finish(sync: Bool) throws(TraceFileError) {
+        guard descriptor >= 0 else {
+            throw failure ?? TraceFileError(path: path, operation: "write trace file", reason: "already closed")
+        }
+        var error = failure
+        if error == nil, sync, fsync(descriptor) != 0 {
+            error = TraceFileError(path: path, operation: "sync trace file", reason: Self.errnoText())
+        }
+        if systemClose(descriptor) != 0, error == nil {
+            error = TraceFileError(path: path, operation: "close trace file", reason: Self.errnoText())
+        }
+        descriptor = -1
+        if let error {
+            if destination != nil { unlink(path) }
+            failure = error
+            throw error
+        }
+    }
+
+    static func errnoText(_ code: Int32 = errno) -> String {
+        guard let text = strerror(code) else { return "errno \(code)" }
+        return String(cString: text)
+    }
+
+    static func split(_ path: String) -> (folder: String, name: String) {
+        var trimmed = Substring(path)
+        while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
+        guard let slash = trimmed.lastIndex(of: "/") else { return (".", String(trimmed)) }
+        let folder = trimmed[..<slash]
+        return (folder.isEmpty ? "/" : String(folder), String(trimmed[trimmed.index(after: slash)...]))
+    }
+
+    static func join(_ folder: String, _ name: String) -> String {
+        folder == "." ? name : folder.hasSuffix("/") ? folder + name : folder + "/" + name
+    }
+
+    static func makeDirectories(_ path: String) throws(TraceFileError) {
+        var info = stat()
+        if stat(path, &info) == 0 { return }
+        let parent = split(path).folder
+        if parent != path, parent != "/", parent != "." { try makeDirectories(parent) }
+        if mkdir(path, 0o755) != 0, errno != EEXIST {
+            throw TraceFileError(path: path, operation: "create folder", reason: errnoText())
+        }
+    }
+}
+
+/// `close(2)`, named apart from ``TraceFileWriter/close()``.
+private func systemClose(_ descriptor: Int32) -> Int32 {
+    #if canImport(Glibc)
+    Glibc.close(descriptor)
+    #elseif canImport(Musl)
+    Musl.close(descriptor)
+    #else
+    Darwin.close(descriptor)
+    #endif
+}
+
+/// `write(2)`, named apart from ``TraceFileWriter/write(_:)``.
+private func systemWrite(_ descriptor: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
+    #if canImport(Glibc)
+    Glibc.write(descriptor, buffer, count)
+    #elseif canImport(Musl)
+    Musl.write(descriptor, buffer, count)
+    #else
+    Darwin.write(descriptor, buffer, count)
+    #endif
+}
+
+/// Reads a trace file one event at a time, through a fixed-size buffer: the events of
+/// ``TraceFile/read(_:)``, with the same errors, in memory that does not grow with the file.
+public final class TraceFileReader {
+    /// The file read; errors name it.
+    public let path: String
+    /// 1-based number of the line the next event is read from.
+    public private(set) var lineNumber = 1
+    private var descriptor: Int32
+    /// Bytes read from the file and not yet parsed; `start` is the first of them.
+    private var pending: [UInt8] = []
+    private var start = 0
+    private var endOfFile = false
+    static let chunkSize = 256 * 1024
+
+    /// Opens the trace file at `path`.
+    /// - Throws: ``TraceFileError`` when it cannot be read, worded as ``TraceFile/read(_:)`` words it.
+    public init(path: String) throws(TraceFileError) {
+        self.path = path
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw Self.openError(path, errno: errno) }
+        var info = stat()
+        if fstat(fd, &info) == 0, (info.st_mode & mode_t(S_IFMT)) == mode_t(S_IFDIR) {
+            _ = systemClose(fd)
+            throw Self.openError(path, errno: EISDIR)
+        }
+        descriptor = fd
+    }
+
+    deinit {
+        if descriptor >= 0 { _ = systemClose(descriptor) }
+    }
+
+    /// Why the trace file at `path` cannot be opened for reading, in words that say what to do;
+    /// `nil` when it can. ``TraceFile/read(_:)`` asks the same, so both readers word it alike.
+    static func unreadable(_ path: String) -> TraceFileError? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return openError(path, errno: errno) }
+        defer { _ = systemClose(fd) }
+        var info = stat()
+        if fstat(fd, &info) == 0, (info.st_mode & mode_t(S_IFMT)) == mode_t(S_IFDIR) { return openError(path, errno: EISDIR) }
+        return nil
+    }
+
+    private static func openError(_ path: String, errno code: Int32) -> TraceFileError {
+        let reason: String
+        switch code {
+        case ENOENT: reason = "there is no such file; check the path (a set's baseline is written by `tether replay --update-baseline`)"
+        case EISDIR: reason = "it is a folder, not a trace file; name the .jsonl file inside it"
+        case EACCES, EPERM: reason = "permission denied; make the file readable by this user"
+        default: reason = TraceFileWriter.errnoText(code)
+        }
+        return TraceFileError(path: path, operation: "read trace file", reason: reason)
+    }
+
+    /// The next event, or `nil` at the end of the file. Blank lines are skipped.
+    /// - Throws: ``TraceFormatError`` for a malformed line (file, line, column, as
+    ///   ``TraceFile/decode(_:file:)`` reports it); ``TraceFileError`` when reading fails.
+    public func next() throws -> TraceEvent? {
+        while true {
+            guard let line = try nextLine() else { return nil }
+            defer { lineNumber += 1 }
+            if line.allSatisfy(TraceJSONParser.isWhitespace) { continue }
+            var parser = TraceJSONParser(bytes: line, line: lineNumber, file: path)
+            return try parser.parseEvent()
+        }
+    }
+
+    /// The bytes of the next line without its `\n`; the text after the last `\n` counts as a
+    /// line (empty when the file ends with one), as ``TraceFile/decode(_:file:)`` splits.
+    private func nextLine() throws(TraceFileError) -> [UInt8]? {
+        var scanned = start
+        while true {
+            if let newline = pending[scanned...].firstIndex(of: 0x0A) {
+                let line = Array(pending[start..<newline])
+                start = newline + 1
+                return line
+            }
+            if endOfFile {
+                if finished { return nil }
+                finished = true
+                let line = Array(pending[start...])
+                start = pending.count
+                return line
+            }
+            // `fill` moves the unparsed bytes to the front: what was scanned stays scanned.
+            let alreadyScanned = pending.count - start
+            try fill()
+            scanned = alreadyScanned
+        }
+    }
+
+    private var finished = false
+
+    /// Reads the next chunk of the file, keeping the unparsed bytes.
+    private func fill() throws(TraceFileError) {
+        if start > 0 {
+            pending.removeFirst(start)
+            start = 0
+        }
+        let old = pending.count
+        pending.reserveCapacity(old + Self.chunkSize)
+        pending.append(contentsOf: repeatElement(0, count: Self.chunkSize))
+        while true {
+            let n = pending.withUnsafeMutableBytes { raw in read(descriptor, raw.baseAddress! + old, Self.chunkSize) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                let error = TraceFileError(path: path, operation: "read trace file", reason: TraceFileWriter.errnoText())
+                pending.removeLast(Self.chunkSize)
+                throw error
+            }
+            pending.removeLast(Self.chunkSize - n)
+            if n == 0 {
+                endOfFile = true
+                _ = systemClose(descriptor)
+                descriptor = -1
+            }
+            return
+        }
+    }
+}
