@@ -5,7 +5,10 @@ import PackageDescription
 /// clock, against sans-I/O protocol cores. See README.md and docs/ for the shape of the package.
 let package = Package(
     name: "Tether",
-    platforms: [.macOS(.v14)],
+    // macOS 15: the package uses Synchronization's Mutex and String(validating:as:), both new in
+    // macOS 15 (Swift 6's standard library). Linux is the primary platform; on macOS the live
+    // features that need Linux (BlueZ, inotify, the kernel's socket drop counter) say so at run time.
+    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "tether", targets: ["tether"]),
         .library(name: "CaptureKit", targets: ["CaptureKit"]),
@@ -24,6 +27,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
     ],
     targets: [
         // System libraries. Only LiveCapture links them, so the cores and readers build without them.
@@ -62,9 +66,9 @@ let package = Package(
         // Monkey C value serialization (Connect IQ messages; SessionCore's property lists).
         .target(name: "MonkeyC"),
         // The phone side of the Connect IQ companion link: devices, apps, send/receive, the link.
-        .target(name: "MessagingCore", dependencies: ["MonkeyC", "CoreRandom"]),
+        .target(name: "MessagingCore", dependencies: ["MonkeyC", "CoreRandom", .product(name: "DequeModule", package: "swift-collections")]),
         // WatchConnectivity-style sessions over Tether's session link, phone and watch roles.
-        .target(name: "SessionCore", dependencies: ["MonkeyC", "CoreRandom"]),
+        .target(name: "SessionCore", dependencies: ["MonkeyC", "CoreRandom", .product(name: "DequeModule", package: "swift-collections")]),
         // The host-app ↔ widget channel (App Group container, refreshes, open-URL, IoT over MQTT), host and widget roles.
         .target(name: "WidgetCore", dependencies: ["CoreRandom"]),
         // The durable SQLite sink for IngestCore's chunks.
@@ -74,10 +78,13 @@ let package = Package(
         ),
 
         // Virtual-clock replay, behaviour traces, expectations, trace diff.
-        .target(name: "Replay", dependencies: ["CaptureKit", "CaptureSet", "Dissectors", "IngestCore", "MessagingCore", "SessionCore", "WidgetCore", "MQTT", "MonkeyC"]),
+        .target(name: "Replay", dependencies: ["CaptureKit", "CaptureSet", "Dissectors", "IngestCore", "MessagingCore", "SessionCore", "WidgetCore", "MQTT", "MonkeyC", .product(name: "DequeModule", package: "swift-collections")]),
 
-        // Live sources: libpcap, the BlueZ monitor channel; the incremental recorder.
-        .target(name: "LiveCapture", dependencies: ["CPcap", "CBluetooth", "CaptureKit", "CaptureSet"]),
+        // Live sources: libpcap, the BlueZ monitor channel; the incremental recorder. BlueZ exists
+        // on Linux only: elsewhere CBluetooth is not linked and the monitor channel refuses to open.
+        .target(name: "LiveCapture", dependencies: [
+            "CPcap", .target(name: "CBluetooth", condition: .when(platforms: [.linux])), "CaptureKit", "CaptureSet", .product(name: "DequeModule", package: "swift-collections"),
+        ]),
         // Cores on real sockets, and the plugin simulator.
         .target(
             name: "LiveHosts",

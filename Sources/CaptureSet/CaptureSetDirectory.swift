@@ -326,7 +326,10 @@ public struct CaptureSetDirectory: Sendable, Hashable {
     /// Loads a set: parses the manifest, checks the capture file is there and, with `verify`,
     /// that its SHA-256 matches the manifest's.
     ///
-    /// A set without a digest (an unsealed or interrupted recording) loads with a warning.
+    /// A set without a digest (an unsealed or interrupted recording) loads with a warning, and so
+    /// does a set whose capture gives an interface another link type than the manifest's
+    /// `link_type` or `role` says (``LinkTypeContradiction``; only the capture's interface
+    /// descriptions are read for that, normally its first few blocks).
     public static func load(_ path: String, verify: Bool = true) throws(CaptureSetError) -> LoadedCaptureSet {
         let set = CaptureSetDirectory(path: path)
         let manifest = try readManifest(at: path)
@@ -352,6 +355,7 @@ public struct CaptureSetDirectory: Sendable, Hashable {
             warnings.append("capture set \(set.name): the manifest has no capture_sha256, so \(manifest.captureFile) "
                 + "cannot be verified; seal it with `tether seal SET` once it is known to be good.")
         }
+        warnings += set.linkTypeContradictions(manifest: manifest, capturePath: capture).map(\.description)
         return LoadedCaptureSet(directory: set, manifest: manifest, capturePath: capture, verified: verified, warnings: warnings)
     }
 }

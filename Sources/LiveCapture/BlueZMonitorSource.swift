@@ -1,13 +1,16 @@
+#if canImport(CBluetooth)
 import CBluetooth
+#endif
 import CaptureKit
 import Foundation
 
 /// The BlueZ HCI monitor channel: every HCI packet of every adapter on this Linux machine, as btmon
 /// sees it, presented as `LINKTYPE_BLUETOOTH_LINUX_MONITOR` (254) frames.
 ///
-/// Needs a kernel with Bluetooth (`CONFIG_BT`) and `CAP_NET_RAW`. On a kernel without it the
-/// initializer throws ``LiveCaptureError/Kind-swift.enum/bluetoothUnsupported``; record through the
-/// H4 tap instead, or import a `btmon -w` / Android `btsnoop_hci.log` file.
+/// Needs a kernel with Bluetooth (`CONFIG_BT`) and `CAP_NET_RAW`. On a kernel without it, and on
+/// any system but Linux, the initializer throws
+/// ``LiveCaptureError/Kind-swift.enum/bluetoothUnsupported``; record through the H4 tap instead,
+/// or import a `btmon -w` / Android `btsnoop_hci.log` file (or, on macOS, a PacketLogger file).
 ///
 /// The read path (socket, bind, `SO_TIMESTAMP`, header conversion) follows the kernel's monitor
 /// channel layout (capture-formats.md, "BlueZ monitor channel"); it cannot run on machines without
@@ -49,8 +52,8 @@ public final class BlueZMonitorSource: LiveSource, @unchecked Sendable {
     /// - Throws: ``LiveCaptureError`` with kind `.bluetoothUnsupported` when the kernel has no
     ///   Bluetooth, `.permissionDenied` without `CAP_NET_RAW`, `.system` otherwise.
     public init() throws(LiveCaptureError) {
-        let type = Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
-        let fd = socket(Self.addressFamily, type, Self.protocolHCI)
+        #if os(Linux)
+        let fd = SystemCalls.socket(family: Self.addressFamily, type: SystemCalls.rawSocket, protocol: Self.protocolHCI)
         guard fd >= 0 else { throw Self.error(step: "socket(AF_BLUETOOTH, SOCK_RAW, BTPROTO_HCI)", errno: errno) }
 
         var address = sockaddr_hci()
@@ -64,7 +67,7 @@ public final class BlueZMonitorSource: LiveSource, @unchecked Sendable {
         }
         guard bound == 0 else {
             let code = errno
-            _ = Glibc.close(fd)
+            _ = SystemCalls.close(fd)
             throw Self.error(step: "bind(HCI_CHANNEL_MONITOR)", errno: code)
         }
         var on: Int32 = 1
@@ -76,6 +79,13 @@ public final class BlueZMonitorSource: LiveSource, @unchecked Sendable {
         }
         self.fd = fd
         self.notices = notices
+        #else
+        throw LiveCaptureError(
+            kind: .bluetoothUnsupported, source: Self.deviceName, step: "socket(AF_BLUETOOTH)",
+            detail: "the BlueZ monitor channel exists on Linux only",
+            hint: "Record BLE through the H4 tap (between a host stack and its controller), or import a "
+                + "PacketLogger (.pklg), btmon `-w` or Android btsnoop_hci.log file with `tether import`.")
+        #endif
     }
 
     deinit { close() }
@@ -84,6 +94,7 @@ public final class BlueZMonitorSource: LiveSource, @unchecked Sendable {
         if lock.withLock({ closed }) {
             throw LiveCaptureError(kind: .misuse, source: Self.deviceName, step: "run", detail: "the source is closed", hint: "Open a new BlueZMonitorSource.")
         }
+        #if os(Linux)
         let capacity = Self.monitorHeaderLength + 65_535
         var readBuffer = [UInt8](repeating: 0, count: capacity)
         var frameBuffer = [UInt8](repeating: 0, count: capacity)
@@ -136,6 +147,7 @@ public final class BlueZMonitorSource: LiveSource, @unchecked Sendable {
                 try handler(.frame(LiveFrameView(timestampNs: stamp, originalLength: frameLength, data: frame)))
             }
         }
+        #endif
     }
 
     public func stop() {
@@ -149,7 +161,7 @@ public final class BlueZMonitorSource: LiveSource, @unchecked Sendable {
         lock.withLock {
             guard !closed else { return }
             closed = true
-            _ = Glibc.close(fd)
+            _ = SystemCalls.close(fd)
         }
     }
 

@@ -1,6 +1,9 @@
+import DequeModule
 import Foundation
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// One change inotify(7) reported for an entry of a watched folder.
@@ -51,7 +54,7 @@ public final class FolderWatcher: @unchecked Sendable {
     public let path: String
     private var fd: Int32 = -1
     private var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-    private var pending: [FolderChange] = []
+    private var pending: Deque<FolderChange> = []
     /// The inotify descriptor, so a caller can poll it together with others (`nil` once closed).
     public var fileDescriptor: Int32? { fd >= 0 ? fd : nil }
     /// Set when the kernel's event queue overflowed (`IN_Q_OVERFLOW`): events were lost.
@@ -60,7 +63,7 @@ public final class FolderWatcher: @unchecked Sendable {
     /// Starts watching `path`, which must be an existing folder.
     public init(path: String) throws(LiveCaptureError) {
         self.path = path
-        #if canImport(Glibc)
+        #if os(Linux)
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw LiveCaptureError(
@@ -75,14 +78,16 @@ public final class FolderWatcher: @unchecked Sendable {
         let mask = UInt32(IN_CREATE | IN_OPEN | IN_CLOSE_WRITE | IN_CLOSE_NOWRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE) | UInt32(IN_ONLYDIR)
         guard inotify_add_watch(descriptor, path, mask) >= 0 else {
             let message = String(cString: strerror(errno))
-            Glibc.close(descriptor)
+            SystemCalls.close(descriptor)
             throw LiveCaptureError(kind: .system, source: path, step: "inotify_add_watch", detail: message,
                                    hint: "Check that the folder exists and is readable; raise fs.inotify.max_user_watches if it is exhausted.")
         }
         fd = descriptor
         #else
-        throw LiveCaptureError(kind: .system, source: path, step: "inotify_init1", detail: "inotify exists on Linux only",
-                               hint: "Record or run the widget channel on Linux.")
+        // inotify(7) is Linux's; Darwin's FSEvents and kqueue report other events (no opens or
+        // closes without writing), so the App Group interface would not mean the same there.
+        throw LiveCaptureError(kind: .system, source: path, step: "inotify_init1", detail: "watching a folder needs Linux's inotify, and this system has none",
+                               hint: "Record or run the widget channel (--app-group, `tether live widget`) on Linux.")
         #endif
     }
 
@@ -91,7 +96,7 @@ public final class FolderWatcher: @unchecked Sendable {
     /// The next change, waiting at most `timeoutMilliseconds` (0: do not wait); `nil` when none came.
     public func next(timeoutMilliseconds: Int32) throws(LiveCaptureError) -> FolderChange? {
         if !pending.isEmpty { return pending.removeFirst() }
-        #if canImport(Glibc)
+        #if os(Linux)
         guard fd >= 0 else { return nil }
         var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         let ready = poll(&poller, 1, timeoutMilliseconds)
@@ -115,15 +120,15 @@ public final class FolderWatcher: @unchecked Sendable {
 
     /// Stops watching. Later calls do nothing.
     public func close() {
-        #if canImport(Glibc)
+        #if os(Linux)
         if fd >= 0 {
-            Glibc.close(fd)
+            SystemCalls.close(fd)
             fd = -1
         }
         #endif
     }
 
-    #if canImport(Glibc)
+    #if os(Linux)
     /// `struct inotify_event`: wd (i32), mask (u32), cookie (u32), len (u32), then `len` bytes of
     /// NUL-padded name, all in host byte order.
     private func parse(count: Int, timestampNs: Int64) {

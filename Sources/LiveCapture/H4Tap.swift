@@ -1,9 +1,13 @@
-import CBluetooth  // its <sys/socket.h> owns the socket declarations within this package
+#if canImport(CBluetooth)
+import CBluetooth  // its <sys/socket.h> owns the socket declarations within this package (BlueZ: Linux only)
+#endif
 import CaptureKit
 import CaptureSet
 import Foundation
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// One complete HCI packet seen by an ``H4Tap``, borrowed for the duration of the callback.
@@ -234,15 +238,15 @@ public final class H4Tap: @unchecked Sendable {
             do throws(LiveCaptureError) {
                 (listenFD, port) = try TapIO.listen(listenAddress, source: source)
             } catch {
-                _ = Glibc.close(controllerDescriptor.fd)
+                _ = SystemCalls.close(controllerDescriptor.fd)
                 throw error
             }
             var pipeEnds: [Int32] = [-1, -1]
             guard pipe(&pipeEnds) == 0 else {
                 let code = errno
-                _ = Glibc.close(controllerDescriptor.fd)
-                _ = Glibc.close(listenFD)
-                throw LiveCaptureError(kind: .system, source: source, step: "pipe2", detail: TapIO.errorText(code), hint: "The process may be out of file descriptors; raise `ulimit -n`.")
+                _ = SystemCalls.close(controllerDescriptor.fd)
+                _ = SystemCalls.close(listenFD)
+                throw LiveCaptureError(kind: .system, source: source, step: "pipe", detail: TapIO.errorText(code), hint: "The process may be out of file descriptors; raise `ulimit -n`.")
             }
             for end in pipeEnds {
                 _ = fcntl(end, F_SETFD, FD_CLOEXEC)
@@ -295,7 +299,7 @@ public final class H4Tap: @unchecked Sendable {
             if threadStarted, wakeWrite >= 0 {
                 // Under the lock: the loop closes the pipe holding it, so the descriptor is still ours.
                 var byte: UInt8 = 1
-                _ = Glibc.write(wakeWrite, &byte, 1)
+                _ = SystemCalls.write(wakeWrite, &byte, 1)
             }
             return (threadStarted, onLoop)
         }
@@ -343,7 +347,7 @@ public final class H4Tap: @unchecked Sendable {
             }
             if entries[0].revents != 0 {
                 var scratch = [UInt8](repeating: 0, count: 64)
-                _ = Glibc.read(wakeRead, &scratch, scratch.count)
+                _ = SystemCalls.read(wakeRead, &scratch, scratch.count)
                 continue
             }
             if entries.count == 4 {
@@ -403,7 +407,7 @@ public final class H4Tap: @unchecked Sendable {
         while offset < bytes.count {
             let pointer = bytes.baseAddress! + offset
             let count = bytes.count - offset
-            let written = destination.isSocket ? send(destination.fd, pointer, count, Int32(MSG_NOSIGNAL)) : Glibc.write(destination.fd, pointer, count)
+            let written = destination.isSocket ? SystemCalls.sendNoSignal(destination.fd, pointer, count) : SystemCalls.write(destination.fd, pointer, count)
             if written > 0 { offset += written; continue }
             let code = errno
             if written < 0 && code == EINTR { continue }
@@ -418,7 +422,7 @@ public final class H4Tap: @unchecked Sendable {
         session = nil  // mutate the only copy: no copy-on-write of the framers' partial packets
         let source = current.source(direction)
         let destination = current.destination(direction)
-        let count = buffer.withUnsafeMutableBytes { Glibc.read(source.fd, $0.baseAddress, $0.count) }
+        let count = buffer.withUnsafeMutableBytes { SystemCalls.read(source.fd, $0.baseAddress, $0.count) }
         if count < 0 {
             let code = errno
             if code == EAGAIN || code == EWOULDBLOCK || code == EINTR {
@@ -524,7 +528,7 @@ public final class H4Tap: @unchecked Sendable {
             if let current = session {
                 lock.withLock { stats.refusedHosts += 1 }
                 notice("\(interface.name ?? "h4tap"): refused host \(host.peer): host \(current.host.peer) is connected and the tap serves one host at a time")
-                _ = Glibc.close(host.fd)
+                _ = SystemCalls.close(host.fd)
                 continue
             }
             let controllerDescriptor: TapDescriptor
@@ -532,13 +536,13 @@ public final class H4Tap: @unchecked Sendable {
                 controllerDescriptor = spare
                 spareController = nil
             } else {
-                if let spare = spareController { _ = Glibc.close(spare.fd) }
+                if let spare = spareController { _ = SystemCalls.close(spare.fd) }
                 spareController = nil
                 do throws(LiveCaptureError) {
                     controllerDescriptor = try TapIO.open(controller, source: interface.name ?? "h4tap", timeoutMilliseconds: Self.milliseconds(options.connectTimeout))
                 } catch {
                     notice("\(interface.name ?? "h4tap"): host \(host.peer) connected but the controller could not be reached (\(error)); closed the host connection, waiting for the next host")
-                    _ = Glibc.close(host.fd)
+                    _ = SystemCalls.close(host.fd)
                     continue
                 }
             }
@@ -554,10 +558,12 @@ public final class H4Tap: @unchecked Sendable {
 
     /// A descriptor whose peer has not closed or failed (data waiting to be read is fine).
     private static func stillOpen(_ descriptor: TapDescriptor) -> Bool {
-        let readHangUp: Int32 = 0x2000  // POLLRDHUP: the peer shut down its writing side.
-        var entry = pollfd(fd: descriptor.fd, events: Int16(POLLIN | readHangUp), revents: 0)
+        // POLLRDHUP (Linux): the peer shut down its writing side. Elsewhere it is 0, and such a
+        // peer is found by the read of 0 bytes that follows.
+        let readHangUp = SystemCalls.pollReadHangUp
+        var entry = pollfd(fd: descriptor.fd, events: Int16(POLLIN) | readHangUp, revents: 0)
         guard poll(&entry, 1, 0) >= 0 else { return false }
-        return entry.revents & Int16(POLLERR | POLLHUP | POLLNVAL | readHangUp) == 0
+        return entry.revents & (Int16(POLLERR | POLLHUP | POLLNVAL) | readHangUp) == 0
     }
 
     /// Closes both sides of `ended` and notes why, what was lost, and what happens next.
@@ -575,8 +581,8 @@ public final class H4Tap: @unchecked Sendable {
         text += stopping ? "" : "; waiting for the next host on port \(lock.withLock { boundPort })"
         // Noted before closing, so whoever sees a connection close finds the reason already noted.
         notice(text)
-        _ = Glibc.close(ended.host.fd)
-        _ = Glibc.close(ended.controller.fd)
+        _ = SystemCalls.close(ended.host.fd)
+        _ = SystemCalls.close(ended.controller.fd)
     }
 
     private func notice(_ text: String) {
@@ -590,13 +596,13 @@ public final class H4Tap: @unchecked Sendable {
     /// Closes every descriptor. Called holding `lock`, once the loop thread is gone or never ran.
     private func closeEverything() {
         if let session {
-            _ = Glibc.close(session.host.fd)
-            _ = Glibc.close(session.controller.fd)
+            _ = SystemCalls.close(session.host.fd)
+            _ = SystemCalls.close(session.controller.fd)
             self.session = nil
         }
-        if let spare = spareController { _ = Glibc.close(spare.fd) }
+        if let spare = spareController { _ = SystemCalls.close(spare.fd) }
         spareController = nil
-        for fd in [listener, wakeRead, wakeWrite] where fd >= 0 { _ = Glibc.close(fd) }
+        for fd in [listener, wakeRead, wakeWrite] where fd >= 0 { _ = SystemCalls.close(fd) }
         listener = -1
         wakeRead = -1
         wakeWrite = -1

@@ -1,7 +1,11 @@
-import CBluetooth  // its <sys/socket.h> owns the socket declarations within this package
+#if canImport(CBluetooth)
+import CBluetooth  // its <sys/socket.h> owns the socket declarations within this package (BlueZ: Linux only)
+#endif
 import Foundation
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// A `HOST:PORT` the tap listens on for the host stack: `127.0.0.1:9000`, `[::1]:0`, `localhost:9000`.
@@ -138,7 +142,7 @@ enum TapIO {
     /// Resolves `host:port` to socket addresses, numeric hosts without a lookup.
     static func resolve(_ host: String, _ port: UInt16, passive: Bool, source: String) throws(LiveCaptureError) -> [(family: Int32, address: [UInt8])] {
         var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_socktype = SystemCalls.streamSocket
         hints.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0)
         var list: UnsafeMutablePointer<addrinfo>?
         let code = getaddrinfo(host, String(port), &hints, &list)
@@ -188,7 +192,7 @@ enum TapIO {
     static func listen(_ address: H4ListenAddress, source: String) throws(LiveCaptureError) -> (Int32, UInt16) {
         var lastError: LiveCaptureError? = nil
         for (family, bytes) in try resolve(address.host, address.port, passive: true, source: source) {
-            let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            let fd = SystemCalls.socket(family: family, type: SystemCalls.streamSocket, nonBlocking: true)
             guard fd >= 0 else {
                 lastError = LiveCaptureError(kind: .system, source: source, step: "socket for \(address)", detail: errorText(errno), hint: "Check the address family of \(address.host).")
                 continue
@@ -198,9 +202,9 @@ enum TapIO {
             let bound = bytes.withUnsafeBytes { raw in
                 raw.withMemoryRebound(to: sockaddr.self) { bind(fd, $0.baseAddress, socklen_t(raw.count)) }
             }
-            guard bound == 0, Glibc.listen(fd, 4) == 0 else {
+            guard bound == 0, SystemCalls.listen(fd, 4) == 0 else {
                 let code = errno
-                _ = Glibc.close(fd)
+                _ = SystemCalls.close(fd)
                 lastError = LiveCaptureError(
                     kind: code == EACCES ? .permissionDenied : .system, source: source, step: "listen on \(address)", detail: errorText(code),
                     hint: code == EADDRINUSE ? "Another program uses port \(address.port); choose another, or port 0 for any free one."
@@ -224,12 +228,13 @@ enum TapIO {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let fd = withUnsafeMutablePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.accept(listener, $0, &length) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { SystemCalls.accept(listener, $0, &length) }
         }
         guard fd >= 0 else { return (nil, errno) }
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
         setNonBlocking(fd)
         setNoDelay(fd)
+        SystemCalls.ignoreSIGPIPE(fd)
         let peer = withUnsafeBytes(of: &storage) { describe(UnsafeRawBufferPointer(rebasing: $0[0..<Int(length)])) }
         return (TapDescriptor(fd: fd, isSocket: true, peer: peer), 0)
     }
@@ -249,10 +254,10 @@ enum TapIO {
         let target = joinHostPort(host, port)
         var lastCode: Int32 = ECONNREFUSED
         for (family, bytes) in try resolve(host, port, passive: false, source: source) {
-            let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            let fd = SystemCalls.socket(family: family, type: SystemCalls.streamSocket, nonBlocking: true)
             guard fd >= 0 else { lastCode = errno; continue }
             let started = bytes.withUnsafeBytes { raw in
-                raw.withMemoryRebound(to: sockaddr.self) { Glibc.connect(fd, $0.baseAddress, socklen_t(raw.count)) }
+                raw.withMemoryRebound(to: sockaddr.self) { SystemCalls.connect(fd, $0.baseAddress, socklen_t(raw.count)) }
             }
             var code: Int32 = started == 0 ? 0 : errno
             if code == EINPROGRESS {
@@ -272,7 +277,7 @@ enum TapIO {
                 return TapDescriptor(fd: fd, isSocket: true, peer: target)
             }
             lastCode = code
-            _ = Glibc.close(fd)
+            _ = SystemCalls.close(fd)
         }
         throw LiveCaptureError(
             kind: .system, source: source, step: "connect to the controller at \(target)", detail: errorText(lastCode),
@@ -281,7 +286,7 @@ enum TapIO {
     }
 
     static func openSerial(_ path: String, baudRate: Int, flowControl: Bool, source: String) throws(LiveCaptureError) -> TapDescriptor {
-        let fd = Glibc.open(path, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC)
+        let fd = SystemCalls.open(path, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else {
             let code = errno
             throw LiveCaptureError(
@@ -293,7 +298,7 @@ enum TapIO {
         var attributes = termios()
         guard tcgetattr(fd, &attributes) == 0 else {
             let code = errno
-            _ = Glibc.close(fd)
+            _ = SystemCalls.close(fd)
             throw LiveCaptureError(kind: .system, source: source, step: "tcgetattr \(path)", detail: errorText(code), hint: "\(path) is not a serial device; give the controller's UART.")
         }
         cfmakeraw(&attributes)
@@ -306,7 +311,7 @@ enum TapIO {
         let speed = speedConstant(baudRate)
         guard cfsetispeed(&attributes, speed) == 0, cfsetospeed(&attributes, speed) == 0, tcsetattr(fd, TCSANOW, &attributes) == 0 else {
             let code = errno
-            _ = Glibc.close(fd)
+            _ = SystemCalls.close(fd)
             throw LiveCaptureError(kind: .system, source: source, step: "set \(path) to \(baudRate) baud", detail: errorText(code), hint: "Choose a baud rate the adapter supports (115200 works everywhere).")
         }
         _ = tcflush(fd, TCIOFLUSH)
@@ -314,6 +319,8 @@ enum TapIO {
     }
 
     static func speedConstant(_ baud: Int) -> speed_t {
+        #if os(Linux)
+        // Linux's termios takes a code per rate (B115200 = 0o010002), and these are the rates it names.
         let table: [Int: Int32] = [
             9600: B9600, 19200: B19200, 38400: B38400, 57600: B57600, 115_200: B115200, 230_400: B230400,
             460_800: B460800, 500_000: B500000, 576_000: B576000, 921_600: B921600, 1_000_000: B1000000,
@@ -321,6 +328,11 @@ enum TapIO {
             3_000_000: B3000000, 3_500_000: B3500000, 4_000_000: B4000000,
         ]
         return speed_t(table[baud] ?? B1000000)
+        #else
+        // BSD termios (Darwin) takes the rate itself as the speed value; the driver refuses one it
+        // cannot set, and the caller reports that.
+        return speed_t(baud)
+        #endif
     }
 
     static func wallClockNanoseconds() -> Int64 {

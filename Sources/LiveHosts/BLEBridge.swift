@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import LiveCapture
 import Foundation
 import Replay
 
@@ -76,7 +77,7 @@ public final class BLEBridge: @unchecked Sendable {
                 + (stderrPath.map { "; its log is \($0)" } ?? "") + ". Check that the controller is reachable at \(transport).")
         }
         self.port = port
-        let s = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let s = SystemCalls.socket(family: AF_INET, type: SystemCalls.streamSocket)
         guard s >= 0 else { throw LiveHostError.bridge("socket(): \(String(cString: strerror(errno)))") }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -104,7 +105,8 @@ public final class BLEBridge: @unchecked Sendable {
         let bytes = Array((JSONLiteral.text(.object(members)) + "\n").utf8)
         var offset = 0
         while offset < bytes.count {
-            let n = bytes[offset...].withUnsafeBytes { write(socket, $0.baseAddress, $0.count) }
+            // A bridge that has died must give the error below, not a SIGPIPE that ends the host.
+            let n = bytes[offset...].withUnsafeBytes { SystemCalls.sendNoSignal(socket, $0.baseAddress, $0.count) }
             if n < 0 {
                 if errno == EINTR { continue }
                 throw LiveHostError.bridge("the BLE bridge closed its socket (\(String(cString: strerror(errno)))); see its log")

@@ -22,13 +22,21 @@ public struct IngestServerStatus: Sendable, Hashable, CustomStringConvertible {
     public var lastStoreError: String?
     /// Socket errors the channels reported (reading went on).
     public var socketErrors: Int
+    /// Datagrams the kernel dropped on the server's sockets before the server read them (the
+    /// receive buffer was full): lost before Tether saw them, so in no other count here. `nil`
+    /// where the system keeps no such count (see ``SocketReceiveDrops``). Sampled a few times a
+    /// second and once more as the server stops.
+    public var kernelDrops: Int? = nil
 
     /// Streams started and not yet ended.
     public var streamsOpen: Int { counters.streamsStarted - counters.streamsEnded }
 
-    /// A one-line summary: `datagrams 1203 · points 7200 stored 7200 · rejected 2 (not_json 1, oversize 1) · streams 1`.
+    /// A one-line summary: `datagrams 1203 · kernel drops 0 · points 7200 stored 7200 · rejected 2
+    /// (not_json 1, oversize 1) · streams 1` (`kernel drops` only where the kernel counts them).
     public var description: String {
-        var line = "datagrams \(counters.datagrams) · points \(counters.dataPoints) stored \(dataPointsStored)"
+        var line = "datagrams \(counters.datagrams)"
+        if let kernelDrops { line += " · kernel drops \(kernelDrops)" }
+        line += " · points \(counters.dataPoints) stored \(dataPointsStored)"
         let rejected = counters.rejected
         if rejected > 0 {
             let reasons = counters.rejectedByReason.sorted { $0.key.rawValue < $1.key.rawValue }
@@ -56,7 +64,8 @@ public struct IngestServerStatus: Sendable, Hashable, CustomStringConvertible {
 public final class IngestServer: @unchecked Sendable {
     // Thread-safety: `core`, `timer*`, `lastNow`, `lastAddress`, `lastSource`, `elapsed` and
     // `sleepUntil` are touched only on `loop` (asserted); `published`, `phase`, `channels`,
-    // `notices` and `waiters` are guarded by `lock`; `writer` is thread-safe.
+    // `dropTally`, `dropSampler`, `notices` and `waiters` are guarded by `lock`; `writer` is
+    // thread-safe.
 
     /// Where and how the server listens.
     public struct Configuration: Sendable, Hashable {
@@ -143,6 +152,8 @@ public final class IngestServer: @unchecked Sendable {
     private var published: IngestServerStatus
     private var phase: Phase = .idle
     private var channels: [any Channel] = []
+    private var dropTally = ReceiveDropTally(sockets: 0)
+    private var dropSampler: RepeatedTask?
     private var boundPort: Int?
     private var noticeList: [String] = []
     private var waiters: [CheckedContinuation<Result<IngestServerStatus, any Error>, Never>] = []
@@ -260,6 +271,8 @@ public final class IngestServer: @unchecked Sendable {
         }
         let stoppedMeanwhile = lock.withLock { () -> Bool in
             self.channels = channels
+            self.dropTally = ReceiveDropTally(sockets: channels.count)
+            if SocketReceiveDrops.isSupported { published.kernelDrops = 0 }
             self.boundPort = port
             self.noticeList += notices
             return phase != .running
@@ -269,7 +282,37 @@ public final class IngestServer: @unchecked Sendable {
             for channel in channels { try? await channel.close() }
             throw LiveHostError(target: v4Target, step: "start", detail: "stopped while starting", hint: "Nothing to do: the server was asked to stop.")
         }
+        if SocketReceiveDrops.isSupported {
+            // NIO's own scheduling on the server's loop: the status line reads `status` four
+            // times a second, so the drops are never more than a sample behind it.
+            lock.withLock {
+                // A stop() that came meanwhile has drained already; nothing left to sample.
+                guard phase == .running else { return }
+                dropSampler = loop.scheduleRepeatedTask(initialDelay: Self.dropSampleInterval, delay: Self.dropSampleInterval) { _ in
+                    self.sampleKernelDrops()
+                }
+            }
+        }
         return bound
+    }
+
+    /// How often the kernel's drop counters are read while serving.
+    static let dropSampleInterval: TimeAmount = .milliseconds(250)
+
+    /// Reads every socket's drop counter (on the loop, where the channels' options are read at
+    /// once) and publishes the total.
+    private func sampleKernelDrops() {
+        loop.preconditionInEventLoop()
+        let channels = lock.withLock { self.channels }
+        for (index, channel) in channels.enumerated() {
+            SocketReceiveDrops.count(of: channel).whenSuccess { counter in
+                guard let counter else { return }
+                self.lock.withLock {
+                    self.dropTally.record(counter, socket: index)
+                    self.published.kernelDrops = self.dropTally.total
+                }
+            }
+        }
     }
 
     /// Starts (if not started) and returns when ``stop()`` has drained the server.
@@ -316,6 +359,14 @@ public final class IngestServer: @unchecked Sendable {
             return try result.get()
         }
 
+        // The last reading of the drop counters, while the sockets still exist (closing them
+        // discards their counters); anything dropped after it was dropped while shutting down.
+        let sampler = lock.withLock { () -> RepeatedTask? in
+            defer { dropSampler = nil }
+            return dropSampler
+        }
+        sampler?.cancel()
+        if sampler != nil { try? await loop.submit { self.sampleKernelDrops() }.get() }
         for channel in channels {
             do {
                 try await channel.close()

@@ -1,4 +1,5 @@
 import Foundation
+import LiveCapture
 
 /// What a ``PluginSender`` did.
 public struct PluginSendReport: Sendable, Hashable {
@@ -10,6 +11,29 @@ public struct PluginSendReport: Sendable, Hashable {
     public var firstFailure: String?
     /// The largest lateness of a send against its scheduled instant.
     public var maxLateness: Duration
+    /// Payload bytes of the datagrams handed to the kernel (UDP payload, no headers).
+    public var bytesSent: Int = 0
+    /// Time from the start of sending to the last datagram, or to the moment sending stopped.
+    public var elapsed: Duration = .zero
+    /// Datagrams of the schedule that were never attempted because sending was cancelled.
+    public var unsent: Int = 0
+    /// Whether sending was cancelled before the schedule's end: its last datagram (the end
+    /// message, when the schedule has one) was then never sent.
+    public var cancelled: Bool { unsent > 0 }
+
+    /// A report; the counts that are not given start at zero.
+    public init(
+        sent: Int, failed: Int, firstFailure: String?, maxLateness: Duration,
+        bytesSent: Int = 0, elapsed: Duration = .zero, unsent: Int = 0
+    ) {
+        self.sent = sent
+        self.failed = failed
+        self.firstFailure = firstFailure
+        self.maxLateness = maxLateness
+        self.bytesSent = bytesSent
+        self.elapsed = elapsed
+        self.unsent = unsent
+    }
 }
 
 /// Sends a ``PluginTrafficGenerator`` schedule as UDP datagrams to HOST:PORT, each at its offset
@@ -27,7 +51,7 @@ public final class PluginSender: @unchecked Sendable {
     public init(host: String, port: UInt16) throws(LiveHostError) {
         target = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
         var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_DGRAM.rawValue)
+        hints.ai_socktype = SystemCalls.datagramSocket
         hints.ai_flags = AI_NUMERICSERV
         var result: UnsafeMutablePointer<addrinfo>?
         let code = getaddrinfo(host, String(port), &hints, &result)
@@ -38,7 +62,7 @@ public final class PluginSender: @unchecked Sendable {
         }
         defer { freeaddrinfo(result) }
         let entry = info.pointee
-        let fd = socket(entry.ai_family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = SystemCalls.socket(family: entry.ai_family, type: SystemCalls.datagramSocket)
         guard fd >= 0 else {
             throw LiveHostError(target: target, step: "socket", detail: String(cString: strerror(errno)), hint: "Check the process's file descriptor limit.")
         }
@@ -46,7 +70,7 @@ public final class PluginSender: @unchecked Sendable {
         self.address = Array(UnsafeRawBufferPointer(start: entry.ai_addr, count: Int(entry.ai_addrlen)))
     }
 
-    deinit { _ = Glibc.close(fd) }
+    deinit { SystemCalls.close(fd) }
 
     /// Sends one datagram now.
     /// - Throws: ``LiveHostError`` when the kernel refuses it (for example `EMSGSIZE`).
@@ -65,25 +89,37 @@ public final class PluginSender: @unchecked Sendable {
 
     /// Sends every datagram of `schedule` at `start + offset` on `clock`, in order. A datagram the
     /// kernel refuses is counted in the report and sending goes on (a plugin learns nothing of loss).
-    /// Cancelling the task stops sending.
+    ///
+    /// Cancelling the task stops sending and returns what went out so far, with
+    /// ``PluginSendReport/unsent`` counting the rest: an interrupted run must still say what it
+    /// sent (the receiver's counts are compared with it).
+    /// - Throws: only what `clock.sleep` throws other than `CancellationError`.
     public func send<C: Clock>(_ schedule: [ScheduledDatagram], clock: C) async throws -> PluginSendReport
     where C.Duration == Duration {
         let start = clock.now
         var report = PluginSendReport(sent: 0, failed: 0, firstFailure: nil, maxLateness: .zero)
-        for datagram in schedule {
+        for (index, datagram) in schedule.enumerated() {
             let due = start.advanced(by: datagram.offset)
-            if clock.now < due { try await clock.sleep(until: due, tolerance: nil) }
-            try Task.checkCancellation()
+            do {
+                if clock.now < due { try await clock.sleep(until: due, tolerance: nil) }
+                try Task.checkCancellation()
+            } catch is CancellationError {
+                report.unsent = schedule.count - index
+                break
+            }
             let lateness = due.duration(to: clock.now)
             if lateness > report.maxLateness { report.maxLateness = lateness }
             do {
                 try send(datagram.bytes)
                 report.sent += 1
+                report.bytesSent += datagram.bytes.count
             } catch {
                 report.failed += 1
                 if report.firstFailure == nil { report.firstFailure = error.description }
             }
+            report.elapsed = start.duration(to: clock.now)
         }
+        if report.unsent > 0 { report.elapsed = start.duration(to: clock.now) }
         return report
     }
 }

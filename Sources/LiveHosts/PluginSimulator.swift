@@ -18,8 +18,10 @@ public struct PluginSimulator: Sendable {
     /// The datagrams it will send, in order, with their offsets.
     public var schedule: [ScheduledDatagram] { PluginTrafficGenerator(configuration: configuration).schedule() }
 
-    /// Sends the whole schedule, paced on `clock` (a `ContinuousClock` in live use).
-    /// - Throws: ``LiveHostError`` when the host does not resolve; `CancellationError` when cancelled.
+    /// Sends the whole schedule, paced on `clock` (a `ContinuousClock` in live use). Cancelling the
+    /// task stops sending; the report then counts what was sent and what was not
+    /// (``PluginSendReport/unsent``).
+    /// - Throws: ``LiveHostError`` when the host does not resolve or no socket can be made.
     public func run<C: Clock>(clock: C) async throws -> PluginSendReport where C.Duration == Duration {
         let sender = try PluginSender(host: host, port: port)
         return try await sender.send(schedule, clock: clock)

@@ -1,3 +1,4 @@
+import DequeModule
 import MonkeyC
 
 /// The phone side of the Connect IQ companion link, sans-I/O (docs: connectiq-link.md,
@@ -409,7 +410,7 @@ struct DeviceRecord: Sendable {
     var registered = false
     var link: Link = .notConnected
     /// Commands waiting for an answer, the first one written (when `commandDeadline` is set).
-    var commands: [PendingCommand] = []
+    var commands: Deque<PendingCommand> = []
     var commandDeadline: Duration?
     /// One per app used on this device, in order of first use.
     var channels: [AppChannel] = []
@@ -488,7 +489,7 @@ struct AppChannel: Sendable {
     /// A connect command for this app is queued or in flight.
     var connecting = false
     /// Sends waiting for their turn, oldest first.
-    var outbox: [QueuedSend] = []
+    var outbox: Deque<QueuedSend> = []
     var active: OutboundTransfer?
     var inbound: InboundTransfer?
     /// The key of the watch's last key packet, used by its next encrypted `first`.

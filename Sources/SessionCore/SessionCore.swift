@@ -1,3 +1,4 @@
+import DequeModule
 import MonkeyC
 
 /// A WatchConnectivity-style session over Tether's session link, sans-I/O, for either side
@@ -97,7 +98,7 @@ public struct SessionCore: Sendable {
         self.random = randomSource
         self.durable = snapshot
         for index in durable.peers.indices {
-            var kept: [OutgoingFile] = []
+            var kept: Deque<OutgoingFile> = []
             for file in durable.peers[index].fileQueue {
                 if let bytes = outgoingFiles[FileTransferID(rawValue: file.id)], bytes.count == file.size {
                     outgoingFileBytes[file.id] = bytes

@@ -1,3 +1,5 @@
+import DequeModule
+
 /// Everything a ``SessionCore`` must not lose in a crash: what it still has to send (the user info,
 /// complication and file queues, the undelivered application context), what it has received (per
 /// peer and durable channel, the highest id completely received; the partial file and its resume
@@ -69,7 +71,7 @@ struct PeerRecord: Sendable, Hashable, Codable {
     var pendingContext: OutgoingItem?
     var userInfoQueue: [OutgoingUserInfo] = []
     var complicationQueue: [OutgoingUserInfo] = []
-    var fileQueue: [OutgoingFile] = []
+    var fileQueue: Deque<OutgoingFile> = []
     /// When each high-priority complication transfer was made (pruned to the budget window).
     var complicationTransferTimes: [Duration] = []
 

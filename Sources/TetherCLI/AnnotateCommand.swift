@@ -3,6 +3,8 @@ import CaptureKit
 import CaptureSet
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// `tether annotate SET --frame N --text "…"`.

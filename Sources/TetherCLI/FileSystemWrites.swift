@@ -1,6 +1,9 @@
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
+import LiveCapture
 
 /// File-system changes the commands make, each failure a ``CommandFailure`` naming the path and the
 /// system's reason.
@@ -17,7 +20,7 @@ enum FileSystemWrites {
 
     /// `rename(2)`: atomic within one file system.
     static func rename(_ from: String, to: String) throws {
-        if Glibc.rename(from, to) != 0 {
+        if SystemCalls.rename(from, to) != 0 {
             throw CommandFailure.failed("cannot rename \(from) to \(to): \(FileSystem.lastError)")
         }
     }

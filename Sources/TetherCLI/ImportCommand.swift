@@ -4,6 +4,8 @@ import CaptureSet
 import Dissectors
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// `tether import FILE --out Captures/<name>`: any readable capture becomes a capture set.

@@ -287,6 +287,9 @@ final class JSONInspectOutput: InspectOutput {
     func begin(path: String, format: CaptureFormat, fileSize: UInt64?, set: LoadedCaptureSet?) {
         var members: [(String, String)] = [("path", JSONText.string(path)), ("format", JSONText.string(format.rawValue))]
         if let fileSize { members.append(("file_size", String(fileSize))) }
+        // As in text mode: the set's warnings (unsealed, a link type the manifest contradicts) go
+        // to stderr, so stdout stays one JSON object.
+        for warning in set?.warnings ?? [] { Terminal.warn("tether: warning: \(warning)") }
         let head = JSONText.object(members)
         out.write(String(head.dropLast()))
         if listFrames { out.write(",\"frame_list\":[") }

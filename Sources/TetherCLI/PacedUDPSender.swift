@@ -1,6 +1,9 @@
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
+import LiveCapture
 
 /// One captured datagram to send again, at its offset from the first one.
 struct PacedDatagram: Sendable {
@@ -63,7 +66,7 @@ final class PacedUDPSender {
     init(host: String, port: UInt16, spinWindowNs: Int64 = 2_000_000) throws(PacedSendError) {
         self.spinWindowNs = spinWindowNs
         var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_DGRAM.rawValue)
+        hints.ai_socktype = SystemCalls.datagramSocket
         hints.ai_family = AF_UNSPEC
         var result: UnsafeMutablePointer<addrinfo>?
         let status = getaddrinfo(host, String(port), &hints, &result)

@@ -5,6 +5,8 @@ import Foundation
 import LiveCapture
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// `tether record --udp IFACE[:PORT] --ble SPEC --out Captures/<name>`: live capture into a capture set.

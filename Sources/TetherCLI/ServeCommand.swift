@@ -2,6 +2,8 @@ import ArgumentParser
 import Dispatch
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 import IngestCore
 import IngestStore
@@ -31,8 +33,12 @@ struct ServeIngestCommand: AsyncParsableCommand {
             10,000 bytes) and committed to the SQLite database --db (WAL mode): they survive a \
             crash of this process, and a chunk written twice is stored once.
 
-            On a terminal a status line on stderr shows datagrams, data points, rejections by \
-            reason and open streams; otherwise nothing is printed until the end. SIGINT (Ctrl-C) \
+            On a terminal a status line on stderr shows datagrams, the kernel's receive-buffer \
+            drops, data points, rejections by reason and open streams; otherwise nothing is \
+            printed until the end. Kernel drops are datagrams the kernel threw away because the \
+            socket's receive buffer was full before the server read them: Tether never saw them, \
+            so they are in no other count. Any at all means the sender outran the server; a \
+            larger --receive-buffer (root may exceed net.core.rmem_max) rides out longer bursts. SIGINT (Ctrl-C) \
             SIGTERM or SIGHUP (a closed terminal) stops the server cleanly: the sockets close, every stream is flushed, the \
             remaining chunks are committed, and the final counts are printed. A second signal \
             exits at once.
@@ -58,6 +64,10 @@ struct ServeIngestCommand: AsyncParsableCommand {
     @Flag(name: .customLong("ipv4-only"), help: "Listen on 127.0.0.1 only, not on ::1.")
     var ipv4Only = false
 
+    @Option(name: .customLong("receive-buffer"), help: "SO_RCVBUF to ask for, in bytes, 1024 to 1073741824 (default 33554432, 32 MiB; Linux doubles it for its bookkeeping).",
+            transform: { try OptionValues.integer($0, option: "--receive-buffer", range: 1024...(1 << 30)) })
+    var receiveBuffer: Int?
+
     func validate() throws {
         guard (0...65535).contains(port) else {
             throw ValidationError("--port must be 0…65535 (got \(port)); 12345 is Motion's plugin port.")
@@ -77,8 +87,9 @@ struct ServeIngestCommand: AsyncParsableCommand {
         // One server per database: a second one would interleave its chunks and report counts
         // that are not what the file holds.
         let sink = try SQLiteIngestStore(path: db, exclusiveWriter: true)
-        let server = IngestServer(
-            configuration: .init(port: port, ipv6Host: ipv4Only ? nil : "::1", core: core), sink: sink)
+        var configuration = IngestServer.Configuration(port: port, ipv6Host: ipv4Only ? nil : "::1", core: core)
+        if let receiveBuffer { configuration.receiveBufferBytes = receiveBuffer }
+        let server = IngestServer(configuration: configuration, sink: sink)
         let bound = try await server.start()
         for notice in server.notices { Terminal.warn("tether: note: \(notice)") }
         let noticesShown = server.notices.count
@@ -111,9 +122,21 @@ struct ServeIngestCommand: AsyncParsableCommand {
         for notice in server.notices.dropFirst(noticesShown) { Terminal.warn("tether: note: \(notice)") }
         StandardOutput.shared.line("Stopped. \(final.description)")
         StandardOutput.shared.line("Stored \(final.dataPointsStored) data points in \(final.chunksStored) chunks into \(db)")
+        StandardOutput.shared.line(Self.kernelDropsLine(final.kernelDrops))
         if final.socketErrors > 0 { StandardOutput.shared.line("Socket errors: \(final.socketErrors)") }
         if final.chunksPending > 0 || final.lastStoreError != nil {
             throw CommandFailure.failed("\(final.chunksPending) chunks could not be stored in \(db): \(final.lastStoreError ?? "unknown error"). Check free disk space and the file's permissions.")
         }
+    }
+
+    /// The final report's line on the kernel's receive-buffer drops: datagrams lost before the
+    /// server read them, which no other count includes.
+    static func kernelDropsLine(_ drops: Int?) -> String {
+        guard let drops else {
+            return "Kernel drops: not counted (this system keeps no per-socket drop counter; Linux does)"
+        }
+        guard drops > 0 else { return "Kernel drops: 0 datagrams dropped before the server read them" }
+        return "Kernel drops: \(drops) datagrams dropped by the kernel before the server read them (receive buffer full); "
+            + "they are in no other count. Give a larger --receive-buffer, raise net.core.rmem_max, or slow the sender."
     }
 }

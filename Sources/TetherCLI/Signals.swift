@@ -2,13 +2,16 @@ import Dispatch
 import Synchronization
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// Turns SIGINT, SIGTERM and SIGHUP (the terminal went away) into a callback on a dispatch queue instead of killing the process, so
 /// long-running commands (`serve`, `record`) can drain and seal what they hold.
 ///
 /// The default handlers are replaced by `SIG_IGN` first, as DispatchSource signal sources require;
-/// a second signal after the first restores the default handler's effect by exiting with 130.
+/// a second signal after the first restores the default handler's effect by exiting at once with
+/// the conventional status for that signal, 128 + its number (130 for SIGINT, 143 for SIGTERM).
 final class InterruptSignals: @unchecked Sendable {
     private let sources: [any DispatchSourceSignal]
     private let received = Mutex(0)
@@ -31,9 +34,9 @@ final class InterruptSignals: @unchecked Sendable {
                 if count == 1 {
                     handler(number)
                 } else {
-                    // The user insists: stop now, as an unhandled SIGINT would.
+                    // The user insists: stop now, with the status an unhandled signal would give.
                     Terminal.writeStderr("\ntether: interrupted again, exiting without draining\n")
-                    _exit(130)
+                    _exit(128 + number)
                 }
             }
             source.resume()

@@ -3,6 +3,8 @@ import LiveHosts
 import Synchronization
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// `tether simulate …`: traffic generators that stand in for real devices.
@@ -129,31 +131,50 @@ struct SimulatePluginCommand: AsyncParsableCommand {
         let schedule = simulator.schedule
         let malformedCount = schedule.filter(\.isMalformed).count
         let span = Format.seconds(schedule.last?.offset.nanosecondsClamped ?? 0)
-        StandardOutput.shared.line("Sending \(schedule.count) datagrams (\(malformedCount) malformed) to \(to) over \(span) s")
-        StandardOutput.shared.flush()
 
-        let task = Task { try await simulator.run(clock: ContinuousClock()) }
+        // The handlers go in before anything is sent (and before the first line, which callers
+        // wait for), so a signal at any moment ends in the summary rather than a killed process.
         let interruption = Mutex<Int32?>(nil)
+        let sending = Mutex<Task<PluginSendReport, any Error>?>(nil)
         let signals = InterruptSignals { number in
             interruption.withLock { $0 = number }
-            task.cancel()
+            sending.withLock { $0 }?.cancel()
         }
         defer { signals.cancel() }
-        let report: PluginSendReport
-        do {
-            report = try await task.value
-        } catch is CancellationError {
-            let number = interruption.withLock { $0 } ?? SIGINT
-            // The conventional status of a process ended by a signal: 128 + its number.
-            throw CommandFailure(message: "interrupted by \(InterruptSignals.name(of: number)); the plugin stopped without its end message", exitCode: 128 + number)
+        StandardOutput.shared.line("Sending \(schedule.count) datagrams (\(malformedCount) malformed) to \(to) over \(span) s")
+        StandardOutput.shared.flush()
+        let task = Task { try await simulator.run(clock: ContinuousClock()) }
+        sending.withLock { $0 = task }
+        // A signal that came before the task existed had nothing to cancel yet.
+        if interruption.withLock({ $0 }) != nil { task.cancel() }
+        let report = try await task.value
+        let signal = interruption.withLock { $0 }
+        StandardOutput.shared.line(Self.summary(report, scheduled: schedule.count, interruptedBy: signal))
+        if let signal {
+            // The conventional status of a process ended by a signal: 128 + its number (130 for
+            // SIGINT, 143 for SIGTERM, 129 for SIGHUP), so a calling script sees the interruption.
+            let what = !report.cancelled ? "every datagram had been sent"
+                : noEnd ? "the rest of the schedule was not sent" : "the plugin stopped without its end message"
+            throw CommandFailure(message: "interrupted by \(InterruptSignals.name(of: signal)); \(what)", exitCode: 128 + signal)
         }
-        var line = "Sent \(report.sent) datagrams"
-        if report.failed > 0 { line += ", \(report.failed) refused (\(report.firstFailure ?? "unknown reason"))" }
-        line += "; latest send \(Format.duration(report.maxLateness.nanosecondsClamped)) behind schedule"
-        StandardOutput.shared.line(line)
         if report.failed > 0 {
             throw CommandFailure.failed("\(report.failed) datagrams were refused by the kernel; is a server listening on \(to)? Start one with `tether serve ingest`.")
         }
+    }
+
+    /// The closing line, the same at a normal end and after a signal (which it names):
+    /// `Sent 1207 datagrams (682301 bytes) in 60.050 s; latest send 0.21 ms behind schedule`.
+    /// Scripts read the count as the second word.
+    static func summary(_ report: PluginSendReport, scheduled: Int, interruptedBy signal: Int32?) -> String {
+        var line = "Sent \(report.sent) datagrams (\(report.bytesSent) bytes) in \(Format.fixed(Double(report.elapsed.nanosecondsClamped) / 1e9, 3)) s"
+        if report.failed > 0 { line += ", \(report.failed) refused (\(report.firstFailure ?? "unknown reason"))" }
+        if let signal {
+            line += report.cancelled
+                ? "; interrupted by \(InterruptSignals.name(of: signal)): \(report.unsent) of \(scheduled) scheduled datagrams not sent"
+                : "; interrupted by \(InterruptSignals.name(of: signal)) after the last datagram"
+        }
+        line += "; latest send \(Format.duration(report.maxLateness.nanosecondsClamped)) behind schedule"
+        return line
     }
 }
 

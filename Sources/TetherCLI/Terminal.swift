@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import LiveCapture
 
 /// Where the CLI writes: buffered stdout for results, unbuffered stderr for warnings and progress.
 ///
@@ -33,7 +34,7 @@ final class StandardOutput {
         buffer.withUnsafeBytes { raw in
             var offset = 0
             while offset < raw.count {
-                let written = Glibc.write(STDOUT_FILENO, raw.baseAddress! + offset, raw.count - offset)
+                let written = SystemCalls.write(STDOUT_FILENO, raw.baseAddress! + offset, raw.count - offset)
                 if written < 0 {
                     if errno == EINTR { continue }
                     // stdout is gone (a closed pipe): nothing left to tell anyone.
@@ -65,7 +66,7 @@ enum Terminal {
         bytes.withUnsafeMutableBytes { raw in
             var offset = 0
             while offset < raw.count {
-                let written = Glibc.write(STDERR_FILENO, raw.baseAddress! + offset, raw.count - offset)
+                let written = SystemCalls.write(STDERR_FILENO, raw.baseAddress! + offset, raw.count - offset)
                 if written < 0 {
                     if errno == EINTR { continue }
                     return

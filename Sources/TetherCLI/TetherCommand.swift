@@ -3,7 +3,10 @@ import CaptureSet
 import Dispatch
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
+import LiveCapture
 
 /// The `tether` command: record BLE and UDP traffic into capture sets, inspect them, and replay
 /// them on a virtual clock against Tether's protocol cores.
@@ -42,7 +45,7 @@ public struct TetherCommand: AsyncParsableCommand {
         Task {
             let status = await runToCompletion()
             StandardOutput.shared.flush()
-            Glibc.exit(status)
+            SystemCalls.exit(status)
         }
         dispatchMain()
     }

@@ -238,8 +238,10 @@ func captureError(_ body: () throws -> Void) -> CaptureError? {
 
 #if canImport(Glibc)
 import Glibc
-import TetherTestSupport
+#elseif canImport(Darwin)
+import Darwin
 #endif
+import TetherTestSupport
 
 /// A fresh path in the temporary folder (random, so parallel tests never share one).
 func temporaryPath(_ suffix: String) -> String {

@@ -1,6 +1,8 @@
 import Testing
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 @testable import CaptureKit
 

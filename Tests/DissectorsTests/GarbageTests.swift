@@ -48,10 +48,14 @@ struct GarbageTests {
     @Test("random ACL fragments and ATT PDUs keep state bounded and never trap")
     func randomBluetoothStream() {
         var rng = SplitMix64(seed: 42)
-        var dissector = FrameDissector()
+        // A small reassembly table, so the stream's 32 connection-direction pairs overflow it and
+        // the bound is exercised rather than never reached.
+        var dissector = BluetoothDissector()
+        dissector.acl = ACLReassembler(maxInProgress: 4)
+        var peak = 0
         for _ in 0..<3000 {
             let boundary = UInt16.random(in: 0...3, using: &rng)
-            let handle = UInt16.random(in: 0...3, using: &rng)
+            let handle = UInt16.random(in: 0...15, using: &rng)
             var body: [UInt8] = []
             if boundary != 1 {
                 let attLength = Int.random(in: 0...30, using: &rng)
@@ -62,8 +66,13 @@ struct GarbageTests {
                 for _ in 0..<Int.random(in: 0...30, using: &rng) { body.append(UInt8.random(in: 0...255, using: &rng)) }
             }
             let direction: HCIDirection = Bool.random(using: &rng) ? .sent : .received
-            _ = dissector.dissect(phdr(direction, aclPacket(handle: handle, boundary: boundary, body)), .bluetoothHCIH4WithPHDR)
+            let frame = phdr(direction, aclPacket(handle: handle, boundary: boundary, body))
+            _ = frame.withUnsafeBytes { dissector.dissect($0, linkType: .bluetoothHCIH4WithPHDR, flags: nil) }
+            peak = max(peak, dissector.acl.inProgressCount)
         }
+        #expect(peak == 4, "the table never filled, so its bound was not tested")
+        #expect(dissector.acl.inProgressCount <= 4)
+        #expect(dissector.att.databases.count <= 16, "one GATT database per connection handle at most")
     }
 
     @Test("random IPv4 fragments never trap and pending state stays bounded")

@@ -6,6 +6,8 @@ import Testing
 
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// The client against a real mosquitto (`Harness/rigs/mqtt_broker.py`, one per suite, on a free

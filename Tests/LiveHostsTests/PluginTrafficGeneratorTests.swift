@@ -57,6 +57,8 @@ import Testing
     @Test func payloadsEncodeTheirValuesAsIngestCoreDecodesThem() throws {
         for kind in SimulatedPayloadKind.allCases {
             let schedule = PluginTrafficGenerator(configuration: .init(rate: 5, duration: .seconds(1), payloadKind: kind)).schedule()
+            // No entries would leave nothing to check.
+            #expect(schedule.flatMap(\.entries).count >= 5 * 6, "\(kind)")
             for entry in schedule.flatMap(\.entries) {
                 #expect(try DataValue.decode(type: entry.type, payload: entry.payload) == entry.value, "\(kind) \(entry.name)")
             }

@@ -46,6 +46,8 @@ import Testing
     @Test func committedExpectationsHold() throws {
         for name in Self.liveSets + ["ciq-imported-btsnoop"] {
             let outcome = try replay(name)
+            // A set whose manifest lost its expectations would otherwise pass with nothing checked.
+            #expect(!outcome.manifest.expectations.isEmpty, "\(name) has no expectations")
             for result in Expectations.evaluate(outcome.manifest.expectations, trace: outcome.trace) {
                 #expect(result.passed, "\(name): \(result.message)")
             }

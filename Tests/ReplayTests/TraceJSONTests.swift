@@ -86,9 +86,20 @@ import TetherTestSupport
     }
 
     @Test func encodingTheSameEventsTwiceGivesTheSameBytes() {
-        let events = [Self.sample, TraceEvent(timeNs: 9, core: "ingest", event: "rate", fields: ["hz": .double(100)])]
-        #expect(TraceFile.encode(events) == TraceFile.encode(events))
-        #expect(TraceFile.encode(events).hasSuffix("\n"))
+        // Two equal traces whose field dictionaries were filled in opposite orders, so they
+        // iterate differently: both must give the same bytes, the fields in sorted key order.
+        let keys = (0..<40).map { "k\($0)" }
+        var forward: [String: TraceValue] = [:], backward: [String: TraceValue] = [:]
+        for (i, key) in keys.enumerated() { forward[key] = .int(Int64(i)) }
+        for (i, key) in keys.enumerated().reversed() { backward[key] = .int(Int64(i)) }
+        let first = [Self.sample, TraceEvent(timeNs: 9, core: "ingest", event: "rate", fields: forward)]
+        let second = [Self.sample, TraceEvent(timeNs: 9, core: "ingest", event: "rate", fields: backward)]
+        #expect(first == second)
+        let sortedFields = keys.sorted().map { "\"\($0)\":\($0.dropFirst())" }.joined(separator: ",")
+        let expected = #"{"t_ns":1500000,"core":"ingest","event":"datapoint","name":"v1/1/yaw","source":"imu","time_ns":1499000,"type":"float","value":1.0}"#
+            + "\n" + #"{"t_ns":9,"core":"ingest","event":"rate","# + sortedFields + "}\n"
+        #expect(TraceFile.encode(first) == expected)
+        #expect(TraceFile.encode(second) == expected)
     }
 
     @Test func readingAMissingFileNamesThePath() {

@@ -3,6 +3,8 @@ import Foundation
 import Testing
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// `tether replay --realtime` re-sends every captured ingest datagram, in order, over real UDP.

@@ -3,6 +3,8 @@ import Dissectors
 import Foundation
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 import Testing
 

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import LiveCapture
 import MQTT
 
 /// A small MQTT client on one TCP connection, for the live widget host: clean session, QoS 0–2 both
@@ -114,7 +115,7 @@ public final class MQTTClientConnection {
     }
 
     deinit {
-        if socket >= 0 { Glibc.close(socket) }
+        if socket >= 0 { SystemCalls.close(socket) }
     }
 
     /// `true` from a successful ``open()`` until the connection ends or ``close()``; CONNACK may
@@ -174,7 +175,7 @@ public final class MQTTClientConnection {
         socket = fd
         phase = .awaitingConnack
         if let failure = writeAll(bytes, limit: Self.writeLimit) {
-            Glibc.close(fd)
+            SystemCalls.close(fd)
             socket = -1
             phase = .notOpened
             throw LiveHostError(target: target, step: "send CONNECT", detail: failure, hint: Self.startBrokerHint)
@@ -191,7 +192,7 @@ public final class MQTTClientConnection {
             _ = writeAll(Self.encode(disconnect, version: version), limit: Self.disconnectLimit)
         }
         if socket >= 0 {
-            Glibc.close(socket)
+            SystemCalls.close(socket)
             socket = -1
         }
         phase = .closedByCaller
@@ -310,7 +311,7 @@ public final class MQTTClientConnection {
         var wait = max(timeout, .zero)
         if let deadline = nextDeadline { wait = min(wait, max(.zero, ContinuousClock.now.duration(to: deadline))) }
         var pfd = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
-        let ready = Glibc.poll(&pfd, 1, Self.milliseconds(wait))
+        let ready = SystemCalls.poll(&pfd, 1, Self.milliseconds(wait))
         // An interrupted wait (-1, EINTR) costs one read that finds nothing; cheaper than a retry loop.
         if ready != 0 { readAvailable(into: &events) }
         if isOpen { serviceTimers() }
@@ -324,7 +325,7 @@ public final class MQTTClientConnection {
     private func readAvailable(into events: inout [Event]) {
         for _ in 0..<Self.readsPerPoll {
             guard isOpen else { return }
-            let count = readBuffer.withUnsafeMutableBytes { Glibc.recv(socket, $0.baseAddress, $0.count, 0) }
+            let count = readBuffer.withUnsafeMutableBytes { SystemCalls.recv(socket, $0.baseAddress, $0.count, 0) }
             if count > 0 {
                 ingest(count, into: &events)
                 continue
@@ -505,8 +506,8 @@ public final class MQTTClientConnection {
         var offset = 0
         while offset < bytes.count {
             let written = bytes.withUnsafeBytes { buffer in
-                // MSG_NOSIGNAL: a broker that has gone must be an error here, not a SIGPIPE that ends the host.
-                Glibc.send(socket, buffer.baseAddress! + offset, buffer.count - offset, Int32(MSG_NOSIGNAL))
+                // A broker that has gone must be an error here, not a SIGPIPE that ends the host.
+                SystemCalls.sendNoSignal(socket, buffer.baseAddress! + offset, buffer.count - offset)
             }
             if written >= 0 {
                 offset += written
@@ -522,7 +523,7 @@ public final class MQTTClientConnection {
                 return "the broker took \(offset) of a \(bytes.count)-byte packet and no more within \(limit)"
             }
             var pfd = pollfd(fd: socket, events: Int16(POLLOUT), revents: 0)
-            _ = Glibc.poll(&pfd, 1, Self.milliseconds(left))
+            _ = SystemCalls.poll(&pfd, 1, Self.milliseconds(left))
         }
         lastSent = .now
         return nil
@@ -533,7 +534,7 @@ public final class MQTTClientConnection {
     /// trusted; `.closed` waits for the next poll's report.
     private func end(_ reason: String) {
         guard isOpen else { return }
-        Glibc.close(socket)
+        SystemCalls.close(socket)
         socket = -1
         phase = .ended(reason: reason, reported: false)
         inFlight = [:]
@@ -553,7 +554,7 @@ public final class MQTTClientConnection {
     private static func connectedSocket(host: String, port: UInt16, target: String) throws(LiveHostError) -> Int32 {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_socktype = SystemCalls.streamSocket
         hints.ai_protocol = Int32(IPPROTO_TCP)
         var list: UnsafeMutablePointer<addrinfo>?
         let status = getaddrinfo(host, String(port), &hints, &list)
@@ -567,15 +568,16 @@ public final class MQTTClientConnection {
         var entry: UnsafeMutablePointer<addrinfo>? = first
         while let info = entry {
             entry = info.pointee.ai_next
-            // CLOEXEC: a child process (a rig, a bridge) must not inherit the connection and keep it alive.
-            let flags = Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
-            let fd = Glibc.socket(info.pointee.ai_family, info.pointee.ai_socktype | flags, info.pointee.ai_protocol)
+            // Close-on-exec (as every socket SystemCalls makes): a child process (a rig, a bridge)
+            // must not inherit the connection and keep it alive.
+            let fd = SystemCalls.socket(family: info.pointee.ai_family, type: info.pointee.ai_socktype,
+                                        protocol: info.pointee.ai_protocol, nonBlocking: true)
             guard fd >= 0 else {
                 failures.append("socket(): \(describe(errno))")
                 continue
             }
             if let failure = finishConnect(fd, info.pointee.ai_addr, info.pointee.ai_addrlen, deadline: deadline) {
-                Glibc.close(fd)
+                SystemCalls.close(fd)
                 failures.append(failure)
                 continue
             }
@@ -590,14 +592,14 @@ public final class MQTTClientConnection {
     /// Connects without blocking past `deadline`; returns why it failed, or `nil`.
     private static func finishConnect(_ fd: Int32, _ address: UnsafeMutablePointer<sockaddr>?, _ length: socklen_t,
                                       deadline: ContinuousClock.Instant) -> String? {
-        if Glibc.connect(fd, address, length) == 0 { return nil }
+        if SystemCalls.connect(fd, address, length) == 0 { return nil }
         // EINTR leaves the handshake running in the background, just as EINPROGRESS does.
         guard errno == EINPROGRESS || errno == EINTR else { return describe(errno) }
         var pfd = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
         while true {
             let left = ContinuousClock.now.duration(to: deadline)
             guard left > .zero else { return "no answer within \(connectLimit)" }
-            let ready = Glibc.poll(&pfd, 1, milliseconds(left))
+            let ready = SystemCalls.poll(&pfd, 1, milliseconds(left))
             if ready > 0 { break }
             if ready < 0, errno != EINTR { return "poll: \(describe(errno))" }
         }

@@ -1,3 +1,5 @@
+import DequeModule
+
 /// Compares what a core emits with what the capture holds from the same side: VCR for a link.
 ///
 /// Each frame the core writes during replay is an *emitted* frame; each frame the recorded side
@@ -72,8 +74,8 @@ public struct FrameMatcher: Sendable {
     /// The first divergence, if any.
     public private(set) var firstDivergence: Divergence?
 
-    private var emittedQueue: [String: [Pending]] = [:]
-    private var capturedQueue: [String: [Pending]] = [:]
+    private var emittedQueue: [String: Deque<Pending>] = [:]
+    private var capturedQueue: [String: Deque<Pending>] = [:]
 
     /// A matcher writing `core` events, decoding frames with `decode`.
     public init(core: String, reorderWindow: Int = 0, decode: @escaping @Sendable ([UInt8]) -> String) {
