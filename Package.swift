@@ -70,7 +70,9 @@ let package = Package(
         // WatchConnectivity-style sessions over Tether's session link, phone and watch roles.
         .target(name: "SessionCore", dependencies: ["MonkeyC", "CoreRandom", .product(name: "DequeModule", package: "swift-collections")]),
         // The host-app ↔ widget channel (App Group container, refreshes, open-URL, IoT over MQTT), host and widget roles.
-        .target(name: "WidgetCore", dependencies: ["CoreRandom"]),
+        .target(name: "WidgetCore", dependencies: ["CoreRandom", "JSONEscaping"]),
+        // JSON string escaping shared by every JSON writer (traces, inspect --json, the widget core, the simulator).
+        .target(name: "JSONEscaping"),
         // The durable SQLite sink for IngestCore's chunks.
         .target(
             name: "IngestStore",
@@ -78,7 +80,7 @@ let package = Package(
         ),
 
         // Virtual-clock replay, behaviour traces, expectations, trace diff.
-        .target(name: "Replay", dependencies: ["CaptureKit", "CaptureSet", "Dissectors", "IngestCore", "MessagingCore", "SessionCore", "WidgetCore", "MQTT", "MonkeyC", .product(name: "DequeModule", package: "swift-collections")]),
+        .target(name: "Replay", dependencies: ["CaptureKit", "CaptureSet", "Dissectors", "IngestCore", "MessagingCore", "SessionCore", "WidgetCore", "MQTT", "MonkeyC", "JSONEscaping", .product(name: "DequeModule", package: "swift-collections")]),
 
         // Live sources: libpcap, the BlueZ monitor channel; the incremental recorder. BlueZ exists
         // on Linux only: elsewhere CBluetooth is not linked and the monitor channel refuses to open.
@@ -89,7 +91,7 @@ let package = Package(
         .target(
             name: "LiveHosts",
             dependencies: [
-                "IngestCore", "IngestStore", "MessagingCore", "SessionCore", "WidgetCore", "MQTT", "MonkeyC", "Replay", "LiveCapture", "CaptureKit", "CaptureSet",
+                "IngestCore", "IngestStore", "MessagingCore", "SessionCore", "WidgetCore", "MQTT", "MonkeyC", "JSONEscaping", "Replay", "LiveCapture", "CaptureKit", "CaptureSet",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),

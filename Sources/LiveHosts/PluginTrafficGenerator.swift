@@ -1,4 +1,5 @@
 import Foundation
+import JSONEscaping
 import IngestCore
 
 /// The payload types a simulated plugin sends.
@@ -280,7 +281,7 @@ public struct PluginTrafficGenerator: Sendable {
     }
 
     static func nameMessage(_ name: String) -> [UInt8] {
-        Array("{\n  \"name\" : \"\(jsonEscaped(name))\"\n}".utf8)
+        Array("{\n  \"name\" : \(JSONStringEscaping.quoted(name))\n}".utf8)
     }
 
     static func endMessage() -> [UInt8] {
@@ -332,27 +333,6 @@ public struct PluginTrafficGenerator: Sendable {
 
     static func bigEndian(_ value: UInt64) -> [UInt8] {
         (0..<8).map { UInt8(truncatingIfNeeded: value >> (56 - 8 * $0)) }
-    }
-
-    static func jsonEscaped(_ text: String) -> String {
-        var out = ""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 {
-                    let hex = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return out
     }
 }
 

@@ -4,6 +4,8 @@
 // and the cores use no Foundation. The rules are those of Tether's trace format
 // (docs/trace-format.md, "Numbers" and "Strings"), so a value maps one to one onto a trace value.
 
+import JSONEscaping
+
 /// A JSON value. Integers and doubles are kept apart: a number written without fraction or
 /// exponent that fits 64 bits is an ``int(_:)``, any other number a ``double(_:)``.
 public enum WidgetJSON: Sendable, Hashable {
@@ -130,24 +132,7 @@ public enum WidgetJSON: Sendable, Hashable {
     }
 
     static func appendString(_ text: String, to out: inout [UInt8]) {
-        let hexDigits = Array("0123456789abcdef".utf8)
-        out.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
-            case UInt8(ascii: "\\"): out += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
-            case 0x08: out += [UInt8(ascii: "\\"), UInt8(ascii: "b")]
-            case 0x0C: out += [UInt8(ascii: "\\"), UInt8(ascii: "f")]
-            case 0x0A: out += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
-            case 0x0D: out += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
-            case 0x09: out += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
-            case 0x00..<0x20:
-                out += Array("\\u00".utf8) + [hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 0x0F)]]
-            default:
-                out.append(byte)
-            }
-        }
-        out.append(UInt8(ascii: "\""))
+        JSONStringEscaping.append(text, to: &out)
     }
 
     // MARK: - Reading

@@ -1,4 +1,8 @@
 import Foundation
+// The fuzz target compiles this file with JSONEscaping's sources into one module (CI/fuzz/run).
+#if canImport(JSONEscaping)
+import JSONEscaping
+#endif
 
 // The behaviour trace on disk: JSON Lines, one `TraceEvent` per line (docs/trace-format.md).
 //
@@ -56,6 +60,31 @@ public struct TraceFileError: Error, Sendable, Hashable, CustomStringConvertible
     /// `cannot read trace file PATH: REASON (check ...)`.
     public var description: String {
         "cannot \(operation) \(path): \(reason) (check that the path exists and is accessible)"
+    }
+}
+
+extension TraceFileError {
+    /// Why the trace file at `path` cannot be opened for reading, in words that say what to do;
+    /// `nil` when it can. Both trace readers ask, so they word it alike.
+    static func unreadable(_ path: String) -> TraceFileError? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return cannotOpen(path, errno: errno) }
+        defer { _ = close(fd) }
+        var info = stat()
+        if fstat(fd, &info) == 0, (info.st_mode & mode_t(S_IFMT)) == mode_t(S_IFDIR) { return cannotOpen(path, errno: EISDIR) }
+        return nil
+    }
+
+    /// A trace file that `open(2)` refused with `code`.
+    static func cannotOpen(_ path: String, errno code: Int32) -> TraceFileError {
+        let reason: String
+        switch code {
+        case ENOENT: reason = "there is no such file; check the path (a set's baseline is written by `tether replay --update-baseline`)"
+        case EISDIR: reason = "it is a folder, not a trace file; name the .jsonl file inside it"
+        case EACCES, EPERM: reason = "permission denied; make the file readable by this user"
+        default: reason = String(cString: strerror(code))
+        }
+        return TraceFileError(path: path, operation: "read trace file", reason: reason)
     }
 }
 
@@ -135,7 +164,7 @@ public enum TraceFile {
     /// - Throws: `TraceFileError` when the file cannot be opened; `TraceFormatError` for the first
     ///   malformed line.
     public static func read(_ path: String) throws -> [TraceEvent] {
-        if let unreadable = TraceFileReader.unreadable(path) { throw unreadable }
+        if let unreadable = TraceFileError.unreadable(path) { throw unreadable }
         let data: Data
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
@@ -345,39 +374,9 @@ struct TraceJSONBytes: TextOutputStream {
 
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
-    /// RFC 8259 §7: escape `"`, `\\` and U+0000–U+001F; every other byte of the UTF-8 is copied.
+    /// A JSON string literal, escaped as every Tether JSON writer escapes (``JSONStringEscaping``).
     mutating func appendString(_ s: String) {
-        bytes.append(UInt8(ascii: "\""))
-        var s = s
-        s.withUTF8 { utf8 in
-            var clean = true
-            for byte in utf8 where byte < 0x20 || byte == 0x22 || byte == 0x5C {
-                clean = false
-                break
-            }
-            if clean {
-                bytes.append(contentsOf: utf8)
-                return
-            }
-            for byte in utf8 {
-                switch byte {
-                case 0x22: appendLiteral("\\\"")
-                case 0x5C: appendLiteral("\\\\")
-                case 0x0A: appendLiteral("\\n")
-                case 0x0D: appendLiteral("\\r")
-                case 0x09: appendLiteral("\\t")
-                case 0x08: appendLiteral("\\b")
-                case 0x0C: appendLiteral("\\f")
-                case 0..<0x20:
-                    appendLiteral("\\u00")
-                    bytes.append(Self.hexDigits[Int(byte >> 4)])
-                    bytes.append(Self.hexDigits[Int(byte & 0xF)])
-                default:
-                    bytes.append(byte)
-                }
-            }
-        }
-        bytes.append(UInt8(ascii: "\""))
+        JSONStringEscaping.append(s, to: &bytes)
     }
 }
 

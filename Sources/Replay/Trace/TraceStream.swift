@@ -229,39 +229,17 @@ public final class TraceFileReader {
     public init(path: String) throws(TraceFileError) {
         self.path = path
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw Self.openError(path, errno: errno) }
+        guard fd >= 0 else { throw TraceFileError.cannotOpen(path, errno: errno) }
         var info = stat()
         if fstat(fd, &info) == 0, (info.st_mode & mode_t(S_IFMT)) == mode_t(S_IFDIR) {
             _ = systemClose(fd)
-            throw Self.openError(path, errno: EISDIR)
+            throw TraceFileError.cannotOpen(path, errno: EISDIR)
         }
         descriptor = fd
     }
 
     deinit {
         if descriptor >= 0 { _ = systemClose(descriptor) }
-    }
-
-    /// Why the trace file at `path` cannot be opened for reading, in words that say what to do;
-    /// `nil` when it can. ``TraceFile/read(_:)`` asks the same, so both readers word it alike.
-    static func unreadable(_ path: String) -> TraceFileError? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return openError(path, errno: errno) }
-        defer { _ = systemClose(fd) }
-        var info = stat()
-        if fstat(fd, &info) == 0, (info.st_mode & mode_t(S_IFMT)) == mode_t(S_IFDIR) { return openError(path, errno: EISDIR) }
-        return nil
-    }
-
-    private static func openError(_ path: String, errno code: Int32) -> TraceFileError {
-        let reason: String
-        switch code {
-        case ENOENT: reason = "there is no such file; check the path (a set's baseline is written by `tether replay --update-baseline`)"
-        case EISDIR: reason = "it is a folder, not a trace file; name the .jsonl file inside it"
-        case EACCES, EPERM: reason = "permission denied; make the file readable by this user"
-        default: reason = TraceFileWriter.errnoText(code)
-        }
-        return TraceFileError(path: path, operation: "read trace file", reason: reason)
     }
 
     /// The next event, or `nil` at the end of the file. Blank lines are skipped.
