@@ -62,7 +62,7 @@ let package = Package(
         // The cores: pure Swift, no I/O, no clock.
         // The seeded and system random sources the cores take as inputs (one SplitMix64 for all).
         .target(name: "CoreRandom"),
-        .target(name: "IngestCore"),
+        .target(name: "IngestCore", dependencies: ["JSONBytes"]),
         // Monkey C value serialization (Connect IQ messages; SessionCore's property lists).
         .target(name: "MonkeyC"),
         // The phone side of the Connect IQ companion link: devices, apps, send/receive, the link.
@@ -70,9 +70,9 @@ let package = Package(
         // WatchConnectivity-style sessions over Tether's session link, phone and watch roles.
         .target(name: "SessionCore", dependencies: ["MonkeyC", "CoreRandom", .product(name: "DequeModule", package: "swift-collections")]),
         // The host-app ↔ widget channel (App Group container, refreshes, open-URL, IoT over MQTT), host and widget roles.
-        .target(name: "WidgetCore", dependencies: ["CoreRandom", "JSONEscaping"]),
-        // JSON string escaping shared by every JSON writer (traces, inspect --json, the widget core, the simulator).
-        .target(name: "JSONEscaping"),
+        .target(name: "WidgetCore", dependencies: ["CoreRandom", "JSONBytes"]),
+        // Byte-level JSON shared by every reader and writer: string escaping, UTF-8 validation, hex digits.
+        .target(name: "JSONBytes"),
         // The durable SQLite sink for IngestCore's chunks.
         .target(
             name: "IngestStore",
@@ -80,7 +80,7 @@ let package = Package(
         ),
 
         // Virtual-clock replay, behaviour traces, expectations, trace diff.
-        .target(name: "Replay", dependencies: ["CaptureKit", "CaptureSet", "Dissectors", "IngestCore", "MessagingCore", "SessionCore", "WidgetCore", "MQTT", "MonkeyC", "JSONEscaping", .product(name: "DequeModule", package: "swift-collections")]),
+        .target(name: "Replay", dependencies: ["CaptureKit", "CaptureSet", "Dissectors", "IngestCore", "MessagingCore", "SessionCore", "WidgetCore", "MQTT", "MonkeyC", "JSONBytes", .product(name: "DequeModule", package: "swift-collections")]),
 
         // Live sources: libpcap, the BlueZ monitor channel; the incremental recorder. BlueZ exists
         // on Linux only: elsewhere CBluetooth is not linked and the monitor channel refuses to open.
@@ -91,7 +91,7 @@ let package = Package(
         .target(
             name: "LiveHosts",
             dependencies: [
-                "IngestCore", "IngestStore", "MessagingCore", "SessionCore", "WidgetCore", "MQTT", "MonkeyC", "JSONEscaping", "Replay", "LiveCapture", "CaptureKit", "CaptureSet",
+                "IngestCore", "IngestStore", "MessagingCore", "SessionCore", "WidgetCore", "MQTT", "MonkeyC", "JSONBytes", "Replay", "LiveCapture", "CaptureKit", "CaptureSet",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -135,6 +135,7 @@ let package = Package(
             dependencies: ["TetherTestSupport", "Replay", "IngestCore", "SessionCore", "WidgetCore", "MonkeyC", "CaptureKit", "CaptureSet", "Dissectors", .product(name: "Yams", package: "Yams")]
         ),
         .testTarget(name: "LiveCaptureTests", dependencies: ["TetherTestSupport", "LiveCapture", "CaptureKit", "CaptureSet"]),
+        .testTarget(name: "JSONBytesTests", dependencies: ["JSONBytes", "TetherTestSupport"]),
         .testTarget(name: "LiveHostsTests", dependencies: ["LiveHosts", "IngestCore", "IngestStore", "SessionCore", "WidgetCore", "MQTT"]),
         .testTarget(
             name: "TetherCLITests",

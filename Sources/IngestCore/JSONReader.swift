@@ -1,3 +1,8 @@
+// The fuzz target compiles this file with JSONBytes' sources into one module (CI/fuzz/run).
+#if canImport(JSONBytes)
+import JSONBytes
+#endif
+
 /// Byte-level JSON reader. Every method either consumes a well-formed piece or throws `.notJSON`
 /// naming the byte offset and what was expected there.
 struct JSONReader {
@@ -359,14 +364,7 @@ struct JSONReader {
     private mutating func readHex4() throws(Rejection) -> UInt16 {
         var value: UInt16 = 0
         for _ in 0..<4 {
-            guard let byte = peek() else { throw unexpected("four hex digits after '\\u'") }
-            let digit: UInt8
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
-            default: throw unexpected("four hex digits after '\\u'")
-            }
+            guard let byte = peek(), let digit = JSONHexDigit.value(byte) else { throw unexpected("four hex digits after '\\u'") }
             value = value << 4 | UInt16(digit)
             index += 1
         }

@@ -1,3 +1,8 @@
+// The fuzz target compiles this file with JSONBytes' sources into one module (CI/fuzz/run).
+#if canImport(JSONBytes)
+import JSONBytes
+#endif
+
 /// One Motion plugin datagram, parsed and validated (shared/design/motion-plugin-udp.md, "Messages").
 ///
 /// The JSON reader is hand-written over the datagram's bytes because the live server parses
@@ -51,7 +56,7 @@ enum MotionMessage: Sendable, Hashable {
     /// Entry names and types are taken from `texts` when they repeat the previous datagram's (a
     /// plugin sends the same ones every time).
     static func parseWithGeneralReader(_ bytes: UnsafeRawBufferPointer, texts: inout EntryTextCache) throws(Rejection) -> MotionMessage {
-        if let bad = UTF8Check.firstInvalidOffset(bytes) {
+        if let bad = UTF8Validation.firstInvalidOffset(bytes) {
             throw Rejection(reason: .notUTF8, detail: "byte \(bad): not valid UTF-8; a datagram is UTF-8 JSON text")
         }
         var reader = JSONReader(bytes)

@@ -1,5 +1,5 @@
 import Foundation
-import JSONEscaping
+import JSONBytes
 import IngestCore
 
 /// The payload types a simulated plugin sends.

@@ -4,7 +4,7 @@
 // and the cores use no Foundation. The rules are those of Tether's trace format
 // (docs/trace-format.md, "Numbers" and "Strings"), so a value maps one to one onto a trace value.
 
-import JSONEscaping
+import JSONBytes
 
 /// A JSON value. Integers and doubles are kept apart: a number written without fraction or
 /// exponent that fits 64 bits is an ``int(_:)``, any other number a ``double(_:)``.
@@ -297,15 +297,7 @@ struct WidgetJSONParser {
     mutating func parseHex4() throws(WidgetJSONError) -> UInt32 {
         var value: UInt32 = 0
         for _ in 0..<4 {
-            guard offset < bytes.count else { throw failure("four hex digits after \\u") }
-            let byte = bytes[offset]
-            let digit: UInt8
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
-            default: throw failure("four hex digits after \\u")
-            }
+            guard offset < bytes.count, let digit = JSONHexDigit.value(bytes[offset]) else { throw failure("four hex digits after \\u") }
             value = value << 4 | UInt32(digit)
             offset += 1
         }
@@ -325,7 +317,7 @@ struct WidgetJSONParser {
             switch byte {
             case UInt8(ascii: "\""):
                 offset += 1
-                guard Self.isValidUTF8(raw) else {
+                guard UTF8Validation.isValid(raw) else {
                     offset = start
                     throw failure("a string of valid UTF-8")
                 }
@@ -412,34 +404,6 @@ struct WidgetJSONParser {
     }
 
     func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
-
-    /// RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF. (`String(validating:)`
-    /// would do, but needs macOS 15 and the package supports 14.)
-    static func isValidUTF8(_ bytes: [UInt8]) -> Bool {
-        var index = 0
-        while index < bytes.count {
-            let lead = bytes[index]
-            let length: Int
-            var low: UInt8 = 0x80
-            var high: UInt8 = 0xBF
-            switch lead {
-            case 0x00...0x7F: index += 1; continue
-            case 0xC2...0xDF: length = 2
-            case 0xE0: length = 3; low = 0xA0
-            case 0xE1...0xEC, 0xEE...0xEF: length = 3
-            case 0xED: length = 3; high = 0x9F
-            case 0xF0: length = 4; low = 0x90
-            case 0xF1...0xF3: length = 4
-            case 0xF4: length = 4; high = 0x8F
-            default: return false
-            }
-            guard index + length <= bytes.count else { return false }
-            guard (low...high).contains(bytes[index + 1]) else { return false }
-            for continuation in bytes[(index + 2)..<(index + length)] where !(0x80...0xBF).contains(continuation) { return false }
-            index += length
-        }
-        return true
-    }
 }
 
 extension WidgetJSON: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,

@@ -1,7 +1,7 @@
 import Foundation
-// The fuzz target compiles this file with JSONEscaping's sources into one module (CI/fuzz/run).
-#if canImport(JSONEscaping)
-import JSONEscaping
+// The fuzz target compiles this file with JSONBytes' sources into one module (CI/fuzz/run).
+#if canImport(JSONBytes)
+import JSONBytes
 #endif
 
 // The behaviour trace on disk: JSON Lines, one `TraceEvent` per line (docs/trace-format.md).
@@ -538,15 +538,8 @@ struct TraceJSONParser {
     private mutating func parseHex4() throws(TraceFormatError) -> UInt32 {
         var value: UInt32 = 0
         for _ in 0..<4 {
-            guard let byte = current else { throw error("four hex digits after '\\u'") }
-            let digit: UInt32
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(byte - UInt8(ascii: "0"))
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(byte - UInt8(ascii: "a") + 10)
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(byte - UInt8(ascii: "A") + 10)
-            default: throw error("four hex digits after '\\u'")
-            }
-            value = value << 4 | digit
+            guard let byte = current, let digit = JSONHexDigit.value(byte) else { throw error("four hex digits after '\\u'") }
+            value = value << 4 | UInt32(digit)
             position += 1
         }
         return value
