@@ -1,6 +1,7 @@
 import CaptureKit
 import Foundation
 import Testing
+@testable import TetherCLI
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -70,6 +71,42 @@ import Darwin
         for key in ["p50_ns=", "p99_ns=", "max_ns=", "drift_ns=", "speed=2.0"] {
             #expect(pacing.contains(key), "\(pacing) lacks \(key)")
         }
+    }
+
+    /// The sender's own thread sends every datagram once and in order — bursts with no gap, gaps
+    /// shorter than the spin window, a gap much longer, a timestamp that steps back — and progress
+    /// reaches the count on the calling thread without going backwards.
+    @Test func pacedSenderSendsEveryDatagramInOrderWithProgressOnTheCallingThread() throws {
+        let receiver = try Receiver()
+        var offset: Int64 = 0
+        var datagrams: [PacedDatagram] = []
+        for index in 0..<120 {
+            // Mostly 1 ms apart, every tenth in a burst with the one before, one 60 ms pause.
+            offset += index % 10 == 0 ? 0 : (index == 55 ? 60_000_000 : 1_000_000)
+            datagrams.append(PacedDatagram(offsetNs: offset, payload: Array("datagram \(index)".utf8) + [UInt8](repeating: UInt8(index), count: index % 7)))
+        }
+        datagrams.append(PacedDatagram(offsetNs: offset + 1_000_000, payload: [])) // an empty datagram is sent too
+        datagrams[30].offsetNs -= 3_000_000 // a timestamp that steps back: still sent in its place
+        let sender = try PacedUDPSender(host: "127.0.0.1", port: UInt16(receiver.port))
+        let caller = pthread_self()
+        var seen: [Int] = []
+        var onCaller = true
+        let report = sender.run(datagrams, speed: 2) { sent in
+            seen.append(sent)
+            onCaller = onCaller && pthread_equal(pthread_self(), caller) != 0
+        }
+        var received: [[UInt8]] = []
+        while received.count < datagrams.count, let datagram = receiver.receive() { received.append(datagram) }
+        #expect(received == datagrams.map(\.payload))
+        #expect(report.sent == datagrams.count && report.failed == 0)
+        #expect(report.gapErrorsNs.count == datagrams.count - 1)
+        #expect(report.gapErrorsNs == report.gapErrorsNs.sorted())
+        #expect(seen.last == datagrams.count)
+        #expect(seen == seen.sorted())
+        #expect(onCaller)
+        #expect(report.scheduling.contains("spin window"), "\(report.scheduling)")
+        // Recorded span 168 ms at twice the speed: at least 84 ms, and not far beyond it.
+        #expect(report.elapsedNs >= 84_000_000 && report.elapsedNs < 2_000_000_000, "\(report.elapsedNs)")
     }
 
     @Test func realtimeWithoutATargetIsAUsageError() throws {
