@@ -91,7 +91,7 @@ let package = Package(
         .target(
             name: "LiveHosts",
             dependencies: [
-                "IngestCore", "IngestStore", "MessagingCore", "SessionCore", "WidgetCore", "MQTT", "MonkeyC", "JSONBytes", "Replay", "LiveCapture", "CaptureKit", "CaptureSet",
+                "IngestCore", "IngestStore", "MessagingCore", "SessionCore", "WidgetCore", "MQTT", "MonkeyC", "JSONBytes", "Replay", "LiveCapture", "CaptureKit", "CaptureSet", "CoreRandom",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),

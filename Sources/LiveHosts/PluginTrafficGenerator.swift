@@ -1,6 +1,7 @@
 import Foundation
 import JSONBytes
 import IngestCore
+import CoreRandom
 
 /// The payload types a simulated plugin sends.
 public enum SimulatedPayloadKind: String, Sendable, Hashable, CaseIterable {
@@ -166,7 +167,7 @@ public struct PluginTrafficGenerator: Sendable {
     /// Every datagram in send order, with its offset from the start of sending.
     public func schedule() -> [ScheduledDatagram] {
         let config = configuration
-        var rng = SplitMix64(seed: config.seed)
+        var rng = SeededRandom(seed: config.seed)
         let phases = (0..<6).map { _ in Double(rng.next() % 3600) / 10 * .pi / 180 }
         let period = config.rate > 0 ? 1 / config.rate : 1
         let durationSeconds = Self.seconds(config.duration)
@@ -338,38 +339,7 @@ public struct PluginTrafficGenerator: Sendable {
 
 /// Standard, padded base64 (RFC 4648 §4), as the sample's `Data.base64EncodedString()` writes it.
 enum Base64Text {
-    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
-
     static func encode(_ bytes: [UInt8]) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity((bytes.count + 2) / 3 * 4)
-        var i = 0
-        while i + 3 <= bytes.count {
-            let n = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
-            out += [alphabet[Int(n >> 18 & 63)], alphabet[Int(n >> 12 & 63)], alphabet[Int(n >> 6 & 63)], alphabet[Int(n & 63)]]
-            i += 3
-        }
-        let rest = bytes.count - i
-        if rest == 1 {
-            let n = UInt32(bytes[i]) << 16
-            out += [alphabet[Int(n >> 18 & 63)], alphabet[Int(n >> 12 & 63)], UInt8(ascii: "="), UInt8(ascii: "=")]
-        } else if rest == 2 {
-            let n = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8
-            out += [alphabet[Int(n >> 18 & 63)], alphabet[Int(n >> 12 & 63)], alphabet[Int(n >> 6 & 63)], UInt8(ascii: "=")]
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-}
-
-/// SplitMix64: a tiny seeded generator, so the same seed gives the same traffic on every platform.
-struct SplitMix64: RandomNumberGenerator, Sendable {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE5_E4B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
+        Data(bytes).base64EncodedString()
     }
 }

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Foundation
 
 /// A synthetic Motion plugin session, as `tether record` would capture it on `lo`: Ethernet frames
 /// (zero MAC addresses) carrying IPv4/UDP from 127.0.0.1:50123 to 127.0.0.1:`port`.
@@ -139,18 +140,5 @@ struct PluginSession: Sequence {
 
 /// Standard base64 (with padding) of a 64-bit value's big-endian bytes: an iSCP float64 payload.
 func base64(bigEndian value: UInt64) -> [UInt8] {
-    let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
-    let bytes = (0..<8).map { UInt8(truncatingIfNeeded: value >> (56 - 8 * UInt64($0))) }
-    var out: [UInt8] = []
-    out.reserveCapacity(12)
-    var i = 0
-    while i + 3 <= bytes.count {
-        let n = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
-        out += [alphabet[Int(n >> 18)], alphabet[Int(n >> 12 & 63)], alphabet[Int(n >> 6 & 63)], alphabet[Int(n & 63)]]
-        i += 3
-    }
-    // 8 bytes = two groups of three and two left over: three characters and one pad.
-    let n = UInt32(bytes[6]) << 16 | UInt32(bytes[7]) << 8
-    out += [alphabet[Int(n >> 18)], alphabet[Int(n >> 12 & 63)], alphabet[Int(n >> 6 & 63)], UInt8(ascii: "=")]
-    return out
+    withUnsafeBytes(of: value.bigEndian) { Array(Data($0).base64EncodedString().utf8) }
 }
