@@ -192,15 +192,20 @@ struct ReplayCommand: ParsableCommand {
             let name = CaptureSetDirectory(path: set).name
             status.update(force: true) { "replaying \(name) (\(index + 1)/\(sets.count))" }
             let checked: CheckedReplay
+            // The set's own warnings (unsealed, a link type the manifest contradicts) also come
+            // out when the replay or the --trace file fails: they may be why.
+            var loadWarnings: [String] = []
             do {
-                checked = try checkSet(at: set, options: options, tolerance: tolerance)
+                checked = try checkSet(at: set, options: options, tolerance: tolerance, loadWarnings: &loadWarnings)
             } catch let error as ReplayError {
                 status.clear()
+                for warning in loadWarnings { Terminal.warn("tether: warning: \(name): \(warning)") }
                 errors.append((name, error.description))
                 Terminal.warn("tether: \(name): \(error)")
                 continue
             } catch {
                 status.clear()
+                for warning in loadWarnings { Terminal.warn("tether: warning: \(name): \(warning)") }
                 throw error
             }
             status.clear()
@@ -277,8 +282,9 @@ struct ReplayCommand: ParsableCommand {
     /// baseline file of its core. So memory does not grow with the capture.
     /// - Throws: ``ReplayError`` when the set cannot be loaded or replayed (the set's error);
     ///   anything else when the --trace file cannot be written (the command's error).
-    func checkSet(at set: String, options: ReplayOptions, tolerance: Int64) throws -> CheckedReplay {
+    func checkSet(at set: String, options: ReplayOptions, tolerance: Int64, loadWarnings: inout [String]) throws -> CheckedReplay {
         let loaded = try loadReplaySet(at: set, options: options)
+        loadWarnings = loaded.warnings
         let manifest = loaded.manifest
         var evaluator = ExpectationEvaluator(manifest.expectations)
         var comparisons: [(core: String, comparison: Result<StreamingBaselineComparison, any Error>)] = []

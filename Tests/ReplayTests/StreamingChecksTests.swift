@@ -111,7 +111,10 @@ import TetherTestSupport
         let discarded = try TraceFileWriter.replacing(path)
         for event in old { discarded.write(event) }
         discarded.discard()
+        withExtendedLifetime(discarded) {}
         #expect(!FileManager.default.fileExists(atPath: path))
+        #expect(!FileManager.default.fileExists(atPath: folder.path("sub").path), "the folders it made are gone too")
+        try FileManager.default.createDirectory(atPath: folder.path("sub/dir").path, withIntermediateDirectories: true)
         try TraceFile.write(old, to: path)
 
         let new = Self.longTrace(5000)
@@ -122,6 +125,25 @@ import TetherTestSupport
         #expect(try TraceFile.read(path) == new)
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: folder.path("sub/dir").path)
         #expect(leftovers == ["baseline.jsonl"], "no temporary file is left: \(leftovers)")
+    }
+
+    @Test func aReplacingWriterNeverCommittedRemovesTheFoldersItMadeAndOnlyThose() throws {
+        let folder = try ScratchFolder()
+        try FileManager.default.createDirectory(atPath: folder.path("set").path, withIntermediateDirectories: true)
+        let path = folder.path("set/baseline/deeper/ingest.jsonl").path
+        do {
+            let writer = try TraceFileWriter.replacing(path)
+            for event in Self.longTrace(3) { writer.write(event) }
+            #expect(FileManager.default.fileExists(atPath: folder.path("set/baseline/deeper").path))
+            withExtendedLifetime(writer) {}
+        }
+        #expect(!FileManager.default.fileExists(atPath: folder.path("set/baseline").path), "a failed replay leaves no empty baseline folder")
+        #expect(FileManager.default.fileExists(atPath: folder.path("set").path), "a folder that was there before stays")
+
+        let committed = try TraceFileWriter.replacing(path)
+        committed.write(Self.longTrace(1)[0])
+        try committed.commit()
+        #expect(try TraceFile.read(path).count == 1, "a committed file keeps its folders")
     }
 
     @Test func theReaderReadsWhatReadReadsAcrossChunkBoundaries() throws {
@@ -545,7 +567,8 @@ private final class ScratchFolder {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let streaming = #expect(throws: TraceFileError.self) { _ = try TraceFileReader(path: folder) }
         let whole = #expect(throws: TraceFileError.self) { _ = try TraceFile.read(folder) }
-        #expect(streaming?.reason == "it is a folder, not a trace file; name the .jsonl file inside it")
+        #expect(streaming?.reason == "it is a folder, not a trace file")
+        #expect(streaming?.description.hasSuffix("it is a folder, not a trace file; name the .jsonl file inside it") == true)
         #expect(whole?.reason == streaming?.reason)
         #expect(streaming.map { !$0.description.contains("NSCocoaErrorDomain") } == true)
     }

@@ -83,6 +83,20 @@ import Testing
         #expect(!leftovers.contains { $0.contains(".tmp-") }, "\(leftovers)")
     }
 
+    /// When the --trace file cannot be written, the set's warnings still come out before the error.
+    @Test func aTraceThatCannotBeWrittenStillShowsTheSetsWarnings() throws {
+        let folder = try TemporaryFolder()
+        let captures = try Self.captures(folder)
+        let set = captures + "/a"
+        // A folder that exists but where no file can be made, even by root: the failure comes
+        // when the replay starts writing, past the options' checks.
+        let unwritable = "/proc/tether-test-trace.jsonl"
+        let result = try Tools.tether(["replay", set, "--no-verify", "--trace", unwritable])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("tether: warning: a:"), "\(result.stderr)")
+        #expect(result.stderr.contains(unwritable), "\(result.stderr)")
+    }
+
     /// A baseline whose lines stop being JSON part-way is the set's error, worded as before (the
     /// file, line and column), while the expectations are still reported.
     @Test func aBaselineMalformedPartWayIsReportedWithItsLine() throws {

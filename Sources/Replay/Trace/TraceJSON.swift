@@ -47,19 +47,28 @@ public struct TraceFileError: Error, Sendable, Hashable, CustomStringConvertible
     public var path: String
     /// What was attempted, e.g. `read trace file`, `write JUnit report`.
     public var operation: String
-    /// The underlying system message.
+    /// What went wrong, e.g. the system's message.
     public var reason: String
+    /// What to do about it; `nil` gives a general hint for reading or for writing.
+    public var hint: String?
 
     /// Creates an I/O error for `path`.
-    public init(path: String, operation: String, reason: String) {
+    public init(path: String, operation: String, reason: String, hint: String? = nil) {
         self.path = path
         self.operation = operation
         self.reason = reason
+        self.hint = hint
     }
 
-    /// `cannot read trace file PATH: REASON (check ...)`.
+    /// `cannot read trace file PATH: REASON; WHAT TO DO`.
     public var description: String {
-        "cannot \(operation) \(path): \(reason) (check that the path exists and is accessible)"
+        "cannot \(operation) \(path): \(reason); \(hint ?? generalHint)"
+    }
+
+    private var generalHint: String {
+        operation.hasPrefix("read")
+            ? "check that the path exists and is readable"
+            : "check that its folder exists and is writable and that the disk has room"
     }
 }
 
@@ -78,13 +87,14 @@ extension TraceFileError {
     /// A trace file that `open(2)` refused with `code`.
     static func cannotOpen(_ path: String, errno code: Int32) -> TraceFileError {
         let reason: String
+        let hint: String?
         switch code {
-        case ENOENT: reason = "there is no such file; check the path (a set's baseline is written by `tether replay --update-baseline`)"
-        case EISDIR: reason = "it is a folder, not a trace file; name the .jsonl file inside it"
-        case EACCES, EPERM: reason = "permission denied; make the file readable by this user"
-        default: reason = String(cString: strerror(code))
+        case ENOENT: (reason, hint) = ("there is no such file", "check the path (a set's baseline is written by `tether replay --update-baseline`)")
+        case EISDIR: (reason, hint) = ("it is a folder, not a trace file", "name the .jsonl file inside it")
+        case EACCES, EPERM: (reason, hint) = ("permission denied", "make the file readable by this user")
+        default: (reason, hint) = (String(cString: strerror(code)), nil)
         }
-        return TraceFileError(path: path, operation: "read trace file", reason: reason)
+        return TraceFileError(path: path, operation: "read trace file", reason: reason, hint: hint)
     }
 }
 

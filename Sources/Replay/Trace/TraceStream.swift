@@ -41,6 +41,10 @@ public final class TraceFileWriter: TraceSink {
     private var descriptor: Int32
     private var buffer = TraceJSONBytes()
     private var failure: TraceFileError?
+    /// Folders ``replacing(_:)`` made for the destination, outermost first: removed again (when
+    /// still empty) unless the file is committed, so a failed run leaves no empty folder behind.
+    private var createdFolders: [String] = []
+    private var committed = false
     /// Flushed to the file when this full: large enough that `write(2)` costs nothing per event.
     static let bufferSize = 256 * 1024
 
@@ -63,8 +67,16 @@ public final class TraceFileWriter: TraceSink {
     /// - Throws: ``TraceFileError`` when the folder or the file cannot be created.
     public static func replacing(_ path: String) throws(TraceFileError) -> TraceFileWriter {
         let (folder, name) = split(path)
-        try makeDirectories(folder)
-        return try TraceFileWriter(path: join(folder, ".\(name).tmp-\(getpid())"), destination: path)
+        var created: [String] = []
+        try makeDirectories(folder, created: &created)
+        do {
+            let writer = try TraceFileWriter(path: join(folder, ".\(name).tmp-\(getpid())"), destination: path)
+            writer.createdFolders = created
+            return writer
+        } catch {
+            removeEmptyFolders(created)
+            throw error
+        }
     }
 
     deinit {
@@ -72,6 +84,7 @@ public final class TraceFileWriter: TraceSink {
             _ = systemClose(descriptor)
             if destination != nil { unlink(path) }
         }
+        if !committed { Self.removeEmptyFolders(createdFolders) }
     }
 
     public func write(_ event: TraceEvent) {
@@ -122,6 +135,7 @@ public final class TraceFileWriter: TraceSink {
             unlink(path)
             throw error
         }
+        committed = true
         let folder = Self.split(destination).folder
         let fd = open(folder, O_RDONLY | O_CLOEXEC)
         if fd >= 0 {
@@ -130,14 +144,16 @@ public final class TraceFileWriter: TraceSink {
         }
     }
 
-    /// Closes the file and, when replacing, removes the temporary one: the destination is left
-    /// as it was.
+    /// Closes the file and, when replacing, removes the temporary one and the folders made for it:
+    /// the destination is left as it was.
     public func discard() {
         if descriptor >= 0 {
             _ = systemClose(descriptor)
             descriptor = -1
         }
         if destination != nil { unlink(path) }
+        Self.removeEmptyFolders(createdFolders)
+        createdFolders = []
         failure = failure ?? TraceFileError(path: path, operation: "write trace file", reason: "discarded")
     }
 
@@ -177,14 +193,22 @@ public final class TraceFileWriter: TraceSink {
         folder == "." ? name : folder.hasSuffix("/") ? folder + name : folder + "/" + name
     }
 
-    static func makeDirectories(_ path: String) throws(TraceFileError) {
+    /// `mkdir -p`, appending each folder it made to `created`, outermost first.
+    static func makeDirectories(_ path: String, created: inout [String]) throws(TraceFileError) {
         var info = stat()
         if stat(path, &info) == 0 { return }
         let parent = split(path).folder
-        if parent != path, parent != "/", parent != "." { try makeDirectories(parent) }
-        if mkdir(path, 0o755) != 0, errno != EEXIST {
+        if parent != path, parent != "/", parent != "." { try makeDirectories(parent, created: &created) }
+        if mkdir(path, 0o755) == 0 {
+            created.append(path)
+        } else if errno != EEXIST {
             throw TraceFileError(path: path, operation: "create folder", reason: errnoText())
         }
+    }
+
+    /// Removes `folders`, innermost first, each only if empty (`rmdir(2)` refuses otherwise).
+    static func removeEmptyFolders(_ folders: [String]) {
+        for folder in folders.reversed() { _ = rmdir(folder) }
     }
 }
 
