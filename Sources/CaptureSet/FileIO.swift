@@ -8,43 +8,47 @@ import Darwin
 
 /// Small POSIX file helpers that report failures as ``CaptureSetError/io(path:operation:reason:)``
 /// with the system's own reason, which Foundation's file APIs tend to hide.
-enum FileIO {
-    static func errnoText(_ code: Int32 = errno) -> String {
+package enum FileIO {
+    /// The system's message for `code` (the last failure's by default).
+    package static func errnoText(_ code: Int32 = errno) -> String {
         guard let text = strerror(code) else { return "errno \(code)" }
         return String(cString: text)
     }
 
-    static func exists(_ path: String) -> Bool {
+    /// `true` when anything exists at `path` (following symbolic links).
+    package static func exists(_ path: String) -> Bool {
         var st = stat()
         return stat(path, &st) == 0
     }
 
-    static func isDirectory(_ path: String) -> Bool {
+    /// `true` when `path` is a folder (following symbolic links).
+    package static func isDirectory(_ path: String) -> Bool {
         var st = stat()
         return stat(path, &st) == 0 && (st.st_mode & mode_t(S_IFMT)) == mode_t(S_IFDIR)
     }
 
-    static func isRegularFile(_ path: String) -> Bool {
+    /// `true` when `path` is a regular file (following symbolic links).
+    package static func isRegularFile(_ path: String) -> Bool {
         var st = stat()
         return stat(path, &st) == 0 && (st.st_mode & mode_t(S_IFMT)) == mode_t(S_IFREG)
     }
 
     /// The file's size in bytes, following symbolic links; `nil` when it cannot be examined.
-    static func size(_ path: String) -> UInt64? {
+    package static func size(_ path: String) -> UInt64? {
         var st = stat()
         guard stat(path, &st) == 0 else { return nil }
         return UInt64(clamping: st.st_size)
     }
 
     /// `true` when `path` itself (not what it points to) is a symbolic link.
-    static func isSymbolicLink(_ path: String) -> Bool {
+    package static func isSymbolicLink(_ path: String) -> Bool {
         var st = stat()
         return lstat(path, &st) == 0 && (st.st_mode & mode_t(S_IFMT)) == mode_t(S_IFLNK)
     }
 
     /// The canonical absolute path (`realpath(3)`: symbolic links, `.` and `..` resolved), or `nil`
     /// when `path` does not exist or cannot be resolved.
-    static func realPath(_ path: String) -> String? {
+    package static func realPath(_ path: String) -> String? {
         guard let resolved = realpath(path, nil) else { return nil }
         defer { free(resolved) }
         return String(cString: resolved)
@@ -54,7 +58,7 @@ enum FileIO {
     /// canonical path of its nearest existing ancestor with the missing components appended.
     /// A dangling symbolic link is followed by hand so that writing through it is judged by where
     /// it points. `nil` when no ancestor can be resolved.
-    static func canonicalTarget(_ path: String) -> String? {
+    package static func canonicalTarget(_ path: String) -> String? {
         if let real = realPath(path) { return real }
         var missing: [String] = []
         var current = path
@@ -82,7 +86,7 @@ enum FileIO {
     }
 
     /// Reads a whole (small) file such as a manifest.
-    static func readAll(_ path: String) throws(CaptureSetError) -> [UInt8] {
+    package static func readAll(_ path: String) throws(CaptureSetError) -> [UInt8] {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw .io(path: path, operation: "open", reason: errnoText()) }
         defer { close(fd) }
@@ -101,7 +105,7 @@ enum FileIO {
     }
 
     /// Calls `body` with successive pieces of the file, in a fixed-size buffer: constant memory.
-    static func forEachChunk(
+    package static func forEachChunk(
         _ path: String, chunkSize: Int = 1 << 20, _ body: (UnsafeRawBufferPointer) -> Void
     ) throws(CaptureSetError) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
@@ -123,7 +127,7 @@ enum FileIO {
     /// Writes `bytes` to a temporary file beside `path`, syncs it and renames it over `path`, so a
     /// reader sees the old file or the new one, never half of one. The temporary file is removed
     /// on any failure.
-    static func writeAtomically(_ bytes: [UInt8], to path: String) throws(CaptureSetError) {
+    package static func writeAtomically(_ bytes: [UInt8], to path: String) throws(CaptureSetError) {
         let (dir, base) = split(path)
         let temp = join(dir, ".\(base).tmp-\(getpid())")
         let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
@@ -157,20 +161,29 @@ enum FileIO {
         }
     }
 
-    /// Creates a folder and any missing parents.
-    static func makeDirectories(_ path: String) throws(CaptureSetError) {
-        if isDirectory(path) { return }
+    /// Creates a folder and any missing parents (`mkdir -p`).
+    package static func makeDirectories(_ path: String) throws(CaptureSetError) {
+        var created: [String] = []
+        try makeDirectories(path, created: &created)
+    }
+
+    /// Creates a folder and any missing parents, appending each folder it made to `created`,
+    /// outermost first, so that a caller whose write then fails can take them away again.
+    package static func makeDirectories(_ path: String, created: inout [String]) throws(CaptureSetError) {
+        if path.isEmpty || isDirectory(path) { return }
         let (parent, _) = split(path)
         if !parent.isEmpty, parent != path, parent != "/", !exists(parent) {
-            try makeDirectories(parent)
+            try makeDirectories(parent, created: &created)
         }
-        if mkdir(path, 0o755) != 0, errno != EEXIST {
-            throw .io(path: path, operation: "mkdir", reason: errnoText())
+        if mkdir(path, 0o755) == 0 {
+            created.append(path)
+        } else if errno != EEXIST {
+            throw .io(path: path, operation: "create folder", reason: errnoText())
         }
     }
 
     /// Entries of a folder, without `.` and `..`, unsorted.
-    static func listDirectory(_ path: String) throws(CaptureSetError) -> [String] {
+    package static func listDirectory(_ path: String) throws(CaptureSetError) -> [String] {
         guard let dir = opendir(path) else { throw .io(path: path, operation: "opendir", reason: errnoText()) }
         defer { closedir(dir) }
         var names: [String] = []
@@ -183,7 +196,8 @@ enum FileIO {
         return names
     }
 
-    static func split(_ path: String) -> (dir: String, base: String) {
+    /// A path's folder (`.` when it has none) and last component, trailing slashes ignored.
+    package static func split(_ path: String) -> (dir: String, base: String) {
         var trimmed = Substring(path)
         while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
         guard let slash = trimmed.lastIndex(of: "/") else { return (".", String(trimmed)) }
@@ -191,7 +205,8 @@ enum FileIO {
         return (dir.isEmpty ? "/" : String(dir), String(trimmed[trimmed.index(after: slash)...]))
     }
 
-    static func join(_ dir: String, _ name: String) -> String {
+    /// `name` inside `dir`, or `name` itself when it is absolute or `dir` is `.`.
+    package static func join(_ dir: String, _ name: String) -> String {
         if name.hasPrefix("/") { return name }
         if dir.isEmpty || dir == "." { return name }
         return dir.hasSuffix("/") ? dir + name : dir + "/" + name

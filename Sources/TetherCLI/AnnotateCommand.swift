@@ -74,7 +74,7 @@ struct AnnotateCommand: ParsableCommand {
         let loaded = try CaptureSetDirectory.load(set, verify: true)
         for warning in loaded.warnings { Terminal.warn("tether: warning: \(warning)") }
         let captureFile = loaded.capturePath
-        let temporary = FileSystem.join(FileSystem.parent(captureFile), ".\(FileSystem.baseName(captureFile)).annotate-\(getpid())")
+        let temporary = FileIO.join(FileIO.split(captureFile).dir, ".\(FileIO.split(captureFile).base).annotate-\(getpid())")
 
         // 1. The annotated capture, complete and synced, under a temporary name.
         let reader = try CaptureFile.open(path: captureFile)
@@ -83,7 +83,7 @@ struct AnnotateCommand: ParsableCommand {
         let copy: CaptureCopy
         do {
             let writer = try PcapngWriter(path: temporary)
-            let progress = ProgressDisplay(label: FileSystem.baseName(captureFile), totalBytes: FileSystem.size(captureFile), enabled: Terminal.stderrIsTerminal)
+            let progress = ProgressDisplay(label: FileIO.split(captureFile).base, totalBytes: FileIO.size(captureFile), enabled: Terminal.stderrIsTerminal)
             copy = try CaptureCopy.copy(from: reader, to: writer, progress: progress) { current in
                 if firstTimeNs == nil { firstTimeNs = current.timestampNs }
                 if current.number == frame {
@@ -117,7 +117,7 @@ struct AnnotateCommand: ParsableCommand {
 
         // 3. The capture replaced in one rename, then 4. sealed again (when it was sealed before).
         try FileSystemWrites.rename(temporary, to: captureFile)
-        try FileSystemWrites.sync(FileSystem.parent(captureFile))
+        try FileSystemWrites.sync(FileIO.split(captureFile).dir)
         if wasComplete {
             try CaptureSetDirectory.seal(at: set)
         } else {

@@ -50,18 +50,18 @@ struct DiffCommand: ParsableCommand {
         guard maxLines >= 2 else {
             throw ValidationError("--max-lines must be at least 2 (got \(maxLines)).")
         }
-        for side in [a, b] where !FileSystem.exists(side) {
+        for side in [a, b] where !FileIO.exists(side) {
             throw ValidationError("\(side) does not exist. Give a trace file written by `tether replay --trace FILE` or a capture set folder.")
         }
     }
 
     func run() throws {
         for side in [a, b] {
-            if FileSystem.isDirectory(side) && !CaptureSetDirectory.isCaptureSet(side) {
+            if FileIO.isDirectory(side) && !CaptureSetDirectory.isCaptureSet(side) {
                 throw CommandFailure(message: "\(side) is a folder but not a capture set (no manifest.yaml). Give a trace file (.jsonl, "
                     + "as written by `tether replay --trace FILE`) or a capture set folder such as Captures/<name>.", exitCode: 2)
             }
-            if !FileSystem.isDirectory(side) && FileSystem.size(side) == 0 {
+            if !FileIO.isDirectory(side) && FileIO.size(side) == 0 {
                 throw CommandFailure(message: "\(side) is empty, so it is not a trace (a trace has one JSON event per line). "
                     + "Write one with `tether replay SET --trace FILE`, or check that the file was not truncated.", exitCode: 2)
             }

@@ -38,17 +38,17 @@ struct ExportCommand: ParsableCommand {
     var interface: Int?
 
     func validate() throws {
-        guard FileSystem.exists(set) else {
+        guard FileIO.exists(set) else {
             throw ValidationError("\(set) does not exist. Give a capture set folder such as Captures/<name>.")
         }
-        if FileSystem.isDirectory(set) && !CaptureSetDirectory.isCaptureSet(set) {
+        if FileIO.isDirectory(set) && !CaptureSetDirectory.isCaptureSet(set) {
             throw ValidationError("\(set) has no manifest.yaml, so it is not a capture set. `tether import FILE --out Captures/<name>` makes one.")
         }
-        if FileSystem.isDirectory(out) {
-            throw ValidationError("\(out) is a folder; --out takes a file name, e.g. \(FileSystem.join(out, "capture.\(format.rawValue)")).")
+        if FileIO.isDirectory(out) {
+            throw ValidationError("\(out) is a folder; --out takes a file name, e.g. \(FileIO.join(out, "capture.\(format.rawValue)")).")
         }
         try OutputFile.check(out, option: "--out")
-        if FileSystem.isDirectory(set) {
+        if FileIO.isDirectory(set) {
             try OutputFile.refuseInside(out, option: "--out", set: set)
         } else {
             try OutputFile.refuseOverwriting(out, option: "--out", protected: [set], reading: "the capture exported")
@@ -60,12 +60,12 @@ struct ExportCommand: ParsableCommand {
 
     func run() throws {
         var capturePath = set
-        if FileSystem.isDirectory(set) {
+        if FileIO.isDirectory(set) {
             let loaded = try CaptureSetDirectory.load(set, verify: true)
             for warning in loaded.warnings { Terminal.warn("tether: warning: \(warning)") }
             capturePath = loaded.capturePath
         }
-        let progress = ProgressDisplay(label: FileSystem.baseName(capturePath), totalBytes: FileSystem.size(capturePath), enabled: Terminal.stderrIsTerminal)
+        let progress = ProgressDisplay(label: FileIO.split(capturePath).base, totalBytes: FileIO.size(capturePath), enabled: Terminal.stderrIsTerminal)
         switch format {
         case .pcapng:
             let reader = try CaptureFile.open(path: capturePath)

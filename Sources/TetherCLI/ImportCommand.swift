@@ -48,34 +48,34 @@ struct ImportCommand: ParsableCommand {
     var allowEmpty = false
 
     func validate() throws {
-        guard FileSystem.exists(file) else {
+        guard FileIO.exists(file) else {
             throw ValidationError("\(file) does not exist. Give a pcap, pcapng, btsnoop or PacketLogger file.")
         }
-        guard !FileSystem.isDirectory(file) else {
+        guard !FileIO.isDirectory(file) else {
             throw ValidationError("\(file) is a folder. `tether import` takes a capture file; a set folder can be inspected or exported as it is.")
         }
         guard !out.isEmpty, !out.hasSuffix("/") || out == "/" else {
             throw ValidationError("--out \(out.isEmpty ? "is empty" : "\(out) ends in /"); give the new set's folder name, e.g. --out Captures/pixel-pairing.")
         }
         var info = stat()
-        if lstat(out, &info) == 0, !FileSystem.exists(out) {
+        if lstat(out, &info) == 0, !FileIO.exists(out) {
             throw ValidationError("--out \(out) is a symbolic link to something that does not exist; remove the link or choose another folder name.")
         }
-        guard !FileSystem.exists(out) else {
+        guard !FileIO.exists(out) else {
             throw ValidationError("\(out) already exists. Choose a new folder name under Captures/, or remove the old one first.")
         }
     }
 
     func run() throws {
         let reader = try CaptureFile.open(path: file)
-        let parent = FileSystem.parent(out)
+        let parent = FileIO.split(out).dir
         try FileSystemWrites.makeDirectories(parent)
-        let staging = FileSystem.join(parent, ".\(FileSystem.baseName(out)).importing-\(getpid())")
+        let staging = FileIO.join(parent, ".\(FileIO.split(out).base).importing-\(getpid())")
         try FileSystemWrites.removeTree(staging)
         try FileSystemWrites.makeDirectories(staging)
         do {
             let summary = try Self.buildSet(
-                at: staging, from: reader, title: title ?? FileSystem.baseName(file), description: description,
+                at: staging, from: reader, title: title ?? FileIO.split(file).base, description: description,
                 ingestPort: ingestPort ?? 12345, showProgress: Terminal.stderrIsTerminal, allowEmpty: allowEmpty)
             try FileSystemWrites.rename(staging, to: out)
             for warning in summary.warnings { Terminal.warn("tether: warning: \(warning)") }
@@ -106,13 +106,13 @@ struct ImportCommand: ParsableCommand {
         at folder: String, from reader: any CaptureReader, title: String, description: String?,
         ingestPort: UInt16, showProgress: Bool, allowEmpty: Bool = false
     ) throws -> Summary {
-        let capturePath = FileSystem.join(folder, CaptureSetDirectory.defaultCaptureFileName)
-        let writer = try PcapngWriter(path: capturePath, comment: "Imported by Tether \(TetherVersion.current) from \(FileSystem.baseName(reader.path))")
+        let capturePath = FileIO.join(folder, CaptureSetDirectory.defaultCaptureFileName)
+        let writer = try PcapngWriter(path: capturePath, comment: "Imported by Tether \(TetherVersion.current) from \(FileIO.split(reader.path).base)")
         var extractor = UDPExtractor()
         var ingestFrames: [Int: Int] = [:]
         var annotations: [ManifestAnnotation] = []
         var firstTimeNs: Int64?
-        let progress = ProgressDisplay(label: FileSystem.baseName(reader.path), totalBytes: FileSystem.size(reader.path), enabled: showProgress)
+        let progress = ProgressDisplay(label: FileIO.split(reader.path).base, totalBytes: FileIO.size(reader.path), enabled: showProgress)
         let copy = try CaptureCopy.copy(from: reader, to: writer, progress: progress) { frame in
             if firstTimeNs == nil { firstTimeNs = frame.timestampNs }
             for comment in frame.comments {

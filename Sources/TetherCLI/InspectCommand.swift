@@ -68,10 +68,10 @@ struct InspectCommand: ParsableCommand {
     var mqttPorts: [Int] = []
 
     func validate() throws {
-        guard FileSystem.exists(path) else {
+        guard FileIO.exists(path) else {
             throw ValidationError("\(path) does not exist. Give a capture file or a capture set folder such as Captures/<name>.")
         }
-        if FileSystem.isDirectory(path) && !CaptureSetDirectory.isCaptureSet(path) {
+        if FileIO.isDirectory(path) && !CaptureSetDirectory.isCaptureSet(path) {
             throw ValidationError("\(path) is a folder without a manifest.yaml, so not a capture set. Give a set folder or a capture file; `tether import FILE --out Captures/<name>` makes a set.")
         }
         if let limit, limit < 0 {
@@ -82,7 +82,7 @@ struct InspectCommand: ParsableCommand {
     func run() throws {
         var set: LoadedCaptureSet?
         var capturePath = path
-        if FileSystem.isDirectory(path) {
+        if FileIO.isDirectory(path) {
             let loaded: LoadedCaptureSet
             do {
                 loaded = try CaptureSetDirectory.load(path, verify: !noVerify)
@@ -99,14 +99,14 @@ struct InspectCommand: ParsableCommand {
         let output: InspectOutput = json
             ? JSONInspectOutput(listFrames: frames)
             : TextInspectOutput(listFrames: frames)
-        output.begin(path: capturePath, format: reader.format, fileSize: FileSystem.size(capturePath), set: set)
+        output.begin(path: capturePath, format: reader.format, fileSize: FileIO.size(capturePath), set: set)
 
         var summary = CaptureSummary()
         var dissector = FrameDissectorAdapter(
             gattHandles: set?.manifest.gattHandles ?? [],
             mqttPorts: Set((mqttPorts.isEmpty ? [1883] : mqttPorts).map { UInt16($0) } + (set?.manifest.interfaces.compactMap(\.brokerPort) ?? [])))
         let progress = ProgressDisplay(
-            label: FileSystem.baseName(capturePath), totalBytes: FileSystem.size(capturePath),
+            label: FileIO.split(capturePath).base, totalBytes: FileIO.size(capturePath),
             enabled: Terminal.stderrIsTerminal && !(frames && !json && Terminal.stdoutIsTerminal))
         var listed = 0
         while let frame = try reader.next() {

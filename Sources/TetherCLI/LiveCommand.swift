@@ -373,7 +373,7 @@ struct LiveWidgetCommand: ParsableCommand {
 
     func validate() throws {
         guard WidgetRole(rawValue: role) != nil else { throw ValidationError("--role must be host or widget, got \(role).") }
-        guard FileSystem.isDirectory(container) else {
+        guard FileIO.isDirectory(container) else {
             throw ValidationError("--container \(container) is not a folder. Create it first (mkdir -p \(container)); both processes must use the same one.")
         }
         guard Self.parseBroker(broker) != nil else { throw ValidationError("--broker \(broker) is not HOST:PORT, e.g. 127.0.0.1:1883.") }

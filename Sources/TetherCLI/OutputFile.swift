@@ -17,15 +17,15 @@ enum OutputFile {
         guard !path.isEmpty else {
             throw ValidationError("\(option) is empty; give the name of the file to write, e.g. \(option) out.pcapng.")
         }
-        if path.hasSuffix("/") || FileSystem.isDirectory(path) {
-            throw ValidationError("\(option) \(path) is a folder; give a file name inside it, e.g. \(option) \(FileSystem.join(path, "out"))…")
+        if path.hasSuffix("/") || FileIO.isDirectory(path) {
+            throw ValidationError("\(option) \(path) is a folder; give a file name inside it, e.g. \(option) \(FileIO.join(path, "out"))…")
         }
         var info = stat()
-        if lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFLNK, !FileSystem.exists(path) {
+        if lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFLNK, !FileIO.exists(path) {
             throw ValidationError("\(option) \(path) is a symbolic link to something that does not exist; remove the link or give another file name.")
         }
-        let parent = FileSystem.parent(path)
-        guard FileSystem.isDirectory(parent) else {
+        let parent = FileIO.split(path).dir
+        guard FileIO.isDirectory(parent) else {
             throw ValidationError("\(option) \(path): the folder \(parent) does not exist; create it first (mkdir -p \(parent)) or write elsewhere.")
         }
     }
@@ -48,13 +48,13 @@ enum OutputFile {
         guard let target = CaptureSetDirectory.canonicalTarget(of: path),
               let folder = CaptureSetDirectory.canonicalTarget(of: set) else { return }
         if target == folder || target.hasPrefix(folder.hasSuffix("/") ? folder : folder + "/") {
-            throw ValidationError("\(option) \(path) is inside the capture set \(set), which this command reads from; write outside the set, e.g. \(option) \(FileSystem.baseName(path)).")
+            throw ValidationError("\(option) \(path) is inside the capture set \(set), which this command reads from; write outside the set, e.g. \(option) \(FileIO.split(path).base).")
         }
     }
 
     /// The temporary name `write(to:_:)` uses beside `path`.
     static func temporaryPath(for path: String) -> String {
-        FileSystem.join(FileSystem.parent(path), ".\(FileSystem.baseName(path)).tmp-\(getpid())")
+        FileIO.join(FileIO.split(path).dir, ".\(FileIO.split(path).base).tmp-\(getpid())")
     }
 
     /// Runs `body` with a temporary path beside `path`; when it returns, the file is synced and
@@ -66,7 +66,7 @@ enum OutputFile {
             let result = try body(temporary)
             try FileSystemWrites.sync(temporary)
             try FileSystemWrites.rename(temporary, to: path)
-            try FileSystemWrites.sync(FileSystem.parent(path))
+            try FileSystemWrites.sync(FileIO.split(path).dir)
             return result
         } catch {
             try? FileSystemWrites.removeFile(temporary)
@@ -79,7 +79,7 @@ enum OutputFile {
         try write(to: path) { temporary in
             let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
             guard descriptor >= 0 else {
-                throw CommandFailure.failed("cannot create \(temporary) to write \(path): \(FileSystem.lastError). Check the folder is writable.")
+                throw CommandFailure.failed("cannot create \(temporary) to write \(path): \(FileIO.errnoText()). Check the folder is writable.")
             }
             defer { close(descriptor) }
             var offset = 0
@@ -87,7 +87,7 @@ enum OutputFile {
                 let written = bytes.withUnsafeBytes { raw in systemWrite(descriptor, raw.baseAddress! + offset, raw.count - offset) }
                 if written < 0 {
                     if errno == EINTR { continue }
-                    throw CommandFailure.failed("cannot write \(path): \(FileSystem.lastError). Check free disk space.")
+                    throw CommandFailure.failed("cannot write \(path): \(FileIO.errnoText()). Check free disk space.")
                 }
                 offset += written
             }

@@ -145,7 +145,7 @@ struct RecordCommand: AsyncParsableCommand {
         guard udp != nil || ble != nil || tcp != nil || appGroup != nil else {
             throw ValidationError("Nothing to record: give --udp IFACE[:PORT] (e.g. lo:12345), --tcp IFACE:PORT (e.g. lo:1883), --app-group FOLDER, --ble SPEC (e.g. tcp:127.0.0.1:9001), or several.")
         }
-        if let appGroup, !FileSystem.isDirectory(appGroup) {
+        if let appGroup, !FileIO.isDirectory(appGroup) {
             throw ValidationError("--app-group \(appGroup) is not a folder. Give the App Group container folder both processes use (create it first).")
         }
         if let tcp, Self.parseUDP(tcp)?.port == nil {
@@ -169,7 +169,7 @@ struct RecordCommand: AsyncParsableCommand {
         if filter != nil, udp == nil {
             throw ValidationError("--filter applies to the UDP capture; give --udp as well, or leave --filter out.")
         }
-        guard !FileSystem.exists(out) else {
+        guard !FileIO.exists(out) else {
             throw ValidationError("\(out) already exists. Choose a new set name under Captures/, or remove the old set.")
         }
         if let duration, !(duration > 0 && duration.isFinite) {

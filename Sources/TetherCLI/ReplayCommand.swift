@@ -136,7 +136,7 @@ struct ReplayCommand: ParsableCommand {
                 throw ValidationError("--to and --speed only apply with --realtime.")
             }
         }
-        for path in paths where !FileSystem.isDirectory(path) {
+        for path in paths where !FileIO.isDirectory(path) {
             throw ValidationError("\(path) is not a folder. Give a capture set folder (with manifest.yaml) or a folder holding sets, such as Captures.")
         }
         if let trace { try OutputFile.check(trace, option: "--trace") }

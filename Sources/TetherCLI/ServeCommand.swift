@@ -8,6 +8,7 @@ import Darwin
 import IngestCore
 import IngestStore
 import LiveHosts
+import CaptureSet
 
 /// `tether serve …`: the cores on real sockets.
 struct ServeCommand: AsyncParsableCommand {
@@ -75,8 +76,8 @@ struct ServeIngestCommand: AsyncParsableCommand {
         if let idleTimeout, !(idleTimeout > 0 && idleTimeout.isFinite) {
             throw ValidationError("--idle-timeout must be a positive number of seconds (got \(idleTimeout)).")
         }
-        if FileSystem.isDirectory(db) {
-            throw ValidationError("--db \(db) is a folder; give a file name, e.g. \(FileSystem.join(db, "ingest.sqlite")).")
+        if FileIO.isDirectory(db) {
+            throw ValidationError("--db \(db) is a folder; give a file name, e.g. \(FileIO.join(db, "ingest.sqlite")).")
         }
         try OutputFile.check(db, option: "--db")
     }

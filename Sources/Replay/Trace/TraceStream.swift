@@ -1,3 +1,4 @@
+import CaptureSet
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -66,11 +67,19 @@ public final class TraceFileWriter: TraceSink {
     /// puts it in place.
     /// - Throws: ``TraceFileError`` when the folder or the file cannot be created.
     public static func replacing(_ path: String) throws(TraceFileError) -> TraceFileWriter {
-        let (folder, name) = split(path)
+        let (folder, name) = FileIO.split(path)
         var created: [String] = []
-        try makeDirectories(folder, created: &created)
+        do throws(CaptureSetError) {
+            try FileIO.makeDirectories(folder, created: &created)
+        } catch {
+            removeEmptyFolders(created)
+            guard case .io(let failed, let operation, let reason) = error else {
+                throw TraceFileError(path: folder, operation: "create folder", reason: error.description)
+            }
+            throw TraceFileError(path: failed, operation: operation, reason: reason)
+        }
         do {
-            let writer = try TraceFileWriter(path: join(folder, ".\(name).tmp-\(getpid())"), destination: path)
+            let writer = try TraceFileWriter(path: FileIO.join(folder, ".\(name).tmp-\(getpid())"), destination: path)
             writer.createdFolders = created
             return writer
         } catch {
@@ -136,7 +145,7 @@ public final class TraceFileWriter: TraceSink {
             throw error
         }
         committed = true
-        let folder = Self.split(destination).folder
+        let folder = FileIO.split(destination).dir
         let fd = open(folder, O_RDONLY | O_CLOEXEC)
         if fd >= 0 {
             _ = fsync(fd)
@@ -176,35 +185,7 @@ public final class TraceFileWriter: TraceSink {
         }
     }
 
-    static func errnoText(_ code: Int32 = errno) -> String {
-        guard let text = strerror(code) else { return "errno \(code)" }
-        return String(cString: text)
-    }
-
-    static func split(_ path: String) -> (folder: String, name: String) {
-        var trimmed = Substring(path)
-        while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
-        guard let slash = trimmed.lastIndex(of: "/") else { return (".", String(trimmed)) }
-        let folder = trimmed[..<slash]
-        return (folder.isEmpty ? "/" : String(folder), String(trimmed[trimmed.index(after: slash)...]))
-    }
-
-    static func join(_ folder: String, _ name: String) -> String {
-        folder == "." ? name : folder.hasSuffix("/") ? folder + name : folder + "/" + name
-    }
-
-    /// `mkdir -p`, appending each folder it made to `created`, outermost first.
-    static func makeDirectories(_ path: String, created: inout [String]) throws(TraceFileError) {
-        var info = stat()
-        if stat(path, &info) == 0 { return }
-        let parent = split(path).folder
-        if parent != path, parent != "/", parent != "." { try makeDirectories(parent, created: &created) }
-        if mkdir(path, 0o755) == 0 {
-            created.append(path)
-        } else if errno != EEXIST {
-            throw TraceFileError(path: path, operation: "create folder", reason: errnoText())
-        }
-    }
+    static func errnoText(_ code: Int32 = errno) -> String { FileIO.errnoText(code) }
 
     /// Removes `folders`, innermost first, each only if empty (`rmdir(2)` refuses otherwise).
     static func removeEmptyFolders(_ folders: [String]) {
