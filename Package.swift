@@ -114,7 +114,7 @@ let package = Package(
             dependencies: ["CaptureKit", "Dissectors", "IngestCore", "Replay", "CaptureSet", "MessagingCore", "SessionCore", "MonkeyC", "MQTT"]
         ),
 
-        // Helpers shared by the test targets (a seeded generator, …).
+        // Helpers shared by the test targets (a seeded generator, a temporary folder).
         .target(name: "TetherTestSupport", dependencies: ["CoreRandom"], path: "Tests/TetherTestSupport"),
 
         .testTarget(name: "CaptureKitTests", dependencies: ["TetherTestSupport", "CaptureKit"]),
@@ -139,7 +139,7 @@ let package = Package(
         .testTarget(name: "LiveHostsTests", dependencies: ["LiveHosts", "IngestCore", "IngestStore", "SessionCore", "WidgetCore", "MQTT"]),
         .testTarget(
             name: "TetherCLITests",
-            dependencies: ["TetherCLI", "CaptureKit", "CaptureSet", "Dissectors", "Replay", "IngestCore", "IngestStore", "LiveHosts"]
+            dependencies: ["TetherTestSupport", "TetherCLI", "CaptureKit", "CaptureSet", "Dissectors", "Replay", "IngestCore", "IngestStore", "LiveHosts"]
         ),
     ]
 )

@@ -79,7 +79,7 @@ import TetherTestSupport
     // MARK: trace files
 
     @Test func theWriterWritesTheBytesOfEncodeBytesForEveryCommittedTrace() throws {
-        let folder = try ScratchFolder()
+        let folder = try TemporaryFolder("streaming-tests")
         for (name, _, outcome) in Self.replays {
             let path = folder.path("\(name).jsonl").path
             let writer = try TraceFileWriter(path: path)
@@ -92,7 +92,7 @@ import TetherTestSupport
     }
 
     @Test func theWriterFlushesMoreThanItsBufferInOrder() throws {
-        let folder = try ScratchFolder()
+        let folder = try TemporaryFolder("streaming-tests")
         let events = Self.longTrace(20_000)
         let path = folder.path("long.jsonl").path
         let writer = try TraceFileWriter(path: path)
@@ -105,7 +105,7 @@ import TetherTestSupport
     }
 
     @Test func aReplacingWriterLeavesTheOldFileUntilCommitAndOnDiscard() throws {
-        let folder = try ScratchFolder()
+        let folder = try TemporaryFolder("streaming-tests")
         let path = folder.path("sub/dir/baseline.jsonl").path
         let old = Self.longTrace(3)
         let discarded = try TraceFileWriter.replacing(path)
@@ -128,7 +128,7 @@ import TetherTestSupport
     }
 
     @Test func aReplacingWriterNeverCommittedRemovesTheFoldersItMadeAndOnlyThose() throws {
-        let folder = try ScratchFolder()
+        let folder = try TemporaryFolder("streaming-tests")
         try FileManager.default.createDirectory(atPath: folder.path("set").path, withIntermediateDirectories: true)
         let path = folder.path("set/baseline/deeper/ingest.jsonl").path
         do {
@@ -147,7 +147,7 @@ import TetherTestSupport
     }
 
     @Test func theReaderReadsWhatReadReadsAcrossChunkBoundaries() throws {
-        let folder = try ScratchFolder()
+        let folder = try TemporaryFolder("streaming-tests")
         let events = Self.longTrace(9000)
         var bytes = TraceFile.encodeBytes(events)
         #expect(bytes.count > 3 * TraceFileReader.chunkSize)
@@ -165,7 +165,7 @@ import TetherTestSupport
     }
 
     @Test func theReaderReportsTheSameErrorsAsRead() throws {
-        let folder = try ScratchFolder()
+        let folder = try TemporaryFolder("streaming-tests")
         var text = TraceFile.encode(Self.longTrace(4000))
         text += "\n{\"t_ns\":1,\"core\":\"ingest\",\"event\":\"x\"x}\n"
         text += TraceFile.encode(Self.longTrace(10))
@@ -391,7 +391,7 @@ import TetherTestSupport
     }
 
     @Test func aMalformedBaselineLineIsTheErrorReadGives() throws {
-        let folder = try ScratchFolder()
+        let folder = try TemporaryFolder("streaming-tests")
         let path = folder.path("baseline.jsonl").path
         let events = Self.longTrace(3000)
         try (TraceFile.encode(Array(events.prefix(2000))) + "not json\n" + TraceFile.encode(Array(events.dropFirst(2000)))).write(
@@ -546,23 +546,12 @@ import TetherTestSupport
     }
 }
 
-/// A fresh folder under the system's temporary folder, removed when the value goes away.
-private final class ScratchFolder {
-    let url: URL
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("tether-streaming-tests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-    deinit { try? FileManager.default.removeItem(at: url) }
-    /// A path inside the folder.
-    func path(_ name: String) -> URL { url.appendingPathComponent(name) }
-}
 
 /// A trace path that cannot be read gets a sentence that says what to do, the same from the
 /// streaming reader and the whole-file reader, and never a framework error code.
 @Suite struct UnreadableTraceFileTests {
     @Test func aFolderGivenAsATraceSaysToNameTheFileInside() throws {
-        let scratch = try ScratchFolder()
+        let scratch = try TemporaryFolder("streaming-tests")
         let folder = scratch.path("baseline").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let streaming = #expect(throws: TraceFileError.self) { _ = try TraceFileReader(path: folder) }
@@ -574,7 +563,7 @@ private final class ScratchFolder {
     }
 
     @Test func aMissingTraceSaysThereIsNoSuchFile() throws {
-        let scratch = try ScratchFolder()
+        let scratch = try TemporaryFolder("streaming-tests")
         let missing = scratch.path("nothing.jsonl").path
         let whole = #expect(throws: TraceFileError.self) { _ = try TraceFile.read(missing) }
         #expect(whole?.reason.hasPrefix("there is no such file") == true)

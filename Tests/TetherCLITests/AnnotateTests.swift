@@ -1,6 +1,7 @@
 import CaptureSet
 import Foundation
 import Testing
+import TetherTestSupport
 
 /// `tether annotate` adds a packet comment Wireshark sees and a manifest entry, atomically.
 @Suite struct AnnotateTests {
@@ -14,7 +15,7 @@ import Testing
     }
 
     @Test func annotationIsAPacketCommentTsharkSees() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let set = try Self.makeSet(folder)
         try Tools.tetherSucceeds(["annotate", set, "--frame", "2", "--text", "notification arrives late"])
         let rows = try Tools.tsharkFields(URL(fileURLWithPath: set + "/capture.pcapng"), fields: ["frame.number", "frame.comment"])
@@ -25,7 +26,7 @@ import Testing
     }
 
     @Test func annotationIsInTheManifestAndTheSetStaysSealed() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let set = try Self.makeSet(folder)
         try Tools.tetherSucceeds(["annotate", set, "--frame", "3", "--text", "big one", "--author", "qa"])
         let loaded = try CaptureSetDirectory.load(set, verify: true)
@@ -41,7 +42,7 @@ import Testing
     }
 
     @Test func aFrameBeyondTheEndFailsAndLeavesTheSetAsItWas() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let set = try Self.makeSet(folder)
         let before = try Data(contentsOf: URL(fileURLWithPath: set + "/capture.pcapng"))
         let manifestBefore = try String(contentsOfFile: set + "/manifest.yaml", encoding: .utf8)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TetherTestSupport
 
 /// Real BLE traffic from two Bumble devices (Harness/rigs/bumble_gatt_exchange.py): Tether's ATT
 /// list for the btsnoop file equals tshark's.
@@ -56,7 +57,7 @@ import Testing
 
     @Test(arguments: ["phone", "watch"])
     func tetherATTListEqualsTsharks(side: String) throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let phone = try Tools.bumbleCapture(in: folder)
         let file = side == "phone" ? phone : folder.path("watch.btsnoop")
         let expected = try Self.tsharkRows(file)
@@ -67,7 +68,7 @@ import Testing
     }
 
     @Test func aFragmentedATTPDUBelongsToTheFrameThatCompletesIt() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let phone = try Tools.bumbleCapture(in: folder)
         // On the phone side the 200-byte Write Request leaves the host in 27-byte ACL fragments.
         let result = try Tools.tetherSucceeds(["inspect", phone.path, "--frames", "--json"])

@@ -2,6 +2,7 @@ import CaptureKit
 import Foundation
 import LiveHosts
 import Testing
+import TetherTestSupport
 
 /// `tether diff` names exactly the events a behaviour change altered.
 @Suite struct DiffTests {
@@ -26,7 +27,7 @@ import Testing
     }
 
     @Test func aShorterIdleTimeoutShowsOnlyTheStreamEndingAndRestarting() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let set = try Self.stalledSession(folder)
         let before = folder.path("default.jsonl").path
         let after = folder.path("short-idle.jsonl").path
@@ -50,7 +51,7 @@ import Testing
     /// keeps the first stream alive: the diff must name exactly the events that this changes and
     /// nothing else — no data point, no rejection, no name message.
     @Test func anIdleTimeoutLongerThanTheStallNamesExactlyTheChangedEvents() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let set = Tools.repositoryRoot.appendingPathComponent("Captures/plugin-faulty").path
         let before = folder.path("default.jsonl").path
         let after = folder.path("idle-25s.jsonl").path
@@ -79,7 +80,7 @@ import Testing
     }
 
     @Test func twoReplaysOfOneSetGiveByteIdenticalTracesAndNoDifference() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let set = try Self.stalledSession(folder)
         let first = folder.path("first.jsonl").path
         let second = folder.path("second.jsonl").path
@@ -91,7 +92,7 @@ import Testing
     }
 
     @Test func anUnreadableSideExitsTwo() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let broken = folder.path("broken.jsonl")
         try Data("not json\n".utf8).write(to: broken)
         let diff = try Tools.tether(["diff", broken.path, broken.path])

@@ -1,6 +1,7 @@
 import CaptureSet
 import Foundation
 import Testing
+import TetherTestSupport
 @testable import TetherCLI
 
 /// Bad input gets a clear refusal, and nothing Tether writes damages what it reads.
@@ -15,7 +16,7 @@ import Testing
     }
 
     @Test func exportRefusesToWriteIntoTheSetItReads() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let set = try Self.makeSet(folder)
         let before = try Data(contentsOf: URL(fileURLWithPath: set + "/capture.pcapng"))
         let result = try Tools.tether(["export", set, "--format", "pcapng", "--out", set + "/capture.pcapng"])
@@ -25,7 +26,7 @@ import Testing
     }
 
     @Test func aFailedExportLeavesTheExistingOutputFileUntouched() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let set = try Self.makeSet(folder)
         let out = folder.path("existing.log").path
         try Data("precious".utf8).write(to: URL(fileURLWithPath: out))
@@ -38,7 +39,7 @@ import Testing
     }
 
     @Test func anOutFileInAMissingFolderGetsASentence() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let set = try Self.makeSet(folder)
         let result = try Tools.tether(["export", set, "--format", "pcapng", "--out", folder.path("nope/out.pcapng").path])
         #expect(result.status == 64)
@@ -70,7 +71,7 @@ import Testing
     }
 
     @Test func sealRefusesAChangedCaptureUnlessAccepted() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let set = try Self.makeSet(folder)
         let capture = URL(fileURLWithPath: set + "/capture.pcapng")
         var bytes = try Data(contentsOf: capture)
@@ -85,7 +86,7 @@ import Testing
     }
 
     @Test func diffCallsAnEmptyTraceFileUnreadable() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let empty = folder.path("empty.jsonl").path
         FileManager.default.createFile(atPath: empty, contents: Data())
         let result = try Tools.tether(["diff", empty, empty])
@@ -94,14 +95,14 @@ import Testing
     }
 
     @Test func diffOfAPlainFolderSaysWhatToGive() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let result = try Tools.tether(["diff", folder.url.path, folder.url.path])
         #expect(result.status == 2)
         #expect(result.stderr.contains("is a folder but not a capture set"), "\(result.stderr)")
     }
 
     @Test func importingAFileWithNoFramesIsRefusedUnlessAllowed() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let source = folder.path("empty.pcapng").path
         try FrameBuilder.writePcapng(FrameBuilder.sampleFrames().interfaces, [], to: source)
         let refused = try Tools.tether(["import", source, "--out", folder.path("a").path])
@@ -127,7 +128,7 @@ import Testing
     }
 
     @Test func replayHeadlineCountsSetsThatFailedToLoad() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         _ = try Self.makeSet(folder, name: "good")
         let broken = try Self.makeSet(folder, name: "broken")
         try FileManager.default.removeItem(atPath: broken + "/capture.pcapng")
@@ -137,7 +138,7 @@ import Testing
     }
 
     @Test func replayRefusesACaptureSymlinkedOutOfItsSet() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let set = try Self.makeSet(folder)
         try FileManager.default.moveItem(atPath: set + "/capture.pcapng", toPath: folder.path("outside.pcapng").path)
         try FileManager.default.createSymbolicLink(atPath: set + "/capture.pcapng", withDestinationPath: folder.path("outside.pcapng").path)

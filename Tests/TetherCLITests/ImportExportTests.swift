@@ -2,11 +2,12 @@ import CaptureKit
 import CaptureSet
 import Foundation
 import Testing
+import TetherTestSupport
 
 /// `import` makes a set Tether reads back as the source; `export` gives the frames back out.
 @Suite struct ImportExportTests {
     @Test func pcapngImportThenExportKeepsFramesTimestampsCommentsAndInterfaces() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let sample = FrameBuilder.sampleFrames()
         let source = folder.path("source.pcapng").path
         try FrameBuilder.writePcapng(sample.interfaces, sample.frames, to: source)
@@ -26,7 +27,7 @@ import Testing
     }
 
     @Test func importWritesASealedSetWithRolesAndCommentAnnotations() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let sample = FrameBuilder.sampleFrames()
         let source = folder.path("source.pcapng").path
         try FrameBuilder.writePcapng(sample.interfaces, sample.frames, to: source)
@@ -46,7 +47,7 @@ import Testing
     }
 
     @Test func btsnoopImportThenExportGivesTheSameRecords() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let source = folder.path("source.btsnoop").path
         let writer = try BtsnoopWriter(path: source, datalink: .h4)
         var originals: [CaptureFrame] = []
@@ -67,7 +68,7 @@ import Testing
     }
 
     @Test func importRefusesAnExistingSetFolder() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let sample = FrameBuilder.sampleFrames()
         let source = folder.path("source.pcapng").path
         try FrameBuilder.writePcapng(sample.interfaces, sample.frames, to: source)
@@ -77,7 +78,7 @@ import Testing
     }
 
     @Test func btsnoopExportOfAUDPOnlySetFailsWithAReason() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let frame = FrameBuilder.ethernetUDP(source: [127, 0, 0, 1], sourcePort: 1, destination: [127, 0, 0, 1], destinationPort: 12345, payload: [1])
         let source = folder.path("udp.pcapng").path
         try FrameBuilder.writePcapng([CaptureInterface(linkType: .ethernet)], [CaptureFrame(number: 1, interfaceIndex: 0, timestampNs: 1, originalLength: frame.count, data: frame)], to: source)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TetherTestSupport
 
 /// `tether inspect --json` has the documented shape (docs/cli.md).
 @Suite struct InspectJSONTests {
@@ -16,7 +17,7 @@ import Testing
     }
 
     @Test func summaryCountsFramesInTotalAndPerInterface() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let json = try Self.inspectJSON([try Self.sampleFile(folder)])
         #expect(json["frames"] as? Int == 3)
         #expect(json["format"] as? String == "pcapng")
@@ -28,7 +29,7 @@ import Testing
     }
 
     @Test func framesCarryNumberTimeAndInterface() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let json = try Self.inspectJSON([try Self.sampleFile(folder), "--frames"])
         let frames = try #require(json["frame_list"] as? [[String: Any]])
         #expect(frames.map { $0["number"] as? Int } == [1, 2, 3])
@@ -38,7 +39,7 @@ import Testing
     }
 
     @Test func udpFramesCarryAddressesPortsAndLength() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let json = try Self.inspectJSON([try Self.sampleFile(folder), "--frames"])
         let frames = try #require(json["frame_list"] as? [[String: Any]])
         let udp = try #require(frames[2]["udp"] as? [String: Any])
@@ -51,7 +52,7 @@ import Testing
     }
 
     @Test func attFramesCarryOpcodeHandleAndHexValue() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let json = try Self.inspectJSON([try Self.sampleFile(folder), "--frames"])
         let frames = try #require(json["frame_list"] as? [[String: Any]])
         let att = try #require(frames[1]["att"] as? [String: Any])
@@ -64,7 +65,7 @@ import Testing
     }
 
     @Test func aTruncatedFileGivesItsFramesAndAWarningOnStderr() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let path = try Self.sampleFile(folder)
         var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
         bytes.removeLast(10)
@@ -83,7 +84,7 @@ import Testing
     }
 
     @Test func textOutputListsFramesWithTheirDissection() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let result = try Tools.tetherSucceeds(["inspect", try Self.sampleFile(folder), "--frames"])
         #expect(result.stdout.contains("UDP 127.0.0.1:50123 → 127.0.0.1:12345 512 bytes"), "\(result.stdout)")
         #expect(result.stdout.contains("Frames:      3"))

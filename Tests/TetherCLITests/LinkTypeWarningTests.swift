@@ -2,6 +2,7 @@ import CaptureKit
 import CaptureSet
 import Foundation
 import Testing
+import TetherTestSupport
 
 /// The commands that read a set's manifest and its capture warn when the two disagree on an
 /// interface's link type.
@@ -25,7 +26,7 @@ import Testing
     static let warning = "tether: warning: capture set mislabelled: interface #0 (lo) is BLUETOOTH_HCI_H4_WITH_PHDR (201) in capture.pcapng, but the manifest says role ingest-udp"
 
     @Test func inspectWarnsOnStderrAndStillShowsTheCapture() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let set = try Self.makeContradictorySet(in: folder)
         let result = try Tools.tether(["inspect", set])
         #expect(result.status == 0, "\(result.stderr)")
@@ -35,7 +36,7 @@ import Testing
     }
 
     @Test func inspectJSONWarnsOnStderrAndKeepsStdoutOneObject() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let set = try Self.makeContradictorySet(in: folder)
         let result = try Tools.tether(["inspect", set, "--json"])
         #expect(result.status == 0, "\(result.stderr)")
@@ -44,7 +45,7 @@ import Testing
     }
 
     @Test func replayWarnsOnStderr() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let set = try Self.makeContradictorySet(in: folder)
         let result = try Tools.tether(["replay", set])
         #expect(result.stderr.contains(Self.warning.replacingOccurrences(of: "tether: warning: ", with: "tether: warning: mislabelled: ")), "\(result.stderr)")

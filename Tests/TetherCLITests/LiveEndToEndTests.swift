@@ -8,6 +8,7 @@ import IngestCore
 import IngestStore
 import Replay
 import Testing
+import TetherTestSupport
 
 /// serve → simulate → record → replay: what IngestCore yields in replay is what the live server
 /// stored, in the same order. Needs root or CAP_NET_RAW for libpcap on `lo`.
@@ -38,7 +39,7 @@ import Testing
     }
 
     @Test func replayYieldsTheDataPointsTheLiveServerStoredInOrder() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let tether = try Tools.tetherBinary()
         let database = folder.path("ingest.sqlite").path
         let serve = try BackgroundProcess(tether, ["serve", "ingest", "--port", "0", "--ipv4-only", "--db", database], in: folder, name: "serve")

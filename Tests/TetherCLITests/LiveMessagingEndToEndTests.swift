@@ -1,6 +1,7 @@
 import Foundation
 import Replay
 import Testing
+import TetherTestSupport
 
 /// `tether live messaging` against a Connect IQ watch on Bumble, through two Bumble controllers on
 /// one virtual radio, recorded by the H4 tap; then `tether replay` of the recording. The emitted
@@ -21,7 +22,7 @@ import Testing
 
     @Test func liveTraceEqualsReplayedTraceAndEveryFrameMatches() throws {
         let python = try Tools.pythonWithBumble()
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let rigs = Tools.repositoryRoot.appendingPathComponent("Harness/rigs")
         let (controllers, ports) = try Self.rig(python, [rigs.appendingPathComponent("ciq_controllers.py").path,
                                                          "tcp-server:127.0.0.1:0", "tcp-server:127.0.0.1:0"], in: folder, name: "controllers")

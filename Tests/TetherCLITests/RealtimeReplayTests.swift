@@ -1,6 +1,7 @@
 import CaptureKit
 import Foundation
 import Testing
+import TetherTestSupport
 @testable import TetherCLI
 #if canImport(Glibc)
 import Glibc
@@ -46,7 +47,7 @@ import Darwin
     }
 
     @Test func realtimeReplaySendsEveryCapturedIngestDatagramInOrder() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let payloads = (0..<40).map { Array("{\"name\":\"datagram \($0)\"}".utf8) }
         var frames: [CaptureFrame] = []
         for (index, payload) in payloads.enumerated() {
@@ -110,7 +111,7 @@ import Darwin
     }
 
     @Test func realtimeWithoutATargetIsAUsageError() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let result = try Tools.tether(["replay", "--realtime", folder.url.path])
         #expect(result.status == 64)
         #expect(result.stderr.contains("--to HOST:PORT"))

@@ -7,6 +7,7 @@ import Glibc
 import Darwin
 #endif
 import Testing
+import TetherTestSupport
 
 /// `tether record --ble …`: the H4 tap in front of Bumble's virtual controllers, BLE and UDP in
 /// one set, the BlueZ path on a kernel without Bluetooth, and the command line's checks.
@@ -98,7 +99,7 @@ import Testing
     }
 
     @Test func bumbleThroughTheTapRecordsAnLEConnectionAndATTTraffic() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let (set, stdout) = try Self.recordBumbleExchange(in: folder)
         #expect(stdout.contains("BLUETOOTH_HCI_H4_WITH_PHDR (201)"))
         let (interfaces, frames) = try Self.frames(set + "/capture.pcapng")
@@ -124,7 +125,7 @@ import Testing
     }
 
     @Test func bleAndUDPTogetherGoIntoOneSetOnOneTimeline() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let udpPort = try Self.freePort()
         let datagrams: [[UInt8]] = [Array("one".utf8), Array("two".utf8), Array("three".utf8)]
         var capturePath = ""
@@ -155,7 +156,7 @@ import Testing
     }
 
     @Test func bluezWithoutKernelBluetoothFailsWithThePlainMessage() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let set = folder.path("Captures/hci0").path
         // socket(AF_BLUETOOTH = 31, SOCK_RAW = 3, BTPROTO_HCI = 1)
         let probe = socket(31, 3, 1)
@@ -178,7 +179,7 @@ import Testing
     }
 
     @Test func anUnreachableControllerFailsBeforeCreatingTheSet() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let set = folder.path("Captures/nothing").path
         let port = try Self.freePort()
         let result = try Tools.tether(["record", "--ble", "tcp:127.0.0.1:\(port)", "--out", set])
@@ -197,7 +198,7 @@ import Testing
         (["record", "--ble", "tcp:127.0.0.1:9001", "--filter", "udp", "--out", "X"], "--filter applies to the UDP capture"),
     ])
     func badCommandLinesExitWithTheUsageCodeAndSayWhatToWrite(arguments: [String], message: String) throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let result = try Tools.tether(arguments.map { $0 == "X" ? folder.path("set").path : $0 })
         #expect(result.status == 64)
         #expect(result.stderr.contains(message), "\(result.stderr)")

@@ -2,6 +2,7 @@ import CaptureSet
 import Foundation
 import Replay
 import Testing
+import TetherTestSupport
 
 /// `tether replay` over folders of sets: baselines accepted on purpose, checked afterwards, JUnit.
 @Suite struct ReplayCommandTests {
@@ -16,7 +17,7 @@ import Testing
     }
 
     @Test func aFolderIsSearchedAndEverySetReportedInJUnit() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let captures = try Self.captures(folder)
         let junit = folder.path("junit.xml").path
         let result = try Tools.tetherSucceeds(["replay", captures, "--junit", junit])
@@ -28,7 +29,7 @@ import Testing
     }
 
     @Test func anAcceptedBaselinePassesAndABehaviourChangeFailsIt() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let captures = try Self.captures(folder)
         try Tools.tetherSucceeds(["replay", captures, "--update-baseline"])
         let manifest = try CaptureSetDirectory.readManifest(at: captures + "/a")
@@ -44,14 +45,14 @@ import Testing
     }
 
     @Test func aFolderWithoutSetsFailsAndSaysHowToMakeOne() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let result = try Tools.tether(["replay", folder.url.path])
         #expect(result.status == 1)
         #expect(result.stderr.contains("tether import"), "\(result.stderr)")
     }
 
     @Test func aSetWhoseCaptureChangedAfterSealingFailsVerification() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let captures = try Self.captures(folder)
         let capture = captures + "/a/capture.pcapng"
         var bytes = try Data(contentsOf: URL(fileURLWithPath: capture))
@@ -67,7 +68,7 @@ import Testing
     /// those of the whole trace encoded at once, per core for the baselines, and no temporary
     /// file is left behind.
     @Test func theStreamedTraceAndBaselinesAreTheBytesOfTheWholeTrace() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let captures = try Self.captures(folder)
         let set = captures + "/a"
         let whole = try replaySet(at: set).trace
@@ -85,7 +86,7 @@ import Testing
 
     /// When the --trace file cannot be written, the set's warnings still come out before the error.
     @Test func aTraceThatCannotBeWrittenStillShowsTheSetsWarnings() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let captures = try Self.captures(folder)
         let set = captures + "/a"
         // A folder that exists but where no file can be made, even by root: the failure comes
@@ -100,7 +101,7 @@ import Testing
     /// A baseline whose lines stop being JSON part-way is the set's error, worded as before (the
     /// file, line and column), while the expectations are still reported.
     @Test func aBaselineMalformedPartWayIsReportedWithItsLine() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let captures = try Self.captures(folder)
         let set = captures + "/a"
         try Tools.tetherSucceeds(["replay", set, "--update-baseline"])

@@ -6,6 +6,7 @@ import Darwin
 #endif
 import GRDB
 import Testing
+import TetherTestSupport
 
 /// `serve ingest` on a database it must not use, and on SIGHUP.
 @Suite struct ServeHardeningTests {
@@ -17,7 +18,7 @@ import Testing
     }
 
     @Test func sighupDrainsAndReportsLikeSigterm() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let serve = try Self.startServe(folder, database: folder.path("ingest.sqlite").path, name: "serve")
         kill(serve.process.processIdentifier, SIGHUP)
         serve.process.waitUntilExit()
@@ -28,7 +29,7 @@ import Testing
     }
 
     @Test func aSecondServerOnOneDatabaseRefusesAtStart() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let database = folder.path("ingest.sqlite").path
         let first = try Self.startServe(folder, database: database, name: "first")
         let second = try Tools.tether(["serve", "ingest", "--port", "0", "--ipv4-only", "--db", database])
@@ -38,7 +39,7 @@ import Testing
     }
 
     @Test func serveRefusesASQLiteFileThatIsNotATetherStore() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let database = folder.path("app.sqlite").path
         let queue = try DatabaseQueue(path: database)
         try queue.write { db in try db.execute(sql: "CREATE TABLE notes (body TEXT)") }

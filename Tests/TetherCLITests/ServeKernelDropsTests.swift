@@ -5,6 +5,7 @@ import Glibc
 import Darwin
 #endif
 import Testing
+import TetherTestSupport
 
 @testable import TetherCLI
 
@@ -17,7 +18,7 @@ import Testing
     }
 
     @Test func datagramsFloodedWhileTheServerIsStoppedAreReportedAsKernelDrops() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let serve = try BackgroundProcess(
             try Tools.tetherBinary(),
             ["serve", "ingest", "--port", "0", "--ipv4-only", "--receive-buffer", "1024", "--db", folder.path("ingest.sqlite").path],
@@ -46,7 +47,7 @@ import Testing
     }
 
     @Test func aServerThatKeptUpReportsNoKernelDrops() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let serve = try ServeHardeningTests.startServe(folder, database: folder.path("ingest.sqlite").path, name: "serve")
         #expect(serve.interruptAndWait() == 0, "\(serve.stderr)")
         #expect(serve.stdout.contains(" · kernel drops 0 · "), "\(serve.stdout)")

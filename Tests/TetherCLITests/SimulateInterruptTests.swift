@@ -6,6 +6,7 @@ import Darwin
 #endif
 import LiveHosts
 import Testing
+import TetherTestSupport
 
 @testable import TetherCLI
 
@@ -31,7 +32,7 @@ import Testing
 
     @Test(arguments: [(SIGINT, "SIGINT", Int32(130)), (SIGTERM, "SIGTERM", Int32(143)), (SIGHUP, "SIGHUP", Int32(129))])
     func aSignalPrintsWhatWasSentAndExitsWithItsConventionalStatus(_ signal: Int32, _ name: String, _ status: Int32) throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let receiver = try LoopbackUDPSocket()
         let simulate = try BackgroundProcess(
             try Tools.tetherBinary(),

@@ -1,6 +1,7 @@
 import CaptureKit
 import Foundation
 import Testing
+import TetherTestSupport
 
 /// Files Tether writes are read by tshark (Wireshark 4.0) as Tether meant them.
 @Suite struct TsharkAgreementTests {
@@ -16,7 +17,7 @@ import Testing
     }
 
     @Test func tsharkSeesTheFramesTimestampsAndCommentsTetherWrote() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let path = folder.path("written.pcapng").path
         let interfaces = [
             CaptureInterface(linkType: .ethernet, name: "lo"),
@@ -46,7 +47,7 @@ import Testing
     }
 
     @Test func tsharkSeesEachInterfaceWithItsLinkType() throws {
-        let folder = try TemporaryFolder()
+        let folder = try TemporaryFolder("cli-tests")
         let path = folder.path("interfaces.pcapng").path
         let sample = FrameBuilder.sampleFrames()
         try FrameBuilder.writePcapng(sample.interfaces, sample.frames, to: path)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TetherTestSupport
 
 /// The result of running a program to completion.
 struct ProcessResult: Sendable {
@@ -78,7 +79,7 @@ enum Tools {
 
     /// Run a program to completion. Output goes through files, so neither pipe can fill and block.
     static func run(_ program: URL, _ arguments: [String], currentDirectory: URL? = nil) throws -> ProcessResult {
-        let scratch = try TemporaryFolder()
+        let scratch = try TemporaryFolder("cli-tests")
         let outURL = scratch.url.appendingPathComponent("stdout")
         let errURL = scratch.url.appendingPathComponent("stderr")
         FileManager.default.createFile(atPath: outURL.path, contents: nil)
@@ -159,14 +160,3 @@ struct RigFailed: Error, CustomStringConvertible {
     var description: String { "Harness/rigs/bumble_gatt_exchange.py exited \(status): \(stderr)" }
 }
 
-/// A fresh folder under the system's temporary folder, removed when the value goes away.
-final class TemporaryFolder: @unchecked Sendable {
-    let url: URL
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("tether-cli-tests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-    deinit { try? FileManager.default.removeItem(at: url) }
-    /// A path inside the folder.
-    func path(_ name: String) -> URL { url.appendingPathComponent(name) }
-}
