@@ -56,8 +56,8 @@ public struct IngestServerStatus: Sendable, Hashable, CustomStringConvertible {
 ///
 /// Both channels live on one event loop, so the core (a value type) is only ever touched there.
 /// Time is the injected clock's elapsed time since ``start()``; after each datagram or timer the
-/// server arms a wake-up at the core's next deadline, waited for on the same clock and handled on
-/// the loop. Chunks go, as soon as the core makes them, to a writer thread that hands them to the
+/// server arms a wake-up at the core's next deadline: a task NIO schedules on the loop with the
+/// system's clock, a wait on the injected clock with any other (a test's). Chunks go, as soon as the core makes them, to a writer thread that hands them to the
 /// sink in batches: the loop never waits for a commit, so storage cannot stall reading. ``stop()``
 /// drains: the channels close, `finish` flushes every stream, the writer stores every remaining
 /// chunk, the sink is closed.
@@ -140,12 +140,28 @@ public final class IngestServer: @unchecked Sendable {
     private var madeChunks: [IngestChunk] = []
     /// Whether the core's counters changed since they were last published.
     private var unpublished = false
-    private var timer: Task<Void, Never>?
+    private var timer: WakeUp?
     private var timerDeadline: Duration?
     private var timerGeneration = 0
     private var lastNow: Duration = .zero
     private var elapsed: (@Sendable () -> Duration)?
     private var sleepUntil: (@Sendable (Duration) async throws -> Void)?
+    /// The clock is the system's own: wake-ups are NIO tasks scheduled on the loop. Any other
+    /// clock (a test's) is waited on with its own `sleep`, then the loop is entered.
+    private var schedulesOnLoop = false
+
+    /// One armed wake-up at the core's next deadline.
+    private enum WakeUp {
+        case onLoop(Scheduled<Void>)
+        case onClock(Task<Void, Never>)
+
+        func cancel() {
+            switch self {
+            case .onLoop(let scheduled): scheduled.cancel()
+            case .onClock(let task): task.cancel()
+            }
+        }
+    }
 
     // Lock-guarded.
     private let lock = NSLock()
@@ -215,6 +231,7 @@ public final class IngestServer: @unchecked Sendable {
             let timing = Self.timing(clock)
             self.elapsed = timing.elapsed
             self.sleepUntil = timing.sleepUntil
+            self.schedulesOnLoop = clock is ContinuousClock || clock is SuspendingClock
         }.get()
 
         let perRead = max(1, configuration.vectorReadMessageCount)
@@ -481,8 +498,10 @@ public final class IngestServer: @unchecked Sendable {
         }
     }
 
-    /// Arms one wake-up at the core's next deadline. The wait runs on the injected clock (so a
-    /// test clock drives the timers too); the timeout itself is handled on the loop.
+    /// Arms one wake-up at the core's next deadline: a task NIO schedules on the loop when the
+    /// clock is the system's, else a wait on the injected clock (so a test clock drives the
+    /// timers too) that then enters the loop. A wake-up that comes early (the two clocks differ by
+    /// a little) finds the core with nothing to do and arms the next one.
     private func reschedule() {
         guard let deadline = core.nextDeadline else {
             cancelTimer()
@@ -496,9 +515,16 @@ public final class IngestServer: @unchecked Sendable {
         timerGeneration &+= 1
         let generation = timerGeneration
         timerDeadline = deadline
+        if schedulesOnLoop {
+            let delay = Self.nanoseconds(deadline - currentTime())
+            timer = .onLoop(loop.scheduleTask(in: .nanoseconds(max(0, delay))) {
+                self.timerFired(generation: generation)
+            })
+            return
+        }
         guard let sleepUntil else { return }
         let loop = self.loop
-        timer = Task {
+        timer = .onClock(Task {
             do {
                 try await sleepUntil(deadline)
             } catch {
@@ -507,7 +533,15 @@ public final class IngestServer: @unchecked Sendable {
             // Once stopping began the drain finishes everything, and the loop may soon shut down.
             guard self.lock.withLock({ self.phase == .running }) else { return }
             loop.execute { self.timerFired(generation: generation) }
-        }
+        })
+    }
+
+    /// Whole nanoseconds of `duration`, clamped to `Int64`.
+    private static func nanoseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        if overflow { return seconds < 0 ? .min : .max }
+        return whole.addingReportingOverflow(attoseconds / 1_000_000_000).overflow ? (seconds < 0 ? .min : .max) : whole + attoseconds / 1_000_000_000
     }
 
     private func cancelTimer() {
