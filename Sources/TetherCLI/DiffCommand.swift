@@ -15,6 +15,11 @@ struct DiffCommand: ParsableCommand {
             extra (+), moved (~) and changed (!) events, and events whose time moved by more than \
             the tolerance (@).
 
+            Both traces are read as they are compared, in memory bounded by --window: the report \
+            is exact whenever, from the first difference on, neither trace has more than WINDOW \
+            events left; past that, an event moved further than about WINDOW events is reported \
+            as missing and extra (docs/replay-engine.md, "Memory").
+
             Exit status: 0 when the traces behave the same, 1 when they differ, 2 when a side \
             cannot be read.
 
@@ -42,6 +47,10 @@ struct DiffCommand: ParsableCommand {
     @Option(name: .customLong("max-lines"), help: "The longest report to print, in lines (2 to 1000000).",
             transform: { try OptionValues.integer($0, option: "--max-lines", range: 2...1_000_000) })
     var maxLines: Int = 40
+
+    @Option(name: .customLong("window"), help: "Events kept per side from the first difference on before a stretch of differences is settled (64 to 10000000); larger is exact for longer stretches and uses more memory.",
+            transform: { try OptionValues.integer($0, option: "--window", range: 64...10_000_000) })
+    var window: Int = 65_536
 
     func validate() throws {
         guard toleranceMs >= 0, toleranceMs.isFinite else {
@@ -74,30 +83,65 @@ struct DiffCommand: ParsableCommand {
         }
         let tolerance = Int64((toleranceMs * 1_000_000).rounded())
         var differ = false
+        let ignoredEvents = Set(ignoreEvents)
         for pair in pairs {
-            let eventsA: [TraceEvent]
-            let eventsB: [TraceEvent]
-            do {
-                let ignored = Set(ignoreEvents)
-                eventsA = try (pair.a.map { try TraceFile.read($0) } ?? []).filter { !ignored.contains($0.event) }
-                eventsB = try (pair.b.map { try TraceFile.read($0) } ?? []).filter { !ignored.contains($0.event) }
-            } catch {
-                throw CommandFailure(message: "\(error)", exitCode: 2)
-            }
             if pairs.count > 1 || pair.a == nil || pair.b == nil {
                 StandardOutput.shared.line("== \(pair.label)")
             }
-            if pair.a == nil || pair.b == nil {
-                differ = true
-                StandardOutput.shared.line("only \(pair.a == nil ? b : a) has a trace for this core (\(eventsA.count + eventsB.count) events)")
-                continue
+            do {
+                guard let pathA = pair.a, let pathB = pair.b else {
+                    differ = true
+                    let only = try TraceSide(path: pair.a ?? pair.b ?? "", ignoring: ignoredEvents).count()
+                    StandardOutput.shared.line("only \(pair.a == nil ? b : a) has a trace for this core (\(only) events)")
+                    continue
+                }
+                var diff = StreamingTraceDiff(timingToleranceNs: tolerance, ignoringFields: Set(ignoreFields), window: window, lineBudget: maxLines)
+                let sideA = try TraceSide(path: pathA, ignoring: ignoredEvents)
+                let sideB = try TraceSide(path: pathB, ignoring: ignoredEvents)
+                // B leads and A follows it, as a replay and its baseline do, so neither side runs
+                // ahead of the window.
+                while let event = try sideB.next() {
+                    diff.addB(event)
+                    while diff.wantsA, let event = try sideA.next() { diff.addA(event) }
+                }
+                while let event = try sideA.next() { diff.addA(event) }
+                let report = diff.finish()
+                if !report.isEmpty { differ = true }
+                StandardOutput.shared.line(report.render(maxLines: maxLines))
+            } catch {
+                StandardOutput.shared.flush()
+                throw CommandFailure(message: "\(error)", exitCode: 2)
             }
-            let report = TraceDiff.compare(eventsA, eventsB, timingToleranceNs: tolerance, ignoringFields: Set(ignoreFields))
-            if !report.isEmpty { differ = true }
-            StandardOutput.shared.line(report.render(maxLines: maxLines))
         }
         StandardOutput.shared.flush()
         if differ { throw CommandFailure(message: "", exitCode: 1) }
+    }
+}
+
+/// One side's trace file read an event at a time, with the `--ignore-event` names left out.
+private final class TraceSide {
+    private let reader: TraceFileReader
+    private let ignoring: Set<String>
+
+    init(path: String, ignoring: Set<String>) throws {
+        reader = try TraceFileReader(path: path)
+        self.ignoring = ignoring
+    }
+
+    /// The next event not ignored, or `nil` at the end.
+    /// - Throws: the file's first malformed line or read error.
+    func next() throws -> TraceEvent? {
+        while let event = try reader.next() {
+            if !ignoring.contains(event.event) { return event }
+        }
+        return nil
+    }
+
+    /// The events left, counted.
+    func count() throws -> Int {
+        var count = 0
+        while try next() != nil { count += 1 }
+        return count
     }
 }
 
@@ -141,11 +185,11 @@ struct TracePair {
     /// The set's baseline for the core the trace file's first event names.
     static func baseline(of set: String, matching traceFile: String) throws -> String {
         let all = try baselines(of: set)
-        let events = try TraceFile.read(traceFile)
-        guard !events.isEmpty else {
+        // Only the first event is needed: its core names the baseline.
+        guard let first = try TraceFileReader(path: traceFile).next() else {
             throw CommandFailure.failed("\(traceFile) holds no events, so it is not a trace. Write one with `tether replay SET --trace FILE`.")
         }
-        if let core = events.first?.core, let path = all[core] { return path }
+        if let path = all[first.core] { return path }
         if all.count == 1, let only = all.values.first { return only }
         let cores = all.keys.sorted().joined(separator: ", ")
         throw CommandFailure.failed("\(set) has no baseline for the core of \(traceFile) (its baselines: \(cores.isEmpty ? "none" : cores)). Give two trace files instead.")

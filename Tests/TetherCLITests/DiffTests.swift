@@ -1,6 +1,7 @@
 import CaptureKit
 import Foundation
 import LiveHosts
+import Replay
 import Testing
 import TetherTestSupport
 
@@ -89,6 +90,51 @@ import TetherTestSupport
         #expect(try Data(contentsOf: URL(fileURLWithPath: first)) == Data(contentsOf: URL(fileURLWithPath: second)))
         let diff = try Tools.tether(["diff", first, second])
         #expect(diff.status == 0, "\(diff.stdout)")
+    }
+
+    /// The command reads both traces as it compares them; within its window the report is the
+    /// whole-trace comparison's, with ignored events and fields left out the same way.
+    @Test func theStreamedDiffReportsWhatTheWholeTraceComparisonReports() throws {
+        let folder = try TemporaryFolder("cli-tests")
+        var random = SplitMix64(seed: 0xD1FF_C11)
+        var a: [TraceEvent] = []
+        for index in 0..<3000 {
+            let name = ["datapoint", "chunk", "noise", "rate"][Int(random.next() % 4)]
+            a.append(TraceEvent(timeNs: Int64(index) * 1_000_000, core: "ingest", event: name, fields: [
+                "seq": .int(Int64(index)), "wall": .int(Int64(random.next() % 1000)), "value": .int(Int64(random.next() % 7)),
+            ]))
+        }
+        var b = a
+        b.remove(at: 2500)
+        b[700].fields["value"] = .int(99)
+        b[1200].timeNs += 5_000_000
+        b.insert(TraceEvent(timeNs: 2_000_000_000, core: "ingest", event: "gap", fields: ["seq": .int(-1)]), at: 2000)
+        for index in b.indices where index % 10 == 0 { b[index].fields["wall"] = .int(-1) }
+        let pathA = folder.path("a.jsonl").path
+        let pathB = folder.path("b.jsonl").path
+        try TraceFile.write(a, to: pathA)
+        try TraceFile.write(b, to: pathB)
+
+        let diff = try Tools.tether(["diff", pathA, pathB, "--ignore-event", "noise", "--ignore-field", "wall", "--max-lines", "200"])
+        #expect(diff.status == 1, "\(diff.stderr)")
+        let whole = TraceDiff.compare(a.filter { $0.event != "noise" }, b.filter { $0.event != "noise" },
+                                      timingToleranceNs: 0, ignoringFields: ["wall"])
+        #expect(!whole.isEmpty)
+        #expect(diff.stdout == whole.render(maxLines: 200) + "\n")
+    }
+
+    @Test func aMalformedLineLateInOneSideExitsTwoNamingTheLine() throws {
+        let folder = try TemporaryFolder("cli-tests")
+        let events = (0..<500).map { TraceEvent(timeNs: Int64($0), core: "ingest", event: "datapoint", fields: ["seq": .int(Int64($0))]) }
+        let good = folder.path("good.jsonl").path
+        try TraceFile.write(events, to: good)
+        var lines = try String(contentsOfFile: good, encoding: .utf8).split(separator: "\n").map(String.init)
+        lines[449] = "{\"t_ns\":"
+        let broken = folder.path("broken.jsonl").path
+        try (lines.joined(separator: "\n") + "\n").write(toFile: broken, atomically: true, encoding: .utf8)
+        let diff = try Tools.tether(["diff", good, broken])
+        #expect(diff.status == 2, "\(diff.stdout) \(diff.stderr)")
+        #expect(diff.stderr.contains("\(broken):450:"), "\(diff.stderr)")
     }
 
     @Test func anUnreadableSideExitsTwo() throws {
