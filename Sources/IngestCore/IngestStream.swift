@@ -122,7 +122,7 @@ extension Int64 {
 
 extension Duration {
     /// Whole nanoseconds, clamped to `Int64`; attoseconds below a nanosecond are dropped.
-    var clampedNanoseconds: Int64 {
+    package var clampedNanoseconds: Int64 {
         let (seconds, attoseconds) = components
         let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
         guard !overflow else { return seconds > 0 ? .max : .min }

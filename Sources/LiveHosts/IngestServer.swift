@@ -57,10 +57,10 @@ public struct IngestServerStatus: Sendable, Hashable, CustomStringConvertible {
 /// Both channels live on one event loop, so the core (a value type) is only ever touched there.
 /// Time is the injected clock's elapsed time since ``start()``; after each datagram or timer the
 /// server arms a wake-up at the core's next deadline: a task NIO schedules on the loop with the
-/// system's clock, a wait on the injected clock with any other (a test's). Chunks go, as soon as the core makes them, to a writer thread that hands them to the
-/// sink in batches: the loop never waits for a commit, so storage cannot stall reading. ``stop()``
-/// drains: the channels close, `finish` flushes every stream, the writer stores every remaining
-/// chunk, the sink is closed.
+/// system's clock, a wait on the injected clock with any other (a test's). Chunks go, as soon as
+/// the core makes them, to a writer thread that hands them to the sink in batches: the loop never
+/// waits for a commit, so storage cannot stall reading. ``stop()`` drains: the channels close,
+/// `finish` flushes every stream, the writer stores every remaining chunk, the sink is closed.
 public final class IngestServer: @unchecked Sendable {
     // Thread-safety: `core`, `timer*`, `lastNow`, `lastAddress`, `lastSource`, `elapsed` and
     // `sleepUntil` are touched only on `loop` (asserted); `published`, `phase`, `channels`,
@@ -516,7 +516,7 @@ public final class IngestServer: @unchecked Sendable {
         let generation = timerGeneration
         timerDeadline = deadline
         if schedulesOnLoop {
-            let delay = Self.nanoseconds(deadline - currentTime())
+            let delay = (deadline - currentTime()).clampedNanoseconds
             timer = .onLoop(loop.scheduleTask(in: .nanoseconds(max(0, delay))) {
                 self.timerFired(generation: generation)
             })
@@ -534,14 +534,6 @@ public final class IngestServer: @unchecked Sendable {
             guard self.lock.withLock({ self.phase == .running }) else { return }
             loop.execute { self.timerFired(generation: generation) }
         })
-    }
-
-    /// Whole nanoseconds of `duration`, clamped to `Int64`.
-    private static func nanoseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        if overflow { return seconds < 0 ? .min : .max }
-        return whole.addingReportingOverflow(attoseconds / 1_000_000_000).overflow ? (seconds < 0 ? .min : .max) : whole + attoseconds / 1_000_000_000
     }
 
     private func cancelTimer() {
