@@ -71,17 +71,26 @@ public struct IngestChunk: Sendable, Hashable {
     public var streamStartNs: Int64
     /// Numbered from 1 in each stream, without holes.
     public var sequence: Int
-    /// In arrival order.
+    /// In arrival order; empty when the core does not keep them (``IngestCore/keepsChunkPoints``).
     public var dataPoints: [DataPoint]
+    /// How many points the chunk holds: `dataPoints.count`, also when the core counted them
+    /// without keeping them.
+    public var dataPointCount: Int
     /// Sum of the points' payload lengths.
     public var byteCount: Int
 
-    /// Creates a chunk.
+    /// Creates a chunk of `dataPoints`.
     public init(source: DatagramSource, streamStartNs: Int64, sequence: Int, dataPoints: [DataPoint], byteCount: Int) {
+        self.init(source: source, streamStartNs: streamStartNs, sequence: sequence, dataPoints: dataPoints,
+                  dataPointCount: dataPoints.count, byteCount: byteCount)
+    }
+
+    init(source: DatagramSource, streamStartNs: Int64, sequence: Int, dataPoints: [DataPoint], dataPointCount: Int, byteCount: Int) {
         self.source = source
         self.streamStartNs = streamStartNs
         self.sequence = sequence
         self.dataPoints = dataPoints
+        self.dataPointCount = dataPointCount
         self.byteCount = byteCount
     }
 }
@@ -194,6 +203,11 @@ public struct IngestCounters: Sendable, Hashable {
 public struct IngestCore: Sendable {
     /// The limits this core was created with.
     public let configuration: IngestConfiguration
+    /// Whether a chunk carries its points. When not, ``IngestChunk/dataPoints`` is empty and
+    /// only counted (``IngestChunk/dataPointCount``, ``IngestChunk/byteCount``); every event,
+    /// counter and deadline is the same. For a caller that records chunks but stores no points
+    /// (replay's trace): keeping them was a copy of every point for nothing.
+    public let keepsChunkPoints: Bool
     /// Running totals.
     public private(set) var counters = IngestCounters()
 
@@ -213,27 +227,46 @@ public struct IngestCore: Sendable {
     /// types, the last data datagram's layout, the payload buffer).
     private var parser = DatagramParser()
 
-    /// Creates a core with no open stream.
-    public init(configuration: IngestConfiguration = .init()) {
+    /// Creates a core with no open stream; `keepsChunkPoints` false leaves chunks without their
+    /// points (see ``keepsChunkPoints``).
+    public init(configuration: IngestConfiguration = .init(), keepsChunkPoints: Bool = true) {
         self.configuration = configuration
+        self.keepsChunkPoints = keepsChunkPoints
         self.idleNs = configuration.idleTimeout.clampedNanoseconds
         self.flushNs = configuration.flushInterval.clampedNanoseconds
     }
 
     /// Takes one datagram (one message). The bytes are only read during the call.
     public mutating func receive(_ datagram: UnsafeRawBufferPointer, from source: DatagramSource, now: Duration) -> [IngestEvent] {
-        let nowNs = advance(to: now)
         var events: [IngestEvent] = []
+        receive(datagram, from: source, now: now, into: &events)
+        return events
+    }
+
+    /// Takes one datagram (one message), handing each event to `emit` as it is made, in the
+    /// documented order: a caller that handles events one by one (replay) then needs no array
+    /// per datagram, nor a copy of each event into one. `emit` must not use this core.
+    public mutating func receive(_ datagram: UnsafeRawBufferPointer, from source: DatagramSource, now: Duration,
+                                 emit: (IngestEvent) -> Void) {
+        withoutActuallyEscaping(emit) { emit in
+            var sink = ClosureEventSink(emit: emit)
+            receive(datagram, from: source, now: now, into: &sink)
+        }
+    }
+
+    private mutating func receive(_ datagram: UnsafeRawBufferPointer, from source: DatagramSource, now: Duration,
+                                  into sink: inout some IngestEventSink) {
+        let nowNs = advance(to: now)
         counters.datagrams += 1
         guard datagram.count <= configuration.maxDatagramBytes else {
-            fireDueTimers(nowNs: nowNs, into: &events)
+            fireDueTimers(nowNs: nowNs, into: &sink)
             reject(source, .oversize,
                    "\(datagram.count) bytes, more than the \(configuration.maxDatagramBytes)-byte limit; send one message per datagram",
-                   into: &events)
-            return events
+                   into: &sink)
+            return
         }
-        // Parsing touches no stream, so it goes before the timers that are due (whose events
-        // still come first): the events array is then sized once for both.
+        // Parsing touches no stream, so it may go before the timers that are due (whose events
+        // still come first).
         let rejection: MotionMessage.Rejection?
         do throws(MotionMessage.Rejection) {
             try parser.parse(datagram)
@@ -243,13 +276,13 @@ public struct IngestCore: Sendable {
         }
         let kind = parser.output.kind
         if rejection == nil, case .data = kind {
-            // One dataPoint per entry plus a few stream and timer events.
-            events.reserveCapacity(parser.output.entries.count + 6)
+            // One dataPoint per entry plus a few stream and timer events: an array is sized once.
+            sink.expect(parser.output.entries.count + 6)
         }
-        fireDueTimers(nowNs: nowNs, into: &events)
+        fireDueTimers(nowNs: nowNs, into: &sink)
         if let rejection {
-            reject(source, rejection.reason, rejection.detail, into: &events)
-            return events
+            reject(source, rejection.reason, rejection.detail, into: &sink)
+            return
         }
         counters.accepted += 1
 
@@ -257,25 +290,24 @@ public struct IngestCore: Sendable {
         if let existing = streamIndex(of: source) {
             index = existing
         } else {
-            index = startStream(source, nowNs: nowNs, into: &events)
+            index = startStream(source, nowNs: nowNs, into: &sink)
         }
         streams.values[index].lastDatagramNs = nowNs
 
         switch kind {
         case .data(let timeNs):
-            receiveData(at: index, timeNs: timeNs, nowNs: nowNs, into: &events)
+            receiveData(at: index, timeNs: timeNs, nowNs: nowNs, into: &sink)
         case .pluginName(let name):
             counters.nameMessages += 1
-            events.append(.pluginName(source, name))
+            sink.append(.pluginName(source, name))
         case .legacyV1(let timeNs, let payload):
             counters.legacyV1Messages += 1
-            events.append(.legacyV1(source, timeNs: timeNs, payload: payload))
+            sink.append(.legacyV1(source, timeNs: timeNs, payload: payload))
         case .end:
             counters.endMessages += 1
-            events.append(.endMessage(source))
-            endStream(at: index, cause: .endMessage, into: &events)
+            sink.append(.endMessage(source))
+            endStream(at: index, cause: .endMessage, into: &sink)
         }
-        return events
     }
 
     /// Takes one datagram (one message).
@@ -285,10 +317,18 @@ public struct IngestCore: Sendable {
 
     /// Fires the timers due at `now`: flush deadlines and idle timeouts. An early call does nothing.
     public mutating func handleTimeout(now: Duration) -> [IngestEvent] {
-        let nowNs = advance(to: now)
         var events: [IngestEvent] = []
-        fireDueTimers(nowNs: nowNs, into: &events)
+        fireDueTimers(nowNs: advance(to: now), into: &events)
         return events
+    }
+
+    /// ``handleTimeout(now:)``, handing each event to `emit` as it is made. `emit` must not use
+    /// this core.
+    public mutating func handleTimeout(now: Duration, emit: (IngestEvent) -> Void) {
+        withoutActuallyEscaping(emit) { emit in
+            var sink = ClosureEventSink(emit: emit)
+            fireDueTimers(nowNs: advance(to: now), into: &sink)
+        }
     }
 
     /// When to call ``handleTimeout(now:)`` next: the earliest flush deadline or idle timeout of
@@ -324,9 +364,9 @@ public struct IngestCore: Sendable {
         return lastNowNs
     }
 
-    private mutating func reject(_ source: DatagramSource, _ reason: RejectionReason, _ detail: String, into events: inout [IngestEvent]) {
+    private mutating func reject(_ source: DatagramSource, _ reason: RejectionReason, _ detail: String, into sink: inout some IngestEventSink) {
         counters.rejectedByReason[reason, default: 0] += 1
-        events.append(.rejected(source, reason, detail: detail))
+        sink.append(.rejected(source, reason, detail: detail))
     }
 
     /// The index of the open stream of `source`, if any.
@@ -337,16 +377,16 @@ public struct IngestCore: Sendable {
         return index
     }
 
-    private mutating func startStream(_ source: DatagramSource, nowNs: Int64, into events: inout [IngestEvent]) -> Dictionary<DatagramSource, IngestStream>.Index {
+    private mutating func startStream(_ source: DatagramSource, nowNs: Int64, into sink: inout some IngestEventSink) -> Dictionary<DatagramSource, IngestStream>.Index {
         // Two streams of one source may start in the same nanosecond (an end, then a new message
         // in one batch); the start time identifies a stream, so it must differ.
         let startNs = lastStreamStartNs.map { max(nowNs, $0.addingSaturating(1)) } ?? nowNs
         lastStreamStartNs = startNs
         lastLookup = nil
-        streams[source] = IngestStream(source: source, startNs: startNs, nowNs: nowNs)
+        streams[source] = IngestStream(source: source, startNs: startNs, nowNs: nowNs, keepsPoints: keepsChunkPoints)
         lowerDeadlineBound(to: nowNs.addingSaturating(idleNs))
         counters.streamsStarted += 1
-        events.append(.streamStarted(source))
+        sink.append(.streamStarted(source))
         guard let index = streams.index(forKey: source) else {
             preconditionFailure("IngestCore: stream \(source) vanished right after it was inserted")
         }
@@ -354,33 +394,33 @@ public struct IngestCore: Sendable {
     }
 
     private mutating func receiveData(at index: Dictionary<DatagramSource, IngestStream>.Index, timeNs: Int64,
-                                      nowNs: Int64, into events: inout [IngestEvent]) {
+                                      nowNs: Int64, into sink: inout some IngestEventSink) {
         // The stream is worked on in place: reading `streams.values[index].x` copies the whole
         // stream (its pending points included) for every field read.
         var lowerBound: Int64?
         streams.values[index].receiveData(
             timeNs: timeNs, datagram: parser.output, nowNs: nowNs, configuration: configuration, flushNs: flushNs,
-            counters: &counters, events: &events, newPendingDeadline: &lowerBound)
+            counters: &counters, sink: &sink, newPendingDeadline: &lowerBound)
         if let lowerBound { lowerDeadlineBound(to: lowerBound) }
     }
 
-    private mutating func endStream(at index: Dictionary<DatagramSource, IngestStream>.Index, cause: StreamEndCause, into events: inout [IngestEvent]) {
+    private mutating func endStream(at index: Dictionary<DatagramSource, IngestStream>.Index, cause: StreamEndCause, into sink: inout some IngestEventSink) {
         if let chunk = streams.values[index].takeChunk() {
             counters.chunks += 1
-            events.append(.chunkReady(chunk))
+            sink.append(.chunkReady(chunk))
         }
         let source = streams.values[index].source
         lastLookup = nil
         streams.remove(at: index)
         counters.streamsEnded += 1
-        events.append(.streamEnded(source, cause))
+        sink.append(.streamEnded(source, cause))
     }
 
     private mutating func lowerDeadlineBound(to deadline: Int64) {
         deadlineLowerBound = min(deadlineLowerBound ?? deadline, deadline)
     }
 
-    private mutating func fireDueTimers(nowNs: Int64, into events: inout [IngestEvent]) {
+    private mutating func fireDueTimers(nowNs: Int64, into sink: inout some IngestEventSink) {
         guard let bound = deadlineLowerBound, bound <= nowNs else { return }
         if streams.count == 1 {
             // One stream, the usual case: nothing to sort. When its flush and its idle end are
@@ -393,10 +433,10 @@ public struct IngestCore: Sendable {
             if let flush, flush > nowNs { earliestLeft = flush }
             if idle > nowNs { earliestLeft = min(earliestLeft ?? idle, idle) }
             if idle <= nowNs {
-                endStream(at: index, cause: .idleTimeout, into: &events)
+                endStream(at: index, cause: .idleTimeout, into: &sink)
             } else if let flush, flush <= nowNs, let chunk = streams.values[index].takeChunk() {
                 counters.chunks += 1
-                events.append(.chunkReady(chunk))
+                sink.append(.chunkReady(chunk))
             }
             deadlineLowerBound = earliestLeft
             return
@@ -425,12 +465,32 @@ public struct IngestCore: Sendable {
             if item.kind == 0 {
                 if let chunk = streams.values[index].takeChunk() {
                     counters.chunks += 1
-                    events.append(.chunkReady(chunk))
+                    sink.append(.chunkReady(chunk))
                 }
             } else {
-                endStream(at: index, cause: .idleTimeout, into: &events)
+                endStream(at: index, cause: .idleTimeout, into: &sink)
             }
         }
         deadlineLowerBound = earliestLeft
     }
+}
+
+/// Where the core's internals put events: an array (the array-returning API) or a caller's
+/// closure. Generic rather than a closure throughout, so the array form is appended to directly
+/// and sized once per datagram.
+protocol IngestEventSink {
+    /// About `count` more events are coming.
+    mutating func expect(_ count: Int)
+    mutating func append(_ event: IngestEvent)
+}
+
+extension Array: IngestEventSink where Element == IngestEvent {
+    mutating func expect(_ count: Int) { reserveCapacity(self.count + count) }
+}
+
+/// Hands each event to a closure as it is made.
+struct ClosureEventSink: IngestEventSink {
+    let emit: (IngestEvent) -> Void
+    func expect(_ count: Int) {}
+    func append(_ event: IngestEvent) { emit(event) }
 }

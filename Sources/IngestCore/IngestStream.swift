@@ -15,12 +15,16 @@ struct IngestStream: Sendable {
     var lastSampleNs: Int64?
     var intervals: [Int64] = []
     var periodNs: Int64?
+    /// Whether `pending` keeps the points or they are only counted (``IngestCore/keepsChunkPoints``).
+    let keepsPoints: Bool
     var pending: [DataPoint] = []
+    var pendingCount = 0
     var pendingBytes = 0
     var pendingSinceNs: Int64?
     var nextSequence = 1
 
-    init(source: DatagramSource, startNs: Int64, nowNs: Int64) {
+    init(source: DatagramSource, startNs: Int64, nowNs: Int64, keepsPoints: Bool = true) {
+        self.keepsPoints = keepsPoints
         self.source = source
         self.startNs = startNs
         self.lastDatagramNs = nowNs
@@ -64,47 +68,49 @@ struct IngestStream: Sendable {
     /// `newPendingDeadline` is set when the points start a pending chunk (its flush deadline).
     mutating func receiveData(
         timeNs: Int64, datagram: ParsedDatagram, nowNs: Int64, configuration: IngestConfiguration, flushNs: Int64,
-        counters: inout IngestCounters, events: inout [IngestEvent], newPendingDeadline: inout Int64?
+        counters: inout IngestCounters, sink: inout some IngestEventSink, newPendingDeadline: inout Int64?
     ) {
         if let previous = lastSampleNs, timeNs < previous {
             counters.timeWentBackwards += 1
-            events.append(.timeWentBackwards(source, previousNs: previous, currentNs: timeNs))
+            sink.append(.timeWentBackwards(source, previousNs: previous, currentNs: timeNs))
         }
         lastSampleNs = timeNs
         let (gap, learned) = noteDataArrival(nowNs: nowNs, gapFactor: configuration.gapFactor)
         if let (gapNs, periodNs) = gap {
             counters.gaps += 1
-            events.append(.gap(source, gapNs: gapNs, expectedPeriodNs: periodNs))
+            sink.append(.gap(source, gapNs: gapNs, expectedPeriodNs: periodNs))
         }
         if let periodNs = learned {
-            events.append(.rateLearned(source, hertz: 1e9 / Double(periodNs)))
+            sink.append(.rateLearned(source, hertz: 1e9 / Double(periodNs)))
         }
         if pendingSinceNs == nil {
             pendingSinceNs = nowNs
             newPendingDeadline = nowNs.addingSaturating(flushNs)
         }
         for i in datagram.entries.indices {
-            let payload = datagram.payload(of: i)
+            let payload = datagram.storedPayload(of: i)
             let point = DataPoint(source: source, timeNs: timeNs, name: datagram.entries[i].name, type: datagram.entries[i].type,
-                                  value: datagram.entries[i].value, payload: payload)
-            events.append(.dataPoint(point))
-            pending.append(point)
+                                  value: datagram.entries[i].value, storedPayload: payload)
+            sink.append(.dataPoint(point))
+            if keepsPoints { pending.append(point) }
             pendingBytes += payload.count
         }
+        pendingCount += datagram.entries.count
         counters.dataPoints += datagram.entries.count
         if pendingBytes >= configuration.flushBytes, let chunk = takeChunk() {
             counters.chunks += 1
-            events.append(.chunkReady(chunk))
+            sink.append(.chunkReady(chunk))
         }
     }
 
     /// Takes the pending points as the next chunk, or nil when nothing is pending.
     mutating func takeChunk() -> IngestChunk? {
-        guard !pending.isEmpty else { return nil }
+        guard pendingCount > 0 else { return nil }
         let chunk = IngestChunk(source: source, streamStartNs: startNs, sequence: nextSequence,
-                                dataPoints: pending, byteCount: pendingBytes)
+                                dataPoints: pending, dataPointCount: pendingCount, byteCount: pendingBytes)
         nextSequence += 1
         pending.removeAll(keepingCapacity: true)
+        pendingCount = 0
         pendingBytes = 0
         pendingSinceNs = nil
         return chunk

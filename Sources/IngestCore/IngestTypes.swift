@@ -43,15 +43,87 @@ public struct DataPoint: Sendable, Hashable {
     public var type: String
     /// The payload decoded by its type (``DataValue/decode(type:payload:)-([UInt8])``).
     public var value: DataValue
-    /// The raw payload after base64 decoding.
-    public var payload: [UInt8]
+    /// The raw payload, held inline when short (see ``DataPayload``).
+    var storedPayload: DataPayload
+
+    /// The raw payload after base64 decoding. Reading it makes an array of a payload of at most
+    /// ``DataPayload/inlineCapacity`` bytes; ``payloadCount`` does not.
+    public var payload: [UInt8] {
+        get { storedPayload.array }
+        set { storedPayload = DataPayload(newValue) }
+    }
+
+    /// The payload's length in bytes.
+    public var payloadCount: Int { storedPayload.count }
+
     /// Creates a data point.
     public init(source: DatagramSource, timeNs: Int64, name: String, type: String, value: DataValue, payload: [UInt8]) {
+        self.init(source: source, timeNs: timeNs, name: name, type: type, value: value, storedPayload: DataPayload(payload))
+    }
+
+    init(source: DatagramSource, timeNs: Int64, name: String, type: String, value: DataValue, storedPayload: DataPayload) {
         self.source = source
         self.timeNs = timeNs
         self.name = name
         self.type = type
         self.value = value
-        self.payload = payload
+        self.storedPayload = storedPayload
+    }
+}
+
+/// A data point's raw payload: up to ``inlineCapacity`` bytes (every numeric type's payload) in
+/// the value itself, longer ones in an array. A plugin sends several points per datagram, and an
+/// array for each was a large share of ingesting them.
+///
+/// Which form holds the bytes depends on their length alone, so synthesized equality and hashing
+/// compare the bytes: inline bytes past `count` are always zero.
+enum DataPayload: Sendable, Hashable {
+    /// The most bytes held inline: a `vector_3d`.
+    static let inlineCapacity = 24
+
+    /// The first `count` bytes of the three words, in memory order; the rest zero.
+    case inline(UInt64, UInt64, UInt64, count: UInt8)
+    /// More than ``inlineCapacity`` bytes.
+    case array([UInt8])
+
+    /// A copy of `bytes`.
+    init(_ bytes: UnsafeRawBufferPointer) {
+        guard bytes.count <= Self.inlineCapacity else {
+            self = .array(Array(bytes))
+            return
+        }
+        var words: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        if let base = bytes.baseAddress {
+            withUnsafeMutableBytes(of: &words) { $0.baseAddress!.copyMemory(from: base, byteCount: bytes.count) }
+        }
+        self = .inline(words.0, words.1, words.2, count: UInt8(bytes.count))
+    }
+
+    /// `bytes`, sharing the array when it is too long to hold inline.
+    init(_ bytes: [UInt8]) {
+        if bytes.count > Self.inlineCapacity {
+            self = .array(bytes)
+        } else {
+            self = bytes.withUnsafeBytes { DataPayload($0) }
+        }
+    }
+
+    /// The length in bytes.
+    var count: Int {
+        switch self {
+        case .inline(_, _, _, let count): return Int(count)
+        case .array(let bytes): return bytes.count
+        }
+    }
+
+    /// The bytes as an array.
+    var array: [UInt8] {
+        switch self {
+        case .inline(let w0, let w1, let w2, let count):
+            let words = (w0, w1, w2)
+            return withUnsafeBytes(of: words) { Array(UnsafeRawBufferPointer(rebasing: $0[..<Int(count)])) }
+        case .array(let bytes):
+            return bytes
+        }
     }
 }

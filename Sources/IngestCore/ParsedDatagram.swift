@@ -35,6 +35,14 @@ struct ParsedDatagram: Sendable {
         return payloadBytes.withUnsafeBytes { Array(UnsafeRawBufferPointer(rebasing: $0[entries[index].payload])) }
     }
 
+    /// The payload of entry `index` as a data point holds it: inline when short, else shared
+    /// with an opaque value as ``payload(of:)`` does.
+    @inline(__always)
+    func storedPayload(of index: Int) -> DataPayload {
+        if case .bytes(let bytes) = entries[index].value { return DataPayload(bytes) }
+        return payloadBytes.withUnsafeBytes { DataPayload(UnsafeRawBufferPointer(rebasing: $0[entries[index].payload])) }
+    }
+
     /// The message as ``MotionMessage`` (with an array per entry).
     var message: MotionMessage {
         switch kind {

@@ -83,12 +83,22 @@ extension GeneratePluginSession {
 /// - `replay-set`: ``replaySet(at:options:)`` as `tether replay` runs it, which adds loading the
 ///   manifest and checking the capture's SHA-256;
 /// - `trace-write`: writing the trace as JSON Lines (to FILE, or a file in the set folder's parent).
+///
+/// `--stage replay-stream` runs that stage alone, `--rounds` times (5 unless given), one line each:
+/// for `perf record`, and for a best-of figure without the other stages' memory in the process.
 enum ReplayHour {
     static func run(_ args: Arguments) throws -> Int32 {
         let setPath = try args.positional(0, "SET (a capture set folder)")
         let loaded = try CaptureSetDirectory.load(setPath, verify: false)
         let interfaces = loaded.manifest.interfaces
         let port = interfaces.first { $0.role == .ingestUDP }?.ingestPort ?? IngestAdapter.standardPort
+
+        if let stage = args.string("stage") {
+            guard stage == "replay-stream" else { throw UsageError(description: "--stage: only replay-stream runs alone, not \(stage)") }
+            let rounds = try args.int("rounds", default: 5)
+            for _ in 0..<rounds { try replayStream(loaded, interfaces: interfaces) }
+            return 0
+        }
 
         // Stage 1: read and extract.
         var start = monotonicSeconds()
@@ -136,17 +146,7 @@ enum ReplayHour {
 
         // Stage 3a: the replay engine and the ingest adapter, each trace event made and counted,
         // not kept (the engine's streaming form).
-        start = monotonicSeconds()
-        do {
-            let reader = try CaptureFile.open(path: loaded.capturePath)
-            var engine = ReplayEngine(
-                adapters: [IngestAdapter(configuration: IngestAdapter.configuration(applying: loaded.manifest.ingest))],
-                manifestInterfaces: interfaces)
-            var events = 0
-            let summary = try engine.run(reader: reader) { _ in events += 1 }
-            report(["stage": "replay-stream", "frames": "\(summary.framesRead)", "events": "\(events)",
-                    "seconds": fixed(monotonicSeconds() - start, 6)])
-        }
+        try replayStream(loaded, interfaces: interfaces)
 
         // Stage 3b: the replay engine and the ingest adapter, trace kept in memory.
         start = monotonicSeconds()
@@ -177,5 +177,19 @@ enum ReplayHour {
                 "seconds": fixed(traceSeconds, 6), "path": tracePath])
         report(["stage": "memory", "vmhwm_kb": "\(peakResidentKB())"])
         return 0
+    }
+
+    /// The `replay-stream` stage: the engine and the ingest adapter, each trace event made and
+    /// counted, not kept.
+    static func replayStream(_ loaded: LoadedCaptureSet, interfaces: [ManifestInterface]) throws {
+        let start = monotonicSeconds()
+        let reader = try CaptureFile.open(path: loaded.capturePath)
+        var engine = ReplayEngine(
+            adapters: [IngestAdapter(configuration: IngestAdapter.configuration(applying: loaded.manifest.ingest))],
+            manifestInterfaces: interfaces)
+        var events = 0
+        let summary = try engine.run(reader: reader) { _ in events += 1 }
+        report(["stage": "replay-stream", "frames": "\(summary.framesRead)", "events": "\(events)",
+                "seconds": fixed(monotonicSeconds() - start, 6)])
     }
 }

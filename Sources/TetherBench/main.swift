@@ -11,7 +11,7 @@ let usage = """
     usage: TetherBench read FILE [--fast | --next]
            TetherBench gen-plugin-session OUT [--seconds 3600] [--rate 20] [--port 12345]
            TetherBench gen-plugin-hour OUT          (the same, one hour at 20 Hz)
-           TetherBench replay-hour SET [--trace FILE]
+           TetherBench replay-hour SET [--trace FILE] [--stage replay-stream [--rounds 5]]
            TetherBench parse-plugin SET [--rounds 5] [--stage NAME]   (IngestCore's parse alone, datagrams in memory; references)
            TetherBench gen-messaging-session OUT [--seconds 3600]
            TetherBench gen-messaging-hour OUT       (the same, one hour: a 2 KB message each way every second)
@@ -36,7 +36,7 @@ do {
     case "gen-plugin-session", "gen-plugin-hour":
         status = try GeneratePluginSession.run(Arguments(rest, valued: ["seconds", "rate", "port"]))
     case "replay-hour":
-        status = try ReplayHour.run(Arguments(rest, valued: ["trace"]))
+        status = try ReplayHour.run(Arguments(rest, valued: ["trace", "stage", "rounds"]))
     case "parse-plugin":
         status = try ParsePlugin.run(Arguments(rest, valued: ["rounds", "stage"]))
     case "gen-messaging-session", "gen-messaging-hour":

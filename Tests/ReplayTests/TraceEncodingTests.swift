@@ -206,7 +206,7 @@ private func sampleDoubles() -> [Double] {
     #expect(chunkEvent.fields == ["source": .string("10.1.2.3:4"), "sequence": .int(9), "points": .int(0), "bytes": .int(12)])
     // Filling a template for one event must not change an event made before it.
     #expect(made[0].fields["name"] == .string("n0"))
-    #expect(cache.datapoint.fields.values.allSatisfy { $0 == .null })
+    #expect(cache.chunk.fields.values.allSatisfy { $0 == .null })
 }
 
 @Test func hexOfPayloadBytesIsLowercaseTwoDigitsEach() {

@@ -279,9 +279,9 @@ private final class RangeCheck: ExpectationCheck {
     override func observe(_ event: TraceEvent) {
         guard selector.matches(event) else { return }
         count += 1
-        guard let number = event.fields[field]?.numericValue else {
+        guard let number = event.field(field)?.numericValue else {
             if firstOutside == nil {
-                firstOutside = (event.timeNs, event.fields[field].map { "non-numeric \($0.compactText)" } ?? "missing")
+                firstOutside = (event.timeNs, event.field(field).map { "non-numeric \($0.compactText)" } ?? "missing")
             }
             return
         }
@@ -335,7 +335,7 @@ private final class EqualsCheck: ExpectationCheck {
             break
         }
         checked += 1
-        let got = event.fields[field]
+        let got = event.field(field)
         if !value.matches(got) {
             failures += 1
             if firstFailure == nil { firstFailure = (event.timeNs, got) }
@@ -377,8 +377,8 @@ private final class MonotonicCheck: ExpectationCheck {
 
     override func observe(_ event: TraceEvent) {
         guard failure == nil, selector.matches(event) else { return }
-        let group = per.map { event.fields[$0]?.compactText ?? "missing" } ?? ""
-        guard let value = event.fields[field]?.numericValue else {
+        let group = per.map { event.field($0)?.compactText ?? "missing" } ?? ""
+        guard let value = event.field(field)?.numericValue else {
             failure = "\(field) missing or not a number at \(formatTime(event.timeNs))"
             return
         }
@@ -388,7 +388,7 @@ private final class MonotonicCheck: ExpectationCheck {
             return
         }
         if previous == nil { order.append(group) }
-        last[group] = (value, endsAtField.flatMap { event.fields[$0]?.numericValue })
+        last[group] = (value, endsAtField.flatMap { event.field($0)?.numericValue })
     }
 
     override func verdict() -> (passed: Bool, expected: String, measured: String) {
@@ -427,11 +427,11 @@ private final class OncePerCheck: ExpectationCheck {
 
     override func observe(_ event: TraceEvent) {
         if of.matches(event) {
-            let k = event.fields[key]?.compactText ?? "missing"
+            let k = event.field(key)?.compactText ?? "missing"
             if seenExpected.insert(k).inserted { expectedKeys.append(k) }
         }
         if selector.matches(event) {
-            counts[event.fields[key]?.compactText ?? "missing", default: 0] += 1
+            counts[event.field(key)?.compactText ?? "missing", default: 0] += 1
         }
     }
 
@@ -478,7 +478,7 @@ private final class LatencyCheck: ExpectationCheck {
 
     override func observe(_ event: TraceEvent) {
         if to.matches(event) {
-            if let starts = waiting.removeValue(forKey: event.fields[key]) {
+            if let starts = waiting.removeValue(forKey: event.field(key)) {
                 for start in starts {
                     let ms = Double(event.timeNs - start.timeNs) / 1e6
                     if let minMs, ms < minMs {
@@ -497,7 +497,7 @@ private final class LatencyCheck: ExpectationCheck {
             let ordinal = froms
             froms += 1
             if let failure, failure.ordinal < ordinal { return }
-            let k = event.fields[key]
+            let k = event.field(key)
             waiting[k, default: []].append((ordinal, event.timeNs, k))
         }
     }

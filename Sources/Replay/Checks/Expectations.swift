@@ -71,7 +71,7 @@ extension Expectation.Selector {
     public func matches(_ event: TraceEvent) -> Bool {
         guard event.event == self.event else { return false }
         if let core, event.core != core { return false }
-        for (key, wanted) in self.where where !wanted.matches(event.fields[key]) {
+        for (key, wanted) in self.where where !wanted.matches(event.field(key)) {
             return false
         }
         return true

@@ -96,11 +96,28 @@ public protocol CoreAdapter {
     mutating func timeout(now: Duration) -> [TraceEvent]
     /// The capture is over: flush and report (a final `summary` event, say).
     mutating func finish(now: Duration) -> [TraceEvent]
+    /// ``frame(_:now:)`` handing each event to `emit` as it is made, in the same order: what the
+    /// engine calls, so an adapter that implements it makes no array per frame. Defaults to
+    /// emitting what ``frame(_:now:)`` returns.
+    mutating func frame(_ frame: ReplayFrame, now: Duration, emit: (TraceEvent) -> Void)
+    /// ``timeout(now:)`` handing each event to `emit` as it is made, in the same order.
+    /// Defaults to emitting what ``timeout(now:)`` returns.
+    mutating func timeout(now: Duration, emit: (TraceEvent) -> Void)
 }
 
 extension CoreAdapter {
     /// Raw-bytes adapters (the ingest adapter) need no dissection.
     public var dissectsFrames: Bool { false }
+
+    /// Emits what ``frame(_:now:)`` returns.
+    public mutating func frame(_ frame: ReplayFrame, now: Duration, emit: (TraceEvent) -> Void) {
+        for event in self.frame(frame, now: now) { emit(event) }
+    }
+
+    /// Emits what ``timeout(now:)`` returns.
+    public mutating func timeout(now: Duration, emit: (TraceEvent) -> Void) {
+        for event in timeout(now: now) { emit(event) }
+    }
 }
 
 extension Duration {

@@ -198,7 +198,7 @@ public struct ReplayEngine {
             interface: route.interface, bytes: bytes, dissected: dissected
         )
         for i in adapters.indices where route.inputs[i] != .ignore {
-            for event in adapters[i].frame(frame, now: frameTime) { emit(event) }
+            adapters[i].frame(frame, now: frameTime, emit: emit)
             state.stalled[i] = nil
         }
         summary.framesFed += 1
@@ -217,7 +217,7 @@ public struct ReplayEngine {
             guard let (i, deadline) = chosen, deadline <= limit else { return }
             let now = max(deadline, state.clock)
             state.clock = now
-            for event in adapters[i].timeout(now: now) { emit(event) }
+            adapters[i].timeout(now: now, emit: emit)
             summary.timeoutsFired += 1
             if let again = adapters[i].nextDeadline, again <= now {
                 state.stalled[i] = now

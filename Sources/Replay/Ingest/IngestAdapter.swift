@@ -38,9 +38,10 @@ public struct IngestAdapter: CoreAdapter {
     private var lastSourceAddress: IPAddress?
     private var eventCache = TraceEventCache()
 
-    /// An adapter around a fresh ``IngestCore``.
+    /// An adapter around a fresh ``IngestCore``. The core keeps no points in its chunks: a
+    /// `chunk` event records only their count and bytes.
     public init(configuration: IngestConfiguration = .init(), defaultPort: UInt16 = IngestAdapter.standardPort, portOverride: UInt16? = nil) {
-        self.ingest = IngestCore(configuration: configuration)
+        self.ingest = IngestCore(configuration: configuration, keepsChunkPoints: false)
         self.defaultPort = defaultPort
         self.portOverride = portOverride
     }
@@ -66,24 +67,37 @@ public struct IngestAdapter: CoreAdapter {
 
     /// Extracts the frame's UDP datagram and, if it is for the ingest port, feeds it to the core.
     public mutating func frame(_ frame: ReplayFrame, now: Duration) -> [TraceEvent] {
+        var events: [TraceEvent] = []
+        self.frame(frame, now: now) { events.append($0) }
+        return events
+    }
+
+    /// ``frame(_:now:)``, each event handed to `emit` as it is made.
+    public mutating func frame(_ frame: ReplayFrame, now: Duration, emit: (TraceEvent) -> Void) {
         let port = portOverride ?? frame.interface.ingestPort ?? defaultPort
         switch extractor.datagram(from: frame.bytes, linkType: frame.interface.linkType) {
         case .datagram(let datagram):
             guard datagram.destinationPort == port else {
                 otherPortDatagrams += 1
-                return []
+                return
             }
             let source = datagramSource(datagram)
-            return trace(ingest.receive(datagram.payload, from: source, now: now), now: now)
+            // The cache is taken out for the call: the closure may not touch `self` while the
+            // core (part of `self`) is being changed.
+            let t = now.replayNanoseconds
+            var cache = eventCache
+            datagram.payload.withUnsafeBytes { payload in
+                ingest.receive(payload, from: source, now: now) { emit(Self.traceEvent($0, timeNs: t, cache: &cache)) }
+            }
+            eventCache = cache
         case .fragmentPending:
-            return []
+            return
         case .notUDP:
             notUDPFrames += 1
-            return []
         case .malformed(let detail):
             malformedFrames += 1
-            return [TraceEvent(timeNs: now.replayNanoseconds, core: core, event: "frame_malformed",
-                               fields: ["frame": .int(Int64(frame.number)), "detail": .string(detail)])]
+            emit(TraceEvent(timeNs: now.replayNanoseconds, core: core, event: "frame_malformed",
+                            fields: ["frame": .int(Int64(frame.number)), "detail": .string(detail)]))
         }
     }
 
@@ -104,7 +118,17 @@ public struct IngestAdapter: CoreAdapter {
 
     /// Lets the core flush and end idle streams.
     public mutating func timeout(now: Duration) -> [TraceEvent] {
-        trace(ingest.handleTimeout(now: now), now: now)
+        var events: [TraceEvent] = []
+        timeout(now: now) { events.append($0) }
+        return events
+    }
+
+    /// ``timeout(now:)``, each event handed to `emit` as it is made.
+    public mutating func timeout(now: Duration, emit: (TraceEvent) -> Void) {
+        let t = now.replayNanoseconds
+        var cache = eventCache
+        ingest.handleTimeout(now: now) { emit(Self.traceEvent($0, timeNs: t, cache: &cache)) }
+        eventCache = cache
     }
 
     /// Ends every open stream, then writes the `summary` event.
@@ -156,21 +180,20 @@ public struct IngestAdapter: CoreAdapter {
 
     /// What makes the two events of nearly every line cheap: the last source's `description`
     /// (formatting the address per event cost more than the rest of the event), and the fields
-    /// of `datapoint` and `chunk` events as filled-in templates.
+    /// of `chunk` events as a filled-in template (a `datapoint`'s are held inline, without a
+    /// dictionary).
     struct TraceEventCache {
         private var source: DatagramSource?
         private var text = ""
-        /// source, name, type, time_ns, value.
-        let datapoint = FieldTemplate(["source", "name", "type", "time_ns", "value"])
         /// source, sequence, points, bytes.
         let chunk = FieldTemplate(["source", "sequence", "points", "bytes"])
 
-        mutating func sourceText(_ source: DatagramSource) -> TraceValue {
+        mutating func sourceText(_ source: DatagramSource) -> String {
             if source != self.source {
                 self.source = source
                 text = source.description
             }
-            return .string(text)
+            return text
         }
     }
 
@@ -199,7 +222,7 @@ public struct IngestAdapter: CoreAdapter {
         }
         func fields(_ source: DatagramSource, capacity: Int) -> [String: TraceValue] {
             var fields = [String: TraceValue](minimumCapacity: capacity)
-            fields["source"] = cache.sourceText(source)
+            fields["source"] = .string(cache.sourceText(source))
             return fields
         }
         switch event {
@@ -220,14 +243,8 @@ public struct IngestAdapter: CoreAdapter {
                 f["bytes"] = .string(hex(b))
                 return make("datapoint", f)
             }
-            let template = cache.datapoint
-            var f = template.fields
-            f.values[template.slots[0]] = cache.sourceText(point.source)
-            f.values[template.slots[1]] = .string(point.name)
-            f.values[template.slots[2]] = .string(point.type)
-            f.values[template.slots[3]] = .int(point.timeNs)
-            f.values[template.slots[4]] = value
-            return make("datapoint", f)
+            return TraceEvent(timeNs: t, core: "ingest", event: "datapoint", dataPoint: DataPointFields(
+                source: cache.sourceText(point.source), name: point.name, type: point.type, timeNs: point.timeNs, value: value))
         case .pluginName(let source, let name):
             var f = fields(source, capacity: 2)
             f["name"] = .string(name)
@@ -267,9 +284,9 @@ public struct IngestAdapter: CoreAdapter {
         case .chunkReady(let chunk):
             let template = cache.chunk
             var f = template.fields
-            f.values[template.slots[0]] = cache.sourceText(chunk.source)
+            f.values[template.slots[0]] = .string(cache.sourceText(chunk.source))
             f.values[template.slots[1]] = .int(Int64(chunk.sequence))
-            f.values[template.slots[2]] = .int(Int64(chunk.dataPoints.count))
+            f.values[template.slots[2]] = .int(Int64(chunk.dataPointCount))
             f.values[template.slots[3]] = .int(Int64(chunk.byteCount))
             return make("chunk", f)
         }

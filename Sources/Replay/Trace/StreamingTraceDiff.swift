@@ -114,7 +114,7 @@ public struct StreamingTraceDiff {
 
     private func sameIdentity(_ x: TraceEvent, _ y: TraceEvent) -> Bool {
         guard x.core == y.core, x.event == y.event else { return false }
-        if ignoringFields.isEmpty { return x.fields == y.fields }
+        if ignoringFields.isEmpty { return x.hasSameFields(as: y) }
         return x.fields.filter { !ignoringFields.contains($0.key) } == y.fields.filter { !ignoringFields.contains($0.key) }
     }
 

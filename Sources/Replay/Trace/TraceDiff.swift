@@ -167,8 +167,10 @@ public enum TraceDiff {
     }
 
     static func changedFields(_ x: TraceEvent, _ y: TraceEvent, ignoring: Set<String>) -> [String] {
-        Set(x.fields.keys).union(y.fields.keys).subtracting(ignoring)
-            .filter { x.fields[$0] != y.fields[$0] }
+        // Once each: an inline datapoint's `fields` is built on every read.
+        let fx = x.fields, fy = y.fields
+        return Set(fx.keys).union(fy.keys).subtracting(ignoring)
+            .filter { fx[$0] != fy[$0] }
             .sorted(by: TraceJSONWriter.keyOrder)
     }
 
@@ -181,7 +183,7 @@ public enum TraceDiff {
             core = e.core
             event = e.event
             var keys: [String: TraceValue] = [:]
-            for field in keyFields { if let v = e.fields[field] { keys[field] = v } }
+            for field in keyFields { if let v = e.field(field) { keys[field] = v } }
             self.keys = keys
         }
     }
@@ -665,14 +667,14 @@ public struct TraceDiffReport: Sendable, Hashable {
         var parts = ["\(e.core) \(e.event)"]
         var used = Set<String>()
         for key in TraceDiff.defaultKeyFields {
-            if let value = e.fields[key] {
+            if let value = e.field(key) {
                 parts.append("\(key)=\(short(value))")
                 used.insert(key)
             }
         }
         let others = e.fields.keys.filter { !used.contains($0) }.sorted(by: TraceJSONWriter.keyOrder)
         for key in others.prefix(fieldsLimit) {
-            parts.append("\(key)=\(short(e.fields[key]))")
+            parts.append("\(key)=\(short(e.field(key)))")
         }
         if others.count > fieldsLimit && fieldsLimit > 0 { parts.append("…") }
         return parts.joined(separator: " ")

@@ -288,7 +288,23 @@ struct TraceJSONBytes: TextOutputStream {
         appendString(event.core)
         appendLiteral(",\"event\":")
         appendString(event.event)
-        appendMembers(event.fields, skippingReserved: true)
+        switch event.storage {
+        case .dictionary(let fields):
+            appendMembers(fields, skippingReserved: true)
+        case .dataPoint(let point):
+            // The keys of `DataPointFields.keys`, in that (sorted) order: what `appendMembers`
+            // writes for the same fields as a dictionary, without sorting them per event.
+            appendLiteral(",\"name\":")
+            appendString(point.name)
+            appendLiteral(",\"source\":")
+            appendString(point.source)
+            appendLiteral(",\"time_ns\":")
+            appendInt(point.timeNs)
+            appendLiteral(",\"type\":")
+            appendString(point.type)
+            appendLiteral(",\"value\":")
+            appendValue(point.value)
+        }
         bytes.append(UInt8(ascii: "}"))
     }
 
