@@ -116,6 +116,11 @@ import TetherTestSupport
         (#"{"t_ns":1,"core":"c","event":"e","x":"\q"}"#, 39, "one of"),
         (#"{"t_ns":1,"core":"c","event":"e","x":"\udc00"}"#, 39, "a high surrogate"),
         (#"{"t_ns":1,"core":"c","event":"e","x":1,"x":2}"#, 40, "a key not already used"),
+        (#"{"t_ns":1,"core":"c","t_ns":2,"event":"e"}"#, 22, "a key not already used"),
+        (#"{"event":"e","core":"c","t_ns":1,"event":"f"}"#, 34, "a key not already used"),
+        // Past 16 members repeats are found through an index.
+        (#"{"t_ns":1,"core":"c","event":"e","k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":10,"k11":11,"k12":12,"k13":13,"k14":14,"k15":15,"k16":16,"k17":17,"k18":18,"k19":19,"k3":0}"#, 194, "a key not already used"),
+        (#"{"t_ns":1,"core":"c","event":"e","source":"s","name":"n","type":"t","time_ns":1,"name":"m"}"#, 81, "a key not already used"),
         (#"{"t_ns":1,"core":"c","event":"e"} trailing"#, 35, "end of line"),
         (#"[1,2]"#, 1, "'{'"),
         (#"{"t_ns":1,"core":"c","event":"e","x":tru}"#, 38, "the literal 'true'"),
@@ -134,6 +139,21 @@ import TetherTestSupport
             #expect(error.column == column, "\(error)")
             #expect(error.expected.contains(expected), "\(error)")
         }
+    }
+
+    /// A parsed line takes the same form, inline or dictionary, as the event built from its
+    /// fields, so parsed and made events compare and hash alike.
+    @Test func aParsedLineEqualsTheEventBuiltFromItsFields() throws {
+        let point = try TraceEvent(jsonLine: #"{"t_ns":5,"core":"ingest","event":"datapoint","name":"v1/1/x","source":"127.0.0.1:5","time_ns":9,"type":"float64","value":1.5}"#, lineNumber: 1, file: "f")
+        let built = TraceEvent(timeNs: 5, core: "ingest", event: "datapoint", fields: [
+            "source": .string("127.0.0.1:5"), "name": .string("v1/1/x"), "type": .string("float64"), "time_ns": .int(9), "value": .double(1.5)])
+        #expect(point == built)
+        #expect(point.hashValue == built.hashValue)
+        #expect(point.fields == built.fields)
+        // Five keys of which one has another type: the dictionary form on both sides.
+        let odd = try TraceEvent(jsonLine: #"{"t_ns":5,"core":"ingest","event":"datapoint","name":"v1/1/x","source":"s","time_ns":"9","type":"float64","value":1}"#, lineNumber: 1, file: "f")
+        #expect(odd.field("time_ns") == .string("9"))
+        #expect(odd == TraceEvent(timeNs: 5, core: "ingest", event: "datapoint", fields: odd.fields))
     }
 
     @Test func deeplyNestedInputThrowsInsteadOfOverflowingTheStack() {

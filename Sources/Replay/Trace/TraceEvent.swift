@@ -133,3 +133,24 @@ struct DataPointFields: Sendable, Hashable {
         return fields
     }
 }
+
+extension DataPointFields {
+    /// The fields of `members` when they are exactly a datapoint's (keys distinct, as a parsed
+    /// line's are), else `nil`.
+    init?(_ members: [(key: String, value: TraceValue)]) {
+        guard members.count == Self.keys.count else { return nil }
+        var source: String?, name: String?, type: String?, timeNs: Int64?, value: TraceValue?
+        for member in members {
+            switch (member.key, member.value) {
+            case ("source", .string(let text)): source = text
+            case ("name", .string(let text)): name = text
+            case ("type", .string(let text)): type = text
+            case ("time_ns", .int(let ns)): timeNs = ns
+            case ("value", let any): value = any
+            default: return nil
+            }
+        }
+        guard let source, let name, let type, let timeNs, let value else { return nil }
+        self.init(source: source, name: name, type: type, timeNs: timeNs, value: value)
+    }
+}
