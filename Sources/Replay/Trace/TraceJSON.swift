@@ -471,50 +471,29 @@ struct TraceJSONParser {
         members.reserveCapacity(8)
         // Past a few members, repeats are found through an index rather than by scanning.
         var index: [String: Int]?
-        skipWhitespace()
-        if current == UInt8(ascii: "}") {
-            position += 1
-        } else {
-            while true {
-                skipWhitespace()
-                guard current == UInt8(ascii: "\"") else { throw error("a '\"' starting an object key") }
-                let keyStart = position
-                let key = try parseString()
-                skipWhitespace()
-                guard current == UInt8(ascii: ":") else { throw error("a ':' after the object key") }
-                position += 1
-                // Depth 1, as the members of an object at the top level.
-                let value = try parseValue(depth: 1)
-                let repeated: Bool
-                switch key {
-                case "t_ns": repeated = timeValue != nil; timeValue = value
-                case "core": repeated = coreValue != nil; coreValue = value
-                case "event": repeated = eventValue != nil; eventValue = value
-                default:
-                    if let index {
-                        repeated = index[key] != nil
-                    } else {
-                        repeated = members.contains { $0.key == key }
-                    }
-                    members.append((key, value))
-                    if index == nil, members.count > 16 {
-                        index = Dictionary(members.enumerated().map { ($0.element.key, $0.offset) }, uniquingKeysWith: { first, _ in first })
-                    } else {
-                        index?[key] = members.count - 1
-                    }
+        var first = true
+        // Depth 1, as the members of an object at the top level.
+        while let (key, keyStart, value) = try nextMember(depth: 1, first: &first) {
+            let repeated: Bool
+            switch key {
+            case "t_ns": repeated = timeValue != nil; timeValue = value
+            case "core": repeated = coreValue != nil; coreValue = value
+            case "event": repeated = eventValue != nil; eventValue = value
+            default:
+                if let index {
+                    repeated = index[key] != nil
+                } else {
+                    repeated = members.contains { $0.key == key }
                 }
-                // A duplicate key would make the line mean two things; refuse it rather than pick one.
-                guard !repeated else {
-                    throw error("a key not already used in this object (\"\(key)\" repeats)", at: keyStart)
-                }
-                skipWhitespace()
-                guard let byte = current else { throw error("a ',' or '}' after an object member") }
-                position += 1
-                if byte == UInt8(ascii: "}") { break }
-                guard byte == UInt8(ascii: ",") else {
-                    throw error("a ',' or '}' after an object member", at: position - 1)
+                members.append((key, value))
+                if index == nil, members.count > 16 {
+                    index = Dictionary(members.enumerated().map { ($0.element.key, $0.offset) }, uniquingKeysWith: { kept, _ in kept })
+                } else {
+                    index?[key] = members.count - 1
                 }
             }
+            // A duplicate key would make the line mean two things; refuse it rather than pick one.
+            guard !repeated else { throw repeatedKey(key, at: keyStart) }
         }
         skipWhitespace()
         if position < bytes.count { throw error("end of line after the event object") }
@@ -571,32 +550,44 @@ struct TraceJSONParser {
     private mutating func parseObject(depth: Int) throws(TraceFormatError) -> TraceValue {
         position += 1  // '{'
         var members: [String: TraceValue] = [:]
-        skipWhitespace()
-        if current == UInt8(ascii: "}") {
-            position += 1
-            return .object(members)
+        var first = true
+        while let (key, keyStart, value) = try nextMember(depth: depth, first: &first) {
+            guard members.updateValue(value, forKey: key) == nil else { throw repeatedKey(key, at: keyStart) }
         }
-        while true {
-            skipWhitespace()
-            guard current == UInt8(ascii: "\"") else { throw error("a '\"' starting an object key") }
-            let keyStart = position
-            let key = try parseString()
-            skipWhitespace()
-            guard current == UInt8(ascii: ":") else { throw error("a ':' after the object key") }
-            position += 1
-            let value = try parseValue(depth: depth)
-            // A duplicate key would make the line mean two things; refuse it rather than pick one.
-            guard members.updateValue(value, forKey: key) == nil else {
-                throw error("a key not already used in this object (\"\(key)\" repeats)", at: keyStart)
+        return .object(members)
+    }
+
+    /// The next member of an object whose `{` has been read: its key, where the key starts and its
+    /// value, or `nil` once the closing `}` is read. `first` is `true` before the first member.
+    private mutating func nextMember(depth: Int, first: inout Bool) throws(TraceFormatError) -> (String, Int, TraceValue)? {
+        skipWhitespace()
+        if first {
+            first = false
+            if current == UInt8(ascii: "}") {
+                position += 1
+                return nil
             }
-            skipWhitespace()
+        } else {
             guard let byte = current else { throw error("a ',' or '}' after an object member") }
             position += 1
-            if byte == UInt8(ascii: "}") { return .object(members) }
+            if byte == UInt8(ascii: "}") { return nil }
             guard byte == UInt8(ascii: ",") else {
                 throw error("a ',' or '}' after an object member", at: position - 1)
             }
+            skipWhitespace()
         }
+        guard current == UInt8(ascii: "\"") else { throw error("a '\"' starting an object key") }
+        let keyStart = position
+        let key = try parseString()
+        skipWhitespace()
+        guard current == UInt8(ascii: ":") else { throw error("a ':' after the object key") }
+        position += 1
+        return (key, keyStart, try parseValue(depth: depth))
+    }
+
+    /// A duplicate key would make the line mean two things: it is refused rather than one picked.
+    private func repeatedKey(_ key: String, at keyStart: Int) -> TraceFormatError {
+        error("a key not already used in this object (\"\(key)\" repeats)", at: keyStart)
     }
 
     private mutating func parseArray(depth: Int) throws(TraceFormatError) -> TraceValue {
