@@ -91,21 +91,19 @@ struct DiffCommand: ParsableCommand {
             do {
                 guard let pathA = pair.a, let pathB = pair.b else {
                     differ = true
-                    let only = try TraceSide(path: pair.a ?? pair.b ?? "", ignoring: ignoredEvents).count()
+                    let reader = try TraceFileReader(path: pair.a ?? pair.b ?? "")
+                    var only = 0
+                    while let event = try reader.next() { if !ignoredEvents.contains(event.event) { only += 1 } }
                     StandardOutput.shared.line("only \(pair.a == nil ? b : a) has a trace for this core (\(only) events)")
                     continue
                 }
-                var diff = StreamingTraceDiff(timingToleranceNs: tolerance, ignoringFields: Set(ignoreFields), window: window, lineBudget: maxLines)
-                let sideA = try TraceSide(path: pathA, ignoring: ignoredEvents)
-                let sideB = try TraceSide(path: pathB, ignoring: ignoredEvents)
-                // B leads and A follows it, as a replay and its baseline do, so neither side runs
-                // ahead of the window.
-                while let event = try sideB.next() {
-                    diff.addB(event)
-                    while diff.wantsA, let event = try sideA.next() { diff.addA(event) }
-                }
-                while let event = try sideA.next() { diff.addA(event) }
-                let report = diff.finish()
+                // A is read alongside B as a baseline is read alongside a replay.
+                let comparison = try StreamingBaselineComparison(
+                    name: pair.label, baselinePath: pathA, timingToleranceNs: tolerance, ignoringFields: Set(ignoreFields),
+                    ignoringEvents: ignoredEvents, window: window, lineBudget: maxLines)
+                let sideB = try TraceFileReader(path: pathB)
+                while let event = try sideB.next() { comparison.replayed(event) }
+                let report = try comparison.finish()
                 if !report.isEmpty { differ = true }
                 StandardOutput.shared.line(report.render(maxLines: maxLines))
             } catch {
@@ -115,33 +113,6 @@ struct DiffCommand: ParsableCommand {
         }
         StandardOutput.shared.flush()
         if differ { throw CommandFailure(message: "", exitCode: 1) }
-    }
-}
-
-/// One side's trace file read an event at a time, with the `--ignore-event` names left out.
-private final class TraceSide {
-    private let reader: TraceFileReader
-    private let ignoring: Set<String>
-
-    init(path: String, ignoring: Set<String>) throws {
-        reader = try TraceFileReader(path: path)
-        self.ignoring = ignoring
-    }
-
-    /// The next event not ignored, or `nil` at the end.
-    /// - Throws: the file's first malformed line or read error.
-    func next() throws -> TraceEvent? {
-        while let event = try reader.next() {
-            if !ignoring.contains(event.event) { return event }
-        }
-        return nil
-    }
-
-    /// The events left, counted.
-    func count() throws -> Int {
-        var count = 0
-        while try next() != nil { count += 1 }
-        return count
     }
 }
 

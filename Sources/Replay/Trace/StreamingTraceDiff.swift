@@ -236,28 +236,34 @@ struct PendingEvents {
 
 /// One core's replayed events compared with its baseline trace file, read alongside as the
 /// replay streams (``StreamingTraceDiff``): the baseline is read only as far as the replay has
-/// got, so neither trace is held.
+/// got, so neither trace is held. `tether diff` feeds it a second trace file the same way.
 public final class StreamingBaselineComparison {
     /// The core compared, e.g. `ingest`.
     public let name: String
     private var reader: TraceFileReader?
     private var diff: StreamingTraceDiff
     private var failure: (any Error)?
+    /// Event names left out of both sides.
+    private let ignoringEvents: Set<String>
 
     /// Opens the baseline trace file at `baselinePath`.
     /// - Throws: ``TraceFileError`` when it cannot be read.
     /// `lineBudget` is the longest rendering of the report that must be exact, in lines
-    /// (`tether replay`'s `--max-diff-lines`).
+    /// (`tether replay`'s `--max-diff-lines`). Fields in `ignoringFields` count for nothing, and
+    /// events named in `ignoringEvents` are left out of both sides (`tether diff`'s options).
     public init(name: String, baselinePath: String, timingToleranceNs: Int64,
+                ignoringFields: Set<String> = [], ignoringEvents: Set<String> = [],
                 window: Int = StreamingTraceDiff.defaultWindow, lineBudget: Int = 1000) throws(TraceFileError) {
         self.name = name
+        self.ignoringEvents = ignoringEvents
         reader = try TraceFileReader(path: baselinePath)
-        diff = StreamingTraceDiff(timingToleranceNs: timingToleranceNs, window: window, lineBudget: lineBudget)
+        diff = StreamingTraceDiff(timingToleranceNs: timingToleranceNs, ignoringFields: ignoringFields,
+                                  window: window, lineBudget: lineBudget)
     }
 
     /// The next event the replay made for this core.
     public func replayed(_ event: TraceEvent) {
-        guard failure == nil else { return }
+        guard failure == nil, !ignoringEvents.contains(event.event) else { return }
         diff.addB(event)
         while diff.wantsA, readBaseline() {}
     }
@@ -266,12 +272,13 @@ public final class StreamingBaselineComparison {
     private func readBaseline() -> Bool {
         guard let reader else { return false }
         do {
-            guard let event = try reader.next() else {
-                self.reader = nil
-                return false
+            while let event = try reader.next() {
+                if ignoringEvents.contains(event.event) { continue }
+                diff.addA(event)
+                return true
             }
-            diff.addA(event)
-            return true
+            self.reader = nil
+            return false
         } catch {
             failure = error
             self.reader = nil

@@ -59,7 +59,7 @@ public final class TraceFileWriter: TraceSink {
         self.path = path
         self.destination = destination
         descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw TraceFileError(path: path, operation: "create trace file", reason: Self.errnoText()) }
+        guard descriptor >= 0 else { throw TraceFileError(path: path, operation: "create trace file", reason: FileIO.errnoText()) }
         buffer.bytes.reserveCapacity(Self.bufferSize + 4096)
     }
 
@@ -115,7 +115,7 @@ public final class TraceFileWriter: TraceSink {
             }
             if n < 0 {
                 if errno == EINTR { continue }
-                failure = TraceFileError(path: path, operation: "write trace file", reason: Self.errnoText())
+                failure = TraceFileError(path: path, operation: "write trace file", reason: FileIO.errnoText())
                 return
             }
             offset += n
@@ -140,7 +140,7 @@ public final class TraceFileWriter: TraceSink {
         try finish(sync: true)
         guard let destination else { return }
         guard rename(path, destination) == 0 else {
-            let error = TraceFileError(path: destination, operation: "rename \(path) to", reason: Self.errnoText())
+            let error = TraceFileError(path: destination, operation: "rename \(path) to", reason: FileIO.errnoText())
             unlink(path)
             throw error
         }
@@ -172,10 +172,10 @@ public final class TraceFileWriter: TraceSink {
         }
         var error = failure
         if error == nil, sync, fsync(descriptor) != 0 {
-            error = TraceFileError(path: path, operation: "sync trace file", reason: Self.errnoText())
+            error = TraceFileError(path: path, operation: "sync trace file", reason: FileIO.errnoText())
         }
         if systemClose(descriptor) != 0, error == nil {
-            error = TraceFileError(path: path, operation: "close trace file", reason: Self.errnoText())
+            error = TraceFileError(path: path, operation: "close trace file", reason: FileIO.errnoText())
         }
         descriptor = -1
         if let error {
@@ -184,8 +184,6 @@ public final class TraceFileWriter: TraceSink {
             throw error
         }
     }
-
-    static func errnoText(_ code: Int32 = errno) -> String { FileIO.errnoText(code) }
 
     /// Removes `folders`, innermost first, each only if empty (`rmdir(2)` refuses otherwise).
     static func removeEmptyFolders(_ folders: [String]) {
@@ -299,7 +297,7 @@ public final class TraceFileReader {
             let n = pending.withUnsafeMutableBytes { raw in read(descriptor, raw.baseAddress! + old, Self.chunkSize) }
             if n < 0 {
                 if errno == EINTR { continue }
-                let error = TraceFileError(path: path, operation: "read trace file", reason: TraceFileWriter.errnoText())
+                let error = TraceFileError(path: path, operation: "read trace file", reason: FileIO.errnoText())
                 pending.removeLast(Self.chunkSize)
                 throw error
             }
