@@ -4,7 +4,9 @@
 // at a later instant, then the core is timed out and finished: every path must return events.
 // Each datagram also goes through a DatagramParser that keeps its state across the input's
 // datagrams and through the general reader alone: the fast paths must read it exactly as the
-// general reader does, or the target traps.
+// general reader does, or the target traps. The points the chunks hold (packed) must be the
+// points reported one by one, and the input read as a packed-points buffer (what the store reads
+// back from its file) must give a value or an error, never a trap.
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
@@ -14,15 +16,53 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     var now = Duration.zero
     var events = 0
     var parser = DatagramParser()
+    var reported = PackedDataPoints()
+    var chunked: [DataPoint] = []
+    func take(_ made: [IngestEvent]) {
+        events &+= made.count
+        for event in made {
+            switch event {
+            case .dataPoint(let point): reported.append(point)
+            case .chunkReady(let chunk):
+                guard chunk.packedPoints.count == chunk.dataPointCount else {
+                    fatalError("a chunk packed \(chunk.packedPoints.count) points and counts \(chunk.dataPointCount)")
+                }
+                chunked += chunk.dataPoints
+            default: break
+            }
+        }
+    }
     for datagram in bytes.split(separator: 0xFF, omittingEmptySubsequences: false) {
         now += .milliseconds(10)
         let datagram = Array(datagram)
-        events &+= core.receive(datagram, from: source, now: now).count
+        take(core.receive(datagram, from: source, now: now))
         checkFastPaths(datagram, &parser)
     }
-    events &+= core.handleTimeout(now: now + .seconds(60)).count
-    events &+= core.finish(now: now + .seconds(61)).count
+    take(core.handleTimeout(now: now + .seconds(60)))
+    take(core.finish(now: now + .seconds(61)))
+    // Compared packed: a NaN value is not equal to itself, its bytes are.
+    guard PackedDataPoints(chunked) == reported else {
+        fatalError("the chunks hold other points than were reported")
+    }
+    checkPackedReader(Array(bytes))
     return events < 0 ? 1 : 0
+}
+
+private func checkPackedReader(_ bytes: [UInt8]) {
+    do {
+        let packed = try PackedDataPoints(validating: bytes)
+        var points: [DataPoint] = []
+        do {
+            try packed.decode(source: DatagramSource(address: "::1", port: 1), into: &points)
+        } catch {
+            return  // a payload that does not fit its type: an error, as it should be
+        }
+        guard points.count == packed.count, PackedDataPoints(points) == packed else {
+            fatalError("packed points \(bytes) read back as \(points)")
+        }
+    } catch {
+        return  // refused with an offset, as it should be
+    }
 }
 
 private func checkFastPaths(_ datagram: [UInt8], _ parser: inout DatagramParser) {

@@ -62,7 +62,7 @@ public enum StreamEndCause: String, Sendable, Hashable {
 /// Accepted data points of one stream, handed to a sink as a unit.
 ///
 /// A chunk is identified by `source`, `streamStartNs` and `sequence`; a sink that stores it twice
-/// should keep it once.
+/// should keep it once. Its points are held packed (``packedPoints``), the form a store keeps.
 public struct IngestChunk: Sendable, Hashable {
     /// The stream's sender.
     public var source: DatagramSource
@@ -71,27 +71,42 @@ public struct IngestChunk: Sendable, Hashable {
     public var streamStartNs: Int64
     /// Numbered from 1 in each stream, without holes.
     public var sequence: Int
-    /// In arrival order; empty when the core does not keep them (``IngestCore/keepsChunkPoints``).
-    public var dataPoints: [DataPoint]
-    /// How many points the chunk holds: `dataPoints.count`, also when the core counted them
+    /// The points in arrival order, packed; empty when the core does not keep them
+    /// (``IngestCore/keepsChunkPoints``).
+    public var packedPoints: PackedDataPoints
+    /// How many points the chunk holds: `packedPoints.count`, also when the core counted them
     /// without keeping them.
     public var dataPointCount: Int
     /// Sum of the points' payload lengths.
     public var byteCount: Int
 
-    /// Creates a chunk of `dataPoints`.
+    /// Creates a chunk of `dataPoints` (packed: see ``PackedDataPoints`` for what is kept).
     public init(source: DatagramSource, streamStartNs: Int64, sequence: Int, dataPoints: [DataPoint], byteCount: Int) {
-        self.init(source: source, streamStartNs: streamStartNs, sequence: sequence, dataPoints: dataPoints,
+        self.init(source: source, streamStartNs: streamStartNs, sequence: sequence, packedPoints: PackedDataPoints(dataPoints),
                   dataPointCount: dataPoints.count, byteCount: byteCount)
     }
 
-    init(source: DatagramSource, streamStartNs: Int64, sequence: Int, dataPoints: [DataPoint], dataPointCount: Int, byteCount: Int) {
+    init(source: DatagramSource, streamStartNs: Int64, sequence: Int, packedPoints: PackedDataPoints, dataPointCount: Int, byteCount: Int) {
         self.source = source
         self.streamStartNs = streamStartNs
         self.sequence = sequence
-        self.dataPoints = dataPoints
+        self.packedPoints = packedPoints
         self.dataPointCount = dataPointCount
         self.byteCount = byteCount
+    }
+
+    /// The points in arrival order, unpacked: each with the chunk's source and its value decoded
+    /// from its payload. Empty when the core does not keep them.
+    ///
+    /// A point whose payload does not fit its type (the core never makes one; a ``DataPoint``
+    /// built by hand may be one) reads back with its payload as ``DataValue/bytes(_:)``, the value
+    /// the core gives a type it cannot decode.
+    public var dataPoints: [DataPoint] {
+        get { packedPoints.dataPointsDecodingLeniently(source: source) }
+        set {
+            packedPoints = PackedDataPoints(newValue)
+            dataPointCount = newValue.count
+        }
     }
 }
 
@@ -192,7 +207,7 @@ public struct IngestCounters: Sendable, Hashable {
 ///    gives `chunkReady` (if points are pending) then `streamEnded(_, .idleTimeout)`.
 /// 2. For a datagram: `rejected`; or `streamStarted` (if no stream was open), then for a data
 ///    message `timeWentBackwards`, `gap`, `rateLearned` (each if it applies), one `dataPoint` per
-///    entry in entry order, and `chunkReady` if the pending payload bytes reached
+///    entry in entry order (unless ``reportsDataPoints`` is false), and `chunkReady` if the pending payload bytes reached
 ///    ``IngestConfiguration/flushBytes``; for a name `pluginName`; for a V1 message `legacyV1`;
 ///    for an end `endMessage`, `chunkReady` (if points are pending), `streamEnded(_, .endMessage)`.
 /// 3. For ``finish(now:)``: per open stream in source order, `chunkReady` (if pending) then
@@ -208,6 +223,11 @@ public struct IngestCore: Sendable {
     /// counter and deadline is the same. For a caller that records chunks but stores no points
     /// (replay's trace): keeping them was a copy of every point for nothing.
     public let keepsChunkPoints: Bool
+    /// Whether each accepted point is reported as a `dataPoint` event. When not, those events are
+    /// left out and every other event, counter, chunk and deadline is the same: for a caller that
+    /// only stores chunks (the live server), making each point a value to throw it away was most
+    /// of the core's cost per point.
+    public let reportsDataPoints: Bool
     /// Running totals.
     public private(set) var counters = IngestCounters()
 
@@ -228,10 +248,12 @@ public struct IngestCore: Sendable {
     private var parser = DatagramParser()
 
     /// Creates a core with no open stream; `keepsChunkPoints` false leaves chunks without their
-    /// points (see ``keepsChunkPoints``).
-    public init(configuration: IngestConfiguration = .init(), keepsChunkPoints: Bool = true) {
+    /// points (see ``keepsChunkPoints``), `reportsDataPoints` false leaves out the `dataPoint`
+    /// events (see ``reportsDataPoints``).
+    public init(configuration: IngestConfiguration = .init(), keepsChunkPoints: Bool = true, reportsDataPoints: Bool = true) {
         self.configuration = configuration
         self.keepsChunkPoints = keepsChunkPoints
+        self.reportsDataPoints = reportsDataPoints
         self.idleNs = configuration.idleTimeout.clampedNanoseconds
         self.flushNs = configuration.flushInterval.clampedNanoseconds
     }
@@ -277,7 +299,7 @@ public struct IngestCore: Sendable {
         let kind = parser.output.kind
         if rejection == nil, case .data = kind {
             // One dataPoint per entry plus a few stream and timer events: an array is sized once.
-            sink.expect(parser.output.entries.count + 6)
+            sink.expect((reportsDataPoints ? parser.output.entries.count : 0) + 6)
         }
         fireDueTimers(nowNs: nowNs, into: &sink)
         if let rejection {
@@ -383,7 +405,8 @@ public struct IngestCore: Sendable {
         let startNs = lastStreamStartNs.map { max(nowNs, $0.addingSaturating(1)) } ?? nowNs
         lastStreamStartNs = startNs
         lastLookup = nil
-        streams[source] = IngestStream(source: source, startNs: startNs, nowNs: nowNs, keepsPoints: keepsChunkPoints)
+        streams[source] = IngestStream(source: source, startNs: startNs, nowNs: nowNs, keepsPoints: keepsChunkPoints,
+                                       reportsPoints: reportsDataPoints)
         lowerDeadlineBound(to: nowNs.addingSaturating(idleNs))
         counters.streamsStarted += 1
         sink.append(.streamStarted(source))

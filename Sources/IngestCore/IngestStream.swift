@@ -17,14 +17,17 @@ struct IngestStream: Sendable {
     var periodNs: Int64?
     /// Whether `pending` keeps the points or they are only counted (``IngestCore/keepsChunkPoints``).
     let keepsPoints: Bool
-    var pending: [DataPoint] = []
+    /// Whether each point is reported as a `dataPoint` event (``IngestCore/reportsDataPoints``).
+    let reportsPoints: Bool
+    var pending = PackedDataPoints()
     var pendingCount = 0
     var pendingBytes = 0
     var pendingSinceNs: Int64?
     var nextSequence = 1
 
-    init(source: DatagramSource, startNs: Int64, nowNs: Int64, keepsPoints: Bool = true) {
+    init(source: DatagramSource, startNs: Int64, nowNs: Int64, keepsPoints: Bool = true, reportsPoints: Bool = true) {
         self.keepsPoints = keepsPoints
+        self.reportsPoints = reportsPoints
         self.source = source
         self.startNs = startNs
         self.lastDatagramNs = nowNs
@@ -88,12 +91,18 @@ struct IngestStream: Sendable {
             newPendingDeadline = nowNs.addingSaturating(flushNs)
         }
         for i in datagram.entries.indices {
-            let payload = datagram.storedPayload(of: i)
-            let point = DataPoint(source: source, timeNs: timeNs, name: datagram.entries[i].name, type: datagram.entries[i].type,
-                                  value: datagram.entries[i].value, storedPayload: payload)
-            sink.append(.dataPoint(point))
-            if keepsPoints { pending.append(point) }
-            pendingBytes += payload.count
+            if reportsPoints {
+                let point = DataPoint(source: source, timeNs: timeNs, name: datagram.entries[i].name, type: datagram.entries[i].type,
+                                      value: datagram.entries[i].value, storedPayload: datagram.storedPayload(of: i))
+                sink.append(.dataPoint(point))
+            }
+            // The entry is read in place: a copy of it would retain and release its two strings.
+            pendingBytes += datagram.withPayload(of: i) { payload in
+                if keepsPoints {
+                    pending.append(timeNs: timeNs, name: datagram.entries[i].name, type: datagram.entries[i].type, payload: payload)
+                }
+                return payload.count
+            }
         }
         pendingCount += datagram.entries.count
         counters.dataPoints += datagram.entries.count
@@ -106,10 +115,15 @@ struct IngestStream: Sendable {
     /// Takes the pending points as the next chunk, or nil when nothing is pending.
     mutating func takeChunk() -> IngestChunk? {
         guard pendingCount > 0 else { return nil }
+        // The chunk takes the buffer; the next one starts with the room this one had, so a steady
+        // stream's chunks are packed without growing.
+        let room = pending.roomBytes
+        pending.trimToSize()
         let chunk = IngestChunk(source: source, streamStartNs: startNs, sequence: nextSequence,
-                                dataPoints: pending, dataPointCount: pendingCount, byteCount: pendingBytes)
+                                packedPoints: pending, dataPointCount: pendingCount, byteCount: pendingBytes)
         nextSequence += 1
-        pending.removeAll(keepingCapacity: true)
+        pending = PackedDataPoints()
+        if keepsPoints { pending.reserveCapacity(room) }
         pendingCount = 0
         pendingBytes = 0
         pendingSinceNs = nil

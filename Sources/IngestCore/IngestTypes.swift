@@ -116,12 +116,23 @@ enum DataPayload: Sendable, Hashable {
         }
     }
 
+    /// Calls `body` with the bytes.
+    func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
+        switch self {
+        case .inline(let w0, let w1, let w2, let count):
+            let words = (w0, w1, w2)
+            return Swift.withUnsafeBytes(of: words) { body(UnsafeRawBufferPointer(rebasing: $0[..<Int(count)])) }
+        case .array(let bytes):
+            return bytes.withUnsafeBytes(body)
+        }
+    }
+
     /// The bytes as an array.
     var array: [UInt8] {
         switch self {
         case .inline(let w0, let w1, let w2, let count):
             let words = (w0, w1, w2)
-            return withUnsafeBytes(of: words) { Array(UnsafeRawBufferPointer(rebasing: $0[..<Int(count)])) }
+            return Swift.withUnsafeBytes(of: words) { Array(UnsafeRawBufferPointer(rebasing: $0[..<Int(count)])) }
         case .array(let bytes):
             return bytes
         }

@@ -43,6 +43,13 @@ struct ParsedDatagram: Sendable {
         return payloadBytes.withUnsafeBytes { DataPayload(UnsafeRawBufferPointer(rebasing: $0[entries[index].payload])) }
     }
 
+    /// Calls `body` with the payload of entry `index`, without copying it.
+    @inline(__always)
+    func withPayload<R>(of index: Int, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+        if case .bytes(let bytes) = entries[index].value { return bytes.withUnsafeBytes(body) }
+        return payloadBytes.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[entries[index].payload])) }
+    }
+
     /// The message as ``MotionMessage`` (with an array per entry).
     var message: MotionMessage {
         switch kind {

@@ -134,8 +134,9 @@ public final class SQLiteIngestStore: Sendable {
     @discardableResult
     public func store(_ chunks: [IngestChunk]) throws(IngestStoreError) -> Int {
         guard !chunks.isEmpty else { return 0 }
-        // Pack outside the write transaction, which then holds the write lock only for the inserts.
-        let packed = chunks.map { ChunkPointsCodec.encode($0.dataPoints) }
+        // The chunks hold their points packed already, in the form stored (see PackedDataPoints);
+        // copied out before the write transaction, which then holds the write lock only for the inserts.
+        let packed = chunks.map { Data($0.packedPoints.bytes) }
         var current = 0
         do {
             return try pool.write { db -> Int in
@@ -149,7 +150,7 @@ public final class SQLiteIngestStore: Sendable {
                     // The statement is ours and has seven parameters: skip GRDB's per-row argument check.
                     insert.setUncheckedArguments([
                         chunk.source.address, Int(chunk.source.port), chunk.streamStartNs, chunk.sequence,
-                        chunk.byteCount, chunk.dataPoints.count, packed[index],
+                        chunk.byteCount, chunk.dataPointCount, packed[index],
                     ])
                     try insert.execute()
                     if db.changesCount == 1 {
@@ -210,8 +211,8 @@ public final class SQLiteIngestStore: Sendable {
             }
             let source = DatagramSource(address: address, port: port16)
             let before = points.count
-            do throws(ChunkPointsCodec.DecodingError) {
-                try ChunkPointsCodec.decode(packed, source: source, into: &points)
+            do throws(PackedDataPointsError) {
+                try PackedDataPoints(validating: [UInt8](packed)).decode(source: source, into: &points)
             } catch {
                 throw .corrupt(path: path, detail: "chunk row \(id): \(error)")
             }
@@ -301,7 +302,7 @@ public final class SQLiteIngestStore: Sendable {
                 // Only the fields the codec keeps matter here; the value is decoded again on read.
                 return DataPoint(source: placeholder, timeNs: row[0], name: row[1], type: row[2], value: .bytes([]), payload: [UInt8](payload))
             }
-            try update.execute(arguments: [ChunkPointsCodec.encode(points), points.count, id])
+            try update.execute(arguments: [Data(PackedDataPoints(points).bytes), points.count, id])
         }
         try db.execute(sql: """
             DROP TABLE data_point;

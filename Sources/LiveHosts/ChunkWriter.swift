@@ -108,7 +108,7 @@ final class ChunkWriter: @unchecked Sendable {
                 do {
                     try sink.accept(held)
                     report.storedChunks = held.count
-                    report.storedPoints = held.reduce(0) { $0 + $1.dataPoints.count }
+                    report.storedPoints = held.reduce(0) { $0 + $1.dataPointCount }
                     held.removeAll(keepingCapacity: true)
                 } catch {
                     report.failure = "\(error)"
@@ -118,7 +118,7 @@ final class ChunkWriter: @unchecked Sendable {
             }
             if last { break }
         }
-        var outcome = Outcome(unstoredChunks: held.count, unstoredPoints: held.reduce(0) { $0 + $1.dataPoints.count })
+        var outcome = Outcome(unstoredChunks: held.count, unstoredPoints: held.reduce(0) { $0 + $1.dataPointCount })
         let (closes, completion) = condition.withLock { (closesSink, self.completion) }
         if closes {
             do { try sink.close() } catch { outcome.closeError = "\(error)" }

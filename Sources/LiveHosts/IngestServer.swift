@@ -55,7 +55,7 @@ public struct IngestServerStatus: Sendable, Hashable, CustomStringConvertible {
 /// IngestCore on real UDP sockets: Motion's plugin port, bound on `127.0.0.1` and `[::1]`.
 ///
 /// Both channels live on one event loop, so the core (a value type) is only ever touched there.
-/// Time is the injected clock's elapsed time since ``start()``; after each datagram or timer the
+/// Time is the injected clock's elapsed time since ``start()``; after each read (a batch of datagrams) or timer the
 /// server arms a wake-up at the core's next deadline: a task NIO schedules on the loop with the
 /// system's clock, a wait on the injected clock with any other (a test's). Chunks go, as soon as
 /// the core makes them, to a writer thread that hands them to the sink in batches: the loop never
@@ -185,7 +185,8 @@ public final class IngestServer: @unchecked Sendable {
         self.sink = sink
         self.clock = clock
         self.eventHandler = eventHandler
-        self.core = IngestCore(configuration: configuration.core)
+        // Without a handler nobody looks at single points, so the core leaves their events out.
+        self.core = IngestCore(configuration: configuration.core, reportsDataPoints: eventHandler != nil)
         self.published = IngestServerStatus(counters: .init(), chunksStored: 0, dataPointsStored: 0, chunksPending: 0, lastStoreError: nil, socketErrors: 0)
         self.group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         self.loop = group.next()
@@ -439,17 +440,19 @@ public final class IngestServer: @unchecked Sendable {
             lastSource = DatagramSource(address: remote.ipAddress ?? "\(remote)", port: UInt16(clamping: remote.port ?? 0))
         }
         let now = currentTime()
-        let events = envelope.data.withUnsafeReadableBytes { core.receive($0, from: lastSource, now: now) }
-        collect(events, now: now)
+        envelope.data.withUnsafeReadableBytes { datagram in
+            core.receive(datagram, from: lastSource, now: now) { event in collect(event, now: now) }
+        }
         unpublished = true
-        reschedule()
     }
 
-    /// The end of one read from a socket: hands the read's chunks to the writer and publishes the
-    /// counters once for the whole read rather than per datagram.
+    /// The end of one read from a socket: hands the read's chunks to the writer, publishes the
+    /// counters and arms the next wake-up once for the whole read rather than per datagram (a
+    /// timer due during the read is fired by the core itself at the next datagram's `now`).
     fileprivate func readComplete() {
         loop.preconditionInEventLoop()
         handOver()
+        reschedule()
     }
 
     fileprivate func socketError(_ error: any Error) {
@@ -465,10 +468,12 @@ public final class IngestServer: @unchecked Sendable {
     }
 
     private func collect(_ events: [IngestEvent], now: Duration) {
-        for event in events {
-            if case .chunkReady(let chunk) = event { madeChunks.append(chunk) }
-            eventHandler?(event, now)
-        }
+        for event in events { collect(event, now: now) }
+    }
+
+    private func collect(_ event: IngestEvent, now: Duration) {
+        if case .chunkReady(let chunk) = event { madeChunks.append(chunk) }
+        eventHandler?(event, now)
     }
 
     /// Queues the chunks made since the last hand-over for the writer and publishes the counters.

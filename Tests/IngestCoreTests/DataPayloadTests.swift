@@ -96,7 +96,7 @@ import TetherTestSupport
             if case .chunkReady(var chunk) = a {
                 sawChunk = true
                 #expect(chunk.dataPointCount == chunk.dataPoints.count)
-                chunk.dataPoints = []
+                chunk.packedPoints = PackedDataPoints()
                 #expect(b == .chunkReady(chunk))
             } else {
                 #expect(a == b)

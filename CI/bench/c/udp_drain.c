@@ -37,6 +37,12 @@ int main(int argc, char **argv) {
     if (rcvbuf > 0 && setsockopt(s, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf) != 0) {
         perror("SO_RCVBUF"); return 1;
     }
+    /* Linux reports double the request; below it the kernel capped the buffer at
+     * net.core.rmem_max. Root may exceed the cap with SO_RCVBUFFORCE, as `tether serve` does. */
+    int got = 0;
+    socklen_t got_len = sizeof got;
+    if (rcvbuf > 0 && getsockopt(s, SOL_SOCKET, SO_RCVBUF, &got, &got_len) == 0 && got < rcvbuf)
+        setsockopt(s, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof rcvbuf);
     int one = 1;
     setsockopt(s, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof one);
     struct timeval tv = { .tv_sec = idle_ms / 1000, .tv_usec = (idle_ms % 1000) * 1000 };

@@ -1,0 +1,103 @@
+import Testing
+import TetherTestSupport
+
+@testable import IngestCore
+
+// A chunk holds its points packed (`PackedDataPoints`), the form the store keeps on disk. Reading
+// them back must give exactly the points the core reported, and a doctored buffer must be refused
+// with the offset of the fault.
+
+/// One data message with a payload of each shape the core knows: inline, long, string, opaque.
+private func mixedMessage(time: String) -> [UInt8] {
+    sampleDataMessage(time: time, entries: [
+        ("v1/1/yaw", "float64", float64Bytes(1.5)),
+        ("v1/1/count", "int64", [0, 0, 0, 0, 0, 0, 1, 2]),
+        ("v1/1/pos", "vector_3d", float64Bytes(1) + float64Bytes(2) + float64Bytes(3)),
+        ("v1/1/note", "string", Array("héllo, a note longer than twenty-four bytes".utf8)),
+        ("v1/1/blob", "vendor/x", Array(0..<40)),
+    ])
+}
+
+@Test func chunkPointsReadBackAsTheReportedPoints() {
+    var core = IngestCore()
+    var events: [IngestEvent] = []
+    for i in 0..<5 {
+        events += core.receive(mixedMessage(time: "1700000000.\(i)"), from: plugin, now: ms(10 * i))
+    }
+    events += core.finish(now: ms(100))
+    let reported = points(events)
+    #expect(reported.count == 25)
+    let chunked = chunks(events).flatMap(\.dataPoints)
+    #expect(chunked == reported)
+    #expect(chunks(events).map(\.dataPointCount).reduce(0, +) == 25)
+}
+
+@Test func coreWithoutPointEventsMakesTheSameChunksAndOtherEvents() {
+    var reporting = IngestCore()
+    var silent = IngestCore(reportsDataPoints: false)
+    var random = SplitMix64(seed: 0x9ACC_0001)
+    var expected: [IngestEvent] = []
+    var got: [IngestEvent] = []
+    for i in 0..<300 {
+        let datagram = random.next() % 7 == 0 ? bytes("{\"end\":\"true\"}") : mixedMessage(time: "1700000000.\(i)")
+        expected += reporting.receive(datagram, from: i % 3 == 0 ? otherPlugin : plugin, now: ms(40 * i))
+        got += silent.receive(datagram, from: i % 3 == 0 ? otherPlugin : plugin, now: ms(40 * i))
+    }
+    expected += reporting.finish(now: ms(20_000))
+    got += silent.finish(now: ms(20_000))
+    #expect(points(got).isEmpty)
+    #expect(!points(expected).isEmpty)
+    let withoutPoints = expected.filter { if case .dataPoint = $0 { false } else { true } }
+    #expect(got == withoutPoints)
+    #expect(silent.counters == reporting.counters)
+}
+
+@Test func packedLayoutIsTheDocumentedOne() throws {
+    let point = DataPoint(source: plugin, timeNs: 0x0102, name: "ab", type: "int64", value: .int64(7),
+                          payload: [0, 0, 0, 0, 0, 0, 0, 7])
+    let packed = PackedDataPoints([point])
+    let expected: [UInt8] = [1]  // format
+        + [0x02, 0x01, 0, 0, 0, 0, 0, 0]  // sample time, little-endian
+        + [2, 0, 0, 0] + Array("ab".utf8)
+        + [5, 0, 0, 0] + Array("int64".utf8)
+        + [8, 0, 0, 0] + [0, 0, 0, 0, 0, 0, 0, 7]
+    #expect(packed.bytes == expected)
+    #expect(packed.count == 1)
+    #expect(try PackedDataPoints(validating: expected).dataPoints(source: plugin) == [point])
+}
+
+@Test func validatingRefusesATruncatedBufferAtTheFieldThatRunsOut() {
+    let point = DataPoint(source: plugin, timeNs: 5, name: "name", type: "float64", value: .float64(1), payload: float64Bytes(1))
+    let whole = PackedDataPoints([point, point]).bytes
+    // Cut inside the second point's name: its length says 4 bytes, 2 are left.
+    let secondStart = 1 + (whole.count - 1) / 2
+    let cut = Array(whole[..<(secondStart + 8 + 4 + 2)])
+    let error = #expect(throws: PackedDataPointsError.self) { try PackedDataPoints(validating: cut) }
+    #expect(error?.offset == secondStart + 12)
+    #expect(error?.description.contains("name of 4 bytes, only 2 left") == true)
+}
+
+@Test func validatingRefusesAnUnknownFormatAndAnEmptyBuffer() {
+    let wrongFormat = #expect(throws: PackedDataPointsError.self) { try PackedDataPoints(validating: [2]) }
+    #expect(wrongFormat?.description == "packed points, byte 0: format 2, expected 1")
+    let empty = #expect(throws: PackedDataPointsError.self) { try PackedDataPoints(validating: []) }
+    #expect(empty?.offset == 0)
+}
+
+@Test func validatingRefusesANameThatIsNotUTF8() {
+    let buffer: [UInt8] = [1, 0, 0, 0, 0, 0, 0, 0, 0] + [1, 0, 0, 0, 0xFF] + [5, 0, 0, 0] + Array("bytes".utf8) + [0, 0, 0, 0]
+    let error = #expect(throws: PackedDataPointsError.self) { try PackedDataPoints(validating: buffer) }
+    #expect(error?.offset == 9)
+    #expect(error?.problem == "name is not UTF-8")
+}
+
+@Test func aPayloadThatDoesNotFitItsTypeIsAnErrorWhenDecodedAndBytesInAChunk() {
+    // A hand-made point: float64 needs 8 bytes. The core never packs one like it.
+    let odd = DataPoint(source: plugin, timeNs: 1, name: "x", type: "float64", value: .float64(0), payload: [1, 2, 3])
+    let packed = PackedDataPoints([odd])
+    let error = #expect(throws: PackedDataPointsError.self) { try packed.dataPoints(source: plugin) }
+    #expect(error?.offset == 1)
+    let chunk = IngestChunk(source: plugin, streamStartNs: 0, sequence: 1, dataPoints: [odd], byteCount: 3)
+    #expect(chunk.dataPoints.map(\.value) == [.bytes([1, 2, 3])])
+    #expect(chunk.dataPoints.map(\.payload) == [[1, 2, 3]])
+}
