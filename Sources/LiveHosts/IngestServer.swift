@@ -27,6 +27,10 @@ public struct IngestServerStatus: Sendable, Hashable, CustomStringConvertible {
     /// where the system keeps no such count (see ``SocketReceiveDrops``). Sampled a few times a
     /// second and once more as the server stops.
     public var kernelDrops: Int? = nil
+    /// Times the sockets stopped reading because the core had too many reads still to parse
+    /// (``IngestServer/Configuration/maxBatchesInFlight``); meanwhile the kernel's receive buffer
+    /// holds the traffic, and what overflows it is counted in ``kernelDrops``.
+    public var readPauses: Int = 0
 
     /// Streams started and not yet ended.
     public var streamsOpen: Int { counters.streamsStarted - counters.streamsEnded }
@@ -47,6 +51,7 @@ public struct IngestServerStatus: Sendable, Hashable, CustomStringConvertible {
         }
         line += " · streams \(streamsOpen)"
         if chunksQueued > 0 { line += " · store queue \(chunksQueued)" }
+        if readPauses > 0 { line += " · read pauses \(readPauses)" }
         if chunksPending > 0 { line += " · UNSTORED chunks \(chunksPending)" }
         return line
     }
@@ -54,18 +59,23 @@ public struct IngestServerStatus: Sendable, Hashable, CustomStringConvertible {
 
 /// IngestCore on real UDP sockets: Motion's plugin port, bound on `127.0.0.1` and `[::1]`.
 ///
-/// Both channels live on one event loop, so the core (a value type) is only ever touched there.
-/// Time is the injected clock's elapsed time since ``start()``; after each read (a batch of datagrams) or timer the
-/// server arms a wake-up at the core's next deadline: a task NIO schedules on the loop with the
-/// system's clock, a wait on the injected clock with any other (a test's). Chunks go, as soon as
-/// the core makes them, to a writer thread that hands them to the sink in batches: the loop never
-/// waits for a commit, so storage cannot stall reading. ``stop()`` drains: the channels close,
-/// `finish` flushes every stream, the writer stores every remaining chunk, the sink is closed.
+/// Three threads share the work, so reading, parsing and storing each get a core when there are
+/// cores to give. The channels live on a socket loop, which copies each read's datagrams into a
+/// batch and hands it to the core's loop; the core (a value type) is only ever touched there. A
+/// loop that falls behind makes the socket loop stop reading (the kernel's receive buffer holds
+/// the traffic, and a full one drops what the status reports as kernel drops) rather than queue
+/// without bound in memory. Time is the injected clock's elapsed time since ``start()``; after
+/// each batch or timer the server arms a wake-up at the core's next deadline: a task NIO schedules
+/// on the core's loop with the system's clock, a wait on the injected clock with any other (a
+/// test's). Chunks go, as soon as the core makes them, to a writer thread that hands them to the
+/// sink in batches: no loop waits for a commit, so storage cannot stall reading. ``stop()``
+/// drains: the channels close, the batches read before are parsed, `finish` flushes every stream,
+/// the writer stores every remaining chunk, the sink is closed.
 public final class IngestServer: @unchecked Sendable {
-    // Thread-safety: `core`, `timer*`, `lastNow`, `lastAddress`, `lastSource`, `elapsed` and
-    // `sleepUntil` are touched only on `loop` (asserted); `published`, `phase`, `channels`,
-    // `dropTally`, `dropSampler`, `notices` and `waiters` are guarded by `lock`; `writer` is
-    // thread-safe.
+    // Thread-safety: `core`, `timer*`, `lastNow`, `elapsed` and `sleepUntil` are touched only on
+    // `loop`, the core's (asserted); `published`, `phase`, `channels`, `dropTally`, `dropSampler`,
+    // `notices`, `waiters`, `batchesInFlight` and `pausedChannels` are guarded by `lock`; `writer`
+    // is thread-safe. The channels and their handlers live on `socketLoop`.
 
     /// Where and how the server listens.
     public struct Configuration: Sendable, Hashable {
@@ -94,6 +104,10 @@ public final class IngestServer: @unchecked Sendable {
         /// Chunks waiting for the writer at which the server adds a notice that the store is
         /// falling behind (the chunks are kept in memory, never dropped).
         public var storeQueueWarningChunks: Int
+        /// Batches of datagrams (one per read) read and not yet parsed at which the socket loop
+        /// stops reading until the core's loop has caught up to half as many: what the core has
+        /// not parsed yet waits in the kernel's receive buffer, not in memory without bound.
+        public var maxBatchesInFlight: Int = 16
 
         /// Defaults: port 12345 on 127.0.0.1 and ::1, 64 datagrams per read, 16 KiB each, 16
         /// reads per wake-up, a 32 MiB receive buffer (forced past `net.core.rmem_max` when
@@ -127,16 +141,15 @@ public final class IngestServer: @unchecked Sendable {
     private let clock: any Clock<Duration>
     private let eventHandler: (@Sendable (IngestEvent, Duration) -> Void)?
     private let group: MultiThreadedEventLoopGroup
+    /// Where the core, its timers and the hand-over to the writer run.
     private let loop: any EventLoop
+    /// Where the channels read.
+    private let socketLoop: any EventLoop
     private let writer: ChunkWriter
 
     // Loop-confined.
     private var core: IngestCore
-    /// The last sender and its source: one stream sends thousands of datagrams a second, and
-    /// turning its address into text each time costs more than comparing the addresses.
-    private var lastAddress: SocketAddress?
-    private var lastSource = DatagramSource(address: "", port: 0)
-    /// Chunks the core made during the current read, handed to the writer at the read's end.
+    /// Chunks the core made during the current batch, handed to the writer at the batch's end.
     private var madeChunks: [IngestChunk] = []
     /// Whether the core's counters changed since they were last published.
     private var unpublished = false
@@ -174,6 +187,8 @@ public final class IngestServer: @unchecked Sendable {
     private var noticeList: [String] = []
     private var waiters: [CheckedContinuation<Result<IngestServerStatus, any Error>, Never>] = []
     private var outcome: Result<IngestServerStatus, any Error>?
+    private var batchesInFlight = 0
+    private var pausedChannels: [any Channel] = []
 
     /// A server that will hand chunks to `sink`, measuring time on `clock` (a `ContinuousClock` in
     /// live use). `eventHandler`, if given, sees every core event on the event loop (for logging).
@@ -188,8 +203,9 @@ public final class IngestServer: @unchecked Sendable {
         // Without a handler nobody looks at single points, so the core leaves their events out.
         self.core = IngestCore(configuration: configuration.core, reportsDataPoints: eventHandler != nil)
         self.published = IngestServerStatus(counters: .init(), chunksStored: 0, dataPointsStored: 0, chunksPending: 0, lastStoreError: nil, socketErrors: 0)
-        self.group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        self.group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         self.loop = group.next()
+        self.socketLoop = group.next()
         self.writer = ChunkWriter(sink: sink)
         writer.setProgressHandler { [weak self] progress in self?.record(progress) }
     }
@@ -238,7 +254,7 @@ public final class IngestServer: @unchecked Sendable {
         let perRead = max(1, configuration.vectorReadMessageCount)
         // No SO_REUSEADDR: on Linux it lets a second UDP socket share the port and take the
         // datagrams, so a second server would silently starve the first instead of failing.
-        let bootstrap = DatagramBootstrap(group: loop)
+        let bootstrap = DatagramBootstrap(group: socketLoop)
             .channelOption(ChannelOptions.socketOption(.so_rcvbuf), value: configuration.receiveBufferBytes)
             .channelOption(ChannelOptions.datagramVectorReadMessageCount, value: perRead)
             .channelOption(ChannelOptions.maxMessagesPerRead, value: UInt(max(1, configuration.readsPerWakeup)))
@@ -391,6 +407,9 @@ public final class IngestServer: @unchecked Sendable {
             } catch ChannelError.alreadyClosed {
                 // Closed already (for example by an error); nothing left to read from it.
             }
+            // Once the channel's handlers are gone every batch it read is queued on the core's
+            // loop, ahead of the drain submitted below. (NIO only ever succeeds `closeFuture`.)
+            try? await channel.closeFuture.get()
         }
         let result: Result<IngestServerStatus, any Error>
         do {
@@ -430,34 +449,51 @@ public final class IngestServer: @unchecked Sendable {
         return actual
     }
 
-    // MARK: On the loop
+    // MARK: On the socket loop
 
-    fileprivate func receive(_ envelope: AddressedEnvelope<ByteBuffer>) {
-        loop.preconditionInEventLoop()
-        let remote = envelope.remoteAddress
-        if remote != lastAddress {
-            lastAddress = remote
-            lastSource = DatagramSource(address: remote.ipAddress ?? "\(remote)", port: UInt16(clamping: remote.port ?? 0))
+    /// Hands one read's datagrams to the core's loop. Returns whether `channel` should stop
+    /// reading: too many batches wait for the core, and `channel` is then resumed by the core's
+    /// loop once it has caught up (decided under the lock, so no resume can be missed).
+    fileprivate func deliver(_ batch: DatagramBatch, from channel: any Channel) -> Bool {
+        socketLoop.preconditionInEventLoop()
+        let pause = lock.withLock { () -> Bool in
+            batchesInFlight += 1
+            guard batchesInFlight >= max(1, configuration.maxBatchesInFlight) else { return false }
+            pausedChannels.append(channel)
+            published.readPauses += 1
+            return true
         }
-        let now = currentTime()
-        envelope.data.withUnsafeReadableBytes { datagram in
-            core.receive(datagram, from: lastSource, now: now) { event in collect(event, now: now) }
-        }
-        unpublished = true
-    }
-
-    /// The end of one read from a socket: hands the read's chunks to the writer, publishes the
-    /// counters and arms the next wake-up once for the whole read rather than per datagram (a
-    /// timer due during the read is fired by the core itself at the next datagram's `now`).
-    fileprivate func readComplete() {
-        loop.preconditionInEventLoop()
-        handOver()
-        reschedule()
+        loop.execute { self.receive(batch) }
+        return pause
     }
 
     fileprivate func socketError(_ error: any Error) {
-        loop.preconditionInEventLoop()
+        socketLoop.preconditionInEventLoop()
         lock.withLock { published.socketErrors += 1 }
+    }
+
+    // MARK: On the core's loop
+
+    private func receive(_ batch: DatagramBatch) {
+        loop.preconditionInEventLoop()
+        batch.forEach { datagram, source in
+            let now = currentTime()
+            core.receive(datagram, from: source, now: now) { event in collect(event, now: now) }
+        }
+        unpublished = true
+        handOver()
+        reschedule()
+        let resume = lock.withLock { () -> [any Channel] in
+            batchesInFlight -= 1
+            guard !pausedChannels.isEmpty, batchesInFlight <= max(1, configuration.maxBatchesInFlight) / 2 else { return [] }
+            defer { pausedChannels = [] }
+            return pausedChannels
+        }
+        if !resume.isEmpty {
+            socketLoop.execute {
+                for channel in resume { channel.setOption(ChannelOptions.autoRead, value: true).whenFailure { _ in } }
+            }
+        }
     }
 
     private func currentTime() -> Duration {
@@ -601,19 +637,46 @@ public final class IngestServer: @unchecked Sendable {
     }
 }
 
-/// Passes each datagram of one channel to its server, on the server's loop.
+/// Copies the datagrams of each read from one channel into a batch and hands the batch to its
+/// server, on the socket loop.
 private final class IngestDatagramHandler: ChannelInboundHandler {
     typealias InboundIn = AddressedEnvelope<ByteBuffer>
     private let server: IngestServer
+    private var batch = DatagramBatch()
+    /// The last sender and its source: one stream sends thousands of datagrams a second, and
+    /// turning its address into text each time costs more than comparing the addresses.
+    private var lastAddress: SocketAddress?
+    private var lastSource = DatagramSource(address: "", port: 0)
 
     init(server: IngestServer) { self.server = server }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        server.receive(unwrapInboundIn(data))
+        let envelope = unwrapInboundIn(data)
+        let remote = envelope.remoteAddress
+        if remote != lastAddress {
+            lastAddress = remote
+            lastSource = DatagramSource(address: remote.ipAddress ?? "\(remote)", port: UInt16(clamping: remote.port ?? 0))
+        }
+        envelope.data.withUnsafeReadableBytes { batch.append($0, from: lastSource) }
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        server.readComplete()
+        deliver(context: context)
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        // A read is always completed before the channel closes; this is only a safety net, so
+        // nothing read is ever left behind.
+        deliver(context: context)
+    }
+
+    private func deliver(context: ChannelHandlerContext) {
+        guard !batch.isEmpty else { return }
+        let full = batch
+        batch = DatagramBatch(sizedLike: full)
+        if server.deliver(full, from: context.channel) {
+            context.channel.setOption(ChannelOptions.autoRead, value: false).whenFailure { _ in }
+        }
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {

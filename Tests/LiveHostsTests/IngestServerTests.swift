@@ -234,6 +234,25 @@ private final class ManualClock: Clock, @unchecked Sendable {
 
 /// A sink whose `accept` waits until opened, and which can refuse its first calls: stands in for
 /// a store that is slow or failing.
+/// Holds every caller of ``passOnce()`` until ``open()``, then lets them all pass.
+private final class EventGate: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var isOpen = false
+
+    func passOnce() {
+        condition.lock()
+        defer { condition.unlock() }
+        while !isOpen { condition.wait() }
+    }
+
+    func open() {
+        condition.withLock {
+            isOpen = true
+            condition.broadcast()
+        }
+    }
+}
+
 private final class GatedSink: IngestSink, @unchecked Sendable {
     private let condition = NSCondition()
     private var open: Bool
@@ -302,6 +321,33 @@ private final class GatedSink: IngestSink, @unchecked Sendable {
         #expect(status.chunksQueued == 0)
         #expect(status.chunksQueuedPeak > 0)
         #expect(sink.closed)
+    }
+
+    @Test func readingPausesWhileTheCoreIsBehindAndLosesNothing() async throws {
+        let sink = MemoryIngestSink()
+        // The core's loop blocks in its first event until the gate opens: reads pile up.
+        let gate = EventGate()
+        var configuration = IngestServer.Configuration(port: 0, ipv6Host: nil, core: .init(idleTimeout: .seconds(3600)))
+        configuration.maxBatchesInFlight = 2
+        let server = IngestServer(configuration: configuration, sink: sink) { _, _ in gate.passOnce() }
+        try await server.start()
+        let port = try #require(server.port)
+        let schedule = PluginTrafficGenerator(configuration: .init(rate: 500, duration: .milliseconds(200), startWallClockNs: wallClockNow(), sendsEndMessage: false)).schedule()
+        let sender = try PluginSender(host: "127.0.0.1", port: UInt16(port))
+        // Ten bursts apart in time, so the socket loop makes several reads of them.
+        for burst in stride(from: 0, to: schedule.count, by: 10) {
+            for datagram in schedule[burst..<min(burst + 10, schedule.count)] { try sender.send(datagram.bytes) }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(await eventually { server.status.readPauses == 1 })
+        #expect(server.status.description.contains("read pauses 1"))
+
+        gate.open()
+        #expect(await eventually { server.status.counters.datagrams == schedule.count })
+        let status = try await server.stop()
+        #expect(keys(sink.dataPoints) == expectedPoints(schedule))
+        #expect(status.dataPointsStored == schedule.count * 6)
+        #expect(status.kernelDrops ?? 0 == 0)
     }
 
     @Test func aStoreFallingBehindIsAnnounced() async throws {
