@@ -57,8 +57,19 @@ private func checkPackedReader(_ bytes: [UInt8]) {
         } catch {
             return  // a payload that does not fit its type: an error, as it should be
         }
-        guard points.count == packed.count, PackedDataPoints(points) == packed else {
-            fatalError("packed points \(bytes) read back as \(points)")
+        guard points.count == packed.count else {
+            fatalError("packed points \(bytes): \(packed.count) counted, \(points.count) read")
+        }
+        // Packing what was read and reading it again gives the same buffer (either format in,
+        // the current one out). Compared packed: a NaN value is not equal to itself.
+        let repacked = PackedDataPoints(points)
+        do {
+            let again = try PackedDataPoints(validating: repacked.bytes).dataPoints(source: DatagramSource(address: "::1", port: 1))
+            guard PackedDataPoints(again) == repacked else {
+                fatalError("packed points \(bytes) read back differently after repacking")
+            }
+        } catch {
+            fatalError("packed points \(bytes) repacked to a buffer that does not read: \(error)")
         }
     } catch {
         return  // refused with an offset, as it should be

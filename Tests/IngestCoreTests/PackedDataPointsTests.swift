@@ -53,41 +53,92 @@ private func mixedMessage(time: String) -> [UInt8] {
 }
 
 @Test func packedLayoutIsTheDocumentedOne() throws {
-    let point = DataPoint(source: plugin, timeNs: 0x0102, name: "ab", type: "int64", value: .int64(7),
+    let first = DataPoint(source: plugin, timeNs: 300, name: "ab", type: "int64", value: .int64(7),
                           payload: [0, 0, 0, 0, 0, 0, 0, 7])
-    let packed = PackedDataPoints([point])
-    let expected: [UInt8] = [1]  // format
-        + [0x02, 0x01, 0, 0, 0, 0, 0, 0]  // sample time, little-endian
+    let second = DataPoint(source: plugin, timeNs: 300, name: "c", type: "float64", value: .float64(1), payload: float64Bytes(1))
+    let third = DataPoint(source: plugin, timeNs: 299, name: "ab", type: "int64", value: .int64(8),
+                          payload: [0, 0, 0, 0, 0, 0, 0, 8])
+    let packed = PackedDataPoints([first, second, third])
+    let expected: [UInt8] = [2]  // format
+        // key 0 defined here: "ab", "int64"; time 300 - 0 = 300, zigzag 600 = 0xD8 0x04; payload
+        + [0, 2] + Array("ab".utf8) + [5] + Array("int64".utf8) + [0xD8, 0x04] + [8, 0, 0, 0, 0, 0, 0, 0, 7]
+        // key 1 defined: "c", "float64"; same time, difference 0
+        + [1, 1] + Array("c".utf8) + [7] + Array("float64".utf8) + [0] + [8] + float64Bytes(1)
+        // key 0 again; one nanosecond back, zigzag 1
+        + [0, 1, 8, 0, 0, 0, 0, 0, 0, 0, 8]
+    #expect(packed.bytes == expected)
+    #expect(packed.count == 3)
+    #expect(try PackedDataPoints(validating: expected).dataPoints(source: plugin) == [first, second, third])
+}
+
+@Test func formatOneBuffersFromOlderStoresStillRead() throws {
+    // Format 1: int64 time, then name, type and payload each with a uint32 length.
+    let buffer: [UInt8] = [1]
+        + [0x02, 0x01, 0, 0, 0, 0, 0, 0]
         + [2, 0, 0, 0] + Array("ab".utf8)
         + [5, 0, 0, 0] + Array("int64".utf8)
         + [8, 0, 0, 0] + [0, 0, 0, 0, 0, 0, 0, 7]
-    #expect(packed.bytes == expected)
+    let packed = try PackedDataPoints(validating: buffer)
+    let point = DataPoint(source: plugin, timeNs: 0x0102, name: "ab", type: "int64", value: .int64(7), payload: [0, 0, 0, 0, 0, 0, 0, 7])
     #expect(packed.count == 1)
-    #expect(try PackedDataPoints(validating: expected).dataPoints(source: plugin) == [point])
+    #expect(try packed.dataPoints(source: plugin) == [point])
+    // Appending to a buffer read back repacks it in the current format.
+    var extended = packed
+    extended.append(point)
+    #expect(extended.bytes.first == PackedDataPoints.format)
+    #expect(try extended.dataPoints(source: plugin) == [point, point])
+}
+
+@Test func aSixFloatDatagramPacksSmall() {
+    // One chunk for all 100 datagrams, so its names and types are written once.
+    var core = IngestCore(configuration: .init(flushInterval: .seconds(60)))
+    let values = ["yaw", "pitch", "roll", "x", "y", "z"].map { ("v1/1/\($0)", 1.25) }
+    var events: [IngestEvent] = []
+    for i in 0..<100 { events += core.receive(floatMessage(time: "1700000000.\(100 + i)", values), from: plugin, now: ms(10 * i)) }
+    events += core.finish(now: ms(2000))
+    let packed = chunks(events).map(\.packedPoints.bytes.count).reduce(0, +)
+    // A key, a time difference and a payload per point: 68 bytes a datagram (format 1 took 258).
+    #expect(chunks(events).count == 1)
+    #expect(packed < 100 * 70, "\(packed) bytes for 100 datagrams")
+    #expect(chunks(events).flatMap(\.dataPoints) == points(events))
 }
 
 @Test func validatingRefusesATruncatedBufferAtTheFieldThatRunsOut() {
     let point = DataPoint(source: plugin, timeNs: 5, name: "name", type: "float64", value: .float64(1), payload: float64Bytes(1))
-    let whole = PackedDataPoints([point, point]).bytes
-    // Cut inside the second point's name: its length says 4 bytes, 2 are left.
-    let secondStart = 1 + (whole.count - 1) / 2
-    let cut = Array(whole[..<(secondStart + 8 + 4 + 2)])
+    let whole = PackedDataPoints([point]).bytes
+    // Cut inside the name: its length says 4 bytes, 2 are left (format, key, length, 2 bytes).
+    let cut = Array(whole[..<5])
     let error = #expect(throws: PackedDataPointsError.self) { try PackedDataPoints(validating: cut) }
-    #expect(error?.offset == secondStart + 12)
+    #expect(error?.offset == 3)
     #expect(error?.description.contains("name of 4 bytes, only 2 left") == true)
 }
 
+@Test func validatingRefusesAReferenceToAnUndefinedKey() {
+    // Key 1 referenced while none is defined.
+    let buffer: [UInt8] = [2, 1, 0, 0]
+    let error = #expect(throws: PackedDataPointsError.self) { try PackedDataPoints(validating: buffer) }
+    #expect(error?.offset == 1)
+    #expect(error?.problem.contains("key reference 1, but only 0 keys are defined") == true)
+}
+
+@Test func validatingRefusesAVarintLongerThan64Bits() {
+    let buffer: [UInt8] = [2, 0, 1] + Array("a".utf8) + [1] + Array("t".utf8) + Array(repeating: 0xFF, count: 10) + [0x01, 0]
+    let error = #expect(throws: PackedDataPointsError.self) { try PackedDataPoints(validating: buffer) }
+    #expect(error?.offset == 6)
+    #expect(error?.problem.contains("does not fit in 64 bits") == true)
+}
+
 @Test func validatingRefusesAnUnknownFormatAndAnEmptyBuffer() {
-    let wrongFormat = #expect(throws: PackedDataPointsError.self) { try PackedDataPoints(validating: [2]) }
-    #expect(wrongFormat?.description == "packed points, byte 0: format 2, expected 1")
+    let wrongFormat = #expect(throws: PackedDataPointsError.self) { try PackedDataPoints(validating: [3]) }
+    #expect(wrongFormat?.description == "packed points, byte 0: format 3, expected 2 or 1")
     let empty = #expect(throws: PackedDataPointsError.self) { try PackedDataPoints(validating: []) }
     #expect(empty?.offset == 0)
 }
 
 @Test func validatingRefusesANameThatIsNotUTF8() {
-    let buffer: [UInt8] = [1, 0, 0, 0, 0, 0, 0, 0, 0] + [1, 0, 0, 0, 0xFF] + [5, 0, 0, 0] + Array("bytes".utf8) + [0, 0, 0, 0]
+    let buffer: [UInt8] = [2, 0, 1, 0xFF, 5] + Array("bytes".utf8) + [0, 0]
     let error = #expect(throws: PackedDataPointsError.self) { try PackedDataPoints(validating: buffer) }
-    #expect(error?.offset == 9)
+    #expect(error?.offset == 2)
     #expect(error?.problem == "name is not UTF-8")
 }
 
