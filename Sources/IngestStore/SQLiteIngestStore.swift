@@ -9,8 +9,9 @@ import Darwin
 
 /// The durable local sink for ``IngestCore`` chunks: a SQLite database in WAL mode.
 ///
-/// Each chunk is one row: its identity, its counts, and its points packed into one blob
-/// (a length-prefixed record per point), decoded again on read. One row per chunk instead of one per data point
+/// Each chunk is one row: its identity, its counts, and its points packed into one blob, as the
+/// chunk holds them (``PackedDataPoints``: format 2 since its names and types are written once per
+/// chunk, format 1 in older stores; both read), decoded again on read. One row per chunk instead of one per data point
 /// makes a durable write a few hundred times fewer B-tree inserts, and a row is all-or-nothing, so
 /// after a crash the database holds whole chunks only. ``store(_:)-(IngestChunk)`` commits one
 /// chunk, ``store(_:)-([IngestChunk])`` several in one transaction. `synchronous = NORMAL` with
