@@ -87,11 +87,13 @@ let package = Package(
         .target(name: "LiveCapture", dependencies: [
             "CPcap", .target(name: "CBluetooth", condition: .when(platforms: [.linux])), "CaptureKit", "CaptureSet", .product(name: "DequeModule", package: "swift-collections"),
         ]),
+        // Batched datagram reads (recvmmsg, a GNU extension Swift's Glibc module does not show).
+        .target(name: "CDatagramBatch"),
         // Cores on real sockets, and the plugin simulator.
         .target(
             name: "LiveHosts",
             dependencies: [
-                "IngestCore", "IngestStore", "MessagingCore", "SessionCore", "WidgetCore", "MQTT", "MonkeyC", "JSONBytes", "Replay", "LiveCapture", "CaptureKit", "CaptureSet", "CoreRandom",
+                "CDatagramBatch", "IngestCore", "IngestStore", "MessagingCore", "SessionCore", "WidgetCore", "MQTT", "MonkeyC", "JSONBytes", "Replay", "LiveCapture", "CaptureKit", "CaptureSet", "CoreRandom",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),

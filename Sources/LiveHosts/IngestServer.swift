@@ -20,7 +20,7 @@ public struct IngestServerStatus: Sendable, Hashable, CustomStringConvertible {
     public var chunksQueuedPeak: Int = 0
     /// The sink's last refusal, if any.
     public var lastStoreError: String?
-    /// Socket errors the channels reported (reading went on).
+    /// Failed reads of the sockets (reading went on).
     public var socketErrors: Int
     /// Datagrams the kernel dropped on the server's sockets before the server read them (the
     /// receive buffer was full): lost before Tether saw them, so in no other count here. `nil`
@@ -60,22 +60,23 @@ public struct IngestServerStatus: Sendable, Hashable, CustomStringConvertible {
 /// IngestCore on real UDP sockets: Motion's plugin port, bound on `127.0.0.1` and `[::1]`.
 ///
 /// Three threads share the work, so reading, parsing and storing each get a core when there are
-/// cores to give. The channels live on a socket loop, which copies each read's datagrams into a
-/// batch and hands it to the core's loop; the core (a value type) is only ever touched there. A
-/// loop that falls behind makes the socket loop stop reading (the kernel's receive buffer holds
-/// the traffic, and a full one drops what the status reports as kernel drops) rather than queue
-/// without bound in memory. Time is the injected clock's elapsed time since ``start()``; after
-/// each batch or timer the server arms a wake-up at the core's next deadline: a task NIO schedules
-/// on the core's loop with the system's clock, a wait on the injected clock with any other (a
-/// test's). Chunks go, as soon as the core makes them, to a writer thread that hands them to the
-/// sink in batches: no loop waits for a commit, so storage cannot stall reading. ``stop()``
-/// drains: the channels close, the batches read before are parsed, `finish` flushes every stream,
-/// the writer stores every remaining chunk, the sink is closed.
+/// cores to give. A reader thread (``DatagramReader``) polls the sockets and reads them in batches
+/// (`recvmmsg`), copying each wake-up's datagrams into one batch for the core's loop (a SwiftNIO
+/// event loop); the core (a value type) is only ever touched there. A core that falls behind makes
+/// the reader stop reading (the kernel's receive buffer holds the traffic, and a full one drops
+/// what the status reports as kernel drops) rather than queue without bound in memory. Time is the
+/// injected clock's elapsed time since ``start()``; after each batch or timer the server arms a
+/// wake-up at the core's next deadline: a task NIO schedules on the core's loop with the system's
+/// clock, a wait on the injected clock with any other (a test's). Chunks go, as soon as the core
+/// makes them, to a writer thread that hands them to the sink in batches: neither the reader nor
+/// the core waits for a commit, so storage cannot stall reading. ``stop()`` drains: the reader
+/// stops, the batches it read are parsed, the sockets close, `finish` flushes every stream, the
+/// writer stores every remaining chunk, the sink is closed.
 public final class IngestServer: @unchecked Sendable {
     // Thread-safety: `core`, `timer*`, `lastNow`, `elapsed` and `sleepUntil` are touched only on
-    // `loop`, the core's (asserted); `published`, `phase`, `channels`, `dropTally`, `dropSampler`,
-    // `notices`, `waiters`, `batchesInFlight` and `pausedChannels` are guarded by `lock`; `writer`
-    // is thread-safe. The channels and their handlers live on `socketLoop`.
+    // `loop`, the core's (asserted); `published`, `phase`, `sockets`, `reader`, `dropTally`,
+    // `dropSampler`, `notices`, `waiters`, `batchesInFlight` and `readingPaused` are guarded by
+    // `lock`; `writer` and `reader` are thread-safe.
 
     /// Where and how the server listens.
     public struct Configuration: Sendable, Hashable {
@@ -104,7 +105,7 @@ public final class IngestServer: @unchecked Sendable {
         /// Chunks waiting for the writer at which the server adds a notice that the store is
         /// falling behind (the chunks are kept in memory, never dropped).
         public var storeQueueWarningChunks: Int
-        /// Batches of datagrams (one per read) read and not yet parsed at which the socket loop
+        /// Batches of datagrams (one per wake-up of the reader) read and not yet parsed at which the reader
         /// stops reading until the core's loop has caught up to half as many: what the core has
         /// not parsed yet waits in the kernel's receive buffer, not in memory without bound.
         public var maxBatchesInFlight: Int = 16
@@ -143,8 +144,6 @@ public final class IngestServer: @unchecked Sendable {
     private let group: MultiThreadedEventLoopGroup
     /// Where the core, its timers and the hand-over to the writer run.
     private let loop: any EventLoop
-    /// Where the channels read.
-    private let socketLoop: any EventLoop
     private let writer: ChunkWriter
 
     // Loop-confined.
@@ -180,7 +179,6 @@ public final class IngestServer: @unchecked Sendable {
     private let lock = NSLock()
     private var published: IngestServerStatus
     private var phase: Phase = .idle
-    private var channels: [any Channel] = []
     private var dropTally = ReceiveDropTally(sockets: 0)
     private var dropSampler: RepeatedTask?
     private var boundPort: Int?
@@ -188,7 +186,9 @@ public final class IngestServer: @unchecked Sendable {
     private var waiters: [CheckedContinuation<Result<IngestServerStatus, any Error>, Never>] = []
     private var outcome: Result<IngestServerStatus, any Error>?
     private var batchesInFlight = 0
-    private var pausedChannels: [any Channel] = []
+    private var readingPaused = false
+    private var sockets: [BoundUDPSocket] = []
+    private var reader: DatagramReader?
 
     /// A server that will hand chunks to `sink`, measuring time on `clock` (a `ContinuousClock` in
     /// live use). `eventHandler`, if given, sees every core event on the event loop (for logging).
@@ -203,9 +203,8 @@ public final class IngestServer: @unchecked Sendable {
         // Without a handler nobody looks at single points, so the core leaves their events out.
         self.core = IngestCore(configuration: configuration.core, reportsDataPoints: eventHandler != nil)
         self.published = IngestServerStatus(counters: .init(), chunksStored: 0, dataPointsStored: 0, chunksPending: 0, lastStoreError: nil, socketErrors: 0)
-        self.group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        self.group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         self.loop = group.next()
-        self.socketLoop = group.next()
         self.writer = ChunkWriter(sink: sink)
         writer.setProgressHandler { [weak self] progress in self?.record(progress) }
     }
@@ -251,25 +250,10 @@ public final class IngestServer: @unchecked Sendable {
             self.schedulesOnLoop = clock is ContinuousClock || clock is SuspendingClock
         }.get()
 
-        let perRead = max(1, configuration.vectorReadMessageCount)
-        // No SO_REUSEADDR: on Linux it lets a second UDP socket share the port and take the
-        // datagrams, so a second server would silently starve the first instead of failing.
-        let bootstrap = DatagramBootstrap(group: socketLoop)
-            .channelOption(ChannelOptions.socketOption(.so_rcvbuf), value: configuration.receiveBufferBytes)
-            .channelOption(ChannelOptions.datagramVectorReadMessageCount, value: perRead)
-            .channelOption(ChannelOptions.maxMessagesPerRead, value: UInt(max(1, configuration.readsPerWakeup)))
-            // With vector reads NIO splits one buffer evenly between the messages of a read.
-            .channelOption(ChannelOptions.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: perRead * max(configuration.readBytesPerDatagram, configuration.core.maxDatagramBytes + 1)))
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(IngestDatagramHandler(server: self))
-                }
-            }
-
         let v4Target = "\(configuration.ipv4Host):\(configuration.port)"
-        let v4: any Channel
-        do {
-            v4 = try await bootstrap.bind(host: configuration.ipv4Host, port: configuration.port).get()
+        let v4: BoundUDPSocket
+        do throws(BoundUDPSocket.Failure) {
+            v4 = try BoundUDPSocket.bind(host: configuration.ipv4Host, port: configuration.port)
         } catch {
             lock.withLock { phase = .stopped }
             // Nothing was read: end the writer without closing the sink (the caller still owns it).
@@ -279,45 +263,63 @@ public final class IngestServer: @unchecked Sendable {
                 target: v4Target, step: "bind UDP", detail: "\(error)",
                 hint: "Is another ingest server (or Motion simulator) already on this port? Choose another with --port.")
         }
-        let port = v4.localAddress?.port ?? configuration.port
+        let port = v4.port
         var bound = ["\(configuration.ipv4Host):\(port)"]
-        var channels: [any Channel] = [v4]
+        var sockets = [v4]
         var notices: [String] = []
         if let host6 = configuration.ipv6Host {
-            do {
-                let v6 = try await bootstrap.bind(host: host6, port: port).get()
-                channels.append(v6)
+            do throws(BoundUDPSocket.Failure) {
+                sockets.append(try BoundUDPSocket.bind(host: host6, port: port))
                 bound.append("[\(host6)]:\(port)")
             } catch {
                 notices.append("[\(host6)]:\(port): IPv6 loopback unavailable (\(error)); listening on IPv4 only")
             }
         }
         var shortBuffer: Int?
-        for channel in channels {
-            if let actual = await receiveBuffer(of: channel), actual < configuration.receiveBufferBytes {
-                shortBuffer = actual
-            }
+        for socket in sockets {
+            let actual = socket.requestReceiveBuffer(configuration.receiveBufferBytes, force: configuration.forceReceiveBuffer)
+            if let actual, actual < configuration.receiveBufferBytes { shortBuffer = actual }
         }
         if let actual = shortBuffer {
             notices.append(
                 "SO_RCVBUF is \(actual) bytes, less than the \(configuration.receiveBufferBytes) asked; "
                     + "raise net.core.rmem_max (or run as root, which may exceed it) for long bursts")
         }
+        let reader: DatagramReader
+        do throws(BoundUDPSocket.Failure) {
+            reader = try DatagramReader(
+                sockets: sockets,
+                limits: .init(messagesPerRead: configuration.vectorReadMessageCount,
+                              bytesPerDatagram: max(configuration.readBytesPerDatagram, configuration.core.maxDatagramBytes + 1),
+                              readsPerWakeup: configuration.readsPerWakeup),
+                deliver: { [unowned self] batch in self.deliver(batch) },
+                isPaused: { [unowned self] in self.lock.withLock { self.readingPaused } },
+                readFailed: { [unowned self] _ in self.lock.withLock { self.published.socketErrors += 1 } })
+        } catch {
+            for socket in sockets { socket.close() }
+            lock.withLock { phase = .stopped }
+            _ = await writer.finish(closingSink: false)
+            try? await group.shutdownGracefully()
+            throw LiveHostError(target: v4Target, step: "start the reader", detail: "\(error)", hint: "The system is out of file descriptors; close some and try again.")
+        }
         let stoppedMeanwhile = lock.withLock { () -> Bool in
-            self.channels = channels
-            self.dropTally = ReceiveDropTally(sockets: channels.count)
+            guard phase == .running else { return true }
+            self.sockets = sockets
+            self.reader = reader
+            self.dropTally = ReceiveDropTally(sockets: sockets.count)
             if SocketReceiveDrops.isSupported { published.kernelDrops = 0 }
             self.boundPort = port
             self.noticeList += notices
-            return phase != .running
+            return false
         }
         if stoppedMeanwhile {
-            // stop() came while binding and drained without these channels: close them here.
-            for channel in channels { try? await channel.close() }
+            // stop() came while binding and drained without these sockets: close them here.
+            for socket in sockets { socket.close() }
             throw LiveHostError(target: v4Target, step: "start", detail: "stopped while starting", hint: "Nothing to do: the server was asked to stop.")
         }
+        reader.start()
         if SocketReceiveDrops.isSupported {
-            // NIO's own scheduling on the server's loop: the status line reads `status` four
+            // NIO's own scheduling on the core's loop: the status line reads `status` four
             // times a second, so the drops are never more than a sample behind it.
             lock.withLock {
                 // A stop() that came meanwhile has drained already; nothing left to sample.
@@ -333,19 +335,14 @@ public final class IngestServer: @unchecked Sendable {
     /// How often the kernel's drop counters are read while serving.
     static let dropSampleInterval: TimeAmount = .milliseconds(250)
 
-    /// Reads every socket's drop counter (on the loop, where the channels' options are read at
-    /// once) and publishes the total.
+    /// Reads every socket's drop counter and publishes the total.
     private func sampleKernelDrops() {
-        loop.preconditionInEventLoop()
-        let channels = lock.withLock { self.channels }
-        for (index, channel) in channels.enumerated() {
-            SocketReceiveDrops.count(of: channel).whenSuccess { counter in
-                guard let counter else { return }
-                self.lock.withLock {
-                    self.dropTally.record(counter, socket: index)
-                    self.published.kernelDrops = self.dropTally.total
-                }
+        lock.withLock {
+            for (index, socket) in sockets.enumerated() {
+                guard let counter = SocketReceiveDrops.count(descriptor: socket.descriptor) else { continue }
+                dropTally.record(counter, socket: index)
             }
+            published.kernelDrops = dropTally.total
         }
     }
 
@@ -366,17 +363,17 @@ public final class IngestServer: @unchecked Sendable {
     /// - Throws: ``LiveHostError`` when chunks could not be stored (the status says how many).
     @discardableResult
     public func stop() async throws -> IngestServerStatus {
-        let (shouldDrain, neverStarted, channels) = lock.withLock { () -> (Bool, Bool, [any Channel]) in
+        let (shouldDrain, neverStarted, sockets, reader) = lock.withLock { () -> (Bool, Bool, [BoundUDPSocket], DatagramReader?) in
             switch phase {
             case .running:
                 phase = .stopping
-                return (true, false, self.channels)
+                return (true, false, self.sockets, self.reader)
             case .idle:
                 phase = .stopped
                 outcome = .success(published)
-                return (false, true, [])
+                return (false, true, [], nil)
             case .stopping, .stopped:
-                return (false, false, [])
+                return (false, false, [], nil)
             }
         }
         if neverStarted { try? await group.shutdownGracefully() }
@@ -393,6 +390,9 @@ public final class IngestServer: @unchecked Sendable {
             return try result.get()
         }
 
+        // The reader delivers its last batch and ends: every batch it read is then queued on the
+        // core's loop, ahead of the drain submitted below.
+        await reader?.stop()
         // The last reading of the drop counters, while the sockets still exist (closing them
         // discards their counters); anything dropped after it was dropped while shutting down.
         let sampler = lock.withLock { () -> RepeatedTask? in
@@ -400,17 +400,8 @@ public final class IngestServer: @unchecked Sendable {
             return dropSampler
         }
         sampler?.cancel()
-        if sampler != nil { try? await loop.submit { self.sampleKernelDrops() }.get() }
-        for channel in channels {
-            do {
-                try await channel.close()
-            } catch ChannelError.alreadyClosed {
-                // Closed already (for example by an error); nothing left to read from it.
-            }
-            // Once the channel's handlers are gone every batch it read is queued on the core's
-            // loop, ahead of the drain submitted below. (NIO only ever succeeds `closeFuture`.)
-            try? await channel.closeFuture.get()
-        }
+        if sampler != nil { sampleKernelDrops() }
+        for socket in sockets { socket.close() }
         let result: Result<IngestServerStatus, any Error>
         do {
             try await loop.submit { self.drain() }.get()
@@ -430,46 +421,19 @@ public final class IngestServer: @unchecked Sendable {
         return try result.get()
     }
 
-    /// Asks for `SO_RCVBUFFORCE` if the kernel capped the buffer and that is allowed; returns the
-    /// buffer the socket has (as `SO_RCVBUF` reports it: Linux doubles the request for overhead).
-    private func receiveBuffer(of channel: any Channel) async -> Int? {
-        let asked = configuration.receiveBufferBytes
-        guard var actual = try? await channel.getOption(ChannelOptions.socketOption(.so_rcvbuf)).get() else { return nil }
-        #if os(Linux)
-        if actual < asked, configuration.forceReceiveBuffer {
-            let force = ChannelOptions.Types.SocketOption(level: .socket, name: NIOBSDSocket.Option(rawValue: SO_RCVBUFFORCE))
-            // Refused without CAP_NET_ADMIN; the capped buffer then stays, and the caller says so.
-            if (try? await channel.setOption(force, value: asked).get()) != nil,
-                let forced = try? await channel.getOption(ChannelOptions.socketOption(.so_rcvbuf)).get()
-            {
-                actual = forced
+    // MARK: On the reader's thread
+
+    /// Hands one wake-up's datagrams to the core's loop, and pauses reading when too many
+    /// batches wait for the core (the core's loop ends the pause once it has caught up).
+    private func deliver(_ batch: DatagramBatch) {
+        lock.withLock {
+            batchesInFlight += 1
+            if !readingPaused, batchesInFlight >= max(1, configuration.maxBatchesInFlight) {
+                readingPaused = true
+                published.readPauses += 1
             }
         }
-        #endif
-        return actual
-    }
-
-    // MARK: On the socket loop
-
-    /// Hands one read's datagrams to the core's loop. Returns whether `channel` should stop
-    /// reading: too many batches wait for the core, and `channel` is then resumed by the core's
-    /// loop once it has caught up (decided under the lock, so no resume can be missed).
-    fileprivate func deliver(_ batch: DatagramBatch, from channel: any Channel) -> Bool {
-        socketLoop.preconditionInEventLoop()
-        let pause = lock.withLock { () -> Bool in
-            batchesInFlight += 1
-            guard batchesInFlight >= max(1, configuration.maxBatchesInFlight) else { return false }
-            pausedChannels.append(channel)
-            published.readPauses += 1
-            return true
-        }
         loop.execute { self.receive(batch) }
-        return pause
-    }
-
-    fileprivate func socketError(_ error: any Error) {
-        socketLoop.preconditionInEventLoop()
-        lock.withLock { published.socketErrors += 1 }
     }
 
     // MARK: On the core's loop
@@ -483,17 +447,14 @@ public final class IngestServer: @unchecked Sendable {
         unpublished = true
         handOver()
         reschedule()
-        let resume = lock.withLock { () -> [any Channel] in
+        let resume = lock.withLock { () -> DatagramReader? in
             batchesInFlight -= 1
-            guard !pausedChannels.isEmpty, batchesInFlight <= max(1, configuration.maxBatchesInFlight) / 2 else { return [] }
-            defer { pausedChannels = [] }
-            return pausedChannels
+            guard readingPaused, batchesInFlight <= max(1, configuration.maxBatchesInFlight) / 2 else { return nil }
+            readingPaused = false
+            return reader
         }
-        if !resume.isEmpty {
-            socketLoop.execute {
-                for channel in resume { channel.setOption(ChannelOptions.autoRead, value: true).whenFailure { _ in } }
-            }
-        }
+        // The reader asks whether it is paused before each wait, so a wake-up now cannot be missed.
+        resume?.wake()
     }
 
     private func currentTime() -> Duration {
@@ -634,53 +595,5 @@ public final class IngestServer: @unchecked Sendable {
             { start.duration(to: clock.now) },
             { offset in try await clock.sleep(until: start.advanced(by: offset), tolerance: nil) }
         )
-    }
-}
-
-/// Copies the datagrams of each read from one channel into a batch and hands the batch to its
-/// server, on the socket loop.
-private final class IngestDatagramHandler: ChannelInboundHandler {
-    typealias InboundIn = AddressedEnvelope<ByteBuffer>
-    private let server: IngestServer
-    private var batch = DatagramBatch()
-    /// The last sender and its source: one stream sends thousands of datagrams a second, and
-    /// turning its address into text each time costs more than comparing the addresses.
-    private var lastAddress: SocketAddress?
-    private var lastSource = DatagramSource(address: "", port: 0)
-
-    init(server: IngestServer) { self.server = server }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let envelope = unwrapInboundIn(data)
-        let remote = envelope.remoteAddress
-        if remote != lastAddress {
-            lastAddress = remote
-            lastSource = DatagramSource(address: remote.ipAddress ?? "\(remote)", port: UInt16(clamping: remote.port ?? 0))
-        }
-        envelope.data.withUnsafeReadableBytes { batch.append($0, from: lastSource) }
-    }
-
-    func channelReadComplete(context: ChannelHandlerContext) {
-        deliver(context: context)
-    }
-
-    func handlerRemoved(context: ChannelHandlerContext) {
-        // A read is always completed before the channel closes; this is only a safety net, so
-        // nothing read is ever left behind.
-        deliver(context: context)
-    }
-
-    private func deliver(context: ChannelHandlerContext) {
-        guard !batch.isEmpty else { return }
-        let full = batch
-        batch = DatagramBatch(sizedLike: full)
-        if server.deliver(full, from: context.channel) {
-            context.channel.setOption(ChannelOptions.autoRead, value: false).whenFailure { _ in }
-        }
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        // A UDP socket error (an ICMP unreachable, say) concerns one datagram; keep reading.
-        server.socketError(error)
     }
 }
