@@ -89,7 +89,7 @@ public final class IngestServer: @unchecked Sendable {
         public var ipv6Host: String?
         /// The core's limits and timers.
         public var core: IngestConfiguration
-        /// Datagrams read per system call (`recvmmsg`).
+        /// Datagrams read per system call (`recvmmsg`), at most 64.
         public var vectorReadMessageCount: Int
         /// Bytes kept of each datagram read. Above the core's 9216-byte limit, so an oversize
         /// datagram is still seen as oversize (a truncated one would look like broken JSON).
@@ -100,7 +100,7 @@ public final class IngestServer: @unchecked Sendable {
         /// ignores `net.core.rmem_max` for a process with `CAP_NET_ADMIN` (root): a larger buffer
         /// rides out longer bursts. Without the capability the cap stays and a notice says so.
         public var forceReceiveBuffer: Bool
-        /// Datagram reads (each of ``vectorReadMessageCount`` datagrams) per wake-up of the loop.
+        /// Datagram reads (each of ``vectorReadMessageCount`` datagrams) per socket per wake-up of the reader.
         public var readsPerWakeup: Int
         /// Chunks waiting for the writer at which the server adds a notice that the store is
         /// falling behind (the chunks are kept in memory, never dropped).

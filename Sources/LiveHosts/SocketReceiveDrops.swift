@@ -3,7 +3,6 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import NIOCore
 
 /// The kernel's count of datagrams it dropped on a socket before the program read them — chiefly
 /// because the socket's receive buffer was full. Such datagrams never reach Tether, so no count of
@@ -12,9 +11,8 @@ import NIOCore
 /// On Linux the counter is the socket's `sk_drops`: the same number `SO_RXQ_OVFL` attaches to each
 /// datagram as a control message and `/proc/net/udp` shows in its `drops` column. It is read here
 /// with `getsockopt(SOL_SOCKET, SO_MEMINFO)`, whose array of counters ends with it
-/// (`SK_MEMINFO_DROPS`), because the ingest server reads through SwiftNIO, whose `recvmmsg` hands on
-/// no control message but ECN and packet info. One call per socket, whenever the count is wanted,
-/// rather than a control message parsed per datagram.
+/// (`SK_MEMINFO_DROPS`): one call per socket, whenever the count is wanted, rather than a control
+/// message parsed per datagram.
 ///
 /// Other systems keep no such per-socket counter: the count is then `nil`, "unknown", never 0.
 public enum SocketReceiveDrops {
@@ -43,21 +41,6 @@ public enum SocketReceiveDrops {
         return info.8
         #else
         return nil
-        #endif
-    }
-
-    /// The drops counter of a SwiftNIO socket channel, read on its event loop; `nil` as for
-    /// ``count(descriptor:)``, or when the channel is closed or has no socket.
-    static func count(of channel: any Channel) -> EventLoopFuture<UInt32?> {
-        #if os(Linux)
-        guard let provider = channel as? any SocketOptionProvider else { return channel.eventLoop.makeSucceededFuture(nil) }
-        let future: EventLoopFuture<MemoryInfo> = provider.unsafeGetSocketOption(
-            level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_MEMINFO))
-        // NIO does not say how many bytes the kernel filled, but the drops counter is older than
-        // SO_MEMINFO itself: a kernel that answers fills it, an older one refuses (ENOPROTOOPT).
-        return future.map { Optional($0.8) }.recover { _ in nil }
-        #else
-        return channel.eventLoop.makeSucceededFuture(nil)
         #endif
     }
 }
