@@ -136,6 +136,33 @@ private func wallClockNow() -> Int64 { Int64(Date().timeIntervalSince1970 * 1e9)
         try await first.stop()
     }
 
+    @Test func aDatagramLongerThanTheReadBufferIsRefusedAsOversizeAndItsNeighbourKept() async throws {
+        let sink = MemoryIngestSink()
+        let server = IngestServer(configuration: .init(port: 0, ipv6Host: nil), sink: sink)
+        try await server.start()
+        let port = try #require(server.port)
+        let schedule = PluginTrafficGenerator(configuration: .init(rate: 10, duration: .milliseconds(100), startWallClockNs: wallClockNow(), sendsEndMessage: false)).schedule()
+        let sender = try PluginSender(host: "127.0.0.1", port: UInt16(port))
+        // Longer than the 16 KiB the reader keeps of a datagram: it arrives cut, and is refused whole.
+        try sender.send([UInt8](repeating: 0x20, count: 20_000))
+        for datagram in schedule { try sender.send(datagram.bytes) }
+        #expect(await eventually { server.status.counters.datagrams == schedule.count + 1 })
+        let status = try await server.stop()
+        #expect(status.counters.rejectedByReason == [.oversize: 1])
+        #expect(keys(sink.dataPoints) == expectedPoints(schedule))
+    }
+
+    @Test func aHostThatDoesNotResolveIsABindError() async throws {
+        let server = IngestServer(configuration: .init(port: 0, ipv4Host: "no-such-host.invalid", ipv6Host: nil), sink: MemoryIngestSink())
+        do {
+            try await server.start()
+            Issue.record("a server bound a host that does not exist")
+        } catch let error as LiveHostError {
+            #expect(error.step == "bind UDP")
+            #expect(error.detail.contains("resolve no-such-host.invalid"))
+        }
+    }
+
     @Test func runReturnsOnceStopHasDrained() async throws {
         let sink = MemoryIngestSink()
         let server = IngestServer(configuration: .init(port: 0), sink: sink)
