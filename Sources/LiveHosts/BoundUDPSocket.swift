@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import CaptureSet
 import IngestCore
 
 /// A non-blocking UDP socket bound to one local address, for the ingest server to read with its
@@ -50,21 +51,21 @@ final class BoundUDPSocket: @unchecked Sendable {
         defer { freeaddrinfo(found) }
         let info = first.pointee
         let descriptor = socket(info.ai_family, info.ai_socktype, info.ai_protocol)
-        guard descriptor >= 0 else { throw Failure(step: "socket", reason: Self.errnoText()) }
+        guard descriptor >= 0 else { throw Failure(step: "socket", reason: FileIO.errnoText()) }
         do throws(Failure) {
             let flags = fcntl(descriptor, F_GETFL)
             guard flags >= 0, fcntl(descriptor, F_SETFL, flags | O_NONBLOCK) == 0,
                   fcntl(descriptor, F_SETFD, FD_CLOEXEC) == 0 else {
-                throw Failure(step: "make the socket non-blocking", reason: Self.errnoText())
+                throw Failure(step: "make the socket non-blocking", reason: FileIO.errnoText())
             }
             if info.ai_family == AF_INET6 {
                 var one: Int32 = 1
                 guard setsockopt(descriptor, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size)) == 0 else {
-                    throw Failure(step: "IPV6_V6ONLY", reason: Self.errnoText())
+                    throw Failure(step: "IPV6_V6ONLY", reason: FileIO.errnoText())
                 }
             }
             guard systemBind(descriptor, info.ai_addr, info.ai_addrlen) == 0 else {
-                throw Failure(step: "bind", reason: Self.errnoText())
+                throw Failure(step: "bind", reason: FileIO.errnoText())
             }
             var bound = sockaddr_storage()
             var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
@@ -72,7 +73,7 @@ final class BoundUDPSocket: @unchecked Sendable {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
             }
             guard named == 0, let boundPort = SenderAddress(bound).port else {
-                throw Failure(step: "getsockname", reason: Self.errnoText())
+                throw Failure(step: "getsockname", reason: FileIO.errnoText())
             }
             return BoundUDPSocket(descriptor: descriptor, port: Int(boundPort))
         } catch {
@@ -109,8 +110,6 @@ final class BoundUDPSocket: @unchecked Sendable {
     func close() {
         _ = systemClose(descriptor)
     }
-
-    static func errnoText() -> String { String(cString: strerror(errno)) }
 }
 
 /// `bind` and `close` of the C library: this file's own names would otherwise shadow them.

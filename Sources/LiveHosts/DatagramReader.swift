@@ -5,6 +5,7 @@ import Darwin
 #endif
 import CDatagramBatch
 import Foundation
+import CaptureSet
 import IngestCore
 
 /// Reads the ingest server's sockets on a thread of its own: `poll`, then up to
@@ -53,7 +54,7 @@ final class DatagramReader: @unchecked Sendable {
         self.isPaused = isPaused
         self.readFailed = readFailed
         var ends: [Int32] = [0, 0]
-        guard pipe(&ends) == 0 else { throw BoundUDPSocket.Failure(step: "pipe", reason: BoundUDPSocket.errnoText()) }
+        guard pipe(&ends) == 0 else { throw BoundUDPSocket.Failure(step: "pipe", reason: FileIO.errnoText()) }
         for end in ends {
             _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
             _ = fcntl(end, F_SETFD, FD_CLOEXEC)
