@@ -7,7 +7,7 @@
 #include <sys/uio.h>
 
 int tether_receive_batch(int fd, unsigned char *buffer, size_t stride, unsigned count,
-                         struct sockaddr_storage *senders, size_t *lengths, int *truncated) {
+                         struct sockaddr_storage *senders, size_t *lengths) {
     if (count > TETHER_BATCH_MAX) count = TETHER_BATCH_MAX;
     if (count == 0) return 0;
 #if defined(__linux__)
@@ -27,10 +27,7 @@ int tether_receive_batch(int fd, unsigned char *buffer, size_t stride, unsigned 
         received = recvmmsg(fd, messages, count, MSG_DONTWAIT, NULL);
     } while (received < 0 && errno == EINTR);
     if (received < 0) return (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
-    for (int i = 0; i < received; i++) {
-        lengths[i] = messages[i].msg_len;
-        truncated[i] = (messages[i].msg_hdr.msg_flags & MSG_TRUNC) != 0;
-    }
+    for (int i = 0; i < received; i++) lengths[i] = messages[i].msg_len;
     return received;
 #else
     unsigned received = 0;
@@ -50,7 +47,6 @@ int tether_receive_batch(int fd, unsigned char *buffer, size_t stride, unsigned 
             return -1;
         }
         lengths[received] = (size_t)got;
-        truncated[received] = (message.msg_flags & MSG_TRUNC) != 0;
         received++;
     }
     return (int)received;

@@ -70,8 +70,7 @@ public struct PackedDataPoints: Sendable, Hashable {
 
     /// A buffer read back from elsewhere (a store's file), in either format, checked whole: every
     /// length must fit in the buffer, every key reference must name a defined pair, and every name
-    /// and type must be UTF-8. Points appended to it afterwards would not continue its numbering,
-    /// so it is read-only: ``append(_:)`` starts a new buffer from its points.
+    /// and type must be UTF-8. Appending to it first repacks its points in the current format.
     /// - Throws: ``PackedDataPointsError`` naming the byte offset of the first problem.
     public init(validating bytes: [UInt8]) throws(PackedDataPointsError) {
         var count = 0
@@ -79,11 +78,12 @@ public struct PackedDataPoints: Sendable, Hashable {
         self.storage = bytes
         self.used = bytes.count
         self.count = count
-        self.isReadOnly = true
+        self.isReadBack = true
     }
 
-    /// Set by ``init(validating:)``: `keys`, `lastKey` and `lastTimeNs` were not rebuilt.
-    private var isReadOnly = false
+    /// Set by ``init(validating:)``: `keys`, `lastKey` and `lastTimeNs` were not rebuilt, so the
+    /// buffer is repacked before a point is appended to it.
+    private var isReadBack = false
 
     /// Equal when the packed bytes are (the room to grow into is not compared).
     public static func == (a: Self, b: Self) -> Bool {
@@ -101,18 +101,19 @@ public struct PackedDataPoints: Sendable, Hashable {
 
     /// Packs one more point after the others.
     public mutating func append(_ point: DataPoint) {
-        if isReadOnly {
-            // A buffer read back (perhaps in format 1) is repacked, then appended to.
-            self = PackedDataPoints(dataPointsDecodingLeniently(source: point.source))
-        }
         point.storedPayload.withUnsafeBytes { append(timeNs: point.timeNs, name: point.name, type: point.type, payload: $0) }
     }
 
     /// Packs one more point from its parts (the core's path: no ``DataPoint`` is made).
     mutating func append(timeNs: Int64, name: String, type: String, payload: UnsafeRawBufferPointer) {
+        if isReadBack {
+            // A buffer read back (perhaps in format 1) is repacked, then appended to. Sources are
+            // not packed, so any will do.
+            self = PackedDataPoints(dataPointsDecodingLeniently(source: DatagramSource(address: "", port: 0)))
+        }
         let key = keyIndex(name: name, type: type)
-        let delta = UInt64(bitPattern: timeNs &- lastTimeNs)
-        let zigzag = (delta << 1) ^ (timeNs &- lastTimeNs < 0 ? ~0 : 0)
+        let difference = timeNs &- lastTimeNs
+        let zigzag = UInt64(bitPattern: (difference << 1) ^ (difference >> 63))
         lastTimeNs = timeNs
         count += 1
         if let key {

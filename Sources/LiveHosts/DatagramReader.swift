@@ -9,8 +9,8 @@ import CaptureSet
 import IngestCore
 
 /// Reads the ingest server's sockets on a thread of its own: `poll`, then up to
-/// `readsPerWakeup` batched reads (`recvmmsg` on Linux) of each ready socket, straight into one
-/// ``DatagramBatch`` per wake-up, which goes to `deliver`.
+/// `readsPerWakeup` batched reads (`recvmmsg` on Linux) of each ready socket into one read
+/// buffer, whose datagrams are gathered into one ``DatagramBatch`` per wake-up for `deliver`.
 ///
 /// SwiftNIO's datagram channel made an envelope per datagram and formatted each sender's address
 /// as text; here a sender is compared by its bytes and turned into text only when it changes, and
@@ -34,8 +34,8 @@ final class DatagramReader: @unchecked Sendable {
     private let deliver: @Sendable (DatagramBatch) -> Void
     /// Asked before each wait: true keeps the sockets unread until ``wake()``.
     private let isPaused: @Sendable () -> Bool
-    /// Hears of each failed read (with errno); reading goes on.
-    private let readFailed: @Sendable (Int32) -> Void
+    /// Hears of each failed read; reading goes on.
+    private let readFailed: @Sendable () -> Void
     private let wakeRead: Int32
     private let wakeWrite: Int32
     private let lock = NSLock()
@@ -46,7 +46,7 @@ final class DatagramReader: @unchecked Sendable {
     /// A reader of `sockets`; nothing is read before ``start()``.
     /// - Throws: ``BoundUDPSocket/Failure`` when the wake-up pipe cannot be made.
     init(sockets: [BoundUDPSocket], limits: Limits, deliver: @escaping @Sendable (DatagramBatch) -> Void,
-         isPaused: @escaping @Sendable () -> Bool, readFailed: @escaping @Sendable (Int32) -> Void) throws(BoundUDPSocket.Failure) {
+         isPaused: @escaping @Sendable () -> Bool, readFailed: @escaping @Sendable () -> Void) throws(BoundUDPSocket.Failure) {
         self.sockets = sockets
         self.limits = Limits(messagesPerRead: min(max(1, limits.messagesPerRead), Int(TETHER_BATCH_MAX)),
                              bytesPerDatagram: max(1, limits.bytesPerDatagram), readsPerWakeup: max(1, limits.readsPerWakeup))
@@ -102,7 +102,6 @@ final class DatagramReader: @unchecked Sendable {
         var buffer = [UInt8](repeating: 0, count: stride * perRead)
         var senders = [sockaddr_storage](repeating: sockaddr_storage(), count: perRead)
         var lengths = [Int](repeating: 0, count: perRead)
-        var truncated = [Int32](repeating: 0, count: perRead)
         var lastSender = [SenderAddress?](repeating: nil, count: sockets.count)
         var lastSource = [DatagramSource](repeating: DatagramSource(address: "", port: 0), count: sockets.count)
         var batch = DatagramBatch()
@@ -127,15 +126,13 @@ final class DatagramReader: @unchecked Sendable {
                     let count = buffer.withUnsafeMutableBufferPointer { bytes in
                         senders.withUnsafeMutableBufferPointer { senders in
                             lengths.withUnsafeMutableBufferPointer { lengths in
-                                truncated.withUnsafeMutableBufferPointer { truncated in
-                                    Int(tether_receive_batch(socket.descriptor, bytes.baseAddress, stride, UInt32(perRead),
-                                                             senders.baseAddress, lengths.baseAddress, truncated.baseAddress))
-                                }
+                                Int(tether_receive_batch(socket.descriptor, bytes.baseAddress, stride, UInt32(perRead),
+                                                         senders.baseAddress, lengths.baseAddress))
                             }
                         }
                     }
                     if count < 0 {
-                        readFailed(errno)
+                        readFailed()
                         break
                     }
                     buffer.withUnsafeBytes { bytes in

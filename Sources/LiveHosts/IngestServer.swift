@@ -255,10 +255,7 @@ public final class IngestServer: @unchecked Sendable {
         do throws(BoundUDPSocket.Failure) {
             v4 = try BoundUDPSocket.bind(host: configuration.ipv4Host, port: configuration.port)
         } catch {
-            lock.withLock { phase = .stopped }
-            // Nothing was read: end the writer without closing the sink (the caller still owns it).
-            _ = await writer.finish(closingSink: false)
-            try? await group.shutdownGracefully()
+            await abandonStart()
             throw LiveHostError(
                 target: v4Target, step: "bind UDP", detail: "\(error)",
                 hint: "Is another ingest server (or Motion simulator) already on this port? Choose another with --port.")
@@ -294,12 +291,10 @@ public final class IngestServer: @unchecked Sendable {
                               readsPerWakeup: configuration.readsPerWakeup),
                 deliver: { [unowned self] batch in self.deliver(batch) },
                 isPaused: { [unowned self] in self.lock.withLock { self.readingPaused } },
-                readFailed: { [unowned self] _ in self.lock.withLock { self.published.socketErrors += 1 } })
+                readFailed: { [unowned self] in self.lock.withLock { self.published.socketErrors += 1 } })
         } catch {
             for socket in sockets { socket.close() }
-            lock.withLock { phase = .stopped }
-            _ = await writer.finish(closingSink: false)
-            try? await group.shutdownGracefully()
+            await abandonStart()
             throw LiveHostError(target: v4Target, step: "start the reader", detail: "\(error)", hint: "The system is out of file descriptors; close some and try again.")
         }
         let stoppedMeanwhile = lock.withLock { () -> Bool in
@@ -330,6 +325,14 @@ public final class IngestServer: @unchecked Sendable {
             }
         }
         return bound
+    }
+
+    /// Undoes a start that failed before anything was read: the writer ends without closing the
+    /// sink (the caller still owns it) and the core's loop shuts down.
+    private func abandonStart() async {
+        lock.withLock { phase = .stopped }
+        _ = await writer.finish(closingSink: false)
+        try? await group.shutdownGracefully()
     }
 
     /// How often the kernel's drop counters are read while serving.
