@@ -12,6 +12,7 @@ let package = Package(
     products: [
         .executable(name: "tether", targets: ["tether"]),
         .library(name: "CaptureKit", targets: ["CaptureKit"]),
+        .library(name: "CaptureSet", targets: ["CaptureSet"]),
         .library(name: "Dissectors", targets: ["Dissectors"]),
         .library(name: "MQTT", targets: ["MQTT"]),
         .library(name: "IngestCore", targets: ["IngestCore"]),
@@ -19,7 +20,11 @@ let package = Package(
         .library(name: "MessagingCore", targets: ["MessagingCore"]),
         .library(name: "SessionCore", targets: ["SessionCore"]),
         .library(name: "WidgetCore", targets: ["WidgetCore"]),
-        .library(name: "Replay", targets: ["Replay"]),
+        .library(name: "BehaviourTrace", targets: ["BehaviourTrace"]),
+        .library(name: "ReplayKit", targets: ["ReplayKit"]),
+        .library(name: "TetherIntegrations", targets: ["TetherIntegrations"]),
+        .library(name: "TetherCLI", targets: ["TetherCLI"]),
+        .library(name: "TetherTesting", targets: ["TetherTesting"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -79,8 +84,15 @@ let package = Package(
             dependencies: ["IngestCore", .product(name: "GRDB", package: "GRDB.swift")]
         ),
 
-        // Virtual-clock replay, behaviour traces, expectations, trace diff.
-        .target(name: "Replay", dependencies: ["CaptureKit", "CaptureSet", "Dissectors", "IngestCore", "MessagingCore", "SessionCore", "WidgetCore", "MQTT", "MonkeyC", "JSONBytes", .product(name: "DequeModule", package: "swift-collections")]),
+        // The behaviour trace: events, JSON Lines reading and writing, trace diff. What a live host
+        // and a replay both write, so "replay reproduces what really happened" is one `tether diff`.
+        .target(name: "BehaviourTrace", dependencies: ["CaptureSet", "JSONBytes"]),
+        // Monkey C values as JSON in traces and API-call records (the messaging, session and widget
+        // integrations share it).
+        .target(name: "MonkeyCTrace", dependencies: ["MonkeyC", "BehaviourTrace"]),
+        // Virtual-clock replay that knows no core: the engine, the adapter and integration
+        // protocols, set loading, expectations, reports, JUnit, frame matching.
+        .target(name: "ReplayKit", dependencies: ["BehaviourTrace", "CaptureKit", "CaptureSet", "Dissectors", "JSONBytes", .product(name: "DequeModule", package: "swift-collections")]),
 
         // Live sources: libpcap, the BlueZ monitor channel; the incremental recorder. BlueZ exists
         // on Linux only: elsewhere CBluetooth is not linked and the monitor channel refuses to open.
@@ -89,11 +101,12 @@ let package = Package(
         ]),
         // Batched datagram reads (recvmmsg, a GNU extension Swift's Glibc module does not show).
         .target(name: "CDatagramBatch"),
-        // Cores on real sockets, and the plugin simulator.
+        // What every live host shares (the BLE bridge, scripts, tap recording, the trace file), the
+        // ingest server on real sockets and the plugin simulator.
         .target(
             name: "LiveHosts",
             dependencies: [
-                "CDatagramBatch", "IngestCore", "IngestStore", "MessagingCore", "SessionCore", "WidgetCore", "MQTT", "MonkeyC", "JSONBytes", "Replay", "LiveCapture", "CaptureKit", "CaptureSet", "CoreRandom",
+                "CDatagramBatch", "IngestCore", "IngestStore", "JSONBytes", "BehaviourTrace", "LiveCapture", "CaptureKit", "CaptureSet", "CoreRandom",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -101,19 +114,55 @@ let package = Package(
             ]
         ),
 
+        // One integration per core: everything about the core beyond the core itself (its replay
+        // adapter, driver, API-call records, trace mapping, manifest section, settings, and its live
+        // host). Registered in one list, TetherIntegrations.builtIn.
+        .target(
+            name: "IngestIntegration",
+            dependencies: ["ReplayKit", "BehaviourTrace", "IngestCore", "CaptureKit", "CaptureSet", "Dissectors"],
+            path: "Sources/Integrations/Ingest"
+        ),
+        .target(
+            name: "MessagingIntegration",
+            dependencies: ["ReplayKit", "BehaviourTrace", "MonkeyCTrace", "MessagingCore", "MonkeyC", "CaptureKit", "CaptureSet", "Dissectors", "LiveHosts", "LiveCapture", "CoreRandom"],
+            path: "Sources/Integrations/Messaging"
+        ),
+        .target(
+            name: "SessionIntegration",
+            dependencies: [
+                "ReplayKit", "BehaviourTrace", "MonkeyCTrace", "SessionCore", "MonkeyC", "CaptureKit", "CaptureSet", "Dissectors", "LiveHosts", "LiveCapture",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            path: "Sources/Integrations/Session"
+        ),
+        .target(
+            name: "WidgetIntegration",
+            dependencies: ["ReplayKit", "BehaviourTrace", "MonkeyCTrace", "WidgetCore", "MonkeyC", "MQTT", "CaptureKit", "CaptureSet", "Dissectors", "LiveHosts", "LiveCapture", "JSONBytes"],
+            path: "Sources/Integrations/Widget"
+        ),
+        // The list of Tether's own integrations.
+        .target(
+            name: "TetherIntegrations",
+            dependencies: ["ReplayKit", "IngestIntegration", "MessagingIntegration", "SessionIntegration", "WidgetIntegration"],
+            path: "Sources/Integrations/BuiltIn"
+        ),
+        // One call from Swift Testing or XCTest: replay a set, get verdicts and the trace as values.
+        .target(name: "TetherTesting", dependencies: ["ReplayKit", "BehaviourTrace", "CaptureSet", "TetherIntegrations"]),
+
         // The command-line tool: commands live in a library so tests can call them.
         .target(
             name: "TetherCLI",
             dependencies: [
-                "CaptureKit", "CaptureSet", "Dissectors", "IngestCore", "IngestStore", "Replay",
+                "CaptureKit", "CaptureSet", "Dissectors", "IngestCore", "IngestStore", "ReplayKit", "BehaviourTrace",
                 "LiveCapture", "LiveHosts", "MessagingCore", "SessionCore", "WidgetCore", "MonkeyC", "MQTT",
+                "IngestIntegration", "MessagingIntegration", "SessionIntegration", "WidgetIntegration", "TetherIntegrations",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .executableTarget(name: "tether", dependencies: ["TetherCLI"]),
+        .executableTarget(name: "tether", dependencies: ["TetherCLI", "TetherIntegrations"]),
         .executableTarget(
             name: "TetherBench",
-            dependencies: ["CaptureKit", "Dissectors", "IngestCore", "Replay", "CaptureSet", "MessagingCore", "SessionCore", "MonkeyC", "MQTT"]
+            dependencies: ["CaptureKit", "Dissectors", "IngestCore", "ReplayKit", "BehaviourTrace", "CaptureSet", "MessagingCore", "SessionCore", "MonkeyC", "MQTT", "IngestIntegration", "MessagingIntegration", "SessionIntegration", "TetherIntegrations", "MonkeyCTrace"]
         ),
 
         // Helpers shared by the test targets (a seeded generator, a temporary folder).
@@ -132,16 +181,26 @@ let package = Package(
             name: "IngestStoreTests",
             dependencies: ["IngestStore", "IngestCore", .product(name: "GRDB", package: "GRDB.swift")]
         ),
+        .testTarget(name: "BehaviourTraceTests", dependencies: ["TetherTestSupport", "BehaviourTrace", "CaptureSet"]),
         .testTarget(
-            name: "ReplayTests",
-            dependencies: ["TetherTestSupport", "Replay", "IngestCore", "SessionCore", "WidgetCore", "MonkeyC", "CaptureKit", "CaptureSet", "Dissectors", .product(name: "Yams", package: "Yams")]
+            name: "ReplayKitTests",
+            dependencies: ["TetherTestSupport", "ReplayKit", "BehaviourTrace", "TetherIntegrations", "IngestIntegration", "IngestCore", "CaptureKit", "CaptureSet", "Dissectors", .product(name: "Yams", package: "Yams")]
         ),
+        .testTarget(
+            name: "IntegrationsTests",
+            dependencies: [
+                "TetherTestSupport", "ReplayKit", "BehaviourTrace", "MonkeyCTrace", "TetherIntegrations", "IngestIntegration", "MessagingIntegration", "SessionIntegration", "WidgetIntegration",
+                "IngestCore", "MessagingCore", "SessionCore", "WidgetCore", "MonkeyC", "MQTT", "LiveHosts", "CaptureKit", "CaptureSet", "Dissectors",
+                .product(name: "Yams", package: "Yams"), .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        .testTarget(name: "TetherTestingTests", dependencies: ["TetherTesting", "ReplayKit", "BehaviourTrace", "TetherIntegrations", "CaptureSet"]),
         .testTarget(name: "LiveCaptureTests", dependencies: ["TetherTestSupport", "LiveCapture", "CaptureKit", "CaptureSet"]),
         .testTarget(name: "JSONBytesTests", dependencies: ["JSONBytes", "TetherTestSupport"]),
-        .testTarget(name: "LiveHostsTests", dependencies: ["LiveHosts", "IngestCore", "IngestStore", "SessionCore", "WidgetCore", "MQTT"]),
+        .testTarget(name: "LiveHostsTests", dependencies: ["LiveHosts", "IngestCore", "IngestStore"]),
         .testTarget(
             name: "TetherCLITests",
-            dependencies: ["TetherTestSupport", "TetherCLI", "CaptureKit", "CaptureSet", "Dissectors", "Replay", "IngestCore", "IngestStore", "LiveHosts"]
+            dependencies: ["TetherTestSupport", "TetherCLI", "TetherIntegrations", "CaptureKit", "CaptureSet", "Dissectors", "ReplayKit", "BehaviourTrace", "IngestCore", "IngestStore", "LiveHosts", "IngestIntegration", "MessagingIntegration", "SessionIntegration", "WidgetIntegration"]
         ),
     ]
 )

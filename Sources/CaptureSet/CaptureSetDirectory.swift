@@ -145,13 +145,34 @@ public struct CaptureSetDirectory: Sendable, Hashable {
         if let found = version.schemaVersion, found > CaptureSetManifest.supportedSchemaVersion {
             throw .unsupportedSchemaVersion(path: path, found: found, supported: CaptureSetManifest.supportedSchemaVersion)
         }
-        let manifest: CaptureSetManifest
+        var manifest: CaptureSetManifest
+        let document: Node?
         do {
+            document = try Yams.compose(yaml: text)
             manifest = try YAMLDecoder().decode(CaptureSetManifest.self, from: text)
         } catch let error as DecodingError {
             throw .invalidManifest(path: path, field: fieldPath(of: error), problem: describe(error))
         } catch {
             throw .invalidManifest(path: path, field: nil, problem: describe(error))
+        }
+        if let document {
+            let tree = ManifestTree(document)
+            var lines: [String: Int] = [:]
+            for (keyNode, valueNode) in document.mapping ?? Node.Mapping([]) {
+                let key = keyNode.string ?? "\(keyNode)"
+                let line = keyNode.mark?.line
+                if let line { lines[key] = line }
+                guard !CaptureSetManifest.reservedKeys.contains(key) else { continue }
+                manifest.sections.append(ManifestSection(name: key, value: ManifestTree(valueNode), line: line))
+            }
+            if case .sequence(let items, _)? = tree["interfaces"] {
+                for (i, item) in items.enumerated() {
+                    for key in item.keys {
+                        if let line = item[key]?.line { lines["interfaces[\(i)].\(key)"] = line }
+                    }
+                }
+            }
+            manifest.sourceLines = SourceLines(lines)
         }
         try validate(manifest, path: path)
         return manifest
@@ -182,17 +203,6 @@ public struct CaptureSetDirectory: Sendable, Hashable {
                 throw .invalidManifest(path: path, field: "interfaces[\(i)].index", problem: "interface \(interface.index) is described twice")
             }
         }
-        if let ingest = manifest.ingest {
-            let limits: [(String, Int?)] = [
-                ("ingest.idle_timeout_ms", ingest.idleTimeoutMs), ("ingest.flush_interval_ms", ingest.flushIntervalMs),
-                ("ingest.flush_bytes", ingest.flushBytes),
-            ]
-            for (field, value) in limits {
-                if let value, value <= 0 {
-                    throw .invalidManifest(path: path, field: field, problem: "must be greater than 0, found \(value)")
-                }
-            }
-        }
         for (i, annotation) in manifest.annotations.enumerated() where annotation.frame < 1 {
             throw .invalidManifest(path: path, field: "annotations[\(i)].frame", problem: "frame numbers start at 1, found \(annotation.frame)")
         }
@@ -202,7 +212,7 @@ public struct CaptureSetDirectory: Sendable, Hashable {
         text.utf8.count == 64 && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) || (0x41...0x46).contains($0) }
     }
 
-    private static func fieldPath(of error: DecodingError) -> String? {
+    static func fieldPath(of error: DecodingError) -> String? {
         let path: [any CodingKey]
         switch error {
         case let .typeMismatch(_, c), let .valueNotFound(_, c), let .dataCorrupted(c): path = c.codingPath
@@ -217,7 +227,7 @@ public struct CaptureSetDirectory: Sendable, Hashable {
         return text
     }
 
-    private static func describe(_ error: any Error) -> String {
+    static func describe(_ error: any Error) -> String {
         if let yaml = error as? YamlError { return describeYAML(yaml) }
         guard let error = error as? DecodingError else { return "\(error)" }
         // Yams reports a syntax error as "not valid YAML" with the scanner's error underneath.

@@ -35,19 +35,53 @@ public struct CaptureSetManifest: Codable, Sendable, Equatable {
     public var annotations: [ManifestAnnotation]
     /// ATT handles named by hand, for captures that do not contain the GATT discovery.
     public var gattHandles: [ManifestGATTHandle]
-    /// IngestCore configuration used for replaying this set (unset fields keep the core's defaults).
-    public var ingest: IngestOverrides?
-    /// What replay needs to know about a Connect IQ recording (devices, hand-written API calls,
-    /// MessagingCore settings, frame matching); `nil` when the set has none.
-    public var messaging: ManifestMessaging?
-    /// What replay needs to know about a session-link recording (role, identity, seed, settings);
-    /// `nil` when the set has none.
-    public var session: ManifestSession?
+    /// The sections that belong to cores' integrations (`ingest:`, `messaging:`, `session:`, a
+    /// user's `heart_rate:`…), in the order the file has them. The integration that claims a
+    /// section decodes it; replay refuses a section no registered integration claims.
+    public var sections: [ManifestSection]
     /// What replay checks.
     public var expectations: [Expectation]
-    /// Accepted behaviour traces: core name (`ingest`, `messaging`, `session`) → path relative to
+    /// Accepted behaviour traces: core name (`ingest`, `messaging`, `session`, `widget`) → path relative to
     /// the set folder (normally `baseline/<core>.jsonl`).
     public var baselines: [String: String]
+    /// Where fields were in `manifest.yaml` (1-based lines, by dotted path such as
+    /// `interfaces[2].core`), for error messages; empty for a manifest made in memory. Not
+    /// written, and ignored by `==`.
+    public var sourceLines: SourceLines = SourceLines()
+
+    /// The top-level keys the capture set itself defines; every other top-level key is a
+    /// ``sections`` entry.
+    public static let reservedKeys: Set<String> = [
+        "schema_version", "title", "description", "recorded_at", "tether_version", "status", "capture_file",
+        "capture_sha256", "interfaces", "devices", "annotations", "gatt_handles", "expectations", "baselines",
+    ]
+
+    /// The section called `name`, if the manifest has one.
+    public func section(named name: String) -> ManifestSection? {
+        sections.first { $0.name == name }
+    }
+
+    /// Puts `section` in place of the section of its name, or appends it.
+    public mutating func setSection(_ section: ManifestSection) {
+        if let i = sections.firstIndex(where: { $0.name == section.name }) {
+            sections[i] = section
+        } else {
+            sections.append(section)
+        }
+    }
+
+    /// The section called `name` decoded as `type`; `nil` when the manifest has none.
+    /// `manifestPath` goes into the error.
+    /// - Throws: ``CaptureSetError/invalidManifest(path:field:problem:)`` naming the field and line.
+    public func decodeSection<T: Decodable>(_ name: String, as type: T.Type, manifestPath: String = "manifest.yaml") throws(CaptureSetError) -> T? {
+        guard let section = section(named: name) else { return nil }
+        return try section.decode(type, manifestPath: manifestPath)
+    }
+
+    /// Removes the section called `name`.
+    public mutating func removeSection(named name: String) {
+        sections.removeAll { $0.name == name }
+    }
 
     /// A manifest for a new recording: status `recording`, no digest yet, written by this Tether.
     public init(
@@ -56,11 +90,10 @@ public struct CaptureSetManifest: Codable, Sendable, Equatable {
         captureFile: String = CaptureSetDirectory.defaultCaptureFileName, captureSha256: String? = nil,
         interfaces: [ManifestInterface] = [], devices: [ManifestDevice] = [],
         annotations: [ManifestAnnotation] = [], gattHandles: [ManifestGATTHandle] = [],
-        ingest: IngestOverrides? = nil, messaging: ManifestMessaging? = nil, session: ManifestSession? = nil, expectations: [Expectation] = [], baselines: [String: String] = [:],
+        sections: [ManifestSection] = [], expectations: [Expectation] = [], baselines: [String: String] = [:],
         schemaVersion: Int = CaptureSetManifest.supportedSchemaVersion
     ) {
-        self.messaging = messaging
-        self.session = session
+        self.sections = sections
         self.schemaVersion = schemaVersion
         self.title = title
         self.description = description
@@ -73,7 +106,6 @@ public struct CaptureSetManifest: Codable, Sendable, Equatable {
         self.devices = devices
         self.annotations = annotations
         self.gattHandles = gattHandles
-        self.ingest = ingest
         self.expectations = expectations
         self.baselines = baselines
     }
@@ -88,7 +120,7 @@ public struct CaptureSetManifest: Codable, Sendable, Equatable {
         case captureSha256 = "capture_sha256"
         case interfaces, devices, annotations
         case gattHandles = "gatt_handles"
-        case ingest, messaging, session, expectations, baselines
+        case expectations, baselines
     }
 
     /// Lists and maps may be left out of a hand-written manifest; they default to empty.
@@ -106,9 +138,9 @@ public struct CaptureSetManifest: Codable, Sendable, Equatable {
         devices = try c.decodeIfPresent([ManifestDevice].self, forKey: .devices) ?? []
         annotations = try c.decodeIfPresent([ManifestAnnotation].self, forKey: .annotations) ?? []
         gattHandles = try c.decodeIfPresent([ManifestGATTHandle].self, forKey: .gattHandles) ?? []
-        ingest = try c.decodeIfPresent(IngestOverrides.self, forKey: .ingest)
-        messaging = try c.decodeIfPresent(ManifestMessaging.self, forKey: .messaging)
-        session = try c.decodeIfPresent(ManifestSession.self, forKey: .session)
+        // Sections keep their YAML as written, with lines: `CaptureSetDirectory.decodeManifest`
+        // reads them from the parsed document, which a `Decoder` does not expose.
+        sections = []
         expectations = try c.decodeIfPresent([Expectation].self, forKey: .expectations) ?? []
         baselines = try c.decodeIfPresent([String: String].self, forKey: .baselines) ?? [:]
     }
@@ -128,9 +160,10 @@ public struct CaptureSetManifest: Codable, Sendable, Equatable {
         try c.encode(devices, forKey: .devices)
         try c.encode(annotations, forKey: .annotations)
         try c.encode(gattHandles, forKey: .gattHandles)
-        try c.encodeIfPresent(ingest, forKey: .ingest)
-        try c.encodeIfPresent(messaging, forKey: .messaging)
-        try c.encodeIfPresent(session, forKey: .session)
+        var sectionContainer = encoder.container(keyedBy: ManifestKey.self)
+        for section in sections {
+            try sectionContainer.encode(ManifestTreeValue(tree: section.value), forKey: ManifestKey(stringValue: section.name))
+        }
         try c.encode(expectations, forKey: .expectations)
         // Sorted by hand: a Dictionary's order differs from run to run, a manifest must not.
         var b = c.nestedContainer(keyedBy: BaselineKey.self, forKey: .baselines)
@@ -221,6 +254,10 @@ public struct ManifestInterface: Codable, Sendable, Equatable {
     public var received: UInt64?
     /// Packets the live source dropped (`ps_drop + ps_ifdrop`), when it counts them.
     public var dropped: UInt64?
+    /// Every other scalar key of the entry, as text: what a user's integration reads from its
+    /// interfaces (replay hands them on in ``ReplayInterface``'s parameters). Kept when the
+    /// manifest is written back.
+    public var parameters: [String: String] = [:]
 
     /// Describe one interface.
     public init(
@@ -249,6 +286,44 @@ public struct ManifestInterface: Codable, Sendable, Equatable {
         case brokerPort = "broker_port"
         case core
         case frames, received, dropped
+    }
+
+    /// Reads the known keys, and every other scalar key into ``parameters``.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        index = try c.decode(Int.self, forKey: .index)
+        name = try c.decodeIfPresent(String.self, forKey: .name)
+        linkType = try c.decode(UInt32.self, forKey: .linkType)
+        role = try c.decodeIfPresent(InterfaceRole.self, forKey: .role)
+        ingestPort = try c.decodeIfPresent(UInt16.self, forKey: .ingestPort)
+        brokerPort = try c.decodeIfPresent(UInt16.self, forKey: .brokerPort)
+        core = try c.decodeIfPresent(String.self, forKey: .core)
+        frames = try c.decodeIfPresent(Int.self, forKey: .frames)
+        received = try c.decodeIfPresent(UInt64.self, forKey: .received)
+        dropped = try c.decodeIfPresent(UInt64.self, forKey: .dropped)
+        let all = try decoder.container(keyedBy: ManifestKey.self)
+        for key in all.allKeys where CodingKeys(rawValue: key.stringValue) == nil {
+            parameters[key.stringValue] = try all.decode(String.self, forKey: key)
+        }
+    }
+
+    /// Writes the known keys, then ``parameters`` in sorted order.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(index, forKey: .index)
+        try c.encodeIfPresent(name, forKey: .name)
+        try c.encode(linkType, forKey: .linkType)
+        try c.encodeIfPresent(role, forKey: .role)
+        try c.encodeIfPresent(ingestPort, forKey: .ingestPort)
+        try c.encodeIfPresent(brokerPort, forKey: .brokerPort)
+        try c.encodeIfPresent(core, forKey: .core)
+        try c.encodeIfPresent(frames, forKey: .frames)
+        try c.encodeIfPresent(received, forKey: .received)
+        try c.encodeIfPresent(dropped, forKey: .dropped)
+        var extra = encoder.container(keyedBy: ManifestKey.self)
+        for key in parameters.keys.sorted() where CodingKeys(rawValue: key) == nil {
+            try extra.encode(parameters[key, default: ""], forKey: ManifestKey(stringValue: key))
+        }
     }
 }
 
@@ -336,39 +411,18 @@ public struct ManifestGATTHandle: Codable, Sendable, Equatable {
     }
 }
 
-/// IngestCore settings a capture set (or the command line) changes from the core's defaults.
-/// `nil` keeps the default.
-public struct IngestOverrides: Codable, Sendable, Equatable {
-    /// A stream with no datagram for this long ends (`stream_end` with cause idle).
-    public var idleTimeoutMs: Int?
-    /// Buffered data points are handed on at least this often.
-    public var flushIntervalMs: Int?
-    /// Buffered data points are handed on once they reach this many payload bytes.
-    public var flushBytes: Int?
+/// Where a manifest's fields were written: 1-based lines by dotted field path. Two manifests are
+/// equal whatever their lines, because the lines say where a value was, not what it is.
+public struct SourceLines: Sendable, Equatable {
+    /// Line by field path (`interfaces[2].core`, `messaging`).
+    public var lines: [String: Int]
 
-    /// Overrides; all `nil` means the core's defaults.
-    public init(idleTimeoutMs: Int? = nil, flushIntervalMs: Int? = nil, flushBytes: Int? = nil) {
-        self.idleTimeoutMs = idleTimeoutMs
-        self.flushIntervalMs = flushIntervalMs
-        self.flushBytes = flushBytes
-    }
+    /// Lines by path.
+    public init(_ lines: [String: Int] = [:]) { self.lines = lines }
 
-    /// These overrides with every field that `other` sets taken from `other`.
-    public func overridden(by other: IngestOverrides?) -> IngestOverrides {
-        guard let other else { return self }
-        return IngestOverrides(
-            idleTimeoutMs: other.idleTimeoutMs ?? idleTimeoutMs,
-            flushIntervalMs: other.flushIntervalMs ?? flushIntervalMs,
-            flushBytes: other.flushBytes ?? flushBytes
-        )
-    }
+    /// The line of `path`, if known.
+    public subscript(path: String) -> Int? { lines[path] }
 
-    /// `true` when no field is set.
-    public var isEmpty: Bool { idleTimeoutMs == nil && flushIntervalMs == nil && flushBytes == nil }
-
-    enum CodingKeys: String, CodingKey {
-        case idleTimeoutMs = "idle_timeout_ms"
-        case flushIntervalMs = "flush_interval_ms"
-        case flushBytes = "flush_bytes"
-    }
+    /// Always `true`: see the type's comment.
+    public static func == (lhs: SourceLines, rhs: SourceLines) -> Bool { true }
 }

@@ -1,3 +1,4 @@
+import BehaviourTrace
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -5,7 +6,6 @@ import Darwin
 #endif
 import LiveCapture
 import Foundation
-import Replay
 
 /// A live host's BLE stack: a Bumble bridge process — `Harness/rigs/ciq_phone_bridge.py` (a GATT
 /// client: the Connect IQ phone, or the session phone with `--profile session`) or

@@ -23,7 +23,7 @@ public struct LiveHostError: Error, Sendable, Hashable, CustomStringConvertible 
 extension LiveHostError {
     /// The BLE bridge (`Harness/rigs/ciq_phone_bridge.py`) could not be started or reached;
     /// `detail` says what happened and what to check.
-    static func bridge(_ detail: String) -> LiveHostError {
+    package static func bridge(_ detail: String) -> LiveHostError {
         LiveHostError(target: "BLE bridge", step: "talking to the bridge", detail: detail, hint: "Run with --bridge-log FILE to keep the bridge's own log.")
     }
 }

@@ -1,5 +1,5 @@
+import BehaviourTrace
 import Foundation
-import Replay
 import Yams
 
 /// A live host's script: the app's actions, in order (docs/live-hosts.md). Each host names the

@@ -1,4 +1,4 @@
-import Replay
+import BehaviourTrace
 
 /// The script loop every live host runs (docs/live-hosts.md): run steps until one waits, then let
 /// the host serve its sources (bridge, socket, folder) until the earliest of the core's deadline,
@@ -7,35 +7,62 @@ import Replay
 ///
 /// The host supplies what differs through ``Host``; the loop owns the timing rules, so the hosts
 /// keep one behaviour.
-struct LiveStepRunner {
+package struct LiveStepRunner {
     /// What a host gives the loop.
-    struct Host {
+    package struct Host {
         /// Runs one call step (its 1-based number, name and arguments).
-        var runStep: (_ number: Int, _ name: String, _ arguments: [String: TraceValue]) throws(LiveHostError) -> Void
+        package var runStep: (_ number: Int, _ name: String, _ arguments: [String: TraceValue]) throws(LiveHostError) -> Void
         /// Waits at most the given time for the host's sources and handles what came (zero: only
         /// what is already there). After every call step the loop asks for zero, so what the peer
         /// sent meanwhile is taken before the next step, as an app's run loop would.
-        var service: (_ timeout: Duration) throws(LiveHostError) -> Void
+        package var service: (_ timeout: Duration) throws(LiveHostError) -> Void
         /// The core's next deadline, on the host's clock (time since the loop's `start`).
-        var nextDeadline: () -> Duration?
+        package var nextDeadline: () -> Duration?
         /// Handles the core's timers that are due now.
-        var fireTimers: () throws(LiveHostError) -> Void
+        package var fireTimers: () throws(LiveHostError) -> Void
         /// A mark for `wait_for EVENT`: where to look from.
-        var mark: (_ event: String) -> Int
+        package var mark: (_ event: String) -> Int
         /// Whether `event` happened since `mark`.
-        var occurred: (_ event: String, _ since: Int) -> Bool
+        package var occurred: (_ event: String, _ since: Int) -> Bool
         /// Records a step that could not be done.
-        var fail: (_ step: Int, _ message: String) -> Void
+        package var fail: (_ step: Int, _ message: String) -> Void
+
+        /// What a host gives the loop.
+        package init(
+            runStep: @escaping (_ number: Int, _ name: String, _ arguments: [String: TraceValue]) throws(LiveHostError) -> Void,
+            service: @escaping (_ timeout: Duration) throws(LiveHostError) -> Void,
+            nextDeadline: @escaping () -> Duration?,
+            fireTimers: @escaping () throws(LiveHostError) -> Void,
+            mark: @escaping (_ event: String) -> Int,
+            occurred: @escaping (_ event: String, _ since: Int) -> Bool,
+            fail: @escaping (_ step: Int, _ message: String) -> Void
+        ) {
+            self.runStep = runStep
+            self.service = service
+            self.nextDeadline = nextDeadline
+            self.fireTimers = fireTimers
+            self.mark = mark
+            self.occurred = occurred
+            self.fail = fail
+        }
     }
 
     /// The script's steps.
-    var steps: [LiveScript.Step]
+    package var steps: [LiveScript.Step]
     /// How long to keep serving after the last step.
-    var linger: Duration
+    package var linger: Duration
     /// The host's time origin (its core's `now` is measured from here).
-    var start: ContinuousClock.Instant
+    package var start: ContinuousClock.Instant
 
-    func run(_ host: Host) throws(LiveHostError) {
+    /// A loop over `steps`, lingering `linger` after the last, timed from `start`.
+    package init(steps: [LiveScript.Step], linger: Duration, start: ContinuousClock.Instant) {
+        self.steps = steps
+        self.linger = linger
+        self.start = start
+    }
+
+    /// Runs the script against `host`.
+    package func run(_ host: Host) throws(LiveHostError) {
         var stepIndex = 0
         var waitUntil: ContinuousClock.Instant?
         var waitingFor: (event: String, mark: Int)?

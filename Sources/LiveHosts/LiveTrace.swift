@@ -1,9 +1,9 @@
+import BehaviourTrace
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Replay
 
 /// The time base every live host's trace shares with its recording: events are stamped with
 /// CLOCK_REALTIME (the clock capture timestamps use) as they happen, and made relative at the end to
@@ -28,22 +28,22 @@ public enum LiveTrace {
 
 /// What a live host writes down while it runs: every trace event with its CLOCK_REALTIME stamp, the
 /// script steps that could not run, and a line per event for the terminal. One per host run.
-final class LiveTraceLog {
+package final class LiveTraceLog {
     /// The trace's core name (`messaging`, `session`, `widget`).
-    let core: String
+    package let core: String
     private let log: (String) -> Void
     /// The events so far, stamped.
-    private(set) var events: [(realtimeNs: Int64, event: TraceEvent)] = []
+    package private(set) var events: [(realtimeNs: Int64, event: TraceEvent)] = []
     /// Steps that could not run, as sentences.
-    private(set) var failedSteps: [String] = []
+    package private(set) var failedSteps: [String] = []
 
-    init(core: String, log: @escaping (String) -> Void) {
+    package init(core: String, log: @escaping (String) -> Void) {
         self.core = core
         self.log = log
     }
 
     /// Adds `event` (stamped now unless given), and prints it unless `quiet`.
-    func record(_ event: TraceEvent, realtimeNs: Int64? = nil, quiet: Bool = false) {
+    package func record(_ event: TraceEvent, realtimeNs: Int64? = nil, quiet: Bool = false) {
         events.append((realtimeNs ?? LiveTrace.realtimeNs(), event))
         if !quiet {
             let fields = event.fields.keys.sorted().map { "\($0)=\(JSONLiteral.text(event.fields[$0]!))" }.joined(separator: " ")
@@ -52,7 +52,7 @@ final class LiveTraceLog {
     }
 
     /// A script step that could not run: kept, and traced as `step_failed`.
-    func fail(step: Int, _ message: String) {
+    package func fail(step: Int, _ message: String) {
         failedSteps.append("step \(step): \(message)")
         record(TraceEvent(timeNs: 0, core: core, event: "step_failed", fields: [
             "step": .int(Int64(step)), "detail": .string(message),

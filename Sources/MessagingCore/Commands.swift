@@ -1,25 +1,30 @@
 // Commands (byte 0 = 0x00): the phone's connect / app info / open app requests, one in flight per
-// device, each waiting `commandTimeout` for its answer; and the watch opening (command 3) or
-// closing (command 4) connections, answered at once. Timers of every kind fire from here.
+// device, each waiting `commandTimeout` for its answer (the command timer, Timers.swift); and the
+// watch opening (command 3) or closing (command 4) connections, answered at once.
 
 extension MessagingCore {
-    /// Writes the device's next command when none is in flight.
-    mutating func pumpCommands(deviceAt index: Int, now: Duration) -> [MessagingAction] {
-        guard devices[index].commandDeadline == nil, let command = devices[index].commands.first else { return [] }
-        devices[index].commandDeadline = now + configuration.commandTimeout
+    /// Queues a command for the device and writes it at once when none is in flight.
+    mutating func enqueueCommand(_ command: PendingCommand, deviceAt index: Int, now: Duration) -> [MessagingAction] {
+        devices[index].queuedCommands.append(command)
+        return pumpCommands(deviceAt: index, now: now)
+    }
+
+    /// Writes the device's next command, arming its command timer, when none is in flight.
+    private mutating func pumpCommands(deviceAt index: Int, now: Duration) -> [MessagingAction] {
+        guard devices[index].inFlight == nil, let command = devices[index].queuedCommands.popFirst() else { return [] }
+        devices[index].inFlight = InFlightCommand(command: command, deadline: armCommandTimer(now: now))
         return [.write(devices[index].device.uuid, command.packet.encode())]
     }
 
-    /// Removes the in-flight command and writes the next one.
+    /// Ends the in-flight command (answered or timed out; its timer goes with it) and writes the next one.
     mutating func completeCommand(deviceAt index: Int, now: Duration) -> [MessagingAction] {
-        devices[index].commands.removeFirst()
-        devices[index].commandDeadline = nil
+        devices[index].inFlight = nil
         return pumpCommands(deviceAt: index, now: now)
     }
 
     /// The in-flight command, when one was written.
     func inFlightCommand(deviceAt index: Int) -> PendingCommand? {
-        devices[index].commandDeadline == nil ? nil : devices[index].commands.first
+        devices[index].inFlight?.command
     }
 
     mutating func handleCommand(_ command: LinkCommand, deviceAt index: Int, now: Duration) -> [MessagingAction] {
@@ -79,9 +84,10 @@ extension MessagingCore {
         status: ConnectStatus, app: IQUUID, connection: UInt8, largePackets: Bool, deviceAt index: Int, now: Duration
     ) -> [MessagingAction] {
         let device = devices[index].device.uuid
+        // Ending the command ends the channel's connecting: no other connect for the app can be
+        // queued behind it (``pumpChannel(deviceAt:channelAt:now:)`` queues one only when none is).
         var actions = completeCommand(deviceAt: index, now: now)
         let channel = devices[index].channelIndex(for: app)
-        devices[index].channels[channel].connecting = false
         if let existing = devices[index].channels[channel].connection {
             // The watch opened a connection for this app (command 3) while the connect was in
             // flight: keep that one; nothing waits on this answer any more.
@@ -103,8 +109,7 @@ extension MessagingCore {
                 actions.append(.event(.violation(device, .unknownConnection, detail: "connect answer for \(app) gives connection id \(connection); ids are 1–15")))
             } else {
                 failure = nil
-                devices[index].channels[channel].connection = connection
-                devices[index].channels[channel].largePackets = largePackets
+                devices[index].channels[channel].state = .open(OpenConnection(id: connection, largePackets: largePackets))
                 actions.append(.event(.connectionOpened(IQApp(uuid: app, device: device), connection: connection, largePackets: largePackets, byWatch: false)))
             }
         case .appNotFound: failure = .failureAppNotFound
@@ -138,15 +143,21 @@ extension MessagingCore {
             .write(device, LinkPacket.command(.watchOpenedAnswer(status: .success, connection: connection)).encode())
         ]
         let channel = devices[index].channelIndex(for: app)
-        let previous = devices[index].channels[channel].connection
-        if previous != connection {
-            if previous != nil {
-                actions += dropConnection(deviceAt: index, channelAt: channel, result: .failureUnknown)
-            }
-            devices[index].channels[channel].connection = connection
-            devices[index].channels[channel].largePackets = false
+        let largePackets: Bool
+        switch devices[index].channels[channel].state {
+        case .open(let open) where open.id == connection:
+            // The watch repeats the connection the app has: keep it and what runs on it.
+            largePackets = open.largePackets
+        case .open:
+            // The watch moves the app to another connection: what ran on the old one ends.
+            actions += dropConnection(deviceAt: index, channelAt: channel, result: .failureUnknown)
+            largePackets = false
+            devices[index].channels[channel].state = .open(OpenConnection(id: connection, largePackets: false))
+        case .closed:
+            largePackets = false
+            devices[index].channels[channel].state = .open(OpenConnection(id: connection, largePackets: false))
         }
-        actions.append(.event(.connectionOpened(IQApp(uuid: app, device: device), connection: connection, largePackets: devices[index].channels[channel].largePackets, byWatch: true)))
+        actions.append(.event(.connectionOpened(IQApp(uuid: app, device: device), connection: connection, largePackets: largePackets, byWatch: true)))
         actions += pumpChannel(deviceAt: index, channelAt: channel, now: now)
         return actions
     }
@@ -169,91 +180,15 @@ extension MessagingCore {
         return actions
     }
 
-    /// Forgets a channel's connection: its active send ends with `result`, a transfer from the watch is dropped.
+    /// Forgets a channel's connection: its active send ends with `result`, a transfer from the watch
+    /// and a stored key are dropped, and their timers with them (they live in the open state).
     mutating func dropConnection(deviceAt index: Int, channelAt channel: Int, result: IQSendMessageResult) -> [MessagingAction] {
         var actions: [MessagingAction] = []
         let app = IQApp(uuid: devices[index].channels[channel].app, device: devices[index].device.uuid)
-        if let active = devices[index].channels[channel].active {
+        if case .open(let open) = devices[index].channels[channel].state, let active = open.outbound {
             actions.append(.event(.completion(active.id, app, result)))
         }
-        devices[index].channels[channel].active = nil
-        devices[index].channels[channel].inbound = nil
-        devices[index].channels[channel].inboundKey = nil
-        devices[index].channels[channel].connection = nil
-        devices[index].channels[channel].largePackets = false
+        devices[index].channels[channel].state = .closed
         return actions
-    }
-
-    // MARK: Timers
-
-    /// The earliest wait due at `now`, ties broken by device order, then command, then channel order.
-    func earliestDueTimer(now: Duration) -> (Int, CoreTimer)? {
-        var best: (deadline: Duration, device: Int, timer: CoreTimer)?
-        func consider(_ deadline: Duration?, _ device: Int, _ timer: CoreTimer) {
-            guard let deadline, deadline <= now else { return }
-            if best == nil || deadline < best!.deadline { best = (deadline, device, timer) }
-        }
-        for (deviceIndex, record) in devices.enumerated() {
-            consider(record.commandDeadline, deviceIndex, .command)
-            for (channelIndex, channel) in record.channels.enumerated() {
-                consider(channel.active?.deadline, deviceIndex, .outbound(channel: channelIndex))
-                consider(channel.inbound?.deadline, deviceIndex, .inbound(channel: channelIndex))
-            }
-        }
-        return best.map { ($0.device, $0.timer) }
-    }
-
-    mutating func fire(_ timer: CoreTimer, deviceAt index: Int, now: Duration) -> [MessagingAction] {
-        let device = devices[index].device.uuid
-        switch timer {
-        case .command:
-            guard let deadline = devices[index].commandDeadline, let command = devices[index].commands.first else {
-                preconditionFailure("MessagingCore.fire: command timer without a command in flight")
-            }
-            let app = IQApp(uuid: command.app, device: device)
-            var actions: [MessagingAction] = [.event(.timeout(command.timeoutKind, device, app, deadline: deadline))]
-            switch command.kind {
-            case .appInfo(let request):
-                actions.append(.event(.appStatus(request, app, nil)))
-            case .openApp(let request):
-                actions.append(.event(.openAppResult(request, app, .failureTimeout)))
-            case .connect:
-                let channel = devices[index].channelIndex(for: command.app)
-                devices[index].channels[channel].connecting = false
-                // No send waits on the connect when the watch opened a connection meanwhile.
-                if devices[index].channels[channel].connection == nil, !devices[index].channels[channel].outbox.isEmpty {
-                    let send = devices[index].channels[channel].outbox.removeFirst()
-                    actions.append(.event(.completion(send.id, app, .failureTimeout)))
-                }
-                actions += completeCommand(deviceAt: index, now: now)
-                actions += pumpChannel(deviceAt: index, channelAt: channel, now: now)
-                return actions
-            }
-            return actions + completeCommand(deviceAt: index, now: now)
-
-        case .outbound(let channel):
-            guard let transfer = devices[index].channels[channel].active else {
-                preconditionFailure("MessagingCore.fire: transfer timer without a transfer")
-            }
-            let app = IQApp(uuid: devices[index].channels[channel].app, device: device)
-            let kind: MessagingTimeoutKind
-            switch transfer.stage {
-            case .awaitingKeyAck: kind = .keyAck
-            case .awaitingFirstAck: kind = .firstAck
-            case .awaitingWindowAck: kind = .windowAck
-            case .awaitingLastAck: kind = .lastAck
-            }
-            devices[index].channels[channel].active = nil
-            return [.event(.timeout(kind, device, app, deadline: transfer.deadline)), .event(.completion(transfer.id, app, .failureTimeout))]
-                + pumpChannel(deviceAt: index, channelAt: channel, now: now)
-
-        case .inbound(let channel):
-            guard let transfer = devices[index].channels[channel].inbound else {
-                preconditionFailure("MessagingCore.fire: inbound timer without a transfer")
-            }
-            devices[index].channels[channel].inbound = nil
-            let app = IQApp(uuid: devices[index].channels[channel].app, device: device)
-            return [.event(.timeout(.inboundTransfer, device, app, deadline: transfer.deadline))]
-        }
     }
 }

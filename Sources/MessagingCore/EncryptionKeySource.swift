@@ -19,21 +19,29 @@ public struct SeededKeySource: EncryptionKeySource, Hashable {
 
     /// Two SplitMix64 outputs, each as 8 little-endian bytes.
     public mutating func nextKey() -> [UInt8] {
-        let first = random.next(), second = random.next()
-        return (0..<8).map { UInt8(truncatingIfNeeded: first >> (8 * UInt64($0))) }
-            + (0..<8).map { UInt8(truncatingIfNeeded: second >> (8 * UInt64($0))) }
+        random.nextKey()
     }
 }
 
-/// Keys from the system's secure generator, for the live host.
+/// Keys from the system's secure generator (``SystemRandom``), for the live host.
 public struct SystemKeySource: EncryptionKeySource {
     /// A source backed by `SystemRandomNumberGenerator`.
     public init() {}
 
     /// 16 random bytes.
     public mutating func nextKey() -> [UInt8] {
-        var generator = SystemRandomNumberGenerator()
-        return (0..<16).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        var random = SystemRandom()
+        return random.nextKey()
+    }
+}
+
+extension RandomSource {
+    /// A 16-byte XXTEA key from two outputs, each as 8 little-endian bytes. Every seeded key has had
+    /// this layout; the keys of committed capture sets are replayed from it, so it must not change.
+    mutating func nextKey() -> [UInt8] {
+        let first = next(), second = next()
+        return (0..<8).map { UInt8(truncatingIfNeeded: first >> (8 * UInt64($0))) }
+            + (0..<8).map { UInt8(truncatingIfNeeded: second >> (8 * UInt64($0))) }
     }
 }
 

@@ -9,21 +9,25 @@ import MonkeyC
 //   watch: F·c 01 seq crc   phone: F·c 02 02 status seq     (status 0, 2 CRC failure, 3 not started)
 //
 // Plus: an ack request is answered with ack type 3, capabilities with ack type 4, a key request
-// with a fresh key packet `F·c 05 key 01`. A transfer stalled for `stepTimeout` is dropped.
+// with a fresh key packet `F·c 05 key 01`. A transfer stalled for `stepTimeout` is dropped (the
+// inbound timer, Timers.swift).
 
 extension MessagingCore {
     mutating func handleControl(_ control: LinkControl, connection: UInt8, deviceAt index: Int, now: Duration) -> [MessagingAction] {
         let device = devices[index].device.uuid
         let summary = LinkPacket.control(connection: connection, control).summary
-        guard let channel = devices[index].channelIndex(connection: connection) else {
+        guard let (channel, held) = devices[index].openChannel(connection: connection) else {
             return [.event(.violation(device, .unknownConnection, detail: "\(summary): no app holds connection \(connection)"))]
         }
         func answer(_ reply: LinkControl) -> MessagingAction {
             .write(device, LinkPacket.control(connection: connection, reply).encode())
         }
+        // The cases below change `open` and store it back before they return; the ack case leaves
+        // the storing to handleAck, which may close the channel instead.
+        var open = held
         switch control {
         case let .ack(type, status, sequence):
-            return handleAck(type: type, status: status, sequence: sequence, deviceAt: index, channelAt: channel, now: now)
+            return handleAck(type: type, status: status, sequence: sequence, on: held, deviceAt: index, channelAt: channel, now: now)
 
         case .ackRequest(let sequence):
             return [answer(.ack(type: .ackRequest, status: .success, sequence: sequence))]
@@ -32,24 +36,29 @@ extension MessagingCore {
             return [answer(.ack(type: .capabilities, status: .success, sequence: 0))]
 
         case .encryptionKey(let key, _):
-            devices[index].channels[channel].inboundKey = key
+            open.inboundKey = key
+            devices[index].channels[channel].state = .open(open)
             return [answer(.ack(type: .encryptionKey, status: .success, sequence: 0))]
 
         case .keyRequest:
             let key = keySource.nextKey()
-            devices[index].channels[channel].inboundKey = key
+            open.inboundKey = key
+            devices[index].channels[channel].state = .open(open)
             return [answer(.encryptionKey(key: key, isResponse: true))]
 
         case let .first(flags, length):
+            // Every way out of this case keeps what it did to `open`: a refused `first` still ends
+            // the transfer it interrupted.
+            defer { devices[index].channels[channel].state = .open(open) }
             var actions: [MessagingAction] = []
-            if let under = devices[index].channels[channel].inbound {
+            if let under = open.inbound {
                 actions.append(.event(.violation(device, .unexpectedTransferPacket,
                     detail: "\(summary) while a transfer of \(under.length) bytes is under way (\(under.received.count) received); starting over")))
-                devices[index].channels[channel].inbound = nil
+                open.inbound = nil
             }
             var key: [UInt8]?
             if flags.contains(.encrypted) {
-                guard let stored = devices[index].channels[channel].inboundKey else {
+                guard let stored = open.inboundKey else {
                     actions.append(answer(.ack(type: .first, status: .noEncryptionKey, sequence: 0)))
                     actions.append(.event(.violation(device, .missingEncryptionKey, detail: "\(summary) without a preceding key packet")))
                     return actions
@@ -62,20 +71,21 @@ extension MessagingCore {
                 actions.append(.event(.violation(device, .messageTooLarge, detail: "\(summary); the phone accepts at most \(limit) bytes")))
                 return actions
             }
-            if key != nil { devices[index].channels[channel].inboundKey = nil }
-            devices[index].channels[channel].inbound = InboundTransfer(
-                flags: flags, length: Int(length), key: key, deadline: now + configuration.stepTimeout)
+            if key != nil { open.inboundKey = nil }
+            open.inbound = InboundTransfer(flags: flags, length: Int(length), key: key, deadline: armInboundTimer(now: now))
             actions.append(answer(.ack(type: .first, status: .success, sequence: 0)))
             return actions
 
         case let .last(sequence, crc):
-            guard let transfer = devices[index].channels[channel].inbound else {
+            guard let transfer = open.inbound else {
                 return [
                     answer(.ack(type: .last, status: .transferNotStarted, sequence: sequence)),
                     .event(.violation(device, .unexpectedTransferPacket, detail: "\(summary) without a first")),
                 ]
             }
-            devices[index].channels[channel].inbound = nil
+            // The transfer ends here whatever the checks below find; so does its inbound timer.
+            open.inbound = nil
+            devices[index].channels[channel].state = .open(open)
             var actions: [MessagingAction] = []
             let expectedSequence = transfer.packets == 0 ? 0 : UInt8((transfer.packets - 1) % LinkPacket.sequenceModulus)
             if sequence != expectedSequence {
@@ -103,10 +113,10 @@ extension MessagingCore {
     mutating func handleData(sequence: UInt8, connection: UInt8, payload: [UInt8], deviceAt index: Int, now: Duration) -> [MessagingAction] {
         let device = devices[index].device.uuid
         let summary = LinkPacket.data(sequence: sequence, connection: connection, payload: payload).summary
-        guard let channel = devices[index].channelIndex(connection: connection) else {
+        guard let (channel, held) = devices[index].openChannel(connection: connection) else {
             return [.event(.violation(device, .unknownConnection, detail: "\(summary): no app holds connection \(connection)"))]
         }
-        guard var transfer = devices[index].channels[channel].inbound else {
+        guard var transfer = held.inbound else {
             return [.event(.violation(device, .unexpectedTransferPacket, detail: "\(summary) without a first"))]
         }
         let expected = UInt8(transfer.packets % LinkPacket.sequenceModulus)
@@ -119,8 +129,10 @@ extension MessagingCore {
         }
         transfer.received += payload
         transfer.packets += 1
-        transfer.deadline = now + configuration.stepTimeout
-        devices[index].channels[channel].inbound = transfer
+        transfer.deadline = armInboundTimer(now: now)
+        var open = held
+        open.inbound = transfer
+        devices[index].channels[channel].state = .open(open)
         let window = min(max(configuration.windowSize, 1), LinkPacket.sequenceModulus)
         guard transfer.packets % window == 0 else { return [] }
         return [.write(device, LinkPacket.control(connection: connection, .ack(type: .data, status: .success, sequence: sequence)).encode())]

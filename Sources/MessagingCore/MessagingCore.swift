@@ -60,7 +60,7 @@ public struct MessagingCore: Sendable {
     /// Tests end by checking it is false.
     public var hasPendingWork: Bool {
         devices.contains { record in
-            !record.commands.isEmpty || record.channels.contains { $0.active != nil || !$0.outbox.isEmpty || $0.inbound != nil }
+            record.inFlight != nil || !record.queuedCommands.isEmpty || record.channels.contains { $0.hasTransfer || !$0.outbox.isEmpty }
         }
     }
 
@@ -158,8 +158,7 @@ public struct MessagingCore: Sendable {
             actions.append(.event(.appStatus(request, app, nil)))
             return (request, actions)
         }
-        devices[index].commands.append(PendingCommand(kind: .appInfo(request), app: app.uuid))
-        actions += pumpCommands(deviceAt: index, now: now)
+        actions += enqueueCommand(PendingCommand(kind: .appInfo(request), app: app.uuid), deviceAt: index, now: now)
         return (request, actions)
     }
 
@@ -174,8 +173,7 @@ public struct MessagingCore: Sendable {
             actions.append(.event(.openAppResult(request, app, .failureDeviceNotAvailable)))
             return (request, actions)
         }
-        devices[index].commands.append(PendingCommand(kind: .openApp(request), app: app.uuid))
-        actions += pumpCommands(deviceAt: index, now: now)
+        actions += enqueueCommand(PendingCommand(kind: .openApp(request), app: app.uuid), deviceAt: index, now: now)
         return (request, actions)
     }
 
@@ -376,8 +374,8 @@ public struct MessagingCore: Sendable {
         var actions: [MessagingAction] = []
         let device = record.device.uuid
         let commands = record.commands
-        record.commands = []
-        record.commandDeadline = nil
+        record.inFlight = nil
+        record.queuedCommands = []
         for command in commands {
             let app = IQApp(uuid: command.app, device: device)
             switch command.kind {
@@ -388,7 +386,9 @@ public struct MessagingCore: Sendable {
         }
         for channel in record.channels {
             let app = IQApp(uuid: channel.app, device: device)
-            if let active = channel.active { actions.append(.event(.completion(active.id, app, .failureDeviceNotAvailable))) }
+            if case .open(let open) = channel.state, let active = open.outbound {
+                actions.append(.event(.completion(active.id, app, .failureDeviceNotAvailable)))
+            }
             for queued in channel.outbox { actions.append(.event(.completion(queued.id, app, .failureDeviceNotAvailable))) }
         }
         record.channels = []
@@ -409,9 +409,11 @@ struct DeviceRecord: Sendable {
     var device: IQDevice
     var registered = false
     var link: Link = .notConnected
-    /// Commands waiting for an answer, the first one written (when `commandDeadline` is set).
-    var commands: Deque<PendingCommand> = []
-    var commandDeadline: Duration?
+    /// The command written to the watch and waiting for its answer, with its command timer. One at a
+    /// time per device: the watch answers commands without naming which request they answer.
+    var inFlight: InFlightCommand?
+    /// Commands waiting for the one in flight to end, oldest first.
+    var queuedCommands: Deque<PendingCommand> = []
     /// One per app used on this device, in order of first use.
     var channels: [AppChannel] = []
 
@@ -429,15 +431,17 @@ struct DeviceRecord: Sendable {
         return 20
     }
 
-    /// Every pending deadline of this device.
-    var deadlines: [Duration] {
-        var result: [Duration] = []
-        if let deadline = commandDeadline { result.append(deadline) }
-        for channel in channels {
-            if let deadline = channel.active?.deadline { result.append(deadline) }
-            if let deadline = channel.inbound?.deadline { result.append(deadline) }
-        }
-        return result
+    /// Every command of the device in the order they are written (and failed): the one in flight,
+    /// then the queue.
+    var commands: [PendingCommand] {
+        (inFlight.map { [$0.command] } ?? []) + queuedCommands
+    }
+
+    /// Whether a connect command for `app` is queued or in flight. Asked of the queue, which holds
+    /// the command, rather than kept as a flag on the channel that could disagree with it.
+    func isConnecting(_ app: IQUUID) -> Bool {
+        let connect = PendingCommand(kind: .connect, app: app)
+        return inFlight?.command == connect || queuedCommands.contains(connect)
     }
 
     /// The channel for an app, created on first use.
@@ -447,8 +451,18 @@ struct DeviceRecord: Sendable {
         return channels.count - 1
     }
 
+    /// The channel holding connection `connection`.
     func channelIndex(connection: UInt8) -> Int? {
         channels.firstIndex { $0.connection == connection }
+    }
+
+    /// The channel holding connection `connection`, with the connection: what a packet on that
+    /// connection acts on.
+    func openChannel(connection: UInt8) -> (index: Int, open: OpenConnection)? {
+        for (index, channel) in channels.enumerated() {
+            if case .open(let open) = channel.state, open.id == connection { return (index, open) }
+        }
+        return nil
     }
 }
 
@@ -480,67 +494,9 @@ struct PendingCommand: Sendable, Equatable {
     }
 }
 
-/// Everything about one app on one device: its connection, its queue of sends, the transfer in
-/// each direction.
-struct AppChannel: Sendable {
-    var app: IQUUID
-    var connection: UInt8?
-    var largePackets = false
-    /// A connect command for this app is queued or in flight.
-    var connecting = false
-    /// Sends waiting for their turn, oldest first.
-    var outbox: Deque<QueuedSend> = []
-    var active: OutboundTransfer?
-    var inbound: InboundTransfer?
-    /// The key of the watch's last key packet, used by its next encrypted `first`.
-    var inboundKey: [UInt8]?
-
-    init(app: IQUUID) {
-        self.app = app
-    }
-}
-
-struct QueuedSend: Sendable, Equatable {
-    var id: SendID
-    var serialized: [UInt8]
-}
-
-/// A phone → watch transfer under way.
-struct OutboundTransfer: Sendable, Equatable {
-    enum Stage: Sendable, Equatable {
-        case awaitingKeyAck
-        case awaitingFirstAck
-        /// After the packet with this seq, the last of a full window.
-        case awaitingWindowAck(sequence: UInt8)
-        case awaitingLastAck(sequence: UInt8)
-    }
-
-    var id: SendID
-    /// The bytes on the wire: ciphertext when encrypted.
-    var wire: [UInt8]
-    var flags: TransferFlags
-    var payloadSize: Int
-    var stage: Stage
+/// The command written to the watch, and when its command timer runs out
+/// (``MessagingCore/armCommandTimer(now:)``).
+struct InFlightCommand: Sendable, Equatable {
+    var command: PendingCommand
     var deadline: Duration
-    /// Index of the next data packet to write.
-    var nextPacket = 0
-    /// How many times `first` has been written.
-    var firstWrites = 0
-}
-
-/// A watch → phone transfer under way.
-struct InboundTransfer: Sendable, Equatable {
-    var flags: TransferFlags
-    var length: Int
-    var key: [UInt8]?
-    var received: [UInt8] = []
-    var packets = 0
-    var deadline: Duration
-}
-
-/// Names one wait for ``MessagingCore/fire(_:deviceAt:now:)``.
-enum CoreTimer: Sendable, Equatable {
-    case command
-    case outbound(channel: Int)
-    case inbound(channel: Int)
 }

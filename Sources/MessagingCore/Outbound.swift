@@ -5,7 +5,8 @@
 //   data seq 0…14           → ack type 1 after each seq-14 packet, then the next window
 //   F·c 01 seq crc          → ack type 2
 //
-// Each ack is awaited `stepTimeout`. Progress (acked bytes, total) at the start, after each window
+// Each ack is awaited `stepTimeout` (the step timer) and `first` is retried on "transfer not
+// started" (both in Timers.swift). Progress (acked bytes, total) at the start, after each window
 // ack and after the final ack; one completion.
 
 extension MessagingCore {
@@ -13,27 +14,32 @@ extension MessagingCore {
     /// connection first when needed.
     mutating func pumpChannel(deviceAt index: Int, channelAt channel: Int, now: Duration) -> [MessagingAction] {
         var actions: [MessagingAction] = []
-        while devices[index].channels[channel].active == nil, !devices[index].channels[channel].outbox.isEmpty {
-            guard devices[index].channels[channel].connection != nil else {
-                if !devices[index].channels[channel].connecting {
-                    devices[index].channels[channel].connecting = true
-                    devices[index].commands.append(PendingCommand(kind: .connect, app: devices[index].channels[channel].app))
-                    actions += pumpCommands(deviceAt: index, now: now)
+        while !devices[index].channels[channel].outbox.isEmpty {
+            switch devices[index].channels[channel].state {
+            case .closed:
+                // One connect per app at a time: a send queued behind one waits for its answer.
+                let app = devices[index].channels[channel].app
+                if !devices[index].isConnecting(app) {
+                    actions += enqueueCommand(PendingCommand(kind: .connect, app: app), deviceAt: index, now: now)
                 }
                 return actions
+            case .open(var open):
+                guard open.outbound == nil else { return actions }
+                let send = devices[index].channels[channel].outbox.removeFirst()
+                actions += startTransfer(send, on: &open, deviceAt: index, channelAt: channel, now: now)
+                devices[index].channels[channel].state = .open(open)
             }
-            let send = devices[index].channels[channel].outbox.removeFirst()
-            actions += startTransfer(send, deviceAt: index, channelAt: channel, now: now)
         }
         return actions
     }
 
-    private mutating func startTransfer(_ send: QueuedSend, deviceAt index: Int, channelAt channel: Int, now: Duration) -> [MessagingAction] {
+    /// Writes the key packet (or `first`) of a send on `open`, arming the step timer; `open.outbound`
+    /// is the new transfer, unless the send failed at once.
+    private mutating func startTransfer(
+        _ send: QueuedSend, on open: inout OpenConnection, deviceAt index: Int, channelAt channel: Int, now: Duration
+    ) -> [MessagingAction] {
         let device = devices[index].device.uuid
         let app = IQApp(uuid: devices[index].channels[channel].app, device: device)
-        guard let connection = devices[index].channels[channel].connection else {
-            preconditionFailure("MessagingCore.startTransfer: no connection")
-        }
         var wire = send.serialized
         var flags: TransferFlags = []
         var key: [UInt8]?
@@ -48,20 +54,19 @@ extension MessagingCore {
             key = fresh
         }
         let maxWrite = devices[index].maxWriteLength
-        let large = devices[index].channels[channel].largePackets && maxWrite >= configuration.largePayload + 1
+        let large = open.largePackets && maxWrite >= configuration.largePayload + 1
         let payloadSize = max(1, large ? configuration.largePayload : min(configuration.smallPayload, maxWrite - 1))
         var transfer = OutboundTransfer(
-            id: send.id, wire: wire, flags: flags, payloadSize: payloadSize, stage: .awaitingFirstAck,
-            deadline: now + configuration.stepTimeout)
+            id: send.id, wire: wire, flags: flags, payloadSize: payloadSize, stage: .awaitingFirstAck(writes: 1),
+            deadline: armStepTimer(now: now))
         var actions: [MessagingAction] = [.event(.progress(send.id, app, sent: 0, total: wire.count))]
         if let key {
             transfer.stage = .awaitingKeyAck
-            actions.append(.write(device, LinkPacket.control(connection: connection, .encryptionKey(key: key, isResponse: false)).encode()))
+            actions.append(.write(device, LinkPacket.control(connection: open.id, .encryptionKey(key: key, isResponse: false)).encode()))
         } else {
-            transfer.firstWrites = 1
-            actions.append(.write(device, firstPacket(transfer, connection: connection)))
+            actions.append(.write(device, firstPacket(transfer, connection: open.id)))
         }
-        devices[index].channels[channel].active = transfer
+        open.outbound = transfer
         return actions
     }
 
@@ -69,21 +74,21 @@ extension MessagingCore {
         LinkPacket.control(connection: connection, .first(flags: transfer.flags, length: UInt32(transfer.wire.count))).encode()
     }
 
-    /// An ack from the watch on a channel's connection.
+    /// An ack from the watch on `open`, the connection of the channel at `channel`.
     mutating func handleAck(
-        type: AckType, status: AckStatus, sequence: UInt8, deviceAt index: Int, channelAt channel: Int, now: Duration
+        type: AckType, status: AckStatus, sequence: UInt8, on open: OpenConnection, deviceAt index: Int, channelAt channel: Int, now: Duration
     ) -> [MessagingAction] {
         let device = devices[index].device.uuid
         let app = IQApp(uuid: devices[index].channels[channel].app, device: device)
-        let summary = LinkPacket.control(connection: devices[index].channels[channel].connection ?? 0, .ack(type: type, status: status, sequence: sequence)).summary
-        guard var transfer = devices[index].channels[channel].active else {
+        let summary = LinkPacket.control(connection: open.id, .ack(type: type, status: status, sequence: sequence)).summary
+        guard var transfer = open.outbound else {
             return [.event(.violation(device, .unexpectedAck, detail: "\(summary), but no transfer to \(app) is under way"))]
         }
         let expectedType: AckType, expectedSequence: UInt8
         switch transfer.stage {
         case .awaitingKeyAck: (expectedType, expectedSequence) = (.encryptionKey, 0)
         case .awaitingFirstAck: (expectedType, expectedSequence) = (.first, 0)
-        case .awaitingWindowAck(let sequence): (expectedType, expectedSequence) = (.data, sequence)
+        case .awaitingWindowAck(let sequence, _): (expectedType, expectedSequence) = (.data, sequence)
         case .awaitingLastAck(let sequence): (expectedType, expectedSequence) = (.last, sequence)
         }
         guard type == expectedType else {
@@ -93,20 +98,21 @@ extension MessagingCore {
         if sequence != expectedSequence {
             actions.append(.event(.violation(device, .sequenceMismatch, detail: "\(summary); expected seq \(expectedSequence)")))
         }
-        guard let connection = devices[index].channels[channel].connection else {
-            preconditionFailure("MessagingCore.handleAck: active transfer without a connection")
-        }
+        // What the channel holds after this ack: `open` with the transfer as it now stands.
+        var open = open
 
-        if status == .transferNotStarted, transfer.stage == .awaitingFirstAck, transfer.firstWrites <= configuration.firstRetries {
-            transfer.firstWrites += 1
-            transfer.deadline = now + configuration.stepTimeout
-            devices[index].channels[channel].active = transfer
-            return actions + [.write(device, firstPacket(transfer, connection: connection))]
+        if status == .transferNotStarted, case .awaitingFirstAck(let writes) = transfer.stage, mayRetryFirst(afterWrites: writes) {
+            transfer.stage = .awaitingFirstAck(writes: writes + 1)
+            transfer.deadline = armStepTimer(now: now)
+            open.outbound = transfer
+            devices[index].channels[channel].state = .open(open)
+            return actions + [.write(device, firstPacket(transfer, connection: open.id))]
         }
         guard status == .success else {
+            let awaitingFirst = if case .awaitingFirstAck = transfer.stage { true } else { false }
             let result: IQSendMessageResult
             switch status {
-            case .transferNotStarted where transfer.stage == .awaitingFirstAck: result = .failureMaxRetries
+            case .transferNotStarted where awaitingFirst: result = .failureMaxRetries
             case .resend, .crcFailure, .transferNotStarted: result = .failureUnknown
             case .outOfMemory: result = .failureInsufficientMemory
             case .invalidConnection, .noEncryptionKey: result = .failureInternalError
@@ -118,7 +124,8 @@ extension MessagingCore {
                 // The watch no longer knows the connection: the next send opens a new one.
                 actions += dropConnection(deviceAt: index, channelAt: channel, result: result)
             } else {
-                devices[index].channels[channel].active = nil
+                open.outbound = nil
+                devices[index].channels[channel].state = .open(open)
                 actions.append(.event(.completion(transfer.id, app, result)))
             }
             return actions + pumpChannel(deviceAt: index, channelAt: channel, now: now)
@@ -126,52 +133,49 @@ extension MessagingCore {
 
         switch transfer.stage {
         case .awaitingKeyAck:
-            transfer.stage = .awaitingFirstAck
-            transfer.firstWrites = 1
-            transfer.deadline = now + configuration.stepTimeout
-            devices[index].channels[channel].active = transfer
-            actions.append(.write(device, firstPacket(transfer, connection: connection)))
+            transfer.stage = .awaitingFirstAck(writes: 1)
+            transfer.deadline = armStepTimer(now: now)
+            actions.append(.write(device, firstPacket(transfer, connection: open.id)))
         case .awaitingFirstAck:
-            devices[index].channels[channel].active = transfer
-            actions += writeWindow(deviceAt: index, channelAt: channel, now: now)
-        case .awaitingWindowAck:
-            let acknowledged = min(transfer.nextPacket * transfer.payloadSize, transfer.wire.count)
+            actions += writeWindow(&transfer, from: 0, connection: open.id, device: device, now: now)
+        case .awaitingWindowAck(_, let nextPacket):
+            let acknowledged = min(nextPacket * transfer.payloadSize, transfer.wire.count)
             actions.append(.event(.progress(transfer.id, app, sent: acknowledged, total: transfer.wire.count)))
-            devices[index].channels[channel].active = transfer
-            actions += writeWindow(deviceAt: index, channelAt: channel, now: now)
+            actions += writeWindow(&transfer, from: nextPacket, connection: open.id, device: device, now: now)
         case .awaitingLastAck:
-            devices[index].channels[channel].active = nil
+            open.outbound = nil
+            devices[index].channels[channel].state = .open(open)
             actions.append(.event(.progress(transfer.id, app, sent: transfer.wire.count, total: transfer.wire.count)))
             actions.append(.event(.completion(transfer.id, app, .success)))
-            actions += pumpChannel(deviceAt: index, channelAt: channel, now: now)
+            return actions + pumpChannel(deviceAt: index, channelAt: channel, now: now)
         }
+        open.outbound = transfer
+        devices[index].channels[channel].state = .open(open)
         return actions
     }
 
-    /// Writes data packets up to the end of the window (then waits for ack type 1), or to the end
-    /// of the data followed by `last` (then waits for ack type 2).
-    private mutating func writeWindow(deviceAt index: Int, channelAt channel: Int, now: Duration) -> [MessagingAction] {
-        guard var transfer = devices[index].channels[channel].active, let connection = devices[index].channels[channel].connection else {
-            preconditionFailure("MessagingCore.writeWindow: no transfer or connection")
-        }
-        let device = devices[index].device.uuid
+    /// Writes data packets from index `first` up to the end of the window (then waits for ack type
+    /// 1), or to the end of the data followed by `last` (then waits for ack type 2); re-arms the
+    /// step timer.
+    private func writeWindow(
+        _ transfer: inout OutboundTransfer, from first: Int, connection: UInt8, device: DeviceID, now: Duration
+    ) -> [MessagingAction] {
         let window = min(max(configuration.windowSize, 1), LinkPacket.sequenceModulus)
         let layout = TransferLayout(bytes: transfer.wire, payloadSize: transfer.payloadSize, connection: connection)
         var actions: [MessagingAction] = []
-        transfer.deadline = now + configuration.stepTimeout
-        while transfer.nextPacket < layout.packetCount {
-            let packet = transfer.nextPacket
+        transfer.deadline = armStepTimer(now: now)
+        var next = first
+        while next < layout.packetCount {
+            let packet = next
             actions.append(.write(device, layout.dataPacket(packet).encode()))
-            transfer.nextPacket += 1
-            if transfer.nextPacket % window == 0 {
-                transfer.stage = .awaitingWindowAck(sequence: TransferLayout.sequence(ofPacket: packet))
-                devices[index].channels[channel].active = transfer
+            next += 1
+            if next % window == 0 {
+                transfer.stage = .awaitingWindowAck(sequence: TransferLayout.sequence(ofPacket: packet), nextPacket: next)
                 return actions
             }
         }
         actions.append(.write(device, layout.lastPacket.encode()))
         transfer.stage = .awaitingLastAck(sequence: layout.lastSequence)
-        devices[index].channels[channel].active = transfer
         return actions
     }
 }

@@ -1,8 +1,10 @@
+import TetherIntegrations
+import ReplayKit
+import BehaviourTrace
 import CaptureKit
 import CaptureSet
 import Dissectors
 import MessagingCore
-import Replay
 
 /// `TetherBench gen-messaging-session OUT [--seconds 3600]` (`gen-messaging-hour`: the one-hour
 /// default): writes a ``MessagingSession`` as a sealed capture set, as `tether record` leaves a
@@ -43,9 +45,9 @@ enum GenerateMessagingSession {
                 ManifestInterface(index: 1, name: "api-calls", linkType: .user0, role: .apiCalls, frames: apiFrames),
             ],
             devices: [ManifestDevice(name: "watch-1", model: "Connect IQ watch (bench)", appIds: [MessagingSession.appUUID])],
-            messaging: ManifestMessaging(devices: [
+            sections: [try ManifestSection(name: "messaging", encoding: ManifestMessaging(devices: [
                 ManifestMessagingDevice(uuid: device, address: MessagingSession.peerAddress, name: "watch-1", model: "Connect IQ watch (bench)"),
-            ]),
+            ]))],
             expectations: [
                 Expectation(name: "every send succeeds", .count(
                     messaging.init(core: "messaging", event: "completion", where: ["result": .string("Success")]),
@@ -140,8 +142,9 @@ enum ReplayMessagingHour {
         start = monotonicSeconds()
         do {
             let reader = try CaptureFile.open(path: loaded.capturePath)
+            let section = try manifest.decodeSection("messaging", as: ManifestMessaging.self) ?? ManifestMessaging()
             let adapter = MessagingAdapter(
-                section: manifest.messaging ?? ManifestMessaging(), matching: manifest.messaging?.frameMatching ?? .strict,
+                section: section, matching: section.frameMatching ?? .strict,
                 prescan: prescan, gattHandles: manifest.gattHandles,
                 hasAPICallsInterface: manifest.interfaces.contains { $0.role == .apiCalls })
             var engine = ReplayEngine(adapters: [adapter], manifestInterfaces: manifest.interfaces, gattHandles: manifest.gattHandles)
@@ -152,7 +155,7 @@ enum ReplayMessagingHour {
 
         // Stage 5: as `tether replay` runs it, then the expectations.
         start = monotonicSeconds()
-        let outcome = try replaySet(at: setPath)
+        let outcome = try replaySet(at: setPath, options: ReplayOptions(integrations: TetherIntegrations.builtIn))
         let replaySeconds = monotonicSeconds() - start
         let summary = outcome.trace.last { $0.core == "messaging" && $0.event == "summary" }
         let completions = outcome.trace.lazy.filter { $0.event == "completion" && isSuccess($0.fields["result"]) }.count

@@ -1,6 +1,9 @@
+import MonkeyCTrace
+import TetherIntegrations
+import ReplayKit
+import BehaviourTrace
 import MessagingCore
 import MonkeyC
-import Replay
 
 /// A synthetic Connect IQ messaging session as a phone's HCI tap records it: the session start of
 /// a real phone host (the app's API calls, LE connection to the watch, MTU 247 exchange, GATT

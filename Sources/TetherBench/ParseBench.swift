@@ -1,9 +1,11 @@
+import TetherIntegrations
+import ReplayKit
+import BehaviourTrace
 import CaptureKit
 import CaptureSet
 import Dissectors
 import Foundation
 @_spi(Benchmarks) import IngestCore
-import Replay
 
 /// `TetherBench parse-plugin SET [--rounds 5] [--stage NAME]`: IngestCore's datagram parsing alone, over the
 /// ingest-port datagrams of a capture set read into memory first (so no file reading, frame
@@ -114,8 +116,9 @@ enum ParsePlugin {
         stage("parse", parse(template: true, scanner: true))
         stage("parse-scanner", parse(template: false, scanner: true))
         stage("parse-general", parse(template: false, scanner: false))
+        let ingestSection = try loaded.manifest.decodeSection("ingest", as: IngestOverrides.self)
         stage("core") { all in
-            var core = IngestCore(configuration: IngestAdapter.configuration(applying: loaded.manifest.ingest))
+            var core = IngestCore(configuration: IngestAdapter.configuration(applying: ingestSection))
             var events = 0
             for (i, range) in ranges.enumerated() {
                 events &+= core.receive(UnsafeRawBufferPointer(rebasing: all[range]), from: source, now: .nanoseconds(times[i] - origin)).count

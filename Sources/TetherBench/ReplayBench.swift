@@ -1,8 +1,10 @@
+import TetherIntegrations
+import ReplayKit
+import BehaviourTrace
 import CaptureKit
 import CaptureSet
 import Dissectors
 import IngestCore
-import Replay
 
 /// `TetherBench gen-plugin-session OUT [--seconds 3600] [--rate 20] [--port 12345]`: writes a
 /// synthetic plugin session (see ``PluginSession``) as a sealed capture set, the way
@@ -124,7 +126,7 @@ enum ReplayHour {
         do {
             let reader = try CaptureFile.open(path: loaded.capturePath)
             var extractor = UDPExtractor()
-            var core = IngestCore(configuration: IngestAdapter.configuration(applying: loaded.manifest.ingest))
+            var core = IngestCore(configuration: IngestAdapter.configuration(applying: try loaded.manifest.decodeSection("ingest", as: IngestOverrides.self)))
             var first: Int64?
             var last = Duration.zero
             var events = 0
@@ -152,7 +154,7 @@ enum ReplayHour {
         start = monotonicSeconds()
         let reader = try CaptureFile.open(path: loaded.capturePath)
         var engine = ReplayEngine(
-            adapters: [IngestAdapter(configuration: IngestAdapter.configuration(applying: loaded.manifest.ingest))],
+            adapters: [IngestAdapter(configuration: IngestAdapter.configuration(applying: try loaded.manifest.decodeSection("ingest", as: IngestOverrides.self)))],
             manifestInterfaces: interfaces)
         let (trace, summary) = try engine.run(reader: reader)
         let replaySeconds = monotonicSeconds() - start
@@ -164,7 +166,7 @@ enum ReplayHour {
 
         // Stage 4: as `tether replay` runs it.
         start = monotonicSeconds()
-        let outcome = try replaySet(at: setPath)
+        let outcome = try replaySet(at: setPath, options: ReplayOptions(integrations: TetherIntegrations.builtIn))
         report(["stage": "replay-set", "events": "\(outcome.trace.count)", "verified": "\(outcome.captureSet.verified)",
                 "seconds": fixed(monotonicSeconds() - start, 6)])
 
@@ -185,7 +187,7 @@ enum ReplayHour {
         let start = monotonicSeconds()
         let reader = try CaptureFile.open(path: loaded.capturePath)
         var engine = ReplayEngine(
-            adapters: [IngestAdapter(configuration: IngestAdapter.configuration(applying: loaded.manifest.ingest))],
+            adapters: [IngestAdapter(configuration: IngestAdapter.configuration(applying: try loaded.manifest.decodeSection("ingest", as: IngestOverrides.self)))],
             manifestInterfaces: interfaces)
         var events = 0
         let summary = try engine.run(reader: reader) { _ in events += 1 }

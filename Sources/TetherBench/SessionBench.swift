@@ -1,7 +1,10 @@
+import MonkeyCTrace
+import TetherIntegrations
+import ReplayKit
+import BehaviourTrace
 import CaptureKit
 import CaptureSet
 import MonkeyC
-import Replay
 import SessionCore
 
 /// A synthetic session-link session as the phone's HCI tap records it, mixing every channel: the
@@ -249,7 +252,8 @@ enum GenerateSessionSession {
                 ManifestInterface(index: 0, name: "h4tap:synthetic", linkType: .bluetoothHCIH4WithPHDR, role: .bleHCI, core: "session", frames: hciFrames),
                 ManifestInterface(index: 1, name: "api-calls", linkType: .user0, role: .apiCalls, frames: outcome.frames.count - hciFrames),
             ],
-            session: ManifestSession(role: "phone", identity: SessionBenchSession.phone.description, pairedPeer: SessionBenchSession.watch.description),
+            sections: [try ManifestSection(name: "session", encoding: ManifestSession(
+                role: "phone", identity: SessionBenchSession.phone.description, pairedPeer: SessionBenchSession.watch.description))],
             expectations: [
                 Expectation(name: "every message is answered", .count(
                     selector.init(core: "session", event: "did_receive_reply"), .init(equals: session.seconds))),
@@ -292,7 +296,7 @@ enum ReplaySessionHour {
             report(["stage": "read", "frames": "\(frames)", "seconds": fixed(monotonicSeconds() - start, 6)])
         }
         start = monotonicSeconds()
-        let outcome = try replaySet(at: setPath)
+        let outcome = try replaySet(at: setPath, options: ReplayOptions(integrations: TetherIntegrations.builtIn))
         let seconds = monotonicSeconds() - start
         let summary = outcome.trace.last { $0.core == "session" && $0.event == "summary" }
         let virtualSeconds = Double(outcome.summary.endTimeNs) / 1e9

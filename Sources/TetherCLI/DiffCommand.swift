@@ -1,6 +1,7 @@
+import ReplayKit
+import BehaviourTrace
 import ArgumentParser
 import CaptureSet
-import Replay
 
 /// `tether diff A B`: two behaviour traces compared as event sequences.
 struct DiffCommand: ParsableCommand {

@@ -1,7 +1,12 @@
+import MessagingIntegration
+import SessionIntegration
+import WidgetIntegration
+import IngestIntegration
+import ReplayKit
+import BehaviourTrace
 import CaptureKit
 import CaptureSet
 import Dissectors
-import Replay
 
 /// One dissector per capture, fed every frame in order (it carries ACL, IP and GATT state across
 /// frames), behind the CLI's `dissect(frame, interface:)` call. Connect IQ link packets are named

@@ -1,10 +1,15 @@
+import MessagingIntegration
+import SessionIntegration
+import WidgetIntegration
+import IngestIntegration
+import ReplayKit
+import BehaviourTrace
 import ArgumentParser
 import CaptureKit
 import CaptureSet
 import Dissectors
 import MessagingCore
 import MQTT
-import Replay
 
 /// `tether inspect PATH`: what a capture file or set holds.
 struct InspectCommand: ParsableCommand {

@@ -1,4 +1,5 @@
-import Replay
+import ReplayKit
+import BehaviourTrace
 
 /// Hand-written JSON for output that is streamed frame by frame: Foundation's encoder needs the
 /// whole value in memory, and `inspect --json --frames` must run in constant memory.

@@ -1,21 +1,23 @@
+import ReplayKit
+import BehaviourTrace
 import ArgumentParser
 import CaptureKit
 import CaptureSet
 import Dissectors
-import Replay
 
 /// `tether replay SET_OR_FOLDER…`: virtual-clock replay with checks, or `--realtime` re-sending.
 struct ReplayCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
+    static var configuration: CommandConfiguration { CommandConfiguration(
         commandName: "replay",
         abstract: "Replay capture sets on a virtual clock and check expectations and baselines (or re-send them in real time).",
         discussion: """
             Each argument is a capture set folder or a folder holding sets (searched below, as \
-            Captures/ is). For every set, the captured frames are fed to the protocol cores at \
-            their captured instants on a virtual clock: every datagram addressed to the manifest's \
-            ingest port goes to IngestCore, and the cores' timers fire at their exact virtual \
-            instants. Nothing sleeps, so an hour of traffic replays in well under a second, and two \
-            replays of one set give byte-identical traces.
+            Captures/ is). For every set, the captured frames are fed to the protocol cores its \
+            manifest calls for, at their captured instants on a virtual clock, and the cores' \
+            timers fire at their exact virtual instants. Nothing sleeps, so an hour of traffic \
+            replays in well under a second, and two replays of one set give byte-identical traces. \
+            Which core takes which interface comes from the manifest (docs/replay-engine.md); the \
+            registered cores are listed below.
 
             The behaviour trace (JSON Lines, docs/trace-format.md) is then checked against the \
             manifest's expectations and against each baseline trace (baseline/<core>.jsonl), \
@@ -30,11 +32,17 @@ struct ReplayCommand: ParsableCommand {
             Replay every committed set, as CI does, keeping a JUnit report:
               tether replay Captures --junit .build/replay-junit.xml
             Keep one set's trace and try a shorter idle timeout:
+              tether replay Captures/plugin-faulty --trace t.jsonl --set ingest.idle_timeout_ms=5s
+            The same with the core's own option:
               tether replay Captures/plugin-faulty --trace t.jsonl --ingest-idle-timeout 5
+            Replay a Connect IQ session with a smaller window (its frames then differ from the capture):
+              tether replay Captures/ciq-clean --messaging-window-size 4 --frame-matching off
             Re-send a recording to a live server at twice its pace:
-              tether replay --realtime --speed 2 --to 127.0.0.1:12345 Captures/clean
+              tether replay --realtime --speed 2 --to 127.0.0.1:12345 Captures/plugin-clean
+
+            \(CLIIntegrations.settingsHelp())
             """
-    )
+    ) }
 
     @Argument(help: "Capture set folders, or folders searched for capture sets (e.g. Captures).")
     var paths: [String]
@@ -48,29 +56,10 @@ struct ReplayCommand: ParsableCommand {
     @Flag(name: .customLong("update-baseline"), help: "Accept this run's traces as the sets' baselines (writes baseline/<core>.jsonl and the manifest).")
     var updateBaseline = false
 
-    @Option(name: .customLong("ingest-idle-timeout"), help: "IngestCore's stream idle timeout (seconds, or 500ms, 8s, 2m, 1h; at most 24h), overriding the manifest.",
-            transform: { try OptionValues.seconds($0, option: "--ingest-idle-timeout", range: 0.001...86_400) })
-    var ingestIdleTimeout: Double?
-
-    @Option(name: .customLong("ingest-port"), help: "Feed IngestCore the datagrams to this UDP port, whatever the manifest says.",
-            transform: { try OptionValues.integer($0, option: "--ingest-port", range: 1...UInt16.max) })
-    var ingestPort: UInt16?
-
-    @Option(name: .customLong("messaging-window-size"), help: "MessagingCore's data packets per window (1-15), overriding the manifest.",
-            transform: { try OptionValues.integer($0, option: "--messaging-window-size", range: 1...15) })
-    var messagingWindowSize: Int?
-
-    @Option(name: .customLong("messaging-first-retries"), help: "How often MessagingCore resends `first` after `transfer not started` (0-10), overriding the manifest.",
-            transform: { try OptionValues.integer($0, option: "--messaging-first-retries", range: 0...10) })
-    var messagingFirstRetries: Int?
-
-    @Option(name: .customLong("messaging-step-timeout"), help: "MessagingCore's wait for each transfer acknowledgement (seconds, or 500ms, 2m; at most 1h), overriding the manifest.",
-            transform: { try OptionValues.seconds($0, option: "--messaging-step-timeout", range: 0.001...3600) })
-    var messagingStepTimeout: Double?
-
-    @Option(name: .customLong("session-message-reply-timeout"), help: "SessionCore's message time limit (seconds, or 500ms, 2m; at most 1h), overriding the manifest.",
-            transform: { try OptionValues.seconds($0, option: "--session-message-reply-timeout", range: 0.001...3600) })
-    var sessionMessageReplyTimeout: Double?
+    @Option(name: .customLong("set"), help: ArgumentHelp(
+        "Change one setting of a core's manifest section for this replay, CORE.KEY=VALUE (repeatable; the settings are listed below).",
+        valueName: "core.key=value"))
+    var settings: [String] = []
 
     @Option(name: .customLong("frame-matching"), help: "How the BLE cores' emitted frames are checked: strict, responder or off (default: the manifest's, else strict).")
     var frameMatching: FrameMatchingMode?
@@ -100,18 +89,7 @@ struct ReplayCommand: ParsableCommand {
         guard !paths.isEmpty else {
             throw ValidationError("Give a capture set or a folder of sets, e.g. `tether replay Captures`.")
         }
-        if let messagingWindowSize, !(1...15).contains(messagingWindowSize) {
-            throw ValidationError("--messaging-window-size must be 1 to 15 (got \(messagingWindowSize)).")
-        }
-        if let messagingFirstRetries, !(0...10).contains(messagingFirstRetries) {
-            throw ValidationError("--messaging-first-retries must be 0 to 10 (got \(messagingFirstRetries)).")
-        }
-        if let messagingStepTimeout, !(messagingStepTimeout > 0 && messagingStepTimeout <= 3600) {
-            throw ValidationError("--messaging-step-timeout must be more than 0 and at most 3600 seconds (got \(messagingStepTimeout)).")
-        }
-        if let ingestIdleTimeout, !(ingestIdleTimeout > 0 && ingestIdleTimeout.isFinite) {
-            throw ValidationError("--ingest-idle-timeout must be a positive number of seconds (got \(ingestIdleTimeout)).")
-        }
+        _ = try parsedSettings()
         guard toleranceMs >= 0, toleranceMs.isFinite else {
             throw ValidationError("--tolerance-ms must be 0 or more (got \(toleranceMs)).")
         }
@@ -172,18 +150,8 @@ struct ReplayCommand: ParsableCommand {
             throw CommandFailure(message: error.message, exitCode: ExitCode.validationFailure.rawValue)
         }
 
-        var options = ReplayOptions(verify: !noVerify, ingestPort: ingestPort, frameMatching: frameMatching)
-        if messagingWindowSize != nil || messagingFirstRetries != nil || messagingStepTimeout != nil {
-            options.messaging = MessagingOverrides(
-                stepTimeoutMs: messagingStepTimeout.map { Int(($0 * 1000).rounded()) },
-                windowSize: messagingWindowSize, firstRetries: messagingFirstRetries)
-        }
-        if let sessionMessageReplyTimeout {
-            options.session = SessionOverrides(messageReplyTimeoutMs: Int((sessionMessageReplyTimeout * 1000).rounded()))
-        }
-        if let ingestIdleTimeout {
-            options.ingest = IngestOverrides(idleTimeoutMs: Int((ingestIdleTimeout * 1000).rounded()))
-        }
+        let options = ReplayOptions(
+            integrations: CLIIntegrations.registry, verify: !noVerify, settings: try parsedSettings(), frameMatching: frameMatching)
         let tolerance = Int64((toleranceMs * 1_000_000).rounded())
         var outcomes: [CaptureSetOutcome] = []
         var errors: [(name: String, message: String)] = []
@@ -210,19 +178,14 @@ struct ReplayCommand: ParsableCommand {
             }
             status.clear()
             for warning in checked.run.warnings { Terminal.warn("tether: warning: \(name): \(warning)") }
-            var baselines: [BaselineComparison] = []
             if let writers = checked.baselineWriters {
                 try writers.accept()
+                outcomes.append(CaptureSetOutcome(name: name, expectations: checked.expectations, baselines: []))
             } else {
-                for (core, comparison) in checked.comparisons {
-                    do {
-                        baselines.append(BaselineComparison(name: core, diff: try comparison.get().finish()))
-                    } catch {
-                        errors.append((name, "baseline \(core): \(error)"))
-                    }
-                }
+                let (outcome, baselineErrors) = checked.outcome()
+                errors += baselineErrors.map { (name, $0) }
+                outcomes.append(outcome)
             }
-            outcomes.append(CaptureSetOutcome(name: name, expectations: checked.expectations, baselines: baselines))
         }
 
         StandardOutput.shared.write(Self.report(outcomes, errors: errors, setCount: sets.count, maxDiffLines: maxDiffLines))
@@ -265,133 +228,45 @@ struct ReplayCommand: ParsableCommand {
         return text
     }
 
-    /// One set replayed with its checks made as the trace streamed by.
-    struct CheckedReplay {
-        var run: ReplayRun
-        var expectations: [ExpectationResult]
-        /// Per baseline the manifest names, in core order: the comparison, still to be finished,
-        /// or why its baseline could not be read.
-        var comparisons: [(core: String, comparison: Result<StreamingBaselineComparison, any Error>)]
-        /// With --update-baseline: this run's trace per core, still to be put in place.
-        var baselineWriters: BaselineWriters?
+    /// The `--set` values and the cores' own options, checked against the registry.
+    func parsedSettings() throws -> [SettingOverride] {
+        try settings.map { text in
+            switch SettingOverride.parse(text, registry: CLIIntegrations.registry) {
+            case .success(let setting): return setting
+            case .failure(let error): throw ValidationError(error.message)
+            }
+        }
     }
 
-    /// Replays one set with nothing of its trace kept: each event, as the engine makes it, goes
-    /// to the --trace file (buffered), the expectation evaluator, the baseline comparison of its
-    /// core (which reads the baseline file alongside) or, with --update-baseline, the new
-    /// baseline file of its core. So memory does not grow with the capture.
+    /// Replays one set with its checks (``replayAndCheck(_:options:checks:observe:)``), writing
+    /// the trace to --trace as it streams.
     /// - Throws: ``ReplayError`` when the set cannot be loaded or replayed (the set's error);
     ///   anything else when the --trace file cannot be written (the command's error).
     func checkSet(at set: String, options: ReplayOptions, tolerance: Int64, loadWarnings: inout [String]) throws -> CheckedReplay {
         let loaded = try loadReplaySet(at: set, options: options)
         loadWarnings = loaded.warnings
-        let manifest = loaded.manifest
-        var evaluator = ExpectationEvaluator(manifest.expectations)
-        var comparisons: [(core: String, comparison: Result<StreamingBaselineComparison, any Error>)] = []
-        var comparing: [String: StreamingBaselineComparison] = [:]
-        let writers = updateBaseline ? BaselineWriters(set: set, manifest: manifest) : nil
-        if !updateBaseline {
-            for core in manifest.baselines.keys.sorted() {
-                do {
-                    let path = try CaptureSetDirectory(path: set).resolve(manifest.baselines[core, default: ""], field: "baselines.\(core)")
-                    let comparison = try StreamingBaselineComparison(
-                        name: core, baselinePath: path, timingToleranceNs: tolerance, lineBudget: maxDiffLines)
-                    comparing[core] = comparison
-                    comparisons.append((core, .success(comparison)))
-                } catch {
-                    comparisons.append((core, .failure(error)))
-                }
+        let checks = ReplayCheckOptions(timingToleranceNs: tolerance, maxDiffLines: maxDiffLines, updateBaseline: updateBaseline)
+        guard let trace else { return try replayAndCheck(loaded, options: options, checks: checks) }
+        return try OutputFile.write(to: trace) { temporary in
+            let writer: TraceFileWriter
+            do throws(TraceFileError) {
+                writer = try TraceFileWriter(path: temporary)
+            } catch {
+                throw CommandFailure.failed("cannot create \(temporary) to write \(trace): \(error.reason). Check the folder is writable.")
             }
-        }
-        func replay(writingTo traceFile: TraceFileWriter?) throws(ReplayError) -> ReplayRun {
-            try replaySet(loaded, options: options) { event in
-                traceFile?.write(event)
-                evaluator.observe(event)
-                if !comparing.isEmpty { comparing[event.core]?.replayed(event) }
-                writers?.write(event)
+            let checked: CheckedReplay
+            do {
+                checked = try replayAndCheck(loaded, options: options, checks: checks) { writer.write($0) }
+            } catch {
+                writer.discard()
+                throw error
             }
-        }
-        let run: ReplayRun
-        if let trace {
-            run = try OutputFile.write(to: trace) { temporary in
-                let writer: TraceFileWriter
-                do throws(TraceFileError) {
-                    writer = try TraceFileWriter(path: temporary)
-                } catch {
-                    throw CommandFailure.failed("cannot create \(temporary) to write \(trace): \(error.reason). Check the folder is writable.")
-                }
-                let run: ReplayRun
-                do {
-                    run = try replay(writingTo: writer)
-                } catch {
-                    writer.discard()
-                    throw error
-                }
-                do throws(TraceFileError) {
-                    try writer.close()
-                } catch {
-                    throw CommandFailure.failed("cannot write \(trace): \(error.reason). Check free disk space.")
-                }
-                return run
+            do throws(TraceFileError) {
+                try writer.close()
+            } catch {
+                throw CommandFailure.failed("cannot write \(trace): \(error.reason). Check free disk space.")
             }
-        } else {
-            run = try replay(writingTo: nil)
-        }
-        return CheckedReplay(run: run, expectations: evaluator.results(), comparisons: comparisons, baselineWriters: writers)
-    }
-
-    /// --update-baseline: this run's trace written as the set's baselines, one file per core, as
-    /// the replay streams; ``accept()`` then puts each in place and records them in the manifest.
-    /// A core the manifest already names keeps its path; an empty trace is written too, so "this
-    /// core did nothing" is itself checked next time.
-    final class BaselineWriters {
-        let set: String
-        let manifest: CaptureSetManifest
-        private var writers: [String: Result<TraceFileWriter, any Error>] = [:]
-        private var lastCore = ""
-        private var lastWriter: TraceFileWriter?
-
-        init(set: String, manifest: CaptureSetManifest) {
-            self.set = set
-            self.manifest = manifest
-        }
-
-        func relativePath(_ core: String) -> String {
-            manifest.baselines[core] ?? CaptureSetDirectory.defaultBaselinePath(core: core)
-        }
-
-        func write(_ event: TraceEvent) {
-            if event.core != lastCore || lastWriter == nil {
-                if writers[event.core] == nil {
-                    writers[event.core] = Result {
-                        let path = try CaptureSetDirectory(path: set).resolve(relativePath(event.core), field: "baselines.\(event.core)")
-                        return try TraceFileWriter.replacing(path)
-                    }
-                }
-                lastCore = event.core
-                lastWriter = try? writers[event.core]?.get()
-            }
-            lastWriter?.write(event)
-        }
-
-        /// Puts every core's new baseline in place, in core order, and saves the manifest when it
-        /// changed. The first failure stops it (the files not yet in place are removed).
-        func accept() throws {
-            var manifest = self.manifest
-            let cores = Set(writers.keys).union(manifest.baselines.keys)
-            for core in cores.sorted() {
-                let relative = relativePath(core)
-                let path = try CaptureSetDirectory(path: set).resolve(relative, field: "baselines.\(core)")
-                if let writer = writers[core] {
-                    try writer.get().commit()
-                } else {
-                    try CaptureSetDirectory.writeAtomically([], to: path)
-                }
-                manifest.baselines[core] = relative
-            }
-            if manifest != self.manifest {
-                try CaptureSetDirectory.saveManifest(manifest, to: set)
-            }
+            return checked
         }
     }
 
@@ -402,7 +277,10 @@ struct ReplayCommand: ParsableCommand {
         let set = paths[0]
         let loaded = try CaptureSetDirectory.load(set, verify: !noVerify)
         for warning in loaded.warnings { Terminal.warn("tether: warning: \(warning)") }
-        let datagrams = try Self.ingestDatagrams(of: loaded, portOverride: ingestPort)
+        // Realtime re-sending is the ingest core's (its datagrams, its port): `--set ingest.port`
+        // (or --ingest-port) says which port's datagrams are sent.
+        let portOverride = try parsedSettings().last { $0.core == "ingest" && $0.key == "port" }?.value.scalarText.flatMap { UInt16($0) }
+        let datagrams = try Self.ingestDatagrams(of: loaded, portOverride: portOverride)
         guard !datagrams.isEmpty else {
             throw CommandFailure.failed("\(set) has no captured datagrams to the ingest port; nothing to send. `tether inspect \(set) --frames` shows what it holds.")
         }

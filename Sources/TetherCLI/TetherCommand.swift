@@ -7,6 +7,7 @@ import Glibc
 import Darwin
 #endif
 import LiveCapture
+import ReplayKit
 
 /// The `tether` command: record BLE and UDP traffic into capture sets, inspect them, and replay
 /// them on a virtual clock against Tether's protocol cores.
@@ -42,8 +43,23 @@ public struct TetherCommand: AsyncParsableCommand {
     /// dispatch queue, so `main.swift` is one plain call (an `await` there would pick
     /// argument-parser's synchronous `main()` overload, which refuses async commands).
     public static func main() {
+        main(integrations: CLIIntegrations.registry)
+    }
+
+    /// ``main()`` with the cores `tether replay` may use: Tether's own are
+    /// `TetherIntegrations.builtIn`; a package with a core of its own passes
+    /// `TetherIntegrations.builtIn.adding(MyIntegration())` from its own executable (see
+    /// docs/extending.md). A registry with two cores of one name is refused before parsing.
+    public static func main(integrations: IntegrationRegistry) {
+        switch integrations.validated() {
+        case .success(let registry): CLIIntegrations.use(registry)
+        case .failure(let error):
+            Terminal.warn("tether: the registered integrations are inconsistent: \(error)")
+            SystemCalls.exit(70)
+        }
+        let arguments = CLIIntegrations.expandingSettingFlags(Array(CommandLine.arguments.dropFirst()), registry: CLIIntegrations.registry)
         Task {
-            let status = await runToCompletion()
+            let status = await runToCompletion(arguments)
             StandardOutput.shared.flush()
             SystemCalls.exit(status)
         }
@@ -51,9 +67,9 @@ public struct TetherCommand: AsyncParsableCommand {
     }
 
     /// Parse, run, and turn the outcome into an exit status (printing what argument-parser would).
-    static func runToCompletion() async -> Int32 {
+    static func runToCompletion(_ arguments: [String]? = nil) async -> Int32 {
         do {
-            var command = try parseAsRoot()
+            var command = try parseAsRoot(arguments)
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {

@@ -1,3 +1,4 @@
 import TetherCLI
+import TetherIntegrations
 
-TetherCommand.main()
+TetherCommand.main(integrations: TetherIntegrations.builtIn)

@@ -1,7 +1,8 @@
 import CaptureKit
 import Foundation
 import LiveHosts
-import Replay
+import ReplayKit
+import BehaviourTrace
 import Testing
 import TetherTestSupport
 

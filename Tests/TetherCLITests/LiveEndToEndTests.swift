@@ -6,7 +6,8 @@ import Darwin
 #endif
 import IngestCore
 import IngestStore
-import Replay
+import ReplayKit
+import BehaviourTrace
 import Testing
 import TetherTestSupport
 

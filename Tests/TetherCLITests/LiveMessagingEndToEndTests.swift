@@ -1,5 +1,6 @@
 import Foundation
-import Replay
+import ReplayKit
+import BehaviourTrace
 import Testing
 import TetherTestSupport
 

@@ -1,6 +1,8 @@
 import CaptureSet
 import Foundation
-import Replay
+import ReplayKit
+import TetherIntegrations
+import BehaviourTrace
 import Testing
 import TetherTestSupport
 
@@ -71,7 +73,7 @@ import TetherTestSupport
         let folder = try TemporaryFolder("cli-tests")
         let captures = try Self.captures(folder)
         let set = captures + "/a"
-        let whole = try replaySet(at: set).trace
+        let whole = try replaySet(at: set, options: ReplayOptions(integrations: TetherIntegrations.builtIn)).trace
         let trace = folder.path("trace.jsonl").path
         try Tools.tetherSucceeds(["replay", set, "--trace", trace])
         #expect(Array(try Data(contentsOf: URL(fileURLWithPath: trace))) == TraceFile.encodeBytes(whole))

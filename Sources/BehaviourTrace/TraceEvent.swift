@@ -1,0 +1,165 @@
+/// A JSON value inside a trace event. Objects keep their keys sorted when written, so a trace is
+/// byte-identical for identical behaviour.
+public enum TraceValue: Sendable, Hashable {
+    case string(String)
+    case int(Int64)
+    case double(Double)
+    case bool(Bool)
+    case null
+    case array([TraceValue])
+    case object([String: TraceValue])
+}
+
+/// One line of a behaviour trace: what a core did, at which virtual instant.
+///
+/// The trace format is public (see docs/trace-format.md): every line is a JSON object with at
+/// least `t_ns` (virtual nanoseconds since the capture's first frame), `core` (`ingest`,
+/// `messaging`, `session`) and `event`; the other keys depend on the event.
+///
+/// Fields shaped like an ingest `datapoint` (exactly `source`, `name`, `type` as strings,
+/// `time_ns` as an integer, and `value`) are held inline instead of in a dictionary: they are
+/// nearly every event of a plugin replay, and a dictionary per event was most of its cost. The
+/// choice depends on the fields alone, so two events with equal fields always have the same
+/// representation; ``fields`` reads and writes either one as a dictionary.
+public struct TraceEvent: Sendable, Hashable {
+    /// Virtual nanoseconds since the capture's first frame.
+    public var timeNs: Int64
+    /// Which core produced it.
+    public var core: String
+    /// The event name, e.g. `datapoint`, `rejected`, `stream_start`.
+    public var event: String
+    /// The fields, in whichever form they take (see the type's comment). Equality and hashing
+    /// rely on that form being the canonical one for the fields, so only ``Storage/init(_:)``
+    /// and ``init(timeNs:core:event:dataPoint:)`` make it.
+    var storage: Storage
+
+    /// Every other key of the line. Reading it from an inline `datapoint` builds a dictionary;
+    /// ``field(_:)`` reads one key without that.
+    public var fields: [String: TraceValue] {
+        get {
+            switch storage {
+            case .dictionary(let fields): return fields
+            case .dataPoint(let point): return point.dictionary
+            }
+        }
+        set { storage = Storage(newValue) }
+    }
+
+    /// Creates an event; `fields` are every key of the line but `t_ns`, `core` and `event`.
+    public init(timeNs: Int64, core: String, event: String, fields: [String: TraceValue] = [:]) {
+        self.timeNs = timeNs
+        self.core = core
+        self.event = event
+        self.storage = Storage(fields)
+    }
+
+    /// An event whose fields are a datapoint's, held inline.
+    package init(timeNs: Int64, core: String, event: String, dataPoint: DataPointFields) {
+        self.timeNs = timeNs
+        self.core = core
+        self.event = event
+        self.storage = .dataPoint(dataPoint)
+    }
+
+    /// The value of one field, `nil` when the event has none of that name; the same as
+    /// `fields[key]` without building the dictionary of an inline `datapoint`.
+    public func field(_ key: String) -> TraceValue? {
+        switch storage {
+        case .dictionary(let fields): return fields[key]
+        case .dataPoint(let point): return point[key]
+        }
+    }
+
+    /// Whether `self` and `other` have equal fields (their times, cores and event names aside).
+    public func hasSameFields(as other: TraceEvent) -> Bool {
+        storage == other.storage
+    }
+
+    /// The two forms of an event's fields.
+    enum Storage: Sendable, Hashable {
+        /// Any fields that are not shaped like a datapoint's.
+        case dictionary([String: TraceValue])
+        /// Exactly a datapoint's five fields.
+        case dataPoint(DataPointFields)
+
+        /// The canonical form of `fields`: inline when they are shaped like a datapoint's.
+        init(_ fields: [String: TraceValue]) {
+            if fields.count == DataPointFields.keys.count,
+               case .string(let source)? = fields["source"],
+               case .string(let name)? = fields["name"],
+               case .string(let type)? = fields["type"],
+               case .int(let timeNs)? = fields["time_ns"],
+               let value = fields["value"] {
+                self = .dataPoint(DataPointFields(source: source, name: name, type: type, timeNs: timeNs, value: value))
+            } else {
+                self = .dictionary(fields)
+            }
+        }
+    }
+}
+
+/// The fields of an ingest `datapoint` event with a `value`: `source`, `name`, `type`,
+/// `time_ns` and `value`, held without a dictionary.
+package struct DataPointFields: Sendable, Hashable {
+    /// The keys, in the order a trace line writes them (sorted).
+    static let keys = ["name", "source", "time_ns", "type", "value"]
+
+    var source: String
+    var name: String
+    var type: String
+    var timeNs: Int64
+    var value: TraceValue
+
+    /// The five fields (the ingest integration makes them straight from its parser's values).
+    package init(source: String, name: String, type: String, timeNs: Int64, value: TraceValue) {
+        self.source = source
+        self.name = name
+        self.type = type
+        self.timeNs = timeNs
+        self.value = value
+    }
+
+    /// The value of the field named `key`, as the dictionary form would have it.
+    subscript(key: String) -> TraceValue? {
+        switch key {
+        case "source": return .string(source)
+        case "name": return .string(name)
+        case "type": return .string(type)
+        case "time_ns": return .int(timeNs)
+        case "value": return value
+        default: return nil
+        }
+    }
+
+    /// The same fields as a dictionary.
+    var dictionary: [String: TraceValue] {
+        var fields = [String: TraceValue](minimumCapacity: Self.keys.count)
+        fields["source"] = .string(source)
+        fields["name"] = .string(name)
+        fields["type"] = .string(type)
+        fields["time_ns"] = .int(timeNs)
+        fields["value"] = value
+        return fields
+    }
+}
+
+extension DataPointFields {
+    /// The fields of `members` when they are exactly a datapoint's (keys distinct, as a parsed
+    /// line's are), else `nil`.
+    init?(_ members: [(key: String, value: TraceValue)]) {
+        guard members.count == Self.keys.count else { return nil }
+        var source: String?, name: String?, type: String?, timeNs: Int64?, value: TraceValue?
+        for member in members {
+            switch (member.key, member.value) {
+            case ("source", .string(let text)): source = text
+            case ("name", .string(let text)): name = text
+            case ("type", .string(let text)): type = text
+            case ("time_ns", .int(let ns)): timeNs = ns
+            case ("value", let any): value = any
+            default: return nil
+            }
+        }
+        guard let source, let name, let type, let timeNs, let value else { return nil }
+        self.init(source: source, name: name, type: type, timeNs: timeNs, value: value)
+    }
+}

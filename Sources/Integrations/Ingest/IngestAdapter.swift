@@ -1,0 +1,304 @@
+import ReplayKit
+import BehaviourTrace
+import CaptureKit
+import CaptureSet
+import Dissectors
+import IngestCore
+
+/// Replays captured UDP datagrams into ``IngestCore`` and writes what it does as `ingest` trace
+/// events.
+///
+/// It takes the frames of every interface whose manifest role is `ingest-udp`, and of every
+/// IP-carrying interface the manifest does not describe (a bare imported capture). Of those it
+/// feeds each UDP datagram whose destination port is the ingest port — the interface's
+/// `ingest_port`, else ``defaultPort`` (12345); ``portOverride`` replaces both — with the IP
+/// source address and port as the ``DatagramSource``.
+///
+/// Trace events (every one has `source` but `summary` and `frame_malformed`):
+/// `datapoint` {name, type, time_ns, value | bytes}, `rejected` {reason, detail}, `plugin_name`
+/// {name}, `end_message`, `legacy_v1` {bytes, time_ns?}, `stream_start`, `stream_end` {cause},
+/// `rate` {hz}, `time_backwards` {previous_ns, current_ns}, `gap` {gap_ns, expected_period_ns},
+/// `chunk` {sequence, points, bytes}, `frame_malformed` {frame, detail}, and one `summary` at the end.
+public struct IngestAdapter: CoreAdapter {
+    /// The port Motion listens on unless configured otherwise.
+    public static let standardPort: UInt16 = 12345
+
+    /// Always `ingest`.
+    public let core = "ingest"
+    /// The core under test.
+    public private(set) var ingest: IngestCore
+    /// The ingest port for an `ingest-udp` interface that names none, or an undescribed one.
+    public var defaultPort: UInt16
+    /// When set, the ingest port on every interface.
+    public var portOverride: UInt16?
+
+    private var extractor = UDPExtractor()
+    private var otherPortDatagrams = 0
+    private var notUDPFrames = 0
+    private var malformedFrames = 0
+    private var lastSource: DatagramSource?
+    private var lastSourceAddress: IPAddress?
+    private var eventCache = TraceEventCache()
+
+    /// An adapter around a fresh ``IngestCore``. The core keeps no points in its chunks: a
+    /// `chunk` event records only their count and bytes.
+    public init(configuration: IngestConfiguration = .init(), defaultPort: UInt16 = IngestAdapter.standardPort, portOverride: UInt16? = nil) {
+        self.ingest = IngestCore(configuration: configuration, keepsChunkPoints: false)
+        self.defaultPort = defaultPort
+        self.portOverride = portOverride
+    }
+
+    /// The core's defaults with every field `overrides` sets replaced.
+    public static func configuration(applying overrides: IngestOverrides?, to base: IngestConfiguration = .init()) -> IngestConfiguration {
+        var configuration = base
+        guard let overrides else { return configuration }
+        if let ms = overrides.idleTimeoutMs { configuration.idleTimeout = .milliseconds(ms) }
+        if let ms = overrides.flushIntervalMs { configuration.flushInterval = .milliseconds(ms) }
+        if let bytes = overrides.flushBytes { configuration.flushBytes = bytes }
+        return configuration
+    }
+
+    /// Link types that can carry IP, which an undescribed interface is taken to be UDP-capable by.
+    static let ipLinkTypes: Set<LinkType> = [.ethernet, .linuxSLL, .linuxSLL2, .raw, .ipv4, .ipv6, .null, .loop]
+
+    /// Raw bytes of `ingest-udp` interfaces and of undescribed IP interfaces; nothing else.
+    public func input(for interface: ReplayInterface) -> ReplayInput {
+        if let role = interface.role { return role == .ingestUDP ? .raw : .ignore }
+        return Self.ipLinkTypes.contains(interface.linkType) ? .raw : .ignore
+    }
+
+    /// Extracts the frame's UDP datagram and, if it is for the ingest port, feeds it to the core.
+    public mutating func frame(_ frame: ReplayFrame, now: Duration) -> [TraceEvent] {
+        var events: [TraceEvent] = []
+        self.frame(frame, now: now) { events.append($0) }
+        return events
+    }
+
+    /// ``frame(_:now:)``, each event handed to `emit` as it is made.
+    public mutating func frame(_ frame: ReplayFrame, now: Duration, emit: (TraceEvent) -> Void) {
+        let port = portOverride ?? frame.interface.parameter("ingest_port", as: UInt16.self) ?? defaultPort
+        switch extractor.datagram(from: frame.bytes, linkType: frame.interface.linkType) {
+        case .datagram(let datagram):
+            guard datagram.destinationPort == port else {
+                otherPortDatagrams += 1
+                return
+            }
+            let source = datagramSource(datagram)
+            // The cache is taken out for the call: the closure may not touch `self` while the
+            // core (part of `self`) is being changed.
+            let t = now.replayNanoseconds
+            var cache = eventCache
+            datagram.payload.withUnsafeBytes { payload in
+                ingest.receive(payload, from: source, now: now) { emit(Self.traceEvent($0, timeNs: t, cache: &cache)) }
+            }
+            eventCache = cache
+        case .fragmentPending:
+            return
+        case .notUDP:
+            notUDPFrames += 1
+        case .malformed(let detail):
+            malformedFrames += 1
+            emit(TraceEvent(timeNs: now.replayNanoseconds, core: core, event: "frame_malformed",
+                            fields: ["frame": .int(Int64(frame.number)), "detail": .string(detail)]))
+        }
+    }
+
+    /// The datagram's sender as the core keys it. The address text is made once per sender, not
+    /// once per datagram: a replay is mostly one stream.
+    private mutating func datagramSource(_ datagram: UDPDatagram) -> DatagramSource {
+        if let last = lastSource, last.port == datagram.sourcePort, lastSourceAddress == datagram.sourceAddress {
+            return last
+        }
+        let source = DatagramSource(address: datagram.sourceAddress.description, port: datagram.sourcePort)
+        lastSource = source
+        lastSourceAddress = datagram.sourceAddress
+        return source
+    }
+
+    /// The core's next flush or idle deadline.
+    public var nextDeadline: Duration? { ingest.nextDeadline }
+
+    /// Lets the core flush and end idle streams.
+    public mutating func timeout(now: Duration) -> [TraceEvent] {
+        var events: [TraceEvent] = []
+        timeout(now: now) { events.append($0) }
+        return events
+    }
+
+    /// ``timeout(now:)``, each event handed to `emit` as it is made.
+    public mutating func timeout(now: Duration, emit: (TraceEvent) -> Void) {
+        let t = now.replayNanoseconds
+        var cache = eventCache
+        ingest.handleTimeout(now: now) { emit(Self.traceEvent($0, timeNs: t, cache: &cache)) }
+        eventCache = cache
+    }
+
+    /// Ends every open stream, then writes the `summary` event.
+    public mutating func finish(now: Duration) -> [TraceEvent] {
+        var events = trace(ingest.finish(now: now), now: now)
+        events.append(summaryEvent(now: now))
+        return events
+    }
+
+    /// The closing `summary` event: the core's counters and what the adapter skipped.
+    func summaryEvent(now: Duration) -> TraceEvent {
+        let c = ingest.counters
+        var byReason: [String: TraceValue] = [:]
+        for (reason, count) in c.rejectedByReason where count > 0 { byReason[reason.rawValue] = .int(Int64(count)) }
+        return TraceEvent(timeNs: now.replayNanoseconds, core: core, event: "summary", fields: [
+            "datagrams": .int(Int64(c.datagrams)),
+            "accepted": .int(Int64(c.accepted)),
+            "rejected": .int(Int64(c.rejected)),
+            "rejected_by_reason": .object(byReason),
+            "datapoints": .int(Int64(c.dataPoints)),
+            "legacy_v1": .int(Int64(c.legacyV1Messages)),
+            "name_messages": .int(Int64(c.nameMessages)),
+            "end_messages": .int(Int64(c.endMessages)),
+            "streams": .int(Int64(c.streamsStarted)),
+            "streams_ended": .int(Int64(c.streamsEnded)),
+            "chunks": .int(Int64(c.chunks)),
+            "time_backwards": .int(Int64(c.timeWentBackwards)),
+            "gaps": .int(Int64(c.gaps)),
+            "other_port_datagrams": .int(Int64(otherPortDatagrams)),
+            "not_udp_frames": .int(Int64(notUDPFrames)),
+            "malformed_frames": .int(Int64(malformedFrames)),
+        ])
+    }
+
+    /// Maps core events to trace events, in the order the core returned them.
+    mutating func trace(_ events: [IngestEvent], now: Duration) -> [TraceEvent] {
+        let t = now.replayNanoseconds
+        var out: [TraceEvent] = []
+        out.reserveCapacity(events.count)
+        for event in events { out.append(Self.traceEvent(event, timeNs: t, cache: &eventCache)) }
+        return out
+    }
+
+    /// One core event as a trace event at `timeNs`.
+    public static func traceEvent(_ event: IngestEvent, timeNs t: Int64) -> TraceEvent {
+        var cache = TraceEventCache()
+        return traceEvent(event, timeNs: t, cache: &cache)
+    }
+
+    /// What makes the two events of nearly every line cheap: the last source's `description`
+    /// (formatting the address per event cost more than the rest of the event), and the fields
+    /// of `chunk` events as a filled-in template (a `datapoint`'s are held inline, without a
+    /// dictionary).
+    struct TraceEventCache {
+        private var source: DatagramSource?
+        private var text = ""
+        /// source, sequence, points, bytes.
+        let chunk = FieldTemplate(["source", "sequence", "points", "bytes"])
+
+        mutating func sourceText(_ source: DatagramSource) -> String {
+            if source != self.source {
+                self.source = source
+                text = source.description
+            }
+            return text
+        }
+    }
+
+    /// A dictionary with a fixed set of keys and the index of each. A copy of it shares the
+    /// storage's layout (same buckets, same seed), so setting a value through
+    /// `values[index]` on the copy costs no hashing: building a trace event's fields this way
+    /// instead of by key halves the adapter's time. The dictionary equals one built by key.
+    struct FieldTemplate {
+        let fields: [String: TraceValue]
+        let slots: [Dictionary<String, TraceValue>.Index]
+
+        init(_ keys: [String]) {
+            var fields = [String: TraceValue](minimumCapacity: keys.count)
+            for key in keys { fields[key] = .null }
+            self.fields = fields
+            slots = keys.compactMap { fields.index(forKey: $0) }
+            precondition(slots.count == keys.count, "FieldTemplate: duplicate key in \(keys)")
+        }
+    }
+
+    /// Fields are built in one dictionary sized for them up front, so no event pays for a
+    /// regrowth or a copy; datapoints and chunks fill in a template.
+    static func traceEvent(_ event: IngestEvent, timeNs t: Int64, cache: inout TraceEventCache) -> TraceEvent {
+        func make(_ name: String, _ fields: [String: TraceValue]) -> TraceEvent {
+            TraceEvent(timeNs: t, core: "ingest", event: name, fields: fields)
+        }
+        func fields(_ source: DatagramSource, capacity: Int) -> [String: TraceValue] {
+            var fields = [String: TraceValue](minimumCapacity: capacity)
+            fields["source"] = .string(cache.sourceText(source))
+            return fields
+        }
+        switch event {
+        case .dataPoint(let point):
+            let value: TraceValue
+            switch point.value {
+            case .float64(let x): value = .double(x)
+            case .int64(let i): value = .int(i)
+            case .vector2D(let x, let y): value = .array([.double(x), .double(y)])
+            case .vector3D(let x, let y, let z): value = .array([.double(x), .double(y), .double(z)])
+            case .string(let s): value = .string(s)
+            case .bytes(let b):
+                // The one datapoint without `value`: built by key.
+                var f = fields(point.source, capacity: 5)
+                f["name"] = .string(point.name)
+                f["type"] = .string(point.type)
+                f["time_ns"] = .int(point.timeNs)
+                f["bytes"] = .string(hex(b))
+                return make("datapoint", f)
+            }
+            return TraceEvent(timeNs: t, core: "ingest", event: "datapoint", dataPoint: DataPointFields(
+                source: cache.sourceText(point.source), name: point.name, type: point.type, timeNs: point.timeNs, value: value))
+        case .pluginName(let source, let name):
+            var f = fields(source, capacity: 2)
+            f["name"] = .string(name)
+            return make("plugin_name", f)
+        case .endMessage(let source):
+            return make("end_message", fields(source, capacity: 1))
+        case .legacyV1(let source, let timeNs, let payload):
+            var f = fields(source, capacity: 3)
+            f["bytes"] = .string(hex(payload))
+            if let timeNs { f["time_ns"] = .int(timeNs) }
+            return make("legacy_v1", f)
+        case .rejected(let source, let reason, let detail):
+            var f = fields(source, capacity: 3)
+            f["reason"] = .string(reason.rawValue)
+            f["detail"] = .string(detail)
+            return make("rejected", f)
+        case .streamStarted(let source):
+            return make("stream_start", fields(source, capacity: 1))
+        case .streamEnded(let source, let cause):
+            var f = fields(source, capacity: 2)
+            f["cause"] = .string(cause.rawValue)
+            return make("stream_end", f)
+        case .rateLearned(let source, let hertz):
+            var f = fields(source, capacity: 2)
+            f["hz"] = .double(roundedToMillis(hertz))
+            return make("rate", f)
+        case .timeWentBackwards(let source, let previousNs, let currentNs):
+            var f = fields(source, capacity: 3)
+            f["previous_ns"] = .int(previousNs)
+            f["current_ns"] = .int(currentNs)
+            return make("time_backwards", f)
+        case .gap(let source, let gapNs, let expectedPeriodNs):
+            var f = fields(source, capacity: 3)
+            f["gap_ns"] = .int(gapNs)
+            f["expected_period_ns"] = .int(expectedPeriodNs)
+            return make("gap", f)
+        case .chunkReady(let chunk):
+            let template = cache.chunk
+            var f = template.fields
+            f.values[template.slots[0]] = .string(cache.sourceText(chunk.source))
+            f.values[template.slots[1]] = .int(Int64(chunk.sequence))
+            f.values[template.slots[2]] = .int(Int64(chunk.dataPointCount))
+            f.values[template.slots[3]] = .int(Int64(chunk.byteCount))
+            return make("chunk", f)
+        }
+    }
+
+    /// Rounded to 3 decimals, so float noise in a learned rate does not churn baselines.
+    static func roundedToMillis(_ x: Double) -> Double {
+        guard x.isFinite else { return x }
+        return (x * 1000).rounded(.toNearestOrAwayFromZero) / 1000
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String { JSONLiteral.hex(bytes) }
+}

@@ -1,0 +1,58 @@
+import CaptureSet
+import IngestCore
+import ReplayKit
+
+/// intdash Motion's plugin ingest as replay sees it: UDP datagrams of `ingest-udp` interfaces
+/// (and of every IP interface of a bare imported capture) fed to ``IngestCore``; the manifest's
+/// `ingest:` section holds the core's settings (``IngestOverrides``).
+public struct IngestIntegration: CoreIntegration {
+    /// The integration; it has no state.
+    public init() {}
+
+    /// `ingest`.
+    public var name: String { "ingest" }
+    /// For `--help`.
+    public var summary: String { "intdash Motion plugin ingest: JSON datagrams over UDP (IngestCore)" }
+    /// `ingest-udp`.
+    public var replayedRoles: Set<InterfaceRole> { [.ingestUDP] }
+    /// `ingest-udp`.
+    public var defaultForRoles: Set<InterfaceRole> { [.ingestUDP] }
+    /// A bare capture is taken as plugin traffic on the standard port.
+    public var replaysUndescribedInterfaces: Bool { true }
+    /// The section's keys, with the command line's bounds.
+    public var settings: [IntegrationSetting] {
+        [
+            IntegrationSetting(key: "idle_timeout_ms", flag: "ingest-idle-timeout",
+                               help: "IngestCore's stream idle timeout (seconds, or 500ms, 8s, 2m, 1h; at most 24h).",
+                               kind: .milliseconds(1...86_400_000)),
+            IntegrationSetting(key: "flush_interval_ms", help: "How often buffered points are handed on (milliseconds, or with a unit).",
+                               kind: .milliseconds(1...86_400_000)),
+            IntegrationSetting(key: "flush_bytes", help: "Payload bytes that hand buffered points on at once.",
+                               kind: .integer(1...1 << 30)),
+            IntegrationSetting(key: "port", flag: "ingest-port",
+                               help: "Feed IngestCore the datagrams to this UDP port, whatever the manifest says.",
+                               kind: .integer(1...65_535)),
+        ]
+    }
+    /// What ``IngestAdapter`` writes.
+    public var emittedEvents: [String] {
+        ["datapoint", "rejected", "plugin_name", "end_message", "legacy_v1", "stream_start", "stream_end", "rate",
+         "time_backwards", "gap", "chunk", "frame_malformed", "summary"]
+    }
+
+    /// An ``IngestAdapter`` with the section's settings.
+    public func makeAdapter(_ context: IntegrationContext) throws(ReplayError) -> any CoreAdapter {
+        let section = try context.decodeSection(IngestOverrides.self) ?? IngestOverrides()
+        let limits: [(String, Int?)] = [
+            ("idle_timeout_ms", section.idleTimeoutMs), ("flush_interval_ms", section.flushIntervalMs), ("flush_bytes", section.flushBytes),
+        ]
+        for (key, value) in limits {
+            if let value, value <= 0 {
+                let line = context.section?.value[key]?.line ?? context.section?.line
+                throw .manifest(path: context.manifestPath, line: line, field: "\(name).\(key)",
+                                problem: "must be greater than 0, found \(value)", hint: "Write a positive number or leave the key out.")
+            }
+        }
+        return IngestAdapter(configuration: IngestAdapter.configuration(applying: section), portOverride: section.port)
+    }
+}

@@ -1,0 +1,205 @@
+import ReplayKit
+import BehaviourTrace
+import CaptureKit
+import CaptureSet
+import Dissectors
+
+/// The Connect IQ link's GATT characteristics (connectiq-link.md, "GATT"), lower case as the
+/// dissectors write UUIDs.
+public enum ConnectIQGATT {
+    /// Phone → watch, write without response: current and legacy.
+    public static let writeCharacteristics: Set<String> = [
+        "6a4e4c80-667b-11e3-949a-0800200c9a66", "df334c80-e6a7-d082-274d-78fc66f85e16",
+    ]
+    /// Watch → phone, notify: current and legacy.
+    public static let notifyCharacteristics: Set<String> = [
+        "6a4ecd28-667b-11e3-949a-0800200c9a66", "4acbcd28-7425-868e-f447-915c8f00d0cb",
+    ]
+    /// The services: current and legacy.
+    public static let services: Set<String> = [
+        "6a4e8022-667b-11e3-949a-0800200c9a66", "16aa8022-3769-4c74-a755-877dde3a2930",
+    ]
+}
+
+/// Which side of the Connect IQ link an ATT record belongs to, seen from the phone's host (the
+/// side an H4 tap or the phone's btsnoop records).
+public enum ConnectIQRecordKind: Sendable, Hashable {
+    /// The phone wrote a link packet to the watch.
+    case phoneWrite([UInt8])
+    /// The watch notified a link packet.
+    case watchNotification([UInt8])
+    /// The phone subscribed to the notify characteristic (its CCCD write was acknowledged).
+    case subscribed
+    /// ATT MTU exchange: the value each side offered (`client` from the phone's request,
+    /// `server` from the response).
+    case mtu(client: UInt16?, server: UInt16?)
+    /// Nothing the link cares about.
+    case other
+
+    /// Classifies one ATT record of a phone-side capture.
+    public static func classify(_ record: ATTRecord) -> ConnectIQRecordKind {
+        switch record.opcode {
+        case 0x52, 0x12: // Write Command, Write Request
+            guard record.direction != .received, let c = record.characteristicUUID else { return .other }
+            if record.descriptorUUID == nil, ConnectIQGATT.writeCharacteristics.contains(c) { return .phoneWrite(record.value) }
+            return .other
+        case 0x1B, 0x1D: // Handle Value Notification / Indication
+            guard record.direction != .sent, let c = record.characteristicUUID,
+                  ConnectIQGATT.notifyCharacteristics.contains(c) else { return .other }
+            return .watchNotification(record.value)
+        case 0x13: // Write Response: answers the request to the same handle
+            if record.direction != .sent, record.descriptorUUID.flatMap(BluetoothUUID.init)?.shortValue == 0x2902,
+               let c = record.characteristicUUID, ConnectIQGATT.notifyCharacteristics.contains(c) {
+                return .subscribed
+            }
+            return .other
+        case 0x02:
+            return .mtu(client: record.value.count >= 2 ? UInt16(record.value[0]) | UInt16(record.value[1]) << 8 : nil, server: nil)
+        case 0x03:
+            return .mtu(client: nil, server: record.value.count >= 2 ? UInt16(record.value[0]) | UInt16(record.value[1]) << 8 : nil)
+        default:
+            return .other
+        }
+    }
+}
+
+/// What replay must know about a Connect IQ capture before it starts: the encryption keys the
+/// recorded phone drew (fed to the core's key source, so its encrypted bytes equal the captured
+/// ones) and, for responder mode, every watch answer with the delay after the phone write it
+/// followed.
+public struct MessagingCapturePrescan: Sendable {
+    /// One watch notification, with when it came.
+    public struct WatchPacket: Sendable, Hashable {
+        /// Its frame number.
+        public var frame: Int
+        /// Its virtual time.
+        public var timeNs: Int64
+        /// The BLE peer address of the link it came on, when the capture told it.
+        public var peer: String?
+        /// The link packet.
+        public var bytes: [UInt8]
+        /// Nanoseconds since the phone's last write on the same link (`nil`: none before it).
+        public var delayAfterWriteNs: Int64?
+    }
+
+    /// The 16-byte keys of the phone's encryption-key packets (`F·c 05 key 00`), in capture order.
+    public var keys: [[UInt8]] = []
+    /// Every watch notification, in capture order.
+    public var watchPackets: [WatchPacket] = []
+    /// Phone writes seen.
+    public var phoneWrites = 0
+
+    /// An empty prescan (no keys: the core then draws from its seeded fallback).
+    public init() {}
+
+    /// Reads the capture once before replay. With `watchPackets` (responder mode) it dissects the
+    /// BLE interfaces fully (role `ble-hci`/`ble-monitor`, or any Bluetooth HCI link type the
+    /// manifest does not describe) and keeps every watch packet. Without, it only collects the
+    /// phone's encryption keys, with a byte scan where it can (see ``scanKeys(capturePath:interfaces:)``).
+    public static func scan(
+        capturePath: String, interfaces: [ManifestInterface], gattHandles: [ManifestGATTHandle], watchPackets: Bool = true
+    ) throws(CaptureError) -> MessagingCapturePrescan {
+        if !watchPackets, let keys = try scanKeys(capturePath: capturePath, interfaces: interfaces) {
+            var result = MessagingCapturePrescan()
+            result.keys = keys
+            return result
+        }
+        return try scanDissecting(capturePath: capturePath, interfaces: interfaces, gattHandles: gattHandles)
+    }
+
+    /// The phone's key packets by a byte scan, without dissection: an ATT Write Command or Request
+    /// whose value is `F·c 05 key(16) 00` (19 bytes, connection 1–15), in an HCI ACL packet the
+    /// host sent. A key packet always travels in one ACL fragment (22 ATT bytes + 4 L2CAP fit the
+    /// 27-byte LE minimum), so no reassembly is needed. The handle is not checked against GATT
+    /// discovery: another characteristic's write of exactly that shape would be taken for a key
+    /// (the core then draws one captured key too many, which frame matching would show).
+    /// - Returns: `nil` when a BLE interface is not H4 (BlueZ monitor records): dissect instead.
+    public static func scanKeys(capturePath: String, interfaces: [ManifestInterface]) throws(CaptureError) -> [[UInt8]]? {
+        let reader = try CaptureFile.open(path: capturePath)
+        let described = Dictionary(interfaces.map { ($0.index, $0) }, uniquingKeysWith: { a, _ in a })
+        var keys: [[UInt8]] = []
+        var unsupported = false
+        do {
+        while try reader.withNextFrame({ view in
+            guard view.interfaceIndex < reader.interfaces.count else { return }
+            let linkType = reader.interfaces[view.interfaceIndex].linkType
+            guard isBLE(linkType, described: described[view.interfaceIndex]) else { return }
+            let data = view.data
+            let start: Int
+            switch linkType {
+            case .bluetoothHCIH4WithPHDR:
+                // Direction bit 0: 0 sent by the host.
+                guard data.count >= 5, data[3] & 1 == 0 else { return }
+                start = 4
+            case .bluetoothHCIH4:
+                start = 0
+            default:
+                unsupported = true
+                return
+            }
+            // H4 ACL (0x02), PB flag "first" (0b00 or 0b10), L2CAP CID 4, ATT 0x52 or 0x12.
+            guard data.count == start + 1 + 4 + 4 + 3 + 19, data[start] == 0x02 else { return }
+            let pb = (data[start + 2] >> 4) & 0x3
+            guard pb == 0 || pb == 2, data[start + 7] == 0x04, data[start + 8] == 0x00 else { return }
+            let opcode = data[start + 9]
+            guard opcode == 0x52 || opcode == 0x12 else { return }
+            let value = start + 12
+            guard data[value] & 0xF0 == 0xF0, data[value] != 0xF0, data[value + 1] == 0x05, data[value + 18] == 0x00 else { return }
+            keys.append(Array(data[(value + 2)..<(value + 18)]))
+        }) {}
+        } catch let error as CaptureError {
+            throw error
+        } catch {
+            throw CaptureError(kind: .io, file: capturePath, offset: reader.bytesRead, expected: "a readable frame",
+                               found: "\(error)", hint: "Check the file with `tether inspect`.")
+        }
+        return unsupported ? nil : keys
+    }
+
+    private static func scanDissecting(capturePath: String, interfaces: [ManifestInterface], gattHandles: [ManifestGATTHandle]) throws(CaptureError) -> MessagingCapturePrescan {
+        let reader = try CaptureFile.open(path: capturePath)
+        let described = Dictionary(interfaces.map { ($0.index, $0) }, uniquingKeysWith: { a, _ in a })
+        let named = Dictionary(gattHandles.map { ($0.handle, (service: $0.serviceUUID, characteristic: $0.characteristicUUID)) }, uniquingKeysWith: { a, _ in a })
+        var dissectors: [Int: FrameDissector] = [:]
+        var result = MessagingCapturePrescan()
+        var firstNs: Int64?
+        var peers: [UInt16: String] = [:]
+        var lastWrite: [UInt16: Int64] = [:]
+        while let frame = try reader.next() {
+            let start = firstNs ?? frame.timestampNs
+            firstNs = start
+            let timeNs = max(0, frame.timestampNs &- start)
+            guard frame.interfaceIndex < reader.interfaces.count else { continue }
+            let linkType = reader.interfaces[frame.interfaceIndex].linkType
+            guard isBLE(linkType, described: described[frame.interfaceIndex]) else { continue }
+            // Mutated in place, not copied out of the dictionary and back (that copies its state).
+            let dissected = dissectors[frame.interfaceIndex, default: ReplayEngine.replayDissector(namedHandles: named)].dissect(frame, linkType: linkType)
+            if case .connected(let handle, let peer, _) = dissected.linkChange { peers[handle] = peer }
+            for record in dissected.att {
+                switch ConnectIQRecordKind.classify(record) {
+                case .phoneWrite(let bytes):
+                    result.phoneWrites += 1
+                    lastWrite[record.connectionHandle] = timeNs
+                    if bytes.count >= 19, bytes[0] & 0xF0 == 0xF0, bytes[0] != 0xF0, bytes[1] == 0x05 {
+                        result.keys.append(Array(bytes[2..<18]))
+                    }
+                case .watchNotification(let bytes):
+                    result.watchPackets.append(WatchPacket(
+                        frame: frame.number, timeNs: timeNs, peer: peers[record.connectionHandle], bytes: bytes,
+                        delayAfterWriteNs: lastWrite[record.connectionHandle].map { timeNs - $0 }))
+                default:
+                    break
+                }
+            }
+        }
+        return result
+    }
+
+    /// An interface the messaging adapter reads HCI from.
+    static func isBLE(_ linkType: LinkType, described: ManifestInterface?) -> Bool {
+        if let described, let role = described.role {
+            return (role == .bleHCI || role == .bleMonitor) && (described.core ?? "messaging") == "messaging"
+        }
+        return linkType == .bluetoothHCIH4WithPHDR || linkType == .bluetoothHCIH4 || linkType == .bluetoothLinuxMonitor
+    }
+}

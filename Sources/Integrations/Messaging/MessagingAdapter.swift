@@ -1,0 +1,310 @@
+import ReplayKit
+import BehaviourTrace
+import CaptureKit
+import CaptureSet
+import Dissectors
+import MessagingCore
+
+/// Replays a phone-side Connect IQ capture into ``MessagingCore`` and writes what the core does as
+/// `messaging` trace events, comparing every frame the core writes with the phone's captured write.
+///
+/// Inputs, each at its captured instant:
+/// - the app's API calls: frames of an `api-calls` interface (one JSON record each), and the
+///   manifest's hand-written `messaging.api_calls` (fired as deadlines at their `t_ms`);
+/// - the BLE link: LE Connection Complete gives a link's peer address (mapped to a device by
+///   `bind_device` records or the manifest's `messaging.devices`); the ATT MTU exchange its write
+///   size; the acknowledged subscription to the notify characteristic brings the link up
+///   (``MessagingCore/linkConnected(_:maxWriteLength:now:)``, as the live host does when its bridge
+///   reports `connected`); Disconnection Complete brings it down;
+/// - the watch's notifications on the Connect IQ notify characteristic (strict and off modes; in
+///   responder mode only the watch's own initiatives — see below).
+///
+/// Outputs: every ``MessagingAction/write(_:_:)`` goes to the ``FrameMatcher`` against the phone's
+/// captured writes on the Connect IQ write characteristic (`frame_emitted`, `frame_matched`,
+/// `frame_diverged`); every event becomes a trace event (``MessagingTrace``).
+///
+/// Encryption keys: the core's key source is a ``ScriptedKeySource`` over the keys of the phone's
+/// captured key packets, in order, so the core's ciphertext equals the captured one.
+///
+/// Responder mode: a captured watch packet that answers something (a command answer, an ack) is
+/// not fed at its captured instant; instead, each time the core writes a packet that asks for an
+/// answer, the next captured answer of the matching kind on that device is delivered after the
+/// delay it had in the capture. The watch's own initiatives (opening or closing a connection, its
+/// transfers) are still fed at their captured instants.
+public struct MessagingAdapter: CoreAdapter {
+    /// Always `messaging`.
+    public let core = "messaging"
+    /// The adapter reads ATT records and HCI link events.
+    public var dissectsFrames: Bool { true }
+    /// The core under test.
+    public private(set) var messaging: MessagingCore
+    /// The output comparison.
+    public private(set) var matcher: FrameMatcher
+    /// How emitted frames are compared.
+    public let matching: FrameMatchingMode
+
+    private struct Link {
+        var peer: String
+        var clientMTU: UInt16?
+        var serverMTU: UInt16?
+        var up = false
+        /// The device bound to `peer` and its trace text, fixed when the link comes up (resolving
+        /// them per packet parsed and printed a UUID for every frame).
+        var device: (id: DeviceID, text: String)?
+    }
+
+    private var links: [UInt16: Link] = [:]
+    private var deviceTexts: [DeviceID: String] = [:]
+    private var deviceByPeer: [String: String] = [:]
+    private let manifestDevices: [ManifestMessagingDevice]
+    private var manualCalls: [ManifestAPICall]
+    private var nextManualCall = 0
+    private var responder: MessagingResponder?
+    /// No `api-calls` interface will say when Bluetooth came up (an imported capture): it is taken
+    /// as ready from the first BLE frame.
+    private var assumeBluetoothReady: Bool
+    private var counts = (apiCalls: 0, notifications: 0, phoneWrites: 0, malformedRecords: 0, unmappedLinks: 0)
+
+    /// An adapter for a set with the given manifest section, settings and capture prescan.
+    public init(
+        section: ManifestMessaging = .init(), overrides: MessagingOverrides? = nil, matching: FrameMatchingMode = .strict,
+        prescan: MessagingCapturePrescan = .init(), gattHandles: [ManifestGATTHandle] = [], hasAPICallsInterface: Bool = false
+    ) {
+        self.assumeBluetoothReady = !hasAPICallsInterface
+        let settings = (section.settings ?? MessagingOverrides()).overridden(by: overrides)
+        // The prescan keeps only 16-byte keys, so the scripted source accepts them; the seeded
+        // fallback covers keys the recorded phone never sent (a core that transfers more).
+        let keys: any EncryptionKeySource = (try? ScriptedKeySource(keys: prescan.keys.filter { $0.count == 16 }, fallbackSeed: Self.fallbackKeySeed))
+            ?? SeededKeySource(seed: Self.fallbackKeySeed)
+        self.messaging = MessagingCore(configuration: Self.configuration(applying: settings), keySource: keys)
+        self.matcher = FrameMatcher(core: "messaging", decode: { MessagingTrace.describePacket($0, from: .phone) })
+        self.matching = matching
+        self.manifestDevices = section.devices
+        for device in section.devices {
+            if let address = device.address { deviceByPeer[address.uppercased()] = device.uuid }
+        }
+        self.manualCalls = section.apiCalls.sorted { $0.tMs < $1.tMs }
+        if matching == .responder { responder = MessagingResponder(prescan: prescan) }
+    }
+
+    /// Seeds the keys a replayed core draws beyond the captured ones.
+    public static let fallbackKeySeed: UInt64 = 0x7E7E_E7E7
+
+    /// The core's defaults with every field `overrides` sets replaced.
+    public static func configuration(applying overrides: MessagingOverrides?, to base: MessagingConfiguration = .init()) -> MessagingConfiguration {
+        var configuration = base
+        guard let overrides else { return configuration }
+        if let ms = overrides.stepTimeoutMs { configuration.stepTimeout = .milliseconds(ms) }
+        if let ms = overrides.commandTimeoutMs { configuration.commandTimeout = .milliseconds(ms) }
+        if let n = overrides.windowSize { configuration.windowSize = n }
+        if let n = overrides.firstRetries { configuration.firstRetries = n }
+        return configuration
+    }
+
+    /// API-call records raw; BLE interfaces dissected; nothing else.
+    public func input(for interface: ReplayInterface) -> ReplayInput {
+        if interface.role == .apiCalls || (interface.role == nil && interface.linkType == .user0) { return .raw }
+        if let role = interface.role {
+            guard role == .bleHCI || role == .bleMonitor else { return .ignore }
+            return .dissected
+        }
+        switch interface.linkType {
+        case .bluetoothHCIH4WithPHDR, .bluetoothHCIH4, .bluetoothLinuxMonitor: return .dissected
+        default: return .ignore
+        }
+    }
+
+    /// One frame: an API-call record, or HCI.
+    public mutating func frame(_ frame: ReplayFrame, now: Duration) -> [TraceEvent] {
+        let timeNs = now.replayNanoseconds
+        if frame.interface.role == .apiCalls || frame.interface.linkType == .user0 {
+            return apiRecord(frame, now: now)
+        }
+        guard let dissected = frame.dissected else { return [] }
+        var events: [TraceEvent] = []
+        if assumeBluetoothReady {
+            assumeBluetoothReady = false
+            events += perform(messaging.bluetoothStateChanged(ready: true, now: now), now: now)
+        }
+        switch dissected.linkChange {
+        case .connected(let handle, let peer, _)?:
+            links[handle] = Link(peer: peer.uppercased())
+        case .disconnected(let handle, _)?:
+            if let link = links.removeValue(forKey: handle), link.up, let device = device(for: link.peer) {
+                events += perform(messaging.linkDisconnected(device, now: now), now: now)
+                responder?.linkDown(device: device)
+            }
+        case nil:
+            break
+        }
+        for record in dissected.att {
+            switch ConnectIQRecordKind.classify(record) {
+            case .mtu(let client, let server):
+                if let client { links[record.connectionHandle, default: Link(peer: "")].clientMTU = client }
+                if let server { links[record.connectionHandle, default: Link(peer: "")].serverMTU = server }
+            case .subscribed:
+                guard var link = links[record.connectionHandle], !link.up else { continue }
+                guard let device = device(for: link.peer) else {
+                    counts.unmappedLinks += 1
+                    events.append(TraceEvent(timeNs: timeNs, core: core, event: "violation", fields: [
+                        "kind": .string("unmapped_link"), "device": .string(link.peer),
+                        "detail": .string("frame \(frame.number): a Connect IQ link to \(link.peer) came up, but no device is bound to that address; add it to the manifest's messaging.devices"),
+                    ]))
+                    continue
+                }
+                link.up = true
+                link.device = (device, MessagingTrace.deviceText(device))
+                links[record.connectionHandle] = link
+                let mtu = Int(min(link.clientMTU ?? 23, link.serverMTU ?? 23))
+                events += perform(messaging.linkConnected(device, maxWriteLength: max(20, mtu - 3), now: now), now: now)
+            case .phoneWrite(let bytes):
+                counts.phoneWrites += 1
+                guard matching != .off else { continue }
+                let link = links[record.connectionHandle]
+                let channel = link?.device?.text ?? link.flatMap { device(for: $0.peer) }.map(MessagingTrace.deviceText) ?? link?.peer ?? "?"
+                events += matcher.captured(bytes, channel: channel, frame: frame.number, timeNs: timeNs)
+            case .watchNotification(let bytes):
+                counts.notifications += 1
+                guard let link = links[record.connectionHandle], let device = link.device?.id ?? device(for: link.peer) else {
+                    events.append(TraceEvent(timeNs: timeNs, core: core, event: "violation", fields: [
+                        "kind": .string("unmapped_link"), "device": .string(links[record.connectionHandle]?.peer ?? "?"),
+                        "detail": .string("frame \(frame.number): a Connect IQ notification on a link no device is bound to"),
+                    ]))
+                    continue
+                }
+                if let responder, responder.isAnswer(bytes) { continue }
+                events += perform(messaging.receive(bytes, from: device, now: now), now: now)
+            case .other:
+                break
+            }
+        }
+        return events
+    }
+
+    /// When the core, a hand-written API call or a responder delivery wants time next.
+    public var nextDeadline: Duration? {
+        var deadline = messaging.nextDeadline
+        if nextManualCall < manualCalls.count {
+            let at = Duration.nanoseconds(Int64((manualCalls[nextManualCall].tMs * 1_000_000).rounded()))
+            deadline = deadline.map { min($0, at) } ?? at
+        }
+        if let delivery = responder?.nextDeliveryNs {
+            let at = Duration.nanoseconds(delivery)
+            deadline = deadline.map { min($0, at) } ?? at
+        }
+        return deadline
+    }
+
+    /// Fires what is due: hand-written calls, responder deliveries, the core's timers.
+    public mutating func timeout(now: Duration) -> [TraceEvent] {
+        var events: [TraceEvent] = []
+        let nowNs = now.replayNanoseconds
+        while nextManualCall < manualCalls.count, Int64((manualCalls[nextManualCall].tMs * 1_000_000).rounded()) <= nowNs {
+            let manual = manualCalls[nextManualCall]
+            nextManualCall += 1
+            guard manual.core == "messaging" else { continue }
+            var record = manual.arguments.mapValues(Self.traceValue)
+            record["call"] = .string(manual.call)
+            events += apply(record: record, label: "manifest api_calls[\(nextManualCall - 1)]", now: now)
+        }
+        while let (device, bytes) = responder?.popDue(nowNs: nowNs) {
+            events += perform(messaging.receive(bytes, from: device, now: now), now: now)
+        }
+        if let deadline = messaging.nextDeadline, deadline <= now {
+            events += perform(messaging.handleTimeout(now: now), now: now)
+        }
+        return events
+    }
+
+    /// Unpaired frames become divergences; then a `summary`.
+    public mutating func finish(now: Duration) -> [TraceEvent] {
+        let timeNs = now.replayNanoseconds
+        var events = matching == .off ? [] : matcher.finish(timeNs: timeNs)
+        var fields: [String: TraceValue] = [
+            "api_calls": .int(Int64(counts.apiCalls)),
+            "notifications": .int(Int64(counts.notifications)),
+            "phone_writes": .int(Int64(counts.phoneWrites)),
+            "frame_matching": .string(matching.rawValue),
+            "frames_matched": .int(Int64(matcher.matched)),
+            "frames_diverged": .int(Int64(matcher.diverged)),
+        ]
+        if counts.malformedRecords > 0 { fields["malformed_api_records"] = .int(Int64(counts.malformedRecords)) }
+        if let first = matcher.firstDivergence { fields["first_divergence"] = .string(first.description) }
+        events.append(TraceEvent(timeNs: timeNs, core: core, event: "summary", fields: fields))
+        return events
+    }
+
+    // MARK: inputs
+
+    private mutating func apiRecord(_ frame: ReplayFrame, now: Duration) -> [TraceEvent] {
+        let record: [String: TraceValue]
+        switch frame.apiCallRecord() {
+        case .parsed(let members): record = members
+        case .malformed(let detail):
+            counts.malformedRecords += 1
+            return [TraceEvent(timeNs: now.replayNanoseconds, core: core, event: "api_record_malformed", fields: [
+                "frame": .int(Int64(frame.number)), "detail": .string(detail),
+            ])]
+        }
+        if case .string(let target)? = record["core"], target != core { return [] }
+        return apply(record: record, label: "frame \(frame.number)", now: now)
+    }
+
+    private mutating func apply(record: [String: TraceValue], label: String, now: Duration) -> [TraceEvent] {
+        var record = record
+        record["core"] = nil
+        let call: MessagingAPICall
+        do throws(MessagingAPICallError) {
+            call = try MessagingAPICall(record: record, defaultDevice: manifestDevices.count == 1 ? manifestDevices[0].uuid : nil)
+        } catch {
+            counts.malformedRecords += 1
+            return [TraceEvent(timeNs: now.replayNanoseconds, core: core, event: "api_record_malformed", fields: [
+                "source": .string(label), "detail": .string(error.description),
+            ])]
+        }
+        counts.apiCalls += 1
+        if case .bindDevice(let device, let peer) = call { deviceByPeer[peer.uppercased()] = device }
+        let (actions, events) = MessagingDriver.apply(call, to: &messaging, now: now)
+        return events + perform(actions, now: now)
+    }
+
+    private mutating func perform(_ actions: [MessagingAction], now: Duration) -> [TraceEvent] {
+        let timeNs = now.replayNanoseconds
+        var events: [TraceEvent] = []
+        for action in actions {
+            switch action {
+            case .write(let device, let bytes):
+                let channel = deviceTexts[device] ?? MessagingTrace.deviceText(device)
+                deviceTexts[device] = channel
+                if matching == .off {
+                    events.append(FrameMatcher.emittedEvent(core: core, channel: channel, bytes: bytes,
+                                                            packet: MessagingTrace.describePacket(bytes, from: .phone), timeNs: timeNs))
+                } else {
+                    events += matcher.emitted(bytes, channel: channel, timeNs: timeNs)
+                }
+                responder?.coreWrote(bytes, device: device, timeNs: timeNs)
+            default:
+                events += MessagingTrace.events(for: action, timeNs: timeNs)
+            }
+        }
+        return events
+    }
+
+    private func device(for peer: String) -> DeviceID? {
+        if let uuid = deviceByPeer[peer] { return MessagingTrace.deviceID(uuid) }
+        if deviceByPeer.isEmpty, manifestDevices.count == 1 { return MessagingTrace.deviceID(manifestDevices[0].uuid) }
+        return nil
+    }
+
+    private static func traceValue(_ value: ManifestValue) -> TraceValue {
+        switch value {
+        case .null: .null
+        case .bool(let b): .bool(b)
+        case .int(let i): .int(i)
+        case .double(let d): .double(d)
+        case .string(let s): .string(s)
+        case .array(let a): .array(a.map(traceValue))
+        case .object(let o): .object(o.mapValues(traceValue))
+        }
+    }
+}

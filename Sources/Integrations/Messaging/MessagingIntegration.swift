@@ -1,0 +1,57 @@
+import CaptureKit
+import CaptureSet
+import ReplayKit
+
+/// The phone side of the Connect IQ companion link as replay sees it: the BLE interfaces of the
+/// phone's HCI and the app's API calls fed to ``MessagingCore``; the manifest's `messaging:`
+/// section (``ManifestMessaging``) gives devices, hand-written calls, settings and frame matching.
+public struct MessagingIntegration: CoreIntegration {
+    /// The integration; it has no state.
+    public init() {}
+
+    /// `messaging`.
+    public var name: String { "messaging" }
+    /// For `--help`.
+    public var summary: String { "Connect IQ companion messaging, the phone side (MessagingCore)" }
+    /// HCI and monitor-channel interfaces.
+    public var replayedRoles: Set<InterfaceRole> { [.bleHCI, .bleMonitor] }
+    /// A BLE interface that names no core is Connect IQ unless another core's section says otherwise.
+    public var defaultForRoles: Set<InterfaceRole> { [.bleHCI, .bleMonitor] }
+    /// API-call records from before records named their core are messaging's.
+    public var takesUnlabelledAPICalls: Bool { true }
+    /// The section's `settings` keys, with the command line's bounds.
+    public var settings: [IntegrationSetting] {
+        [
+            IntegrationSetting(key: "settings.window_size", flag: "messaging-window-size",
+                               help: "MessagingCore's data packets per window.", kind: .integer(1...15)),
+            IntegrationSetting(key: "settings.first_retries", flag: "messaging-first-retries",
+                               help: "How often MessagingCore resends `first` after `transfer not started`.", kind: .integer(0...10)),
+            IntegrationSetting(key: "settings.step_timeout_ms", flag: "messaging-step-timeout",
+                               help: "MessagingCore's wait for each transfer acknowledgement (seconds, or 500ms, 2m; at most 1h).",
+                               kind: .milliseconds(1...3_600_000)),
+            IntegrationSetting(key: "settings.command_timeout_ms", help: "MessagingCore's wait for a command's answer (milliseconds, or with a unit).",
+                               kind: .milliseconds(1...3_600_000)),
+            IntegrationSetting(key: "frame_matching", help: "How emitted frames are checked: strict, responder or off.",
+                               kind: .choice(FrameMatchingMode.allCases.map(\.rawValue))),
+        ]
+    }
+
+    /// A ``MessagingAdapter`` over the capture's prescan, with the section's devices, calls and
+    /// settings.
+    public func makeAdapter(_ context: IntegrationContext) throws(ReplayError) -> any CoreAdapter {
+        let section = try context.decodeSection(ManifestMessaging.self) ?? ManifestMessaging()
+        let manifest = context.manifest
+        let matching = context.frameMatching ?? section.frameMatching ?? .strict
+        let prescan: MessagingCapturePrescan
+        do throws(CaptureError) {
+            prescan = try MessagingCapturePrescan.scan(
+                capturePath: context.capturePath, interfaces: manifest.interfaces, gattHandles: manifest.gattHandles,
+                watchPackets: matching == .responder)
+        } catch {
+            throw .capture(error)
+        }
+        return MessagingAdapter(
+            section: section, matching: matching, prescan: prescan, gattHandles: manifest.gattHandles,
+            hasAPICallsInterface: manifest.interfaces.contains { $0.role == .apiCalls })
+    }
+}

@@ -1,0 +1,95 @@
+import ReplayKit
+import BehaviourTrace
+import MessagingCore
+
+/// Plays the recorded watch in responder mode: answers the core's requests with the captured
+/// answers of the same kind, after the delay they had in the capture.
+///
+/// What asks for an answer (connectiq-link.md): commands 1, 2, 5 and 6 (their answer has the same
+/// command id); on a connection, the key packet (ack type 5), `first` (ack type 0), `last` (ack
+/// type 2), an ack request (ack type 3), and a data packet with seq 14 (ack type 1: the watch
+/// acknowledges after seq 14, whatever window the phone keeps, so a phone that waits earlier times
+/// out as it would against the real watch). Captured answers are taken in capture order per kind.
+struct MessagingResponder: Sendable {
+    enum AnswerKind: Hashable, Sendable {
+        case command(UInt8)
+        case ack(UInt8)
+    }
+
+    private struct Delivery: Sendable {
+        var timeNs: Int64
+        var order: Int
+        var device: DeviceID
+        var bytes: [UInt8]
+    }
+
+    private var answers: [AnswerKind: [MessagingCapturePrescan.WatchPacket]] = [:]
+    private var cursors: [AnswerKind: Int] = [:]
+    private var deliveries: [Delivery] = []
+    private var order = 0
+
+    init(prescan: MessagingCapturePrescan) {
+        for packet in prescan.watchPackets {
+            if let kind = Self.answerKind(ofWatchPacket: packet.bytes) { answers[kind, default: []].append(packet) }
+        }
+    }
+
+    /// `true` for a watch packet that answers a phone request: in responder mode it is delivered
+    /// by ``coreWrote(_:device:timeNs:)``, not at its captured instant.
+    func isAnswer(_ bytes: [UInt8]) -> Bool { Self.answerKind(ofWatchPacket: bytes) != nil }
+
+    /// The core wrote `bytes`: schedule the captured answer it asks for, if any is left.
+    mutating func coreWrote(_ bytes: [UInt8], device: DeviceID, timeNs: Int64) {
+        guard let kind = Self.answerKind(ofPhonePacket: bytes) else { return }
+        let cursor = cursors[kind, default: 0]
+        guard let list = answers[kind], cursor < list.count else { return }
+        cursors[kind] = cursor + 1
+        let answer = list[cursor]
+        order += 1
+        deliveries.append(Delivery(timeNs: timeNs + max(0, answer.delayAfterWriteNs ?? 0), order: order, device: device, bytes: answer.bytes))
+        deliveries.sort { ($0.timeNs, $0.order) < ($1.timeNs, $1.order) }
+    }
+
+    /// The link to `device` dropped: answers still on their way are lost with it.
+    mutating func linkDown(device: DeviceID) {
+        deliveries.removeAll { $0.device == device }
+    }
+
+    /// When the next answer is due.
+    var nextDeliveryNs: Int64? { deliveries.first?.timeNs }
+
+    /// The next answer due at or before `nowNs`.
+    mutating func popDue(nowNs: Int64) -> (DeviceID, [UInt8])? {
+        guard let first = deliveries.first, first.timeNs <= nowNs else { return nil }
+        deliveries.removeFirst()
+        return (first.device, first.bytes)
+    }
+
+    static func answerKind(ofWatchPacket bytes: [UInt8]) -> AnswerKind? {
+        guard bytes.count >= 2 else { return nil }
+        if bytes[0] == 0x00 {
+            return [1, 2, 5, 6].contains(bytes[1]) ? .command(bytes[1]) : nil
+        }
+        if bytes[0] & 0xF0 == 0xF0, bytes[1] == 0x02, bytes.count >= 3 { return .ack(bytes[2]) }
+        return nil
+    }
+
+    static func answerKind(ofPhonePacket bytes: [UInt8]) -> AnswerKind? {
+        guard !bytes.isEmpty else { return nil }
+        if bytes[0] == 0x00 {
+            guard bytes.count >= 2, [1, 2, 5, 6].contains(bytes[1]) else { return nil }
+            return .command(bytes[1])
+        }
+        if bytes[0] & 0xF0 == 0xF0 {
+            guard bytes.count >= 2 else { return nil }
+            switch bytes[1] {
+            case 0x05: return .ack(5)
+            case 0x00: return .ack(0)
+            case 0x01: return .ack(2)
+            case 0x03: return .ack(3)
+            default: return nil
+            }
+        }
+        return bytes[0] >> 4 == 14 ? .ack(1) : nil
+    }
+}

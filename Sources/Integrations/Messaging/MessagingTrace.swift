@@ -1,0 +1,105 @@
+import MonkeyCTrace
+import ReplayKit
+import BehaviourTrace
+import MessagingCore
+import MonkeyC
+
+/// MessagingCore's events as `messaging` trace events: the one mapping both replay and the live
+/// host use, so their traces can be compared with `tether diff`. docs/trace-format.md lists the
+/// events and fields.
+public enum MessagingTrace {
+    /// The trace events for one action. A write is a `frame_emitted` event; replay in strict or
+    /// responder mode passes writes to its ``FrameMatcher`` instead, which writes the same event.
+    public static func events(for action: MessagingAction, timeNs: Int64) -> [TraceEvent] {
+        switch action {
+        case .write(let device, let bytes):
+            return [FrameMatcher.emittedEvent(core: "messaging", channel: deviceText(device), bytes: bytes,
+                                              packet: describePacket(bytes, from: .phone), timeNs: timeNs)]
+        case .saveDeviceList(let devices):
+            return [TraceEvent(timeNs: timeNs, core: "messaging", event: "device_list_saved", fields: [
+                "count": .int(Int64(devices.count)),
+            ])]
+        case .event(let event):
+            return [self.event(event, timeNs: timeNs)]
+        }
+    }
+
+    /// One core event as a trace event.
+    public static func event(_ event: MessagingEvent, timeNs: Int64) -> TraceEvent {
+        func make(_ name: String, _ fields: [String: TraceValue]) -> TraceEvent {
+            TraceEvent(timeNs: timeNs, core: "messaging", event: name, fields: fields)
+        }
+        func app(_ app: IQApp) -> [String: TraceValue] {
+            ["app": .string(app.uuid.description), "device": .string(app.device.description)]
+        }
+        switch event {
+        case .deviceListReplaced(let devices):
+            return make("device_list", ["devices": .array(devices.map {
+                .object(["uuid": .string($0.uuid.description), "model": .string($0.modelName), "name": .string($0.friendlyName)])
+            })])
+        case .deviceStatus(let device, let status):
+            return make("device_status", ["device": .string(device.description), "status": .string(status.rawValue)])
+        case .appStatus(let request, let target, let status):
+            var fields = app(target)
+            fields["request"] = .int(Int64(request.rawValue))
+            fields["installed"] = status.map { .bool($0.isInstalled) } ?? .null
+            fields["version"] = status.map { .int(Int64($0.version)) } ?? .null
+            return make("app_status", fields)
+        case .progress(let send, let target, let sent, let total):
+            var fields = app(target)
+            fields["send"] = .int(Int64(send.rawValue))
+            fields["sent"] = .int(Int64(sent))
+            fields["total"] = .int(Int64(total))
+            return make("progress", fields)
+        case .completion(let send, let target, let result):
+            var fields = app(target)
+            fields["send"] = .int(Int64(send.rawValue))
+            fields["result"] = .string(result.name)
+            return make("completion", fields)
+        case .messageReceived(let target, let listener, let value):
+            var fields = app(target)
+            fields["listener"] = .int(Int64(listener.rawValue))
+            fields["value"] = MonkeyCJSON.traceValue(value)
+            return make("message_received", fields)
+        case .messageUnclaimed(let target, let value):
+            var fields = app(target)
+            fields["value"] = MonkeyCJSON.traceValue(value)
+            return make("message_unclaimed", fields)
+        case .openAppResult(let request, let target, let result):
+            var fields = app(target)
+            fields["request"] = .int(Int64(request.rawValue))
+            fields["result"] = .string(result.name)
+            return make("open_app", fields)
+        case .connectionOpened(let target, let connection, let large, let byWatch):
+            var fields = app(target)
+            fields["connection"] = .int(Int64(connection))
+            fields["large_packets"] = .bool(large)
+            fields["by_watch"] = .bool(byWatch)
+            return make("connection_opened", fields)
+        case .connectionClosed(let target, let connection):
+            var fields = app(target)
+            fields["connection"] = .int(Int64(connection))
+            return make("connection_closed", fields)
+        case .timeout(let kind, let device, let target, _):
+            // The deadline is on the core's clock, whose zero is not the trace's in a live run; in
+            // replay the event's own `t_ns` is the deadline, exactly.
+            var fields: [String: TraceValue] = ["what": .string(kind.rawValue), "device": .string(device.description)]
+            if let target { fields["app"] = .string(target.uuid.description) }
+            return make("timeout", fields)
+        case .violation(let device, let kind, let detail):
+            return make("violation", ["device": .string(device.description), "kind": .string(kind.rawValue), "detail": .string(detail)])
+        }
+    }
+
+    /// One line for a link packet, as `inspect` and the frame matcher show it.
+    public static func describePacket(_ bytes: [UInt8], from side: LinkDirection) -> String {
+        LinkPacket.decode(bytes, from: side).summary
+    }
+
+    /// A device id as the trace writes it.
+    public static func deviceText(_ device: DeviceID) -> String { device.description }
+
+    /// A device id from trace text; `nil` when it is not a UUID.
+    public static func deviceID(_ text: String) -> DeviceID? { IQUUID(text) }
+}
+

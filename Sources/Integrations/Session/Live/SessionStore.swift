@@ -1,0 +1,179 @@
+import ReplayKit
+import BehaviourTrace
+import LiveHosts
+import Foundation
+import GRDB
+import SessionCore
+
+/// A live session host's durable state, in one SQLite file (GRDB, WAL): the core's last snapshot
+/// and the bytes of the files it is sending, so a host killed at any instant restarts where the
+/// core's crash model says (docs/session-core.md, "Durability"). Files being received are written
+/// beside it, in `<store>.files/`, at the offsets the core names; a finished one is renamed to
+/// `<peer>-<id>.file`.
+///
+/// Order matters and is the caller's: store a file's bytes before the call that queues it, store
+/// each `persist` snapshot before carrying out the actions after it. The crash this guards against
+/// is the host process's (`kill -9`): received file bytes go to the page cache without an fsync per
+/// chunk; SQLite commits the snapshots.
+public final class SessionStore {
+    /// The SQLite file.
+    public let path: String
+    /// The folder of incoming files.
+    public let filesDirectory: String
+    private let queue: DatabaseQueue
+    /// The partial file being written: chunks come one after another, so one open handle serves
+    /// them all instead of an open and close per chunk.
+    private var incoming: (path: String, handle: FileHandle)?
+
+    /// Opens (or creates) the store at `path`.
+    public init(path: String) throws(LiveHostError) {
+        self.path = path
+        self.filesDirectory = path + ".files"
+        do {
+            var configuration = Configuration()
+            configuration.journalMode = .wal
+            queue = try DatabaseQueue(path: path, configuration: configuration)
+            try queue.write { db in
+                let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'")
+                let ours: Set<String> = ["session_snapshot", "session_outgoing_file"]
+                if !tables.isEmpty, !tables.contains(where: ours.contains) {
+                    throw LiveHostError(target: path, step: "open session store", detail: "the SQLite file has tables (\(tables.sorted().joined(separator: ", "))) but none of a Tether session store",
+                                        hint: "Name a new file for --store; Tether does not add tables to another program's database.")
+                }
+                try db.execute(sql: """
+                    CREATE TABLE IF NOT EXISTS session_snapshot (id INTEGER PRIMARY KEY CHECK (id = 1), json BLOB NOT NULL);
+                    CREATE TABLE IF NOT EXISTS session_outgoing_file (id INTEGER PRIMARY KEY, bytes BLOB NOT NULL);
+                    """)
+            }
+            try FileManager.default.createDirectory(atPath: filesDirectory, withIntermediateDirectories: true)
+        } catch let error as LiveHostError {
+            throw error
+        } catch {
+            throw LiveHostError(target: path, step: "open session store", detail: "\(error)", hint: "Check that the folder exists and is writable.")
+        }
+    }
+
+    deinit { closeIncoming() }
+
+    /// The last snapshot stored, or `nil` for a new store.
+    public func loadSnapshot() throws(LiveHostError) -> SessionSnapshot? {
+        do {
+            guard let data = try queue.read({ db in try Data.fetchOne(db, sql: "SELECT json FROM session_snapshot WHERE id = 1") }) else { return nil }
+            return try JSONDecoder().decode(SessionSnapshot.self, from: data)
+        } catch {
+            throw LiveHostError(target: path, step: "read the stored snapshot", detail: "\(error)",
+                                hint: "The store is damaged or from another Tether version; move it away to start the session afresh (the peer then sees a reinstall).")
+        }
+    }
+
+    /// The bytes of every file still being sent, by transfer id.
+    public func loadOutgoingFiles() throws(LiveHostError) -> [FileTransferID: [UInt8]] {
+        do {
+            let rows = try queue.read { db in try Row.fetchAll(db, sql: "SELECT id, bytes FROM session_outgoing_file") }
+            var files: [FileTransferID: [UInt8]] = [:]
+            for row in rows {
+                let id: Int64 = row["id"]
+                let bytes: Data = row["bytes"]
+                guard let raw = UInt32(exactly: id) else { continue }
+                files[FileTransferID(rawValue: raw)] = [UInt8](bytes)
+            }
+            return files
+        } catch {
+            throw LiveHostError(target: path, step: "read the stored outgoing files", detail: "\(error)", hint: "Move the store away to start afresh.")
+        }
+    }
+
+    /// Replaces the stored snapshot.
+    public func store(_ snapshot: SessionSnapshot) throws(LiveHostError) {
+        do {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = .sortedKeys
+            let data = try encoder.encode(snapshot)
+            try queue.write { db in try db.execute(sql: "INSERT OR REPLACE INTO session_snapshot (id, json) VALUES (1, ?)", arguments: [data]) }
+        } catch {
+            throw LiveHostError(target: path, step: "store the snapshot", detail: "\(error)", hint: "Check free disk space.")
+        }
+    }
+
+    /// Keeps the bytes of a file about to be queued under `id`.
+    public func storeOutgoingFile(_ id: FileTransferID, bytes: [UInt8]) throws(LiveHostError) {
+        do {
+            try queue.write { db in
+                try db.execute(sql: "INSERT OR REPLACE INTO session_outgoing_file (id, bytes) VALUES (?, ?)", arguments: [Int64(id.rawValue), Data(bytes)])
+            }
+        } catch {
+            throw LiveHostError(target: path, step: "store an outgoing file", detail: "\(error)", hint: "Check free disk space.")
+        }
+    }
+
+    /// Forgets a file whose transfer ended.
+    public func removeOutgoingFile(_ id: FileTransferID) throws(LiveHostError) {
+        do {
+            try queue.write { db in try db.execute(sql: "DELETE FROM session_outgoing_file WHERE id = ?", arguments: [Int64(id.rawValue)]) }
+        } catch {
+            throw LiveHostError(target: path, step: "remove an outgoing file", detail: "\(error)", hint: "Check the store is writable.")
+        }
+    }
+
+    /// The partial file of `(peer, id)`.
+    public func partialPath(peer: SessionDeviceID, id: FileTransferID) -> String {
+        "\(filesDirectory)/\(peer.compactHex)-\(id.rawValue).part"
+    }
+
+    /// Where a received file ends up.
+    public func finishedPath(peer: SessionDeviceID, id: FileTransferID) -> String {
+        "\(filesDirectory)/\(peer.compactHex)-\(id.rawValue).file"
+    }
+
+    /// Writes received bytes at `offset` of the partial file (not appended: after a crash some come again).
+    public func writeIncoming(peer: SessionDeviceID, id: FileTransferID, offset: Int, bytes: [UInt8]) throws(LiveHostError) {
+        let path = partialPath(peer: peer, id: id)
+        do {
+            if incoming?.path != path {
+                closeIncoming()
+                if !FileManager.default.fileExists(atPath: path) {
+                    guard FileManager.default.createFile(atPath: path, contents: nil) else { throw CocoaError(.fileWriteUnknown) }
+                }
+                incoming = (path, try FileHandle(forWritingTo: URL(fileURLWithPath: path)))
+            }
+            try incoming!.handle.seek(toOffset: UInt64(offset))
+            try incoming!.handle.write(contentsOf: Data(bytes))
+        } catch {
+            closeIncoming()
+            throw LiveHostError(target: path, step: "write received file bytes", detail: "\(error)", hint: "Check free disk space.")
+        }
+    }
+
+    private func closeIncoming() {
+        // Closing a handle whose writes all succeeded cannot lose data; its error would say nothing new.
+        try? incoming?.handle.close()
+        incoming = nil
+    }
+
+    /// Drops a partial file the sender cancelled.
+    public func discardIncoming(peer: SessionDeviceID, id: FileTransferID) {
+        let path = partialPath(peer: peer, id: id)
+        if incoming?.path == path { closeIncoming() }
+        if FileManager.default.fileExists(atPath: path) {
+            _ = try? FileManager.default.removeItem(atPath: path) // already gone is the wanted state
+        }
+    }
+
+    /// Moves a complete file to its final name; returns that path.
+    public func finishIncoming(peer: SessionDeviceID, id: FileTransferID) throws(LiveHostError) -> String {
+        let from = partialPath(peer: peer, id: id)
+        let to = finishedPath(peer: peer, id: id)
+        if incoming?.path == from { closeIncoming() }
+        do {
+            if !FileManager.default.fileExists(atPath: from) {
+                // A zero-length file has no bytes to write.
+                guard FileManager.default.createFile(atPath: from, contents: nil) else { throw CocoaError(.fileWriteUnknown) }
+            }
+            if FileManager.default.fileExists(atPath: to) { try FileManager.default.removeItem(atPath: to) }
+            try FileManager.default.moveItem(atPath: from, toPath: to)
+            return to
+        } catch {
+            throw LiveHostError(target: to, step: "keep a received file", detail: "\(error)", hint: "Check the store's folder is writable.")
+        }
+    }
+}

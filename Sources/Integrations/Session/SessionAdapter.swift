@@ -1,0 +1,270 @@
+import ReplayKit
+import BehaviourTrace
+import CaptureKit
+import CaptureSet
+import Dissectors
+import SessionCore
+
+/// Replays one side of a session-link capture (docs/session-link.md) into ``SessionCore`` and
+/// writes what the core does as `session` trace events, comparing every frame the core writes with
+/// the frame that side wrote in the capture.
+///
+/// The capture is one host's HCI (the phone's or the watch's, recorded by its H4 tap). The replayed
+/// side is the manifest's `session.role` (else the first `start` record's). Inputs, each at its
+/// captured instant:
+/// - the host's records on the `api-calls` interface (``SessionAPICall``): `start` creates the core
+///   (or, `restored`, rebuilds it from the last snapshot it handed out, as the host's store held
+///   it), the app's calls, the host's pairing and app-state facts;
+/// - the link: the acknowledged subscription to the notify characteristic brings it up
+///   (`maxPayload` = ATT MTU − 3 from the capture's MTU exchange), Disconnection Complete brings it
+///   down;
+/// - the other side's frames: the phone's writes when replaying the watch, the watch's
+///   notifications when replaying the phone.
+///
+/// Outputs: every ``SessionAction/write(_:)`` goes to the ``FrameMatcher`` against the replayed
+/// side's own captured frames (`strict`), or is only written (`off`). The core's random numbers
+/// (incarnation, epochs, nonces) come from the seed the `start` record names, so its HELLOs equal
+/// the captured ones.
+public struct SessionAdapter: CoreAdapter {
+    /// Always `session`.
+    public let core = "session"
+    /// The adapter reads ATT records and HCI link events.
+    public var dissectsFrames: Bool { true }
+    /// The core under test and what its host keeps.
+    public private(set) var driver: SessionDriver
+    /// The output comparison.
+    public private(set) var matcher: FrameMatcher
+    /// How emitted frames are compared (`strict` or `off`).
+    public let matching: FrameMatchingMode
+    /// The side replayed; `nil` until the manifest or a `start` record says.
+    public private(set) var role: SessionRole?
+
+    private struct Link {
+        var clientMTU: UInt16?
+        var serverMTU: UInt16?
+        var up = false
+    }
+
+    private var links: [UInt16: Link] = [:]
+    private let section: ManifestSession?
+    private var counts = (apiCalls: 0, peerFrames: 0, ownFrames: 0, malformedRecords: 0, linksUp: 0)
+
+    /// An adapter for a set with the given manifest section and settings.
+    public init(section: ManifestSession?, overrides: SessionOverrides? = nil, matching: FrameMatchingMode = .strict) {
+        self.section = section
+        self.role = section.flatMap { SessionRole(rawValue: $0.role) }
+        let settings = (section?.settings ?? SessionOverrides()).overridden(by: overrides)
+        self.driver = SessionDriver(configuration: Self.configuration(applying: settings))
+        self.matcher = FrameMatcher(core: "session", reorderWindow: Self.reorderWindow, decode: SessionTrace.describeFrame)
+        // Responder mode needs a notion of "the answer to a frame" the session link does not have
+        // (both sides send on their own timers); strict is the faithful reading of the capture.
+        self.matching = matching == .off ? .off : .strict
+    }
+
+    /// How far out of order the replayed side's frames may come and still pair: the link's window of
+    /// 8 frames on each of its lanes, twice (``FrameMatcher/reorderWindow``).
+    public static let reorderWindow = 16
+
+    /// The core's defaults with every field `overrides` sets replaced.
+    public static func configuration(applying overrides: SessionOverrides?, to base: SessionConfiguration = .init()) -> SessionConfiguration {
+        guard let overrides else { return base }
+        return SessionConfiguration(
+            handshakeTimeout: overrides.handshakeTimeoutMs.map { .milliseconds($0) } ?? base.handshakeTimeout,
+            retransmissionTimeout: overrides.retransmissionTimeoutMs.map { .milliseconds($0) } ?? base.retransmissionTimeout,
+            messageReplyTimeout: overrides.messageReplyTimeoutMs.map { .milliseconds($0) } ?? base.messageReplyTimeout,
+            complicationTransfersPerWindow: overrides.complicationTransfersPerWindow ?? base.complicationTransfersPerWindow,
+            complicationBudgetWindow: overrides.complicationBudgetWindowS.map { .seconds($0) } ?? base.complicationBudgetWindow,
+            maximumMessageBytes: base.maximumMessageBytes, maximumUserInfoBytes: base.maximumUserInfoBytes,
+            maximumApplicationContextBytes: base.maximumApplicationContextBytes, maximumFileBytes: base.maximumFileBytes)
+    }
+
+    /// API-call records raw; BLE interfaces the manifest gives to `session` dissected.
+    public func input(for interface: ReplayInterface) -> ReplayInput {
+        if interface.role == .apiCalls || (interface.role == nil && interface.linkType == .user0) { return .raw }
+        if let role = interface.role {
+            guard role == .bleHCI || role == .bleMonitor else { return .ignore }
+            return .dissected
+        }
+        switch interface.linkType {
+        case .bluetoothHCIH4WithPHDR, .bluetoothHCIH4, .bluetoothLinuxMonitor: return .dissected
+        default: return .ignore
+        }
+    }
+
+    /// One frame: an API-call record, or HCI.
+    public mutating func frame(_ frame: ReplayFrame, now: Duration) -> [TraceEvent] {
+        if frame.interface.role == .apiCalls || frame.interface.linkType == .user0 {
+            return apiRecord(frame, now: now)
+        }
+        guard let dissected = frame.dissected else { return [] }
+        var events: [TraceEvent] = []
+        if driver.core == nil { events += startFromManifest(now: now) }
+        switch dissected.linkChange {
+        case .connected(let handle, _, _)?:
+            links[handle] = Link()
+        case .disconnected(let handle, _)?:
+            if let link = links.removeValue(forKey: handle), link.up {
+                if matching != .off { events += matcher.linkDown(channel: SessionTrace.channel, timeNs: now.replayNanoseconds) }
+                events += perform(driver.linkDown(now: now), now: now)
+            }
+        case nil:
+            break
+        }
+        guard let role else { return events }
+        let timeNs = now.replayNanoseconds
+        for record in dissected.att {
+            switch SessionRecordKind.classify(record, recordedBy: role) {
+            case .mtu(let client, let server):
+                if let client { links[record.connectionHandle, default: Link()].clientMTU = client }
+                if let server { links[record.connectionHandle, default: Link()].serverMTU = server }
+            case .subscribed:
+                var link = links[record.connectionHandle, default: Link()]
+                guard !link.up else { continue }
+                link.up = true
+                links[record.connectionHandle] = link
+                counts.linksUp += 1
+                let mtu = Int(min(link.clientMTU ?? 23, link.serverMTU ?? 23))
+                events += perform(driver.linkUp(maxPayload: max(20, mtu - 3), now: now), now: now)
+            case .ownFrame(let bytes):
+                counts.ownFrames += 1
+                guard matching != .off else { continue }
+                events += matcher.captured(bytes, channel: SessionTrace.channel, frame: frame.number, timeNs: timeNs)
+            case .peerFrame(let bytes):
+                counts.peerFrames += 1
+                events += perform(driver.receive(bytes, now: now), now: now)
+            case .other:
+                break
+            }
+        }
+        return events
+    }
+
+    /// The core's next timer.
+    public var nextDeadline: Duration? { driver.nextDeadline }
+
+    /// Fires the core's timers.
+    public mutating func timeout(now: Duration) -> [TraceEvent] {
+        guard let deadline = driver.nextDeadline, deadline <= now else { return [] }
+        return perform(driver.handleTimeout(now: now), now: now)
+    }
+
+    /// Unpaired frames become divergences; then a `summary`.
+    public mutating func finish(now: Duration) -> [TraceEvent] {
+        let timeNs = now.replayNanoseconds
+        var events = matching == .off ? [] : matcher.finish(timeNs: timeNs)
+        var fields: [String: TraceValue] = [
+            "role": role.map { .string($0.rawValue) } ?? .null,
+            "api_calls": .int(Int64(counts.apiCalls)),
+            "peer_frames": .int(Int64(counts.peerFrames)),
+            "own_frames": .int(Int64(counts.ownFrames)),
+            "links": .int(Int64(counts.linksUp)),
+            "frame_matching": .string(matching.rawValue),
+            "frames_matched": .int(Int64(matcher.matched)),
+            "frames_diverged": .int(Int64(matcher.diverged)),
+            "frames_unsent": .int(Int64(matcher.unsent)),
+        ]
+        if counts.malformedRecords > 0 { fields["malformed_api_records"] = .int(Int64(counts.malformedRecords)) }
+        if let first = matcher.firstDivergence { fields["first_divergence"] = .string(first.description) }
+        events.append(TraceEvent(timeNs: timeNs, core: core, event: "summary", fields: fields))
+        return events
+    }
+
+    // MARK: inputs
+
+    /// A capture without a `start` record (imported): the core is made from the manifest's
+    /// `session` section when the first HCI frame comes.
+    private mutating func startFromManifest(now: Duration) -> [TraceEvent] {
+        guard let section, let role, let identityText = section.identity, let identity = SessionDeviceID(identityText) else { return [] }
+        var events: [TraceEvent] = []
+        let (startActions, startEvents) = driver.apply(.start(role: role, identity: identity, seed: section.seed ?? 0, restored: false), now: now)
+        events += startEvents + perform(startActions, now: now)
+        if let peerText = section.pairedPeer, let peer = SessionDeviceID(peerText) {
+            let (actions, callEvents) = driver.apply(.setPaired(peer), now: now)
+            events += callEvents + perform(actions, now: now)
+        }
+        return events
+    }
+
+    private mutating func apiRecord(_ frame: ReplayFrame, now: Duration) -> [TraceEvent] {
+        let timeNs = now.replayNanoseconds
+        let record: [String: TraceValue]
+        switch frame.apiCallRecord() {
+        case .parsed(let members): record = members
+        case .malformed(let detail):
+            counts.malformedRecords += 1
+            return [TraceEvent(timeNs: timeNs, core: core, event: "api_record_malformed", fields: [
+                "frame": .int(Int64(frame.number)), "detail": .string(detail),
+            ])]
+        }
+        guard case .string("session")? = record["core"] else { return [] }
+        let call: SessionAPICall
+        do throws(SessionAPICallError) {
+            call = try SessionAPICall(record: record)
+        } catch {
+            counts.malformedRecords += 1
+            return [TraceEvent(timeNs: timeNs, core: core, event: "api_record_malformed", fields: [
+                "frame": .int(Int64(frame.number)), "detail": .string(error.description),
+            ])]
+        }
+        counts.apiCalls += 1
+        if case .start(let startRole, _, _, _) = call, role == nil { role = startRole }
+        let (actions, events) = driver.apply(call, now: now)
+        return events + perform(actions, now: now)
+    }
+
+    private mutating func perform(_ actions: [SessionAction], now: Duration) -> [TraceEvent] {
+        let timeNs = now.replayNanoseconds
+        var events: [TraceEvent] = []
+        for action in actions {
+            if case .write(let bytes) = action, matching != .off {
+                events += matcher.emitted(bytes, channel: SessionTrace.channel, timeNs: timeNs)
+            } else {
+                events += SessionTrace.events(for: action, timeNs: timeNs)
+            }
+        }
+        return events
+    }
+}
+
+/// What one ATT record of a session-link capture is, seen from the host that recorded it.
+public enum SessionRecordKind: Sendable, Hashable {
+    /// A frame the recorded side wrote (the phone's write, or the watch's notification).
+    case ownFrame([UInt8])
+    /// A frame of the other side.
+    case peerFrame([UInt8])
+    /// The phone's subscription to the notify characteristic was acknowledged (Write Response to
+    /// its CCCD): the link is up.
+    case subscribed
+    /// ATT MTU exchange: what the client (phone) asked and the server (watch) answered.
+    case mtu(client: UInt16?, server: UInt16?)
+    /// Nothing the link cares about.
+    case other
+
+    /// Classifies `record` of a capture made by `recordedBy`'s host. Records of unknown direction
+    /// (H4 without direction flags) are taken by opcode: writes from the phone, notifications from
+    /// the watch.
+    public static func classify(_ record: ATTRecord, recordedBy role: SessionRole) -> SessionRecordKind {
+        // Seen from the recording host: which direction the phone's PDUs take.
+        let phoneSends: HCIDirection = role == .phone ? .sent : .received
+        let watchSends: HCIDirection = role == .phone ? .received : .sent
+        func from(_ expected: HCIDirection) -> Bool { record.direction == expected || record.direction == .unknown }
+        switch record.opcode {
+        case 0x52, 0x12: // Write Command, Write Request: the phone writes a frame
+            guard from(phoneSends), record.descriptorUUID == nil, record.characteristicUUID == SessionLinkGATT.writeCharacteristic else { return .other }
+            return role == .phone ? .ownFrame(record.value) : .peerFrame(record.value)
+        case 0x1B: // Handle Value Notification: the watch sends a frame
+            guard from(watchSends), record.characteristicUUID == SessionLinkGATT.notifyCharacteristic else { return .other }
+            return role == .watch ? .ownFrame(record.value) : .peerFrame(record.value)
+        case 0x13: // Write Response from the watch: answers the phone's CCCD write
+            guard from(watchSends), record.characteristicUUID == SessionLinkGATT.notifyCharacteristic,
+                  record.descriptorUUID.flatMap(BluetoothUUID.init)?.shortValue == 0x2902 else { return .other }
+            return .subscribed
+        case 0x02:
+            return .mtu(client: record.value.count >= 2 ? UInt16(record.value[0]) | UInt16(record.value[1]) << 8 : nil, server: nil)
+        case 0x03:
+            return .mtu(client: nil, server: record.value.count >= 2 ? UInt16(record.value[0]) | UInt16(record.value[1]) << 8 : nil)
+        default:
+            return .other
+        }
+    }
+}

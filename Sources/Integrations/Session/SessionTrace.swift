@@ -1,0 +1,127 @@
+import MonkeyCTrace
+import ReplayKit
+import BehaviourTrace
+import MonkeyC
+import SessionCore
+
+/// SessionCore's actions as `session` trace events: the one mapping both replay and the live
+/// hosts use, so their traces compare with `tether diff`. docs/trace-format.md lists the events.
+///
+/// Event names are WatchConnectivity's delegate callbacks in snake case (`did_receive_message`,
+/// `user_info_transfer_did_finish`…); errors carry `code` (the `WCError` number) and `error` (its
+/// name). Frames the core writes are `frame_emitted` on the channel `link`.
+public enum SessionTrace {
+    /// The frame matcher's channel: one session link per capture.
+    public static let channel = "link"
+
+    /// The trace events for one action (`persist` has none: it is the host's business).
+    public static func events(for action: SessionAction, timeNs: Int64) -> [TraceEvent] {
+        func make(_ name: String, _ fields: [String: TraceValue]) -> TraceEvent {
+            TraceEvent(timeNs: timeNs, core: "session", event: name, fields: fields)
+        }
+        switch action {
+        case .write(let bytes):
+            return [FrameMatcher.emittedEvent(core: "session", channel: channel, bytes: bytes, packet: describeFrame(bytes), timeNs: timeNs)]
+        case let .writeIncomingFile(peer, id, offset, bytes):
+            return [make("file_bytes_stored", [
+                "peer": .string(peer.description), "file": .int(Int64(id.rawValue)),
+                "offset": .int(Int64(offset)), "length": .int(Int64(bytes.count)),
+            ])]
+        case let .discardIncomingFile(peer, id):
+            return [make("file_discarded", ["peer": .string(peer.description), "file": .int(Int64(id.rawValue))])]
+        case .persist:
+            return []
+        case .event(let event):
+            return [self.event(event, timeNs: timeNs)]
+        }
+    }
+
+    /// One core event as a trace event.
+    public static func event(_ event: SessionEvent, timeNs: Int64) -> TraceEvent {
+        func make(_ name: String, _ fields: [String: TraceValue] = [:]) -> TraceEvent {
+            TraceEvent(timeNs: timeNs, core: "session", event: name, fields: fields)
+        }
+        func withError(_ fields: [String: TraceValue], _ error: SessionError?) -> [String: TraceValue] {
+            var fields = fields
+            fields["code"] = error.map { .int(Int64($0.code.rawValue)) } ?? .null
+            if let error { fields["error"] = .string(error.code.name) }
+            return fields
+        }
+        switch event {
+        case let .activationDidComplete(state, error):
+            return make("activation_did_complete", withError(["state": .string(state.description)], error))
+        case .sessionDidBecomeInactive:
+            return make("session_did_become_inactive")
+        case .sessionDidDeactivate:
+            return make("session_did_deactivate")
+        case let .watchStateDidChange(paired, installed, complication):
+            return make("watch_state_did_change", ["paired": .bool(paired), "installed": .bool(installed), "complication": .bool(complication)])
+        case .reachabilityDidChange(let reachable):
+            return make("reachability_did_change", ["reachable": .bool(reachable)])
+        case let .handshakeCompleted(peer, epoch, incarnation):
+            return make("handshake_completed", [
+                "peer": .string(peer.description), "peer_epoch": .int(Int64(epoch)), "peer_incarnation": .int(Int64(incarnation)),
+            ])
+        case .peerReinstalled(let peer):
+            return make("peer_reinstalled", ["peer": .string(peer.description)])
+        case .didReceiveApplicationContext(let value):
+            return make("did_receive_application_context", ["value": MonkeyCJSON.traceValue(value)])
+        case .applicationContextUnchanged:
+            return make("application_context_unchanged")
+        case .applicationContextFailed(let error):
+            return make("application_context_failed", withError([:], error))
+        case let .didReceiveMessage(id, value, expectsReply):
+            return make("did_receive_message", ["id": .int(Int64(id.rawValue)), "value": MonkeyCJSON.traceValue(value), "expects_reply": .bool(expectsReply)])
+        case let .didReceiveMessageData(id, bytes, expectsReply):
+            return make("did_receive_message_data", ["id": .int(Int64(id.rawValue)), "data": .string(JSONLiteral.hex(bytes)), "expects_reply": .bool(expectsReply)])
+        case .messageDelivered(let id):
+            return make("message_delivered", ["id": .int(Int64(id.rawValue))])
+        case let .didReceiveReply(id, value):
+            return make("did_receive_reply", ["id": .int(Int64(id.rawValue)), "value": MonkeyCJSON.traceValue(value)])
+        case let .didReceiveReplyData(id, bytes):
+            return make("did_receive_reply_data", ["id": .int(Int64(id.rawValue)), "data": .string(JSONLiteral.hex(bytes))])
+        case let .messageFailed(id, error):
+            return make("message_failed", withError(["id": .int(Int64(id.rawValue))], error))
+        case .lateReplyDiscarded(let id):
+            return make("late_reply_discarded", ["id": .int(Int64(id.rawValue))])
+        case let .didReceiveUserInfo(id, value, current):
+            return make("did_receive_user_info", ["id": .int(Int64(id.rawValue)), "value": MonkeyCJSON.traceValue(value), "complication": .bool(current)])
+        case let .userInfoTransferDidFinish(id, error):
+            return make("user_info_transfer_did_finish", withError(["id": .int(Int64(id.rawValue))], error))
+        case .didReceiveFile(let file):
+            return make("did_receive_file", [
+                "peer": .string(file.peer.description), "file": .int(Int64(file.id.rawValue)), "size": .int(Int64(file.size)),
+                "metadata": file.metadata.map(MonkeyCJSON.traceValue) ?? .null,
+            ])
+        case let .fileTransferProgress(id, completed, total):
+            return make("file_transfer_progress", ["file": .int(Int64(id.rawValue)), "completed": .int(Int64(completed)), "total": .int(Int64(total))])
+        case let .fileTransferDidFinish(id, error):
+            return make("file_transfer_did_finish", withError(["file": .int(Int64(id.rawValue))], error))
+        case .timeout(let timer, _):
+            // The deadline is on the core's clock, whose zero is not the trace's in a live run; in
+            // replay the event's own `t_ns` is the deadline.
+            return make("timeout", ["what": .string(timer.description)])
+        case let .violation(kind, detail):
+            return make("violation", ["kind": .string(kind.rawValue), "detail": .string(detail)])
+        }
+    }
+
+    /// One line for a session-link frame, as `inspect` and the frame matcher show it: the control
+    /// item for a whole control frame, else the frame header.
+    public static func describeFrame(_ bytes: [UInt8]) -> String {
+        let frame: SessionFrame
+        do throws(SessionFrameError) {
+            frame = try SessionFrame.decode(bytes)
+        } catch {
+            return "malformed frame: \(error)"
+        }
+        guard frame.channel == .control, frame.flags.contains(.first), frame.flags.contains(.last) else {
+            return frame.description
+        }
+        do throws(SessionFrameError) {
+            return try SessionControl.decode(frame.bytes).description
+        } catch {
+            return "\(frame.description): malformed control item: \(error)"
+        }
+    }
+}

@@ -1,0 +1,147 @@
+import BehaviourTrace
+import CaptureSet
+
+/// How a replay's trace is checked against the set's baselines.
+public struct ReplayCheckOptions: Sendable, Hashable {
+    /// Timing slack of the baseline comparison, in nanoseconds.
+    public var timingToleranceNs: Int64
+    /// The most lines of differences kept per baseline.
+    public var maxDiffLines: Int
+    /// Accept this run's trace as the set's baselines instead of comparing (`--update-baseline`).
+    public var updateBaseline: Bool
+
+    /// Exact timing, 40 lines of differences, compare.
+    public init(timingToleranceNs: Int64 = 0, maxDiffLines: Int = 40, updateBaseline: Bool = false) {
+        self.timingToleranceNs = timingToleranceNs
+        self.maxDiffLines = maxDiffLines
+        self.updateBaseline = updateBaseline
+    }
+}
+
+/// One set replayed with its checks made as the trace streamed by: what `tether replay` does for
+/// each set, and what `TetherTesting`'s `replay(_:)` returns the values of.
+public struct CheckedReplay {
+    /// The run: the set, the summary, the cores.
+    public var run: ReplayRun
+    /// The verdict of each of the manifest's expectations.
+    public var expectations: [ExpectationResult]
+    /// Per baseline the manifest names, in core order: the comparison, still to be finished, or
+    /// why its baseline could not be read.
+    public var comparisons: [(core: String, comparison: Result<StreamingBaselineComparison, any Error>)]
+    /// With ``ReplayCheckOptions/updateBaseline``: this run's trace per core, still to be put in
+    /// place by ``BaselineWriters/accept()``.
+    public var baselineWriters: BaselineWriters?
+
+    /// Finishes every baseline comparison: the set's outcome, and one message per baseline that
+    /// could not be read or compared (`baseline messaging: …`).
+    public func outcome() -> (outcome: CaptureSetOutcome, errors: [String]) {
+        var baselines: [BaselineComparison] = []
+        var errors: [String] = []
+        for (core, comparison) in comparisons {
+            do {
+                baselines.append(BaselineComparison(name: core, diff: try comparison.get().finish()))
+            } catch {
+                errors.append("baseline \(core): \(error)")
+            }
+        }
+        return (CaptureSetOutcome(name: run.captureSet.name, expectations: expectations, baselines: baselines), errors)
+    }
+}
+
+/// Replays one loaded set with nothing of its trace kept: each event, as the engine makes it, goes
+/// to `observe`, the expectation evaluator, the baseline comparison of its core (which reads the
+/// baseline file alongside) or, when updating baselines, the new baseline file of its core. So
+/// memory does not grow with the capture.
+/// - Throws: ``ReplayError`` when the set cannot be replayed.
+public func replayAndCheck(
+    _ loaded: LoadedCaptureSet, options: ReplayOptions, checks: ReplayCheckOptions = .init(),
+    observe: (TraceEvent) -> Void = { _ in }
+) throws(ReplayError) -> CheckedReplay {
+    let manifest = loaded.manifest
+    let set = loaded.directory.path
+    var evaluator = ExpectationEvaluator(manifest.expectations)
+    var comparisons: [(core: String, comparison: Result<StreamingBaselineComparison, any Error>)] = []
+    var comparing: [String: StreamingBaselineComparison] = [:]
+    let writers = checks.updateBaseline ? BaselineWriters(set: set, manifest: manifest) : nil
+    if !checks.updateBaseline {
+        for core in manifest.baselines.keys.sorted() {
+            do {
+                let path = try CaptureSetDirectory(path: set).resolve(manifest.baselines[core, default: ""], field: "baselines.\(core)")
+                let comparison = try StreamingBaselineComparison(
+                    name: core, baselinePath: path, timingToleranceNs: checks.timingToleranceNs, lineBudget: checks.maxDiffLines)
+                comparing[core] = comparison
+                comparisons.append((core, .success(comparison)))
+            } catch {
+                comparisons.append((core, .failure(error)))
+            }
+        }
+    }
+    let run = try replaySet(loaded, options: options) { event in
+        observe(event)
+        evaluator.observe(event)
+        if !comparing.isEmpty { comparing[event.core]?.replayed(event) }
+        writers?.write(event)
+    }
+    return CheckedReplay(run: run, expectations: evaluator.results(), comparisons: comparisons, baselineWriters: writers)
+}
+
+/// `--update-baseline`: a run's trace written as the set's baselines, one file per core, as the
+/// replay streams; ``accept()`` then puts each in place and records them in the manifest. A core
+/// the manifest already names keeps its path; an empty trace is written too, so "this core did
+/// nothing" is itself checked next time.
+public final class BaselineWriters {
+    /// The set's folder.
+    public let set: String
+    /// The set's manifest as loaded.
+    public let manifest: CaptureSetManifest
+    private var writers: [String: Result<TraceFileWriter, any Error>] = [:]
+    private var lastCore = ""
+    private var lastWriter: TraceFileWriter?
+
+    /// Writers for the set at `set`.
+    public init(set: String, manifest: CaptureSetManifest) {
+        self.set = set
+        self.manifest = manifest
+    }
+
+    /// Where `core`'s baseline goes, relative to the set.
+    public func relativePath(_ core: String) -> String {
+        manifest.baselines[core] ?? CaptureSetDirectory.defaultBaselinePath(core: core)
+    }
+
+    /// One event of the run, to its core's new baseline.
+    public func write(_ event: TraceEvent) {
+        if event.core != lastCore || lastWriter == nil {
+            if writers[event.core] == nil {
+                writers[event.core] = Result {
+                    let path = try CaptureSetDirectory(path: set).resolve(relativePath(event.core), field: "baselines.\(event.core)")
+                    return try TraceFileWriter.replacing(path)
+                }
+            }
+            lastCore = event.core
+            // A writer that could not be made is reported by accept(), which rethrows its error.
+            lastWriter = try? writers[event.core]?.get()
+        }
+        lastWriter?.write(event)
+    }
+
+    /// Puts every core's new baseline in place, in core order, and saves the manifest when it
+    /// changed. The first failure stops it (the files not yet in place are removed).
+    public func accept() throws {
+        var manifest = self.manifest
+        let cores = Set(writers.keys).union(manifest.baselines.keys)
+        for core in cores.sorted() {
+            let relative = relativePath(core)
+            let path = try CaptureSetDirectory(path: set).resolve(relative, field: "baselines.\(core)")
+            if let writer = writers[core] {
+                try writer.get().commit()
+            } else {
+                try CaptureSetDirectory.writeAtomically([], to: path)
+            }
+            manifest.baselines[core] = relative
+        }
+        if manifest != self.manifest {
+            try CaptureSetDirectory.saveManifest(manifest, to: set)
+        }
+    }
+}

@@ -1,0 +1,518 @@
+import BehaviourTrace
+#if canImport(CaptureSet)
+import CaptureSet
+#endif
+
+/// Checks manifest expectations as a trace streams by, without holding the trace
+/// (docs/expectations.md): feed every event, in trace order, to ``observe(_:)``; then
+/// ``results()`` gives one result per expectation, in manifest order, exactly what
+/// ``Expectations/evaluate(_:trace:)`` gives for the whole trace.
+///
+/// Each expectation keeps only its own state: a count, first and last times, the next selector
+/// of an `order`, the largest gap so far, a value per group (`monotonic`), per key (`once_per`), or
+/// the `from` events still waiting for their answer (`latency`). So memory does not grow with the
+/// trace, only with the number of groups or keys an expectation names, or with the `latency`
+/// starts still waiting for their answers.
+public struct ExpectationEvaluator {
+    /// The expectations checked, in manifest order.
+    public let expectations: [Expectation]
+    private let checks: [ExpectationCheck]
+
+    /// An evaluator for `expectations` that has seen no event yet.
+    public init(_ expectations: [Expectation]) {
+        self.expectations = expectations
+        checks = expectations.map(Self.makeCheck)
+    }
+
+    /// The next event of the trace.
+    public mutating func observe(_ event: TraceEvent) {
+        for check in checks { check.observe(event) }
+    }
+
+    /// One result per expectation, in manifest order, for the events observed so far.
+    public func results() -> [ExpectationResult] {
+        zip(expectations, checks).map { expectation, check in
+            let label = expectation.displayName
+            let (passed, expected, measured) = check.verdict()
+            return ExpectationResult(
+                expectation: expectation, passed: passed, measured: measured,
+                message: "\(label): expected \(expected), measured \(measured)")
+        }
+    }
+
+    private static func makeCheck(_ expectation: Expectation) -> ExpectationCheck {
+        switch expectation.kind {
+        case .count(let selector, let bounds): CountCheck(selector, bounds)
+        case .absent(let selector): AbsentCheck(selector)
+        case .order(let selectors): OrderCheck(selectors)
+        case .maxGap(let selector, let maxMs, let start, let end): MaxGapCheck(selector, maxMs: maxMs, start: start, end: end)
+        case .rate(let selector, let hz, let tolerancePercent): RateCheck(selector, hz: hz, tolerancePercent: tolerancePercent)
+        case .at(let selector, let tMs, let toleranceMs): AtCheck(selector, tMs: tMs, toleranceMs: toleranceMs)
+        case .range(let selector, let field, let min, let max): RangeCheck(selector, field: field, min: min, max: max)
+        case .equals(let selector, let field, let value, let which): EqualsCheck(selector, field: field, value: value, which: which)
+        case .monotonic(let selector, let field, let per, let endsAt, let endsAtField):
+            MonotonicCheck(selector, field: field, per: per, endsAt: endsAt, endsAtField: endsAtField)
+        case .oncePer(let selector, let key, let of): OncePerCheck(selector, key: key, of: of)
+        case .latency(let from, let to, let key, let minMs, let maxMs): LatencyCheck(from: from, to: to, key: key, minMs: minMs, maxMs: maxMs)
+        }
+    }
+}
+
+/// One expectation's running state. A class, so that the state is updated in place (an enum's
+/// payload would be copied out and back on every event).
+class ExpectationCheck {
+    /// The next event of the trace.
+    func observe(_ event: TraceEvent) {}
+    /// Whether it held, what was expected, what was measured.
+    func verdict() -> (passed: Bool, expected: String, measured: String) { (false, "", "") }
+}
+
+private func formatTime(_ ns: Int64) -> String { Expectations.formatTime(ns) }
+private func formatNumber(_ value: Double) -> String { Expectations.formatNumber(value) }
+
+private final class CountCheck: ExpectationCheck {
+    let selector: Expectation.Selector
+    let bounds: Expectation.CountBounds
+    var n = 0
+
+    init(_ selector: Expectation.Selector, _ bounds: Expectation.CountBounds) {
+        self.selector = selector
+        self.bounds = bounds
+    }
+
+    override func observe(_ event: TraceEvent) {
+        if selector.matches(event) { n += 1 }
+    }
+
+    override func verdict() -> (passed: Bool, expected: String, measured: String) {
+        (bounds.contains(n), bounds.summary, "\(n)")
+    }
+}
+
+private final class AbsentCheck: ExpectationCheck {
+    let selector: Expectation.Selector
+    var n = 0
+    var firstNs: Int64 = 0
+
+    init(_ selector: Expectation.Selector) { self.selector = selector }
+
+    override func observe(_ event: TraceEvent) {
+        guard selector.matches(event) else { return }
+        if n == 0 { firstNs = event.timeNs }
+        n += 1
+    }
+
+    override func verdict() -> (passed: Bool, expected: String, measured: String) {
+        n == 0 ? (true, "none", "0") : (false, "none", "\(n) (first at \(formatTime(firstNs)))")
+    }
+}
+
+/// Each selector is looked for after the event that matched the one before it.
+private final class OrderCheck: ExpectationCheck {
+    let selectors: [Expectation.Selector]
+    var found: [Int64] = []
+
+    init(_ selectors: [Expectation.Selector]) { self.selectors = selectors }
+
+    override func observe(_ event: TraceEvent) {
+        if found.count < selectors.count, selectors[found.count].matches(event) { found.append(event.timeNs) }
+    }
+
+    override func verdict() -> (passed: Bool, expected: String, measured: String) {
+        let expected = "in order: " + selectors.map(\.summary).joined(separator: " → ")
+        if found.count == selectors.count {
+            return (true, expected, "all \(selectors.count) in order at " + found.map(formatTime).joined(separator: ", "))
+        }
+        let missing = selectors[found.count].summary
+        let after = found.last.map { " after \(formatTime($0))" } ?? ""
+        return (false, expected, "\(found.count) of \(selectors.count) in order; no \(missing)\(after)")
+    }
+}
+
+/// The window opens at the first `start` event (which counts as a time, not as a match) and
+/// closes at the first `end` event after it (likewise); without them, the trace's ends.
+private final class MaxGapCheck: ExpectationCheck {
+    enum Phase { case waitingForStart, inWindow, closed }
+    let selector: Expectation.Selector
+    let maxMs: Double
+    let start: Expectation.Selector?
+    let end: Expectation.Selector?
+    var phase: Phase
+    var times = 0
+    var previous: Int64 = 0
+    var largest: Int64 = 0
+    var largestAt: Int64 = 0
+
+    init(_ selector: Expectation.Selector, maxMs: Double, start: Expectation.Selector?, end: Expectation.Selector?) {
+        self.selector = selector
+        self.maxMs = maxMs
+        self.start = start
+        self.end = end
+        phase = start == nil ? .inWindow : .waitingForStart
+    }
+
+    private func add(_ t: Int64) {
+        if times == 0 {
+            largestAt = t
+        } else if t &- previous > largest {
+            largest = t &- previous
+            largestAt = previous
+        }
+        previous = t
+        times += 1
+    }
+
+    override func observe(_ event: TraceEvent) {
+        switch phase {
+        case .waitingForStart:
+            if start?.matches(event) == true {
+                add(event.timeNs)
+                phase = .inWindow
+            }
+        case .inWindow:
+            if let end, end.matches(event) {
+                add(event.timeNs)
+                phase = .closed
+            } else if selector.matches(event) {
+                add(event.timeNs)
+            }
+        case .closed:
+            break
+        }
+    }
+
+    override func verdict() -> (passed: Bool, expected: String, measured: String) {
+        var expected = "gaps ≤ \(formatNumber(maxMs)) ms"
+        if let start {
+            expected += " from \(start.summary)"
+            if phase == .waitingForStart { return (false, expected, "no \(start.summary) to start the window") }
+        }
+        if let end {
+            expected += " until \(end.summary)"
+            if phase != .closed { return (false, expected, "no \(end.summary) to end the window") }
+        }
+        guard times >= 2 else { return (false, expected, "fewer than two matching events; no gap to measure") }
+        let largestMs = Double(largest) / 1e6
+        return (largestMs <= maxMs, expected, "max gap \(formatNumber(largestMs)) ms after \(formatTime(largestAt))")
+    }
+}
+
+private final class RateCheck: ExpectationCheck {
+    let selector: Expectation.Selector
+    let hz: Double
+    let tolerancePercent: Double
+    var n = 0
+    var firstNs: Int64 = 0
+    var lastNs: Int64 = 0
+
+    init(_ selector: Expectation.Selector, hz: Double, tolerancePercent: Double) {
+        self.selector = selector
+        self.hz = hz
+        self.tolerancePercent = tolerancePercent
+    }
+
+    override func observe(_ event: TraceEvent) {
+        guard selector.matches(event) else { return }
+        if n == 0 { firstNs = event.timeNs }
+        lastNs = event.timeNs
+        n += 1
+    }
+
+    override func verdict() -> (passed: Bool, expected: String, measured: String) {
+        let expected = "\(formatNumber(hz)) Hz ± \(formatNumber(tolerancePercent))%"
+        guard n >= 2, lastNs > firstNs else {
+            return (false, expected, "\(n) event(s) over no time span; a rate needs two at different times")
+        }
+        let seconds = (Double(lastNs) - Double(firstNs)) / 1e9
+        let measuredHz = Double(n - 1) / seconds
+        let allowed = hz * tolerancePercent / 100
+        return (abs(measuredHz - hz) <= allowed, expected,
+                "\(formatNumber(measuredHz)) Hz (\(n) events over \(formatNumber(seconds)) s)")
+    }
+}
+
+/// The matching event nearest the target instant; the first of equally near ones.
+private final class AtCheck: ExpectationCheck {
+    let selector: Expectation.Selector
+    let tMs: Double
+    let toleranceMs: Double
+    let target: Double
+    var nearest: Int64?
+
+    init(_ selector: Expectation.Selector, tMs: Double, toleranceMs: Double) {
+        self.selector = selector
+        self.tMs = tMs
+        self.toleranceMs = toleranceMs
+        target = tMs * 1e6
+    }
+
+    override func observe(_ event: TraceEvent) {
+        guard selector.matches(event) else { return }
+        if let nearest, !(abs(Double(event.timeNs) - target) < abs(Double(nearest) - target)) { return }
+        nearest = event.timeNs
+    }
+
+    override func verdict() -> (passed: Bool, expected: String, measured: String) {
+        let expected = "one at \(formatNumber(tMs)) ms ± \(formatNumber(toleranceMs)) ms"
+        guard let nearest else { return (false, expected, "none matched") }
+        let offMs = (Double(nearest) - target) / 1e6
+        return (abs(offMs) <= toleranceMs, expected, "nearest at \(formatTime(nearest)) (\(Expectations.signed(offMs)) ms)")
+    }
+}
+
+private final class RangeCheck: ExpectationCheck {
+    let selector: Expectation.Selector
+    let field: String
+    let min: Double?
+    let max: Double?
+    var count = 0
+    var low = Double.infinity
+    var high = -Double.infinity
+    var firstOutside: (timeNs: Int64, value: String)?
+
+    init(_ selector: Expectation.Selector, field: String, min: Double?, max: Double?) {
+        self.selector = selector
+        self.field = field
+        self.min = min
+        self.max = max
+    }
+
+    override func observe(_ event: TraceEvent) {
+        guard selector.matches(event) else { return }
+        count += 1
+        guard let number = event.field(field)?.numericValue else {
+            if firstOutside == nil {
+                firstOutside = (event.timeNs, event.field(field).map { "non-numeric \($0.compactText)" } ?? "missing")
+            }
+            return
+        }
+        low = Swift.min(low, number)
+        high = Swift.max(high, number)
+        let inside = (min.map { number >= $0 } ?? true) && (max.map { number <= $0 } ?? true)
+        if !inside && firstOutside == nil { firstOutside = (event.timeNs, formatNumber(number)) }
+    }
+
+    override func verdict() -> (passed: Bool, expected: String, measured: String) {
+        let expected = "\(field) in [\(min.map(formatNumber) ?? "-∞"), \(max.map(formatNumber) ?? "+∞")]"
+        guard count > 0 else { return (false, expected, "no matching events") }
+        var measured = low <= high ? "[\(formatNumber(low)), \(formatNumber(high))] over \(count) events"
+            : "no numeric values over \(count) events"
+        if let (timeNs, value) = firstOutside {
+            measured += "; first outside: \(value) at \(formatTime(timeNs))"
+        }
+        return (firstOutside == nil, expected, measured)
+    }
+}
+
+/// `first` keeps the first matching event's field, `last` the latest one's, `every` counts the
+/// events checked and those that differ and keeps the first that differs.
+private final class EqualsCheck: ExpectationCheck {
+    let selector: Expectation.Selector
+    let field: String
+    let value: Expectation.Value
+    let which: Expectation.Which
+    var checked = 0
+    var failures = 0
+    var firstFailure: (timeNs: Int64, got: TraceValue?)?
+
+    init(_ selector: Expectation.Selector, field: String, value: Expectation.Value, which: Expectation.Which) {
+        self.selector = selector
+        self.field = field
+        self.value = value
+        self.which = which
+    }
+
+    override func observe(_ event: TraceEvent) {
+        guard selector.matches(event) else { return }
+        switch which {
+        case .first:
+            guard checked == 0 else { return }
+        case .last:
+            // Only the latest matching event counts: forget what the one before it showed.
+            checked = 0
+            failures = 0
+            firstFailure = nil
+        case .every:
+            break
+        }
+        checked += 1
+        let got = event.field(field)
+        if !value.matches(got) {
+            failures += 1
+            if firstFailure == nil { firstFailure = (event.timeNs, got) }
+        }
+    }
+
+    override func verdict() -> (passed: Bool, expected: String, measured: String) {
+        let expected = "\(which.rawValue) \(field) = \(value.description)"
+        guard checked > 0 else { return (false, expected, "no matching events") }
+        if let firstFailure {
+            let got = firstFailure.got?.compactText ?? "missing"
+            let prefix = which == .every ? "\(failures) of \(checked) differ; first " : ""
+            return (false, expected, "\(prefix)\(got) at \(formatTime(firstFailure.timeNs))")
+        }
+        let suffix = which == .every ? " (all \(checked))" : ""
+        return (true, expected, value.description + suffix)
+    }
+}
+
+/// The latest value per group (and, for `ends_at_field`, that event's other field); the first
+/// event that breaks the rule decides the result.
+private final class MonotonicCheck: ExpectationCheck {
+    let selector: Expectation.Selector
+    let field: String
+    let per: String?
+    let endsAt: Double?
+    let endsAtField: String?
+    var last: [String: (value: Double, endsAtValue: Double?)] = [:]
+    var order: [String] = []
+    var failure: String?
+
+    init(_ selector: Expectation.Selector, field: String, per: String?, endsAt: Double?, endsAtField: String?) {
+        self.selector = selector
+        self.field = field
+        self.per = per
+        self.endsAt = endsAt
+        self.endsAtField = endsAtField
+    }
+
+    override func observe(_ event: TraceEvent) {
+        guard failure == nil, selector.matches(event) else { return }
+        let group = per.map { event.field($0)?.compactText ?? "missing" } ?? ""
+        guard let value = event.field(field)?.numericValue else {
+            failure = "\(field) missing or not a number at \(formatTime(event.timeNs))"
+            return
+        }
+        let previous = last[group]
+        if let previous, value < previous.value {
+            failure = "\(field) fell from \(formatNumber(previous.value)) to \(formatNumber(value)) at \(formatTime(event.timeNs))\(per.map { " (\($0) \(group))" } ?? "")"
+            return
+        }
+        if previous == nil { order.append(group) }
+        last[group] = (value, endsAtField.flatMap { event.field($0)?.numericValue })
+    }
+
+    override func verdict() -> (passed: Bool, expected: String, measured: String) {
+        let expected = "\(field) never decreasing\(per.map { " per \($0)" } ?? "")"
+            + (endsAt.map { ", ending at \(formatNumber($0))" } ?? "") + (endsAtField.map { ", ending at its \($0)" } ?? "")
+        if let failure { return (false, expected, failure) }
+        guard !order.isEmpty else { return (false, expected, "no matching events") }
+        for group in order {
+            guard let (value, endsAtValue) = last[group] else { continue }
+            let target = endsAt ?? (endsAtField != nil ? endsAtValue : nil)
+            if let endsAtField, target == nil {
+                return (false, expected, "the last event\(per.map { " of \($0) \(group)" } ?? "") has no numeric \(endsAtField)")
+            }
+            if let target, value != target {
+                return (false, expected, "ended at \(formatNumber(value)), not \(formatNumber(target))\(per.map { " (\($0) \(group))" } ?? "")")
+            }
+        }
+        return (true, expected, "non-decreasing in \(order.count) group(s)" + (endsAt != nil || endsAtField != nil ? ", each ending as expected" : ""))
+    }
+}
+
+/// The keys `of` events named, in first-seen order, and how often the selector's events named each.
+private final class OncePerCheck: ExpectationCheck {
+    let selector: Expectation.Selector
+    let key: String
+    let of: Expectation.Selector
+    var expectedKeys: [String] = []
+    var seenExpected: Set<String> = []
+    var counts: [String: Int] = [:]
+
+    init(_ selector: Expectation.Selector, key: String, of: Expectation.Selector) {
+        self.selector = selector
+        self.key = key
+        self.of = of
+    }
+
+    override func observe(_ event: TraceEvent) {
+        if of.matches(event) {
+            let k = event.field(key)?.compactText ?? "missing"
+            if seenExpected.insert(k).inserted { expectedKeys.append(k) }
+        }
+        if selector.matches(event) {
+            counts[event.field(key)?.compactText ?? "missing", default: 0] += 1
+        }
+    }
+
+    override func verdict() -> (passed: Bool, expected: String, measured: String) {
+        let expected = "exactly one \(selector.summary) per \(key) of \(of.summary)"
+        guard !expectedKeys.isEmpty else { return (false, expected, "no \(of.summary) events") }
+        var problems: [String] = []
+        for k in expectedKeys where counts[k, default: 0] != 1 { problems.append("\(key) \(k): \(counts[k, default: 0])") }
+        for k in counts.keys.sorted() where !seenExpected.contains(k) { problems.append("\(key) \(k): \(counts[k]!) without a matching \(of.event)") }
+        if problems.isEmpty { return (true, expected, "one each for \(expectedKeys.count) \(key) value(s)") }
+        return (false, expected, problems.prefix(5).joined(separator: "; ") + (problems.count > 5 ? "; …" : ""))
+    }
+}
+
+/// Each `from` event waits (by its key's value) for the first later `to` event with the same
+/// value. The result is decided by the earliest `from` that fails — unanswered, or answered
+/// outside the bounds — so `from` events after a known failure need not wait.
+private final class LatencyCheck: ExpectationCheck {
+    let from: Expectation.Selector
+    let to: Expectation.Selector
+    let key: String
+    let minMs: Double?
+    let maxMs: Double?
+    /// `from` events not answered yet, by their key's value: (ordinal among `from` events, time).
+    var waiting: [TraceValue?: [(ordinal: Int, timeNs: Int64, key: TraceValue?)]] = [:]
+    var froms = 0
+    var measured = 0
+    var low = Double.infinity
+    var high = -Double.infinity
+    var failure: (ordinal: Int, measured: String)?
+
+    init(from: Expectation.Selector, to: Expectation.Selector, key: String, minMs: Double?, maxMs: Double?) {
+        self.from = from
+        self.to = to
+        self.key = key
+        self.minMs = minMs
+        self.maxMs = maxMs
+    }
+
+    private func fail(_ ordinal: Int, _ measured: String) {
+        if let failure, failure.ordinal < ordinal { return }
+        failure = (ordinal, measured)
+    }
+
+    override func observe(_ event: TraceEvent) {
+        if to.matches(event) {
+            if let starts = waiting.removeValue(forKey: event.field(key)) {
+                for start in starts {
+                    let ms = Double(event.timeNs - start.timeNs) / 1e6
+                    if let minMs, ms < minMs {
+                        fail(start.ordinal, "\(formatNumber(ms)) ms for \(key) \(start.key?.compactText ?? "missing")")
+                    } else if let maxMs, ms > maxMs {
+                        fail(start.ordinal, "\(formatNumber(ms)) ms for \(key) \(start.key?.compactText ?? "missing")")
+                    } else {
+                        measured += 1
+                        low = Swift.min(low, ms)
+                        high = Swift.max(high, ms)
+                    }
+                }
+            }
+        }
+        if from.matches(event) {
+            let ordinal = froms
+            froms += 1
+            if let failure, failure.ordinal < ordinal { return }
+            let k = event.field(key)
+            waiting[k, default: []].append((ordinal, event.timeNs, k))
+        }
+    }
+
+    override func verdict() -> (passed: Bool, expected: String, measured: String) {
+        let expected = "\(to.summary) \(minMs.map { "≥ \(formatNumber($0)) ms" } ?? "")\(minMs != nil && maxMs != nil ? " and " : "")\(maxMs.map { "≤ \(formatNumber($0)) ms" } ?? "") after each \(from.summary) with the same \(key)"
+        var failure = self.failure
+        for starts in waiting.values {
+            for start in starts where failure.map({ start.ordinal < $0.ordinal }) ?? true {
+                failure = (start.ordinal, "no \(to.event) for \(key) \(start.key?.compactText ?? "missing") (from at \(formatTime(start.timeNs)))")
+            }
+        }
+        if let failure { return (false, expected, failure.measured) }
+        guard measured > 0 else { return (false, expected, "no \(from.summary) events") }
+        return (true, expected, "\(measured) pair(s), \(formatNumber(low))–\(formatNumber(high)) ms")
+    }
+}

@@ -1,0 +1,103 @@
+import BehaviourTrace
+#if canImport(CaptureSet)
+import CaptureSet
+#endif
+
+/// One core's trace compared against its accepted baseline (`baseline/<core>.jsonl`).
+public struct BaselineComparison: Sendable, Hashable {
+    /// What was compared, usually the core name, e.g. `ingest`.
+    public var name: String
+    /// The differences, baseline as A and the new trace as B.
+    public var diff: TraceDiffReport
+
+    /// Creates a comparison.
+    public init(name: String, diff: TraceDiffReport) {
+        self.name = name
+        self.diff = diff
+    }
+
+    /// A baseline comparison passes when nothing differs beyond the tolerance.
+    public var passed: Bool { diff.isEmpty }
+}
+
+/// Everything replay checked for one capture set: the input of `ReplayReport` and `JUnitReport`.
+public struct CaptureSetOutcome: Sendable, Hashable {
+    /// The capture set's name (its folder name).
+    public var name: String
+    /// The manifest's expectations, evaluated.
+    public var expectations: [ExpectationResult]
+    /// One entry per baseline trace compared; empty when the set has no baseline yet.
+    public var baselines: [BaselineComparison]
+
+    /// Creates an outcome.
+    public init(name: String, expectations: [ExpectationResult], baselines: [BaselineComparison]) {
+        self.name = name
+        self.expectations = expectations
+        self.baselines = baselines
+    }
+
+    /// Every expectation held and every baseline comparison was empty. A set with no baseline and
+    /// no expectations passes: it checked nothing, which the report says.
+    public var passed: Bool {
+        expectations.allSatisfy(\.passed) && baselines.allSatisfy(\.passed)
+    }
+}
+
+/// The human-readable replay report printed by `tether replay` and kept as a CI artifact.
+public enum ReplayReport {
+    /// Renders the report for one or more capture sets.
+    ///
+    /// For each set: a heading, each expectation as `PASS`/`FAIL` with its message (what was
+    /// expected, what was measured), each baseline comparison as `PASS`/`FAIL` with the counts and,
+    /// when it failed, up to `maxDiffLines` lines of `TraceDiffReport.render`. Then one closing
+    /// line: `PASS: N capture sets, E expectations, B baselines` or
+    /// `FAIL: F of N capture sets failed (...)`. Output is deterministic for equal input.
+    ///
+    /// - Parameters:
+    ///   - outcomes: one entry per capture set, in the order to show them.
+    ///   - maxDiffLines: the line budget for each failed baseline diff.
+    public static func render(_ outcomes: [CaptureSetOutcome], maxDiffLines: Int = 40) -> String {
+        var lines: [String] = []
+        var expectationCount = 0, expectationFailures = 0
+        var baselineCount = 0, baselineFailures = 0
+        for outcome in outcomes {
+            let failed = outcome.expectations.filter { !$0.passed }.count
+            lines.append("== \(outcome.name): \(outcome.passed ? "PASS" : "FAIL") "
+                         + "(\(outcome.expectations.count - failed)/\(outcome.expectations.count) expectations passed)")
+            if outcome.expectations.isEmpty {
+                lines.append("  expectations: none in the manifest")
+            }
+            for result in outcome.expectations {
+                lines.append("  \(result.passed ? "PASS" : "FAIL") \(result.message.escapingControlCharactersForReport())")
+            }
+            if outcome.baselines.isEmpty {
+                lines.append("  baseline: none (accept a run as the baseline to start comparing)")
+            }
+            for comparison in outcome.baselines {
+                lines.append("  \(comparison.passed ? "PASS" : "FAIL") baseline \(comparison.name): "
+                             + "\(comparison.diff.eventsA) baseline vs \(comparison.diff.eventsB) replayed events; "
+                             + comparison.diff.countsLine)
+                if !comparison.passed {
+                    // The diff's own header repeats the counts just printed, so skip it.
+                    let body = comparison.diff.render(maxLines: maxDiffLines + 1).split(separator: "\n").dropFirst()
+                    lines += body.map { "    " + $0 }
+                }
+            }
+            expectationCount += outcome.expectations.count
+            expectationFailures += failed
+            baselineCount += outcome.baselines.count
+            baselineFailures += outcome.baselines.filter { !$0.passed }.count
+            lines.append("")
+        }
+        let failedSets = outcomes.filter { !$0.passed }.count
+        if failedSets == 0 {
+            lines.append("PASS: \(outcomes.count) capture set(s), \(expectationCount) expectation(s), "
+                         + "\(baselineCount) baseline(s)")
+        } else {
+            lines.append("FAIL: \(failedSets) of \(outcomes.count) capture set(s) failed "
+                         + "(\(expectationFailures) of \(expectationCount) expectation(s), "
+                         + "\(baselineFailures) of \(baselineCount) baseline(s))")
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+}

@@ -1,0 +1,213 @@
+import BehaviourTrace
+import CaptureKit
+import CaptureSet
+import Dissectors
+
+/// One capture interface as replay sees it: the file's description joined with the manifest's.
+public struct ReplayInterface: Sendable, Hashable {
+    /// Index in the capture file (pcapng Interface Description Block order).
+    public var index: Int
+    /// Link type of its frames.
+    public var linkType: LinkType
+    /// Interface name from the manifest, else from the capture file.
+    public var name: String?
+    /// Role from the manifest; `nil` when the manifest does not describe this interface.
+    public var role: InterfaceRole?
+    /// The core whose adapter takes this interface's frames: the manifest's `core:`, else the one
+    /// the registry chose for its role (``IntegrationRegistry/select(for:manifestPath:)``). `nil`
+    /// for an undescribed interface and for `api-calls`, whose records are split by their own
+    /// `core` field.
+    public var core: String?
+    /// Every other key the manifest gives the interface, as text (`ingest_port`, `broker_port`,
+    /// or a user integration's own): what an adapter reads about an interface beyond its role.
+    public var parameters: [String: String]
+
+    /// Describe one interface.
+    public init(index: Int, linkType: LinkType, name: String? = nil, role: InterfaceRole? = nil, core: String? = nil, parameters: [String: String] = [:]) {
+        self.index = index
+        self.linkType = linkType
+        self.name = name
+        self.role = role
+        self.core = core
+        self.parameters = parameters
+    }
+
+    /// The interface as the manifest describes it (`nil`: undescribed), on a file interface of
+    /// `linkType`.
+    public init(index: Int, linkType: LinkType, name: String?, manifest described: ManifestInterface?) {
+        var parameters = described?.parameters ?? [:]
+        if let port = described?.ingestPort { parameters["ingest_port"] = String(port) }
+        if let port = described?.brokerPort { parameters["broker_port"] = String(port) }
+        self.init(index: index, linkType: linkType, name: described?.name ?? name, role: described?.role,
+                  core: described?.core, parameters: parameters)
+    }
+
+    /// A parameter read as a number or other value; `nil` when absent or not of that type.
+    public func parameter<T: LosslessStringConvertible>(_ key: String, as type: T.Type = T.self) -> T? {
+        parameters[key].flatMap { T($0) }
+    }
+}
+
+/// What the engine made of one `api-calls` record (LINKTYPE_USER0, one JSON object per frame):
+/// parsed once, and handed only to the adapter of the core its `core` field names.
+public enum APICallRecord: Sendable, Hashable {
+    /// The record's members.
+    case parsed([String: TraceValue])
+    /// Not a JSON object; the reason, naming the frame.
+    case malformed(String)
+
+    /// The `core` member, when the record has one.
+    public var core: String? {
+        guard case .parsed(let members) = self, case .string(let core)? = members["core"] else { return nil }
+        return core
+    }
+}
+
+/// In what form an adapter wants the frames of one interface.
+public enum ReplayInput: Sendable, Hashable, Comparable {
+    /// Not at all: the adapter is not called for this interface's frames.
+    case ignore
+    /// The captured bytes only (the fast path: the adapter extracts what it needs itself).
+    case raw
+    /// The bytes and the ``DissectedFrame`` (HCI → ACL → L2CAP → ATT, or IP → UDP). The engine
+    /// runs one stateful ``FrameDissector`` per interface and shares its result between adapters.
+    case dissected
+}
+
+/// One captured frame handed to an adapter, at its virtual instant.
+///
+/// `bytes` borrow the reader's buffer: they are valid only during the ``CoreAdapter/frame(_:now:)``
+/// call. Copy what must outlive it.
+public struct ReplayFrame {
+    /// 1-based frame number in the capture file, as Wireshark numbers it.
+    public var number: Int
+    /// Virtual nanoseconds since the capture's first frame (never less than the previous frame's).
+    public var virtualTimeNs: Int64
+    /// Capture timestamp, nanoseconds since the Unix epoch, as recorded.
+    public var timestampNs: Int64
+    /// The interface it was captured on.
+    public var interface: ReplayInterface
+    /// The captured bytes under `interface.linkType`; valid only during the call.
+    public var bytes: UnsafeRawBufferPointer
+    /// What the dissectors made of it; set only when some adapter asked for ``ReplayInput/dissected``
+    /// on this interface.
+    public var dissected: DissectedFrame?
+    /// On an `api-calls` interface: the record, parsed once by the engine.
+    public var apiCall: APICallRecord?
+
+    /// Describe one frame.
+    public init(number: Int, virtualTimeNs: Int64, timestampNs: Int64, interface: ReplayInterface, bytes: UnsafeRawBufferPointer, dissected: DissectedFrame? = nil, apiCall: APICallRecord? = nil) {
+        self.apiCall = apiCall
+        self.number = number
+        self.virtualTimeNs = virtualTimeNs
+        self.timestampNs = timestampNs
+        self.interface = interface
+        self.bytes = bytes
+        self.dissected = dissected
+    }
+}
+
+/// Connects one sans-I/O core to replay: turns frames into the core's inputs and the core's
+/// outputs into trace events.
+///
+/// The engine calls, in virtual-time order: ``timeout(now:)`` at each ``nextDeadline`` that falls
+/// due, ``frame(_:now:)`` for every frame of an interface the adapter wants, and ``finish(now:)``
+/// once at the end. `now` never decreases. Every returned event should carry `timeNs` equal to
+/// `now` in nanoseconds (``Swift/Duration/replayNanoseconds``).
+public protocol CoreAdapter {
+    /// The core's name in the trace (`ingest`, `messaging`, `session`, `widget`, or a user's own):
+    /// the name of the ``CoreIntegration`` that made the adapter.
+    var core: String { get }
+    /// `true` when ``input(for:)`` may answer ``ReplayInput/dissected`` for some interface. The
+    /// engine then reads owned frames (with their pcapng flags, which carry HCI direction) instead
+    /// of the borrowed fast path. Defaults to `false`.
+    var dissectsFrames: Bool { get }
+    /// Whether and how this adapter wants the frames of `interface`. Asked once per interface,
+    /// when its first frame arrives.
+    func input(for interface: ReplayInterface) -> ReplayInput
+    /// One frame of an interface for which ``input(for:)`` did not say ``ReplayInput/ignore``.
+    mutating func frame(_ frame: ReplayFrame, now: Duration) -> [TraceEvent]
+    /// When the core wants ``timeout(now:)`` next; `nil` when it has no timer running.
+    var nextDeadline: Duration? { get }
+    /// Time reached ``nextDeadline``.
+    mutating func timeout(now: Duration) -> [TraceEvent]
+    /// The capture is over: flush and report (a final `summary` event, say).
+    mutating func finish(now: Duration) -> [TraceEvent]
+    /// ``frame(_:now:)`` handing each event to `emit` as it is made, in the same order: what the
+    /// engine calls, so an adapter that implements it makes no array per frame. Defaults to
+    /// emitting what ``frame(_:now:)`` returns.
+    mutating func frame(_ frame: ReplayFrame, now: Duration, emit: (TraceEvent) -> Void)
+    /// ``timeout(now:)`` handing each event to `emit` as it is made, in the same order.
+    /// Defaults to emitting what ``timeout(now:)`` returns.
+    mutating func timeout(now: Duration, emit: (TraceEvent) -> Void)
+}
+
+extension CoreAdapter {
+    /// Raw-bytes adapters (the ingest adapter) need no dissection.
+    public var dissectsFrames: Bool { false }
+
+    /// Emits what ``frame(_:now:)`` returns.
+    public mutating func frame(_ frame: ReplayFrame, now: Duration, emit: (TraceEvent) -> Void) {
+        for event in self.frame(frame, now: now) { emit(event) }
+    }
+
+    /// Emits what ``timeout(now:)`` returns.
+    public mutating func timeout(now: Duration, emit: (TraceEvent) -> Void) {
+        for event in timeout(now: now) { emit(event) }
+    }
+}
+
+extension Duration {
+    /// The whole nanoseconds of this duration, saturating at the ends of `Int64`: the unit of a
+    /// trace's `t_ns`.
+    public var replayNanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        let (ns, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        if overflow { return seconds < 0 ? .min : .max }
+        let (sum, overflow2) = ns.addingReportingOverflow(attoseconds / 1_000_000_000)
+        if overflow2 { return seconds < 0 ? .min : .max }
+        return sum
+    }
+}
+
+extension ReplayFrame {
+    /// The frame's API-call record: the one the engine parsed, else the frame's bytes parsed now
+    /// (a frame built by hand, outside the engine).
+    public func apiCallRecord() -> APICallRecord {
+        if let apiCall { return apiCall }
+        do throws(TraceFormatError) {
+            return .parsed(try JSONLiteral.parseObject(bytes, label: "frame \(number)"))
+        } catch {
+            return .malformed(error.description)
+        }
+    }
+}
+
+/// An API call delivered at a chosen virtual instant, as if the app had made it then: what a test
+/// drives a core with instead of (or besides) the recorded calls.
+public struct ScheduledAPICall: Sendable, Hashable {
+    /// Virtual time since the capture's first frame.
+    public var at: Duration
+    /// The core it is for.
+    public var core: String
+    /// The call's name, as an `api-calls` record's `call` (`send`, `update_application_context`…).
+    public var call: String
+    /// Its arguments: the record's other members (docs/capture-set.md lists each core's).
+    public var arguments: [String: TraceValue]
+
+    /// A call of `core`'s API at `at`.
+    public init(at: Duration, core: String, call: String, arguments: [String: TraceValue] = [:]) {
+        self.at = at
+        self.core = core
+        self.call = call
+        self.arguments = arguments
+    }
+
+    /// The call as an `api-calls` record.
+    public var record: [String: TraceValue] {
+        var record = arguments
+        record["call"] = .string(call)
+        record["core"] = .string(core)
+        return record
+    }
+}

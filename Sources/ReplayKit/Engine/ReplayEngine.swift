@@ -1,0 +1,386 @@
+import BehaviourTrace
+import CaptureKit
+import CaptureSet
+import Dissectors
+
+/// What a replay run did, besides its trace.
+public struct ReplaySummary: Sendable, Hashable {
+    /// Frames read from the capture file.
+    public var framesRead: Int = 0
+    /// Frames handed to at least one adapter.
+    public var framesFed: Int = 0
+    /// `timeout(now:)` calls made.
+    public var timeoutsFired: Int = 0
+    /// Frames whose timestamp was earlier than the frame before them; they were fed at the
+    /// earlier frame's instant, because virtual time never goes backwards.
+    public var framesOutOfOrder: Int = 0
+    /// Capture timestamp of the first frame (ns since the Unix epoch): virtual time zero.
+    public var firstTimestampNs: Int64?
+    /// Virtual time of the last frame.
+    public var lastFrameTimeNs: Int64 = 0
+    /// Virtual time at which the adapters were finished (the last frame, or the last deadline
+    /// fired after it).
+    public var endTimeNs: Int64 = 0
+    /// Bytes of the capture file consumed.
+    public var bytesRead: UInt64 = 0
+    /// The reader's warnings (a cut-off tail, skipped blocks) and the engine's own.
+    public var warnings: [String] = []
+    /// `api-calls` records addressed to a core this replay does not run.
+    public var apiCallsForOtherCores: Int = 0
+    /// Captured `api-calls` records not delivered because scheduled calls replace them.
+    public var apiCallsReplaced: Int = 0
+    /// Scheduled calls delivered.
+    public var scheduledCallsDelivered: Int = 0
+
+    /// An empty summary.
+    public init() {}
+}
+
+/// How far a long replay has got, for a progress display.
+public struct ReplayProgress: Sendable, Hashable {
+    /// Frames read so far.
+    public var framesRead: Int
+    /// Bytes of the capture file consumed so far.
+    public var bytesRead: UInt64
+}
+
+/// Runs captured frames through core adapters on a virtual clock.
+///
+/// Virtual time is a frame's timestamp minus the first frame's. The loop is
+/// "advance to min(next frame time, earliest adapter deadline)": every deadline fires at its exact
+/// virtual instant, before any frame with a later timestamp. Nothing sleeps and nothing reads a
+/// clock, so the same capture gives the same trace on every run and every machine.
+///
+/// Ordering rules, which make the trace deterministic:
+/// - **Tie:** a deadline at exactly a frame's virtual time fires *before* that frame: a timer that
+///   expires at T has expired when a frame arrives at T (as NIO's scheduler and quinn's `poll_timeout`
+///   treat `deadline <= now`).
+/// - Several adapters due at the same instant fire in the order the adapters were given.
+/// - A frame goes to the adapters in the order they were given.
+/// - A frame stamped earlier than the frame before it is fed at the earlier frame's instant
+///   (counted in ``ReplaySummary/framesOutOfOrder``).
+/// - After the last frame, deadlines keep firing up to `drainHorizon` past it, so idle timeouts
+///   that follow the end of a capture appear in the trace; then every adapter is finished at the
+///   last instant reached.
+/// - An adapter that, right after a timeout at T, still asks for a deadline at or before T would
+///   loop for ever; its deadlines are ignored until it is next fed a frame, with a warning.
+///
+/// An engine runs once: its adapters keep their cores' state. Make a new engine with fresh
+/// adapters for another run.
+public struct ReplayEngine {
+    /// The adapters, in the order they are called.
+    public var adapters: [any CoreAdapter]
+    /// What the manifest says about the capture's interfaces.
+    public var manifestInterfaces: [ManifestInterface]
+    /// How long past the last frame deadlines may still fire.
+    public var drainHorizon: Duration
+    /// ATT handles the manifest names, for captures without GATT discovery.
+    public var gattHandles: [ManifestGATTHandle] = []
+    /// Called every `progressEvery` frames.
+    public var progress: ((ReplayProgress) -> Void)?
+    /// Frames between two `progress` calls.
+    public var progressEvery: Int = 65_536
+    /// The core whose adapter takes `api-calls` records that name no core (`nil`: every adapter
+    /// that wants the interface gets them).
+    public var unlabelledAPICallsCore: String?
+    /// API calls to deliver at chosen virtual instants, as if the app had made them then (a test
+    /// driving a core: `TetherTesting`'s `replay(_:calls:)`). Delivered after the deadlines due
+    /// at their instant and before a frame of that instant.
+    public var scheduledCalls: [ScheduledAPICall] = [] {
+        didSet { scheduledCalls = Self.stablySorted(scheduledCalls) }
+    }
+    /// Cores whose captured `api-calls` records are not delivered (``scheduledCalls`` drive them
+    /// instead).
+    public var replacedCallCores: Set<String> = []
+
+    /// An engine over `adapters`; `manifestInterfaces` give interfaces their roles.
+    public init(adapters: [any CoreAdapter], manifestInterfaces: [ManifestInterface] = [], gattHandles: [ManifestGATTHandle] = [], drainHorizon: Duration = .seconds(600)) {
+        self.adapters = adapters
+        self.gattHandles = gattHandles
+        self.manifestInterfaces = manifestInterfaces
+        self.drainHorizon = drainHorizon
+    }
+
+    /// Replays every frame of `reader`, streaming: each trace event goes to `emit` as it is made,
+    /// and frames are read one at a time, so memory does not grow with the capture.
+    /// - Throws: ``CaptureError`` when the capture is damaged other than at its tail.
+    public mutating func run(reader: any CaptureReader, emit: (TraceEvent) -> Void) throws(CaptureError) -> ReplaySummary {
+        var state = RunState(adapterCount: adapters.count)
+        state.namedHandles = Dictionary(gattHandles.map { ($0.handle, (service: $0.serviceUUID, characteristic: $0.characteristicUUID)) },
+                                        uniquingKeysWith: { first, _ in first })
+        state.manifestInterfaces = Dictionary(manifestInterfaces.map { ($0.index, $0) }, uniquingKeysWith: { first, _ in first })
+        var summary = ReplaySummary()
+        // Owned frames carry `epb_flags` (HCI direction on LINKTYPE 187) for the dissectors; the
+        // borrowed fast path avoids a copy per frame when no adapter dissects.
+        let owned = adapters.contains { $0.dissectsFrames }
+
+        do {
+            if owned {
+                while let frame = try reader.next() {
+                    frame.data.withUnsafeBytes { bytes in
+                        process(FrameHeader(number: frame.number, interfaceIndex: frame.interfaceIndex, timestampNs: frame.timestampNs),
+                                bytes: bytes, owned: frame, reader: reader, state: &state, summary: &summary, emit: emit)
+                    }
+                }
+            } else {
+                while try reader.withNextFrame({ view in
+                    process(FrameHeader(number: view.number, interfaceIndex: view.interfaceIndex, timestampNs: view.timestampNs),
+                            bytes: view.data, owned: nil, reader: reader, state: &state, summary: &summary, emit: emit)
+                }) {}
+            }
+        } catch let error as CaptureError {
+            throw error
+        } catch {
+            throw CaptureError(
+                kind: .io, file: reader.path, offset: reader.bytesRead, recordNumber: summary.framesRead + 1,
+                expected: "a readable frame", found: "\(error)", hint: "Check the file with `tether inspect`.")
+        }
+
+        // The drain runs on past the last frame, and past the last scheduled call.
+        let lastCall = scheduledCalls.last.map { max($0.at, state.clock) } ?? state.clock
+        let (horizon, overflow) = max(lastCall, state.clock).replayNanoseconds.addingReportingOverflow(drainHorizon.replayNanoseconds)
+        advance(through: .nanoseconds(overflow ? Int64.max : horizon), state: &state, summary: &summary, emit: emit)
+        if state.nextCall < scheduledCalls.count {
+            summary.warnings.append("\(scheduledCalls.count - state.nextCall) scheduled call(s) fell after the drain horizon and were not delivered.")
+        }
+        for core in Set(scheduledCalls.map(\.core)) where !adapters.contains(where: { $0.core == core }) {
+            summary.warnings.append("scheduled calls for core \(core) were not delivered: this replay does not run that core.")
+        }
+        summary.endTimeNs = state.clock.replayNanoseconds
+        for i in adapters.indices {
+            for event in adapters[i].finish(now: state.clock) { emit(event) }
+        }
+        summary.bytesRead = reader.bytesRead
+        summary.warnings = reader.warnings.map(\.description) + summary.warnings
+        if summary.framesOutOfOrder > 0 {
+            summary.warnings.append("\(summary.framesOutOfOrder) frame(s) were stamped earlier than the frame before them; "
+                + "each was replayed at the earlier frame's instant.")
+        }
+        for (i, count) in state.stallCounts.enumerated() where count > 0 {
+            summary.warnings.append("core \(adapters[i].core): \(count) time(s) asked for a deadline no later than "
+                + "the timeout it had just handled; those deadlines were ignored until its next frame.")
+        }
+        return summary
+    }
+
+    /// Replays every frame of `reader`, writing each trace event to `sink` as it is made.
+    public mutating func run(reader: any CaptureReader, into sink: inout some TraceSink) throws(CaptureError) -> ReplaySummary {
+        try run(reader: reader) { sink.write($0) }
+    }
+
+    /// Replays every frame of `reader` and returns the whole trace with the summary.
+    public mutating func run(reader: any CaptureReader) throws(CaptureError) -> (trace: [TraceEvent], summary: ReplaySummary) {
+        var trace: [TraceEvent] = []
+        let summary = try run(reader: reader, into: &trace)
+        return (trace, summary)
+    }
+
+    /// One frame: fire what is due before it, then hand it to every adapter that wants it.
+    private mutating func process(
+        _ header: FrameHeader, bytes: UnsafeRawBufferPointer, owned: CaptureFrame?, reader: any CaptureReader,
+        state: inout RunState, summary: inout ReplaySummary, emit: (TraceEvent) -> Void
+    ) {
+        summary.framesRead += 1
+        let first = summary.firstTimestampNs ?? header.timestampNs
+        summary.firstTimestampNs = first
+        var virtualNs = Self.difference(header.timestampNs, first)
+        let clockNs = state.clock.replayNanoseconds
+        if virtualNs < clockNs {
+            summary.framesOutOfOrder += 1
+            virtualNs = clockNs
+        }
+        let frameTime = Duration.nanoseconds(virtualNs)
+        advance(through: frameTime, state: &state, summary: &summary, emit: emit)
+        state.clock = frameTime
+        summary.lastFrameTimeNs = virtualNs
+
+        let index = header.interfaceIndex
+        let route = state.route(for: index) { described in
+            let fileInterface = reader.interfaces.indices.contains(index) ? reader.interfaces[index] : nil
+            let interface = ReplayInterface(
+                index: index,
+                linkType: fileInterface?.linkType ?? described?.captureLinkType ?? LinkType(rawValue: UInt32.max),
+                name: fileInterface?.name, manifest: described)
+            // A described interface goes to its core's adapter alone; an undescribed one, and the
+            // API-call records (split below by their `core`), to every adapter that wants them.
+            let owner = interface.role == .apiCalls ? nil : interface.core
+            return InterfaceRoute(interface: interface, inputs: adapters.map { adapter in
+                if let owner, adapter.core != owner { return .ignore }
+                return adapter.input(for: interface)
+            })
+        }
+        if let progress, progressEvery > 0, summary.framesRead % progressEvery == 0 {
+            progress(ReplayProgress(framesRead: summary.framesRead, bytesRead: reader.bytesRead))
+        }
+        guard let wanted = route.inputs.max(), wanted != .ignore else { return }
+
+        var dissected: DissectedFrame?
+        if wanted == .dissected {
+            let frame = owned ?? CaptureFrame(
+                number: header.number, interfaceIndex: index, timestampNs: header.timestampNs,
+                originalLength: bytes.count, data: Array(bytes))
+            dissected = state.dissect(frame, interface: route.interface)
+        }
+        var apiCall: APICallRecord?
+        var recipient: String?
+        if route.interface.role == .apiCalls || (route.interface.role == nil && route.interface.linkType == .user0) {
+            do throws(TraceFormatError) {
+                apiCall = .parsed(try JSONLiteral.parseObject(bytes, label: "frame \(header.number)"))
+            } catch {
+                apiCall = .malformed(error.description)
+            }
+            recipient = apiCall?.core ?? unlabelledAPICallsCore
+            if let name = recipient, replacedCallCores.contains(name) {
+                summary.apiCallsReplaced += 1
+                return
+            }
+            if let name = recipient, !adapters.contains(where: { $0.core == name }) {
+                // A record for a core this replay does not run: nobody's input.
+                summary.apiCallsForOtherCores += 1
+                return
+            }
+        }
+        let frame = ReplayFrame(
+            number: header.number, virtualTimeNs: virtualNs, timestampNs: header.timestampNs,
+            interface: route.interface, bytes: bytes, dissected: dissected, apiCall: apiCall
+        )
+        for i in adapters.indices where route.inputs[i] != .ignore {
+            if let recipient, adapters[i].core != recipient { continue }
+            adapters[i].frame(frame, now: frameTime, emit: emit)
+            state.stalled[i] = nil
+        }
+        summary.framesFed += 1
+    }
+
+    /// Fires every deadline and delivers every scheduled call at or before `limit`, in time order;
+    /// at one instant, deadlines first.
+    private mutating func advance(through limit: Duration, state: inout RunState, summary: inout ReplaySummary, emit: (TraceEvent) -> Void) {
+        while state.nextCall < scheduledCalls.count {
+            let call = scheduledCalls[state.nextCall]
+            let at = max(call.at, state.clock)
+            guard at <= limit else { break }
+            fireDeadlines(through: at, state: &state, summary: &summary, emit: emit)
+            state.clock = max(state.clock, at)
+            state.nextCall += 1
+            guard let i = adapters.firstIndex(where: { $0.core == call.core }) else { continue }
+            let interface = ReplayInterface(index: -1, linkType: .user0, name: "scheduled-calls", role: .apiCalls)
+            let frame = ReplayFrame(
+                number: 0, virtualTimeNs: state.clock.replayNanoseconds, timestampNs: state.clock.replayNanoseconds,
+                interface: interface, bytes: UnsafeRawBufferPointer(start: nil, count: 0), apiCall: .parsed(call.record))
+            adapters[i].frame(frame, now: state.clock, emit: emit)
+            state.stalled[i] = nil
+            summary.scheduledCallsDelivered += 1
+        }
+        fireDeadlines(through: limit, state: &state, summary: &summary, emit: emit)
+    }
+
+    /// Sorted by instant, keeping the given order among calls of one instant.
+    static func stablySorted(_ calls: [ScheduledAPICall]) -> [ScheduledAPICall] {
+        calls.enumerated().sorted { ($0.element.at, $0.offset) < ($1.element.at, $1.offset) }.map(\.element)
+    }
+
+    /// Fires every adapter deadline at or before `limit`, earliest first, ties in adapter order.
+    private mutating func fireDeadlines(through limit: Duration, state: inout RunState, summary: inout ReplaySummary, emit: (TraceEvent) -> Void) {
+        while true {
+            var chosen: (index: Int, deadline: Duration)?
+            for i in adapters.indices {
+                guard let deadline = adapters[i].nextDeadline else { continue }
+                if let stalledAt = state.stalled[i], deadline <= stalledAt { continue }
+                if let earliest = chosen, earliest.deadline <= deadline { continue }
+                chosen = (i, deadline)
+            }
+            guard let (i, deadline) = chosen, deadline <= limit else { return }
+            let now = max(deadline, state.clock)
+            state.clock = now
+            adapters[i].timeout(now: now, emit: emit)
+            summary.timeoutsFired += 1
+            if let again = adapters[i].nextDeadline, again <= now {
+                state.stalled[i] = now
+                state.stallCounts[i] += 1
+            }
+        }
+    }
+
+    /// The dissector the engine runs per interface: records, links and datagrams, no one-line
+    /// summaries, no kept TCP payload. An adapter that prescans a capture uses the same, so it sees
+    /// what replay will feed it.
+    public static func replayDissector(namedHandles: [UInt16: (service: String?, characteristic: String)]) -> FrameDissector {
+        RunState.replayDissector(namedHandles)
+    }
+
+    /// `a - b` saturating at the ends of Int64 (timestamps come from the file and may be anything).
+    static func difference(_ a: Int64, _ b: Int64) -> Int64 {
+        let (d, overflow) = a.subtractingReportingOverflow(b)
+        if overflow { return a < b ? .min : .max }
+        return d
+    }
+}
+
+/// The parts of a frame's header the engine uses.
+struct FrameHeader {
+    var number: Int
+    var interfaceIndex: Int
+    var timestampNs: Int64
+}
+
+/// Which adapters want an interface's frames, decided once per interface.
+struct InterfaceRoute {
+    var interface: ReplayInterface
+    var inputs: [ReplayInput]
+}
+
+/// The engine's mutable state during one run.
+struct RunState {
+    var clock: Duration = .zero
+    /// The next of the engine's scheduled calls to deliver.
+    var nextCall = 0
+    /// Per adapter: deadlines at or before this instant are ignored until the adapter's next frame.
+    var stalled: [Duration?]
+    var stallCounts: [Int]
+    /// Indexed by interface index; grows as interfaces appear.
+    var routes: [InterfaceRoute?] = []
+    /// One dissector per interface, because ACL reassembly state belongs to one link.
+    var dissectors: [Int: FrameDissector] = [:]
+    /// The manifest's `gatt_handles`, given to every interface's dissector.
+    var namedHandles: [UInt16: (service: String?, characteristic: String)] = [:]
+
+    init(adapterCount: Int) {
+        stalled = Array(repeating: nil, count: adapterCount)
+        stallCounts = Array(repeating: 0, count: adapterCount)
+    }
+
+    /// The manifest's interfaces by index.
+    var manifestInterfaces: [Int: ManifestInterface] = [:]
+
+    mutating func route(for index: Int, make: (ManifestInterface?) -> InterfaceRoute) -> InterfaceRoute {
+        if index >= 0, index < routes.count, let route = routes[index] { return route }
+        let route = make(manifestInterfaces[index])
+        // Interface indices come from the file; a wild one is routed each time rather than
+        // growing an array to its size.
+        if index >= 0, index < 4096 {
+            if index >= routes.count { routes.append(contentsOf: repeatElement(nil, count: index + 1 - routes.count)) }
+            routes[index] = route
+        }
+        return route
+    }
+
+    mutating func dissect(_ frame: CaptureFrame, interface: ReplayInterface) -> DissectedFrame {
+        // Mutated in place: a copy taken out of the dictionary would copy the dissector's state
+        // (reassembly buffers, GATT databases) on every frame.
+        if dissectors[interface.index] == nil {
+            var dissector = Self.replayDissector(namedHandles)
+            // A TCP interface's `broker_port` tells the dissector which connections are MQTT.
+            if let port = interface.parameter("broker_port", as: UInt16.self) { dissector.mqttPorts.insert(port) }
+            dissectors[interface.index] = dissector
+        }
+        return dissectors[interface.index, default: Self.replayDissector(namedHandles)].dissect(frame, linkType: interface.linkType)
+    }
+
+    /// Adapters read records, links and datagrams, never the one-line summaries.
+    static func replayDissector(_ namedHandles: [UInt16: (service: String?, characteristic: String)]) -> FrameDissector {
+        var dissector = FrameDissector(namedHandles: namedHandles)
+        dissector.producesSummaries = false
+        dissector.retainsTCPPayload = false
+        return dissector
+    }
+}

@@ -1,0 +1,239 @@
+import BehaviourTrace
+import CaptureKit
+import CaptureSet
+
+/// How `tether replay` runs a capture set on the virtual clock.
+public struct ReplayOptions: Sendable {
+    /// The integrations that may replay a set (`TetherIntegrations.builtIn`, plus a user's own).
+    public var integrations: IntegrationRegistry
+    /// Check the capture file's SHA-256 against the manifest (`--no-verify` turns it off).
+    public var verify: Bool = true
+    /// Settings that win over the manifest's sections (`--set messaging.settings.window_size=4`).
+    public var settings: [SettingOverride]
+    /// Frame matching for the cores that compare what they write, winning over the manifest's
+    /// `frame_matching`.
+    public var frameMatching: FrameMatchingMode?
+    /// How long past the last frame deadlines may still fire.
+    public var drainHorizon: Duration = .seconds(600)
+    /// API calls delivered at chosen virtual instants (``ReplayEngine/scheduledCalls``).
+    public var scheduledCalls: [ScheduledAPICall] = []
+    /// Cores whose captured API calls are not delivered (``ReplayEngine/replacedCallCores``).
+    public var replacedCallCores: Set<String> = []
+
+    /// Defaults: verify, the manifest's settings, a ten-minute drain.
+    public init(
+        integrations: IntegrationRegistry, verify: Bool = true, settings: [SettingOverride] = [],
+        frameMatching: FrameMatchingMode? = nil, drainHorizon: Duration = .seconds(600)
+    ) {
+        self.integrations = integrations
+        self.verify = verify
+        self.settings = settings
+        self.frameMatching = frameMatching
+        self.drainHorizon = drainHorizon
+    }
+}
+
+/// One setting of an integration's section changed for one replay: the section's key path and
+/// its new value (what `--set CORE.KEY=VALUE` and an integration's own option make).
+public struct SettingOverride: Sendable, Equatable {
+    /// The core whose section it changes.
+    public var core: String
+    /// The key below the section, dotted (`settings.window_size`).
+    public var key: String
+    /// The new value.
+    public var value: ManifestTree
+
+    /// An override.
+    public init(core: String, key: String, value: ManifestTree) {
+        self.core = core
+        self.key = key
+        self.value = value
+    }
+
+    /// Parses `CORE.KEY=VALUE` against the registry: the core must be registered and the key one
+    /// of its declared settings, and the value within the setting's bounds.
+    public static func parse(_ text: String, registry: IntegrationRegistry) -> Result<SettingOverride, SettingValueError> {
+        guard let equals = text.firstIndex(of: "="), let dot = text[..<equals].firstIndex(of: ".") else {
+            return .failure(SettingValueError(message: "--set takes CORE.KEY=VALUE, e.g. --set messaging.settings.window_size=4; got \"\(text)\"."))
+        }
+        let core = String(text[..<dot])
+        let key = String(text[text.index(after: dot)..<equals])
+        let valueText = String(text[text.index(after: equals)...])
+        guard let integration = registry.integration(named: core) else {
+            return .failure(SettingValueError(message: "--set \(text): \"\(core)\" is not a registered core"
+                + IntegrationRegistry.suggestion(for: core, among: registry.names) + " (registered cores: \(registry.namesText))."))
+        }
+        guard let setting = integration.settings.first(where: { $0.key == key }) else {
+            let keys = integration.settings.map(\.key)
+            return .failure(SettingValueError(message: "--set \(text): core \(core) has no setting \"\(key)\""
+                + IntegrationRegistry.suggestion(for: key, among: keys)
+                + " (its settings: \(keys.isEmpty ? "none" : keys.joined(separator: ", ")))."))
+        }
+        return setting.value(from: valueText, option: "--set \(core).\(key)").map { SettingOverride(core: core, key: key, value: $0) }
+    }
+}
+
+/// Why a replay could not run.
+public enum ReplayError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The set could not be loaded or verified.
+    case captureSet(CaptureSetError)
+    /// The capture file is damaged beyond its tail.
+    case capture(CaptureError)
+    /// The manifest asks for something no registered integration gives: an unknown core, a
+    /// section nobody claims. Names the file, the line when known, the field, and what to do.
+    case manifest(path: String, line: Int?, field: String, problem: String, hint: String)
+
+    /// The underlying error's message.
+    public var description: String {
+        switch self {
+        case .captureSet(let error): error.description
+        case .capture(let error): error.description
+        case let .manifest(path, line, field, problem, hint):
+            "\(path)\(line.map { ":\($0)" } ?? ""): `\(field)`: \(problem). \(hint)"
+        }
+    }
+}
+
+/// What a streamed replay of a capture set did, besides the trace it streamed.
+public struct ReplayRun: Sendable {
+    /// The set as loaded.
+    public var captureSet: LoadedCaptureSet
+    /// Frames read and fed, timeouts fired, warnings.
+    public var summary: ReplaySummary
+    /// The cores that replayed the set, in the order their adapters ran.
+    public var cores: [String]
+
+    /// The set's manifest.
+    public var manifest: CaptureSetManifest { captureSet.manifest }
+    /// The set's warnings (unsealed, unverified) followed by the replay's (cut-off tail…).
+    public var warnings: [String] { captureSet.warnings + summary.warnings }
+}
+
+/// Everything a replay produced, the whole trace included; checking it against expectations and
+/// baselines comes after. (`tether replay` streams the trace instead: ``replaySet(_:options:emit:)``.)
+public struct ReplayOutcome: Sendable {
+    /// The set as loaded.
+    public var captureSet: LoadedCaptureSet
+    /// The behaviour trace, in deterministic order.
+    public var trace: [TraceEvent]
+    /// Frames read and fed, timeouts fired, warnings.
+    public var summary: ReplaySummary
+    /// The cores that replayed the set, in the order their adapters ran.
+    public var cores: [String]
+
+    /// A streamed run with the trace it streamed.
+    public init(_ run: ReplayRun, trace: [TraceEvent]) {
+        captureSet = run.captureSet
+        self.trace = trace
+        summary = run.summary
+        cores = run.cores
+    }
+
+    /// The set's manifest.
+    public var manifest: CaptureSetManifest { captureSet.manifest }
+    /// The set's warnings (unsealed, unverified) followed by the replay's (cut-off tail…).
+    public var warnings: [String] { captureSet.warnings + summary.warnings }
+}
+
+/// Loads the capture set at `path` and verifies it unless told not to, ready for
+/// ``replaySet(_:options:emit:)``.
+public func loadReplaySet(at path: String, options: ReplayOptions) throws(ReplayError) -> LoadedCaptureSet {
+    do throws(CaptureSetError) {
+        return try CaptureSetDirectory.load(path, verify: options.verify)
+    } catch {
+        throw .captureSet(error)
+    }
+}
+
+/// Loads the capture set at `path`, verifies it unless told not to, and replays its capture on the
+/// virtual clock through the adapters its manifest's interface roles call for, keeping the whole
+/// trace.
+public func replaySet(at path: String, options: ReplayOptions) throws(ReplayError) -> ReplayOutcome {
+    let set = try loadReplaySet(at: path, options: options)
+    var trace: [TraceEvent] = []
+    let run = try replaySet(set, options: options, into: &trace)
+    return ReplayOutcome(run, trace: trace)
+}
+
+/// Replays a loaded capture set, writing each trace event to `sink` as it is made.
+public func replaySet(_ set: LoadedCaptureSet, options: ReplayOptions, into sink: inout some TraceSink) throws(ReplayError) -> ReplayRun {
+    try replaySet(set, options: options) { sink.write($0) }
+}
+
+/// The adapters that replay `set`, in registry order, each made by its integration from the
+/// manifest's section with `options`' settings applied; and the interfaces with the core each one
+/// goes to filled in.
+/// - Throws: ``ReplayError/manifest(path:line:field:problem:hint:)`` for an unknown core or an
+///   unclaimed section, and whatever an integration throws for its section.
+public func replayAdapters(for set: LoadedCaptureSet, options: ReplayOptions) throws(ReplayError)
+    -> (adapters: [any CoreAdapter], interfaces: [ManifestInterface], unlabelledAPICallsCore: String?)
+{
+    let manifest = set.manifest
+    let manifestPath = set.directory.manifestPath
+    let registry = options.integrations
+    let selected = try registry.select(for: manifest, manifestPath: manifestPath)
+    var adapters: [any CoreAdapter] = []
+    for integration in selected {
+        var section = integration.sectionName.flatMap { manifest.section(named: $0) }
+        for setting in options.settings where setting.core == integration.name {
+            let name = integration.sectionName ?? integration.name
+            let base = section ?? ManifestSection(name: name, value: .mapping([], line: nil))
+            section = base.setting(setting.key.split(separator: ".").map(String.init), to: setting.value)
+        }
+        let context = IntegrationContext(captureSet: set, section: section, frameMatching: options.frameMatching)
+        adapters.append(try integration.makeAdapter(context))
+    }
+    let sections = Set(manifest.sections.map(\.name))
+    var interfaces = manifest.interfaces
+    for i in interfaces.indices where interfaces[i].core == nil && interfaces[i].role != nil && interfaces[i].role != .apiCalls {
+        interfaces[i].core = registry.core(forUnnamed: interfaces[i].role, selected: selected, sections: sections)
+    }
+    let unlabelled = selected.first { $0.takesUnlabelledAPICalls }?.name
+    return (adapters, interfaces, unlabelled)
+}
+
+/// Replays a loaded capture set on the virtual clock through the integrations its manifest
+/// calls for, handing each trace event to `emit` as it is made: the trace is not kept, so
+/// memory does not grow with the capture.
+public func replaySet(_ set: LoadedCaptureSet, options: ReplayOptions, emit: (TraceEvent) -> Void) throws(ReplayError) -> ReplayRun {
+    let (adapters, interfaces, unlabelled) = try replayAdapters(for: set, options: options)
+    let summary: ReplaySummary
+    do throws(CaptureError) {
+        let reader = try CaptureFile.open(path: set.capturePath)
+        var engine = ReplayEngine(adapters: adapters, manifestInterfaces: interfaces, gattHandles: set.manifest.gattHandles, drainHorizon: options.drainHorizon)
+        engine.unlabelledAPICallsCore = unlabelled
+        engine.scheduledCalls = options.scheduledCalls
+        engine.replacedCallCores = options.replacedCallCores
+        summary = try engine.run(reader: reader, emit: emit)
+    } catch {
+        throw .capture(error)
+    }
+    return ReplayRun(captureSet: set, summary: summary, cores: adapters.map(\.core))
+}
+
+/// Replays a capture file through the given adapters.
+public func replayCapture(
+    at capturePath: String, adapters: [any CoreAdapter], interfaces: [ManifestInterface],
+    gattHandles: [ManifestGATTHandle] = [], drainHorizon: Duration = .seconds(600)
+) throws(ReplayError) -> (trace: [TraceEvent], summary: ReplaySummary) {
+    var trace: [TraceEvent] = []
+    let summary = try replayCapture(
+        at: capturePath, adapters: adapters, interfaces: interfaces, gattHandles: gattHandles, drainHorizon: drainHorizon
+    ) { trace.append($0) }
+    return (trace, summary)
+}
+
+/// Replays a capture file through the given adapters, handing each trace event to `emit` as it is
+/// made.
+public func replayCapture(
+    at capturePath: String, adapters: [any CoreAdapter], interfaces: [ManifestInterface],
+    gattHandles: [ManifestGATTHandle] = [], drainHorizon: Duration = .seconds(600), emit: (TraceEvent) -> Void
+) throws(ReplayError) -> ReplaySummary {
+    do throws(CaptureError) {
+        let reader = try CaptureFile.open(path: capturePath)
+        var engine = ReplayEngine(adapters: adapters, manifestInterfaces: interfaces, gattHandles: gattHandles, drainHorizon: drainHorizon)
+        return try engine.run(reader: reader, emit: emit)
+    } catch {
+        throw .capture(error)
+    }
+}

@@ -1,0 +1,197 @@
+import BehaviourTrace
+import Foundation
+import CaptureKit
+import CaptureSet
+
+/// Everything about one core that replay needs beyond the core itself: which interfaces and which
+/// manifest section it takes, the settings a command line may override, the events it emits, and
+/// how to make its ``CoreAdapter`` for a capture set.
+///
+/// The engine knows no core: it is given a list of integrations (``IntegrationRegistry``) and asks
+/// each one. Tether's four (ingest, messaging, session, widget) are registered in
+/// `TetherIntegrations.builtIn`; a user's own core is added by appending its integration to that
+/// list, with no edit to ReplayKit (docs/extending.md walks through one).
+///
+/// Which integrations replay a set is decided from the manifest (``IntegrationRegistry/select(for:manifestPath:)``):
+/// - an interface whose `core:` names an integration goes to it (an unknown name is an error);
+/// - an interface without `core:` goes to the integration that replays its role and whose section
+///   the manifest has, else to the one that is that role's default (``defaultForRoles``);
+/// - a manifest section selects the integration that claims it (a section no one claims is an
+///   error), when ``selectedBySection`` says so;
+/// - records of an `api-calls` interface go to the integration their `core` field names.
+public protocol CoreIntegration: Sendable {
+    /// The core's name: in traces (`core`), in `interfaces[].core`, in `api-calls` records, in
+    /// baselines (`baseline/<name>.jsonl`). Lower case, letters, digits, `-` and `_`.
+    var name: String { get }
+    /// One line for `--help` and error messages: what the core is.
+    var summary: String { get }
+    /// The manifest's top-level key this integration owns (defaults to ``name``); `nil` for none.
+    var sectionName: String? { get }
+    /// The interface roles it can replay.
+    var replayedRoles: Set<InterfaceRole> { get }
+    /// The roles it takes when an interface does not name its core and no other integration of
+    /// that role has its section in the manifest (default: none).
+    var defaultForRoles: Set<InterfaceRole> { get }
+    /// Whether it takes interfaces the manifest does not describe, and the whole capture when the
+    /// manifest describes no interface (a bare import). Default `false`; ingest says `true`.
+    var replaysUndescribedInterfaces: Bool { get }
+    /// Whether the presence of its section alone selects it. Default `true`.
+    var selectedBySection: Bool { get }
+    /// Whether `api-calls` records without a `core` field are its own. Default `false`.
+    var takesUnlabelledAPICalls: Bool { get }
+    /// The settings a command line may change for a replay, each a key of its section.
+    var settings: [IntegrationSetting] { get }
+    /// The trace events it emits, for documentation and for checking the names an expectation
+    /// uses. Empty when not declared.
+    var emittedEvents: [String] { get }
+    /// The adapter that replays one capture set through the core.
+    /// - Throws: ``ReplayError`` when the section is invalid or the capture cannot be prescanned;
+    ///   the error names the manifest file, the field and its line.
+    func makeAdapter(_ context: IntegrationContext) throws(ReplayError) -> any CoreAdapter
+}
+
+extension CoreIntegration {
+    /// The section is named after the core.
+    public var sectionName: String? { name }
+    /// No role by default.
+    public var defaultForRoles: Set<InterfaceRole> { [] }
+    /// Described interfaces only.
+    public var replaysUndescribedInterfaces: Bool { false }
+    /// A section selects its integration.
+    public var selectedBySection: Bool { true }
+    /// Records must name their core.
+    public var takesUnlabelledAPICalls: Bool { false }
+    /// No settings.
+    public var settings: [IntegrationSetting] { [] }
+    /// Not declared.
+    public var emittedEvents: [String] { [] }
+}
+
+/// What an integration is given to make its adapter for one capture set.
+public struct IntegrationContext: Sendable {
+    /// The set being replayed.
+    public var captureSet: LoadedCaptureSet
+    /// The integration's manifest section with the command line's overrides applied; `nil` when
+    /// the manifest has none and no override was given.
+    public var section: ManifestSection?
+    /// The frame matching the command line asked for, winning over the section's.
+    public var frameMatching: FrameMatchingMode?
+
+    /// A context for one set.
+    public init(captureSet: LoadedCaptureSet, section: ManifestSection?, frameMatching: FrameMatchingMode? = nil) {
+        self.captureSet = captureSet
+        self.section = section
+        self.frameMatching = frameMatching
+    }
+
+    /// The set's manifest.
+    public var manifest: CaptureSetManifest { captureSet.manifest }
+    /// The set's capture file.
+    public var capturePath: String { captureSet.capturePath }
+    /// The set's `manifest.yaml`, for error messages.
+    public var manifestPath: String { captureSet.directory.manifestPath }
+
+    /// The section decoded as `type`, `nil` when there is none.
+    /// - Throws: ``ReplayError/captureSet(_:)`` naming the file, the field and its line.
+    public func decodeSection<T: Decodable>(_ type: T.Type) throws(ReplayError) -> T? {
+        guard let section else { return nil }
+        do throws(CaptureSetError) {
+            return try section.decode(type, manifestPath: manifestPath)
+        } catch {
+            throw .captureSet(error)
+        }
+    }
+}
+
+/// A setting of an integration that the command line may override for one replay: a key of the
+/// integration's manifest section, with the bounds the command line checks.
+///
+/// `tether replay --set messaging.settings.window_size=4` sets it by its key; ``flag`` gives it a
+/// long option of its own (`--messaging-window-size 4`).
+public struct IntegrationSetting: Sendable, Hashable {
+    /// The key below the section, dotted (`settings.window_size`).
+    public var key: String
+    /// A long option of its own, without the dashes (`messaging-window-size`); `nil` for none.
+    public var flag: String?
+    /// One line for `--help`.
+    public var help: String
+    /// What values it takes.
+    public var kind: Kind
+
+    /// What values a setting takes, and how the command line's text becomes the section's value.
+    public enum Kind: Sendable, Hashable {
+        /// A whole number within the range.
+        case integer(ClosedRange<Int64>)
+        /// A duration written as seconds or with a unit (`500ms`, `8s`, `2m`, `1h`), stored in
+        /// the section as whole milliseconds; the range is in milliseconds.
+        case milliseconds(ClosedRange<Int64>)
+        /// One of the listed words.
+        case choice([String])
+        /// Any text.
+        case text
+    }
+
+    /// Describe one setting.
+    public init(key: String, flag: String? = nil, help: String, kind: Kind) {
+        self.key = key
+        self.flag = flag
+        self.help = help
+        self.kind = kind
+    }
+
+    /// `text` as the section's value, or why it is refused (naming `option` and the range).
+    public func value(from text: String, option: String) -> Result<ManifestTree, SettingValueError> {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        switch kind {
+        case .integer(let range):
+            guard let n = Int64(trimmed), range.contains(n) else {
+                return .failure(SettingValueError(message: "\(option) takes a whole number from \(range.lowerBound) to \(range.upperBound); got \"\(text)\"."))
+            }
+            return .success(.scalar(String(n), .int))
+        case .milliseconds(let range):
+            guard let ms = Self.milliseconds(trimmed), range.contains(ms) else {
+                return .failure(SettingValueError(message: "\(option) takes a duration from \(Self.durationText(range.lowerBound)) to "
+                    + "\(Self.durationText(range.upperBound)), in seconds or with a unit (500ms, 8s, 2m, 1h); got \"\(text)\"."))
+            }
+            return .success(.scalar(String(ms), .int))
+        case .choice(let words):
+            guard words.contains(trimmed) else {
+                return .failure(SettingValueError(message: "\(option) takes one of \(words.joined(separator: ", ")); got \"\(text)\"."))
+            }
+            return .success(.scalar(trimmed, .string))
+        case .text:
+            return .success(.scalar(text, .string))
+        }
+    }
+
+    /// Seconds (`1.5`) or a number with `ms`, `s`, `m` or `h`, as whole milliseconds; `nil` when
+    /// it is not one or is not finite.
+    static func milliseconds(_ text: String) -> Int64? {
+        let units: [(String, Double)] = [("ms", 1), ("s", 1000), ("m", 60_000), ("h", 3_600_000)]
+        var number = Substring(text)
+        var scale = 1000.0
+        for (suffix, factor) in units where text.hasSuffix(suffix) {
+            number = text.dropLast(suffix.count)
+            scale = factor
+            break
+        }
+        guard let value = Double(number), value.isFinite, value >= 0 else { return nil }
+        let ms = (value * scale).rounded()
+        guard ms < 9.2e18 else { return nil }
+        return Int64(ms)
+    }
+
+    static func durationText(_ ms: Int64) -> String {
+        if ms % 3_600_000 == 0 && ms > 0 { return "\(ms / 3_600_000)h" }
+        if ms % 1000 == 0 && ms > 0 { return "\(ms / 1000)s" }
+        return "\(ms)ms"
+    }
+}
+
+/// Why the command line's value for a setting was refused.
+public struct SettingValueError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The sentence to print.
+    public var message: String
+    /// The sentence.
+    public var description: String { message }
+}

@@ -1,0 +1,251 @@
+import CaptureKit
+import CaptureSet
+import Testing
+@testable import ReplayKit
+import BehaviourTrace
+
+/// A reader over frames held in memory, so engine tests need no file.
+fileprivate final class MemoryReader: CaptureReader {
+    let format = CaptureFormat.pcapng
+    let path = "<memory>"
+    let interfaces: [CaptureInterface]
+    var warnings: [CaptureWarning]
+    var bytesRead: UInt64 = 0
+    private var frames: [CaptureFrame]
+    private var position = 0
+
+    init(interfaces: [CaptureInterface] = [CaptureInterface(linkType: .ethernet)], frames: [CaptureFrame], warnings: [CaptureWarning] = []) {
+        self.interfaces = interfaces
+        self.frames = frames
+        self.warnings = warnings
+    }
+
+    func next() throws(CaptureError) -> CaptureFrame? {
+        guard position < frames.count else { return nil }
+        defer { position += 1 }
+        bytesRead += UInt64(frames[position].data.count)
+        return frames[position]
+    }
+
+    func withNextFrame(_ body: (FrameView) throws -> Void) throws -> Bool {
+        guard let frame = try next() else { return false }
+        try frame.data.withUnsafeBytes { bytes in
+            try body(FrameView(number: frame.number, interfaceIndex: frame.interfaceIndex, timestampNs: frame.timestampNs,
+                               originalLength: frame.originalLength, data: bytes))
+        }
+        return true
+    }
+}
+
+/// Frames at the given capture timestamps (ns since the epoch), numbered from 1.
+fileprivate func frames(at timestamps: [Int64], interface: Int = 0) -> [CaptureFrame] {
+    timestamps.enumerated().map { i, t in
+        CaptureFrame(number: i + 1, interfaceIndex: interface, timestampNs: t, originalLength: 1, data: [UInt8(i & 0xff)])
+    }
+}
+
+/// A core stand-in: arms a one-shot timer `delay` after each frame it is given (if `armOnFrame`),
+/// and writes every call into the trace.
+fileprivate struct TimerAdapter: CoreAdapter {
+    var core = "test"
+    var delay: Duration = .seconds(1)
+    var armOnFrames: Set<Int> = [1]
+    /// When set, a timeout leaves the deadline where it was (a broken core).
+    var stuck = false
+    var wantedLinkTypes: Set<LinkType> = [.ethernet]
+    var nextDeadline: Duration?
+
+    func input(for interface: ReplayInterface) -> ReplayInput {
+        wantedLinkTypes.contains(interface.linkType) ? .raw : .ignore
+    }
+
+    mutating func frame(_ frame: ReplayFrame, now: Duration) -> [TraceEvent] {
+        if armOnFrames.contains(frame.number) { nextDeadline = now + delay }
+        return [TraceEvent(timeNs: now.replayNanoseconds, core: core, event: "frame", fields: ["n": .int(Int64(frame.number))])]
+    }
+
+    mutating func timeout(now: Duration) -> [TraceEvent] {
+        if !stuck { nextDeadline = nil }
+        return [TraceEvent(timeNs: now.replayNanoseconds, core: core, event: "timeout")]
+    }
+
+    mutating func finish(now: Duration) -> [TraceEvent] {
+        [TraceEvent(timeNs: now.replayNanoseconds, core: core, event: "finish")]
+    }
+}
+
+/// `(t_ns, event, frame number or nil)` of each trace event, for whole-trace comparisons.
+fileprivate func steps(_ trace: [TraceEvent]) -> [String] {
+    trace.map { e in
+        if case .int(let n) = e.fields["n"] { return "\(e.timeNs) \(e.core).\(e.event) #\(n)" }
+        return "\(e.timeNs) \(e.core).\(e.event)"
+    }
+}
+
+fileprivate let base: Int64 = 1_700_000_000_000_000_000
+
+@Test func deadlineDoesNotFireForAFrameOneNanosecondBeforeIt() throws {
+    var engine = ReplayEngine(adapters: [TimerAdapter()])
+    let (trace, summary) = try engine.run(reader: MemoryReader(frames: frames(at: [base, base + 999_999_999, base + 2_000_000_000])))
+    #expect(steps(trace) == [
+        "0 test.frame #1",
+        "999999999 test.frame #2",
+        "1000000000 test.timeout",
+        "2000000000 test.frame #3",
+        "2000000000 test.finish",
+    ])
+    #expect(summary.timeoutsFired == 1)
+}
+
+@Test func deadlineAtAFramesInstantFiresBeforeThatFrame() throws {
+    var engine = ReplayEngine(adapters: [TimerAdapter()])
+    let (trace, _) = try engine.run(reader: MemoryReader(frames: frames(at: [base, base + 1_000_000_000])))
+    #expect(steps(trace) == ["0 test.frame #1", "1000000000 test.timeout", "1000000000 test.frame #2", "1000000000 test.finish"])
+}
+
+@Test func deadlineAfterTheLastFrameFiresBeforeFinish() throws {
+    var engine = ReplayEngine(adapters: [TimerAdapter(delay: .milliseconds(1500))])
+    let (trace, summary) = try engine.run(reader: MemoryReader(frames: frames(at: [base])))
+    #expect(steps(trace) == ["0 test.frame #1", "1500000000 test.timeout", "1500000000 test.finish"])
+    #expect(summary.lastFrameTimeNs == 0)
+    #expect(summary.endTimeNs == 1_500_000_000)
+}
+
+@Test func deadlineBeyondTheDrainHorizonDoesNotFire() throws {
+    var engine = ReplayEngine(adapters: [TimerAdapter(delay: .seconds(61))], drainHorizon: .seconds(60))
+    let (trace, summary) = try engine.run(reader: MemoryReader(frames: frames(at: [base])))
+    #expect(steps(trace) == ["0 test.frame #1", "0 test.finish"])
+    #expect(summary.timeoutsFired == 0)
+}
+
+@Test func simultaneousDeadlinesFireInAdapterOrder() throws {
+    var engine = ReplayEngine(adapters: [TimerAdapter(core: "a"), TimerAdapter(core: "b")])
+    let (trace, _) = try engine.run(reader: MemoryReader(frames: frames(at: [base, base + 5_000_000_000])))
+    #expect(steps(trace) == [
+        "0 a.frame #1", "0 b.frame #1",
+        "1000000000 a.timeout", "1000000000 b.timeout",
+        "5000000000 a.frame #2", "5000000000 b.frame #2",
+        "5000000000 a.finish", "5000000000 b.finish",
+    ])
+}
+
+@Test func earlierDeadlineOfALaterAdapterFiresFirst() throws {
+    var engine = ReplayEngine(adapters: [TimerAdapter(core: "slow", delay: .seconds(2)), TimerAdapter(core: "fast", delay: .seconds(1))])
+    let (trace, _) = try engine.run(reader: MemoryReader(frames: frames(at: [base, base + 3_000_000_000])))
+    #expect(steps(trace) == [
+        "0 slow.frame #1", "0 fast.frame #1",
+        "1000000000 fast.timeout", "2000000000 slow.timeout",
+        "3000000000 slow.frame #2", "3000000000 fast.frame #2",
+        "3000000000 slow.finish", "3000000000 fast.finish",
+    ])
+}
+
+@Test func frameStampedEarlierThanItsPredecessorIsFedAtThePredecessorsInstant() throws {
+    var engine = ReplayEngine(adapters: [TimerAdapter(armOnFrames: [])])
+    let (trace, summary) = try engine.run(reader: MemoryReader(frames: frames(at: [base, base + 500, base + 200])))
+    #expect(steps(trace) == ["0 test.frame #1", "500 test.frame #2", "500 test.frame #3", "500 test.finish"])
+    #expect(summary.framesOutOfOrder == 1)
+}
+
+@Test func framesOfAnIgnoredInterfaceAreReadButNotFed() throws {
+    let reader = MemoryReader(
+        interfaces: [CaptureInterface(linkType: .ethernet), CaptureInterface(linkType: .bluetoothHCIH4WithPHDR)],
+        frames: frames(at: [base]) + [CaptureFrame(number: 2, interfaceIndex: 1, timestampNs: base + 10, originalLength: 1, data: [1])])
+    var engine = ReplayEngine(adapters: [TimerAdapter(armOnFrames: [])])
+    let (trace, summary) = try engine.run(reader: reader)
+    #expect(steps(trace) == ["0 test.frame #1", "10 test.finish"])
+    #expect(summary.framesRead == 2)
+    #expect(summary.framesFed == 1)
+}
+
+@Test func adapterThatKeepsItsExpiredDeadlineDoesNotHangReplay() throws {
+    var engine = ReplayEngine(adapters: [TimerAdapter(stuck: true)])
+    let (trace, summary) = try engine.run(reader: MemoryReader(frames: frames(at: [base, base + 3_000_000_000])))
+    #expect(steps(trace) == [
+        "0 test.frame #1", "1000000000 test.timeout", "3000000000 test.frame #2", "3000000000 test.timeout", "3000000000 test.finish",
+    ])
+    #expect(summary.warnings.count == 1)
+    #expect(summary.warnings.first?.contains("core test") == true)
+}
+
+@Test func readerWarningsReachTheSummary() throws {
+    let warning = CaptureWarning(kind: .truncated, file: "<memory>", offset: 99, message: "the last block is cut off")
+    var engine = ReplayEngine(adapters: [TimerAdapter(armOnFrames: [])])
+    let (_, summary) = try engine.run(reader: MemoryReader(frames: frames(at: [base]), warnings: [warning]))
+    #expect(summary.warnings == [warning.description])
+}
+
+@Test func manifestRoleAndPortReachTheAdapter() throws {
+    struct RoleProbe: CoreAdapter {
+        var core = "probe"
+        var nextDeadline: Duration? { nil }
+        func input(for interface: ReplayInterface) -> ReplayInput { interface.role == .ingestUDP ? .raw : .ignore }
+        mutating func frame(_ frame: ReplayFrame, now: Duration) -> [TraceEvent] {
+            [TraceEvent(timeNs: frame.virtualTimeNs, core: core, event: "frame", fields: [
+                "port": .int(Int64(frame.interface.parameter("ingest_port", as: UInt16.self) ?? 0)), "name": .string(frame.interface.name ?? ""),
+                "t_abs": .int(frame.timestampNs),
+            ])]
+        }
+        mutating func timeout(now: Duration) -> [TraceEvent] { [] }
+        mutating func finish(now: Duration) -> [TraceEvent] { [] }
+    }
+    var engine = ReplayEngine(
+        adapters: [RoleProbe()],
+        manifestInterfaces: [ManifestInterface(index: 0, name: "lo", linkType: .ethernet, role: .ingestUDP, ingestPort: 4000)])
+    let (trace, _) = try engine.run(reader: MemoryReader(frames: frames(at: [base + 7])))
+    #expect(trace == [TraceEvent(timeNs: 0, core: "probe", event: "frame", fields: ["port": .int(4000), "name": .string("lo"), "t_abs": .int(base + 7)])])
+}
+
+@Test func emptyCaptureStillFinishesEveryAdapter() throws {
+    var engine = ReplayEngine(adapters: [TimerAdapter()])
+    let (trace, summary) = try engine.run(reader: MemoryReader(frames: []))
+    #expect(steps(trace) == ["0 test.finish"])
+    #expect(summary.framesRead == 0)
+    #expect(summary.firstTimestampNs == nil)
+}
+
+/// Asks for dissected frames on HCI interfaces and writes the ATT PDUs it is given.
+fileprivate struct ATTProbe: CoreAdapter {
+    var core = "probe"
+    var dissectsFrames: Bool { true }
+    var nextDeadline: Duration? { nil }
+    func input(for interface: ReplayInterface) -> ReplayInput {
+        interface.linkType == .bluetoothHCIH4WithPHDR ? .dissected : .ignore
+    }
+    mutating func frame(_ frame: ReplayFrame, now: Duration) -> [TraceEvent] {
+        (frame.dissected?.att ?? []).map { att in
+            TraceEvent(timeNs: now.replayNanoseconds, core: core, event: "att", fields: [
+                "opcode": .int(Int64(att.opcode)), "handle": .int(Int64(att.handle ?? 0)),
+                "value": .array(att.value.map { .int(Int64($0)) }), "direction": .string(att.direction.rawValue),
+            ])
+        }
+    }
+    mutating func timeout(now: Duration) -> [TraceEvent] { [] }
+    mutating func finish(now: Duration) -> [TraceEvent] { [] }
+}
+
+@Test func adapterAskingForDissectionGetsTheATTRecordsOfItsFrames() throws {
+    // H4 with phdr (received) → ACL handle 0x040, first fragment → L2CAP CID 4 → ATT notification
+    // of handle 0x0010 with value 01 02 03.
+    let notification: [UInt8] = [0, 0, 0, 1, 0x02, 0x40, 0x20, 10, 0, 6, 0, 4, 0, 0x1B, 0x10, 0x00, 1, 2, 3]
+    let reader = MemoryReader(
+        interfaces: [CaptureInterface(linkType: .ethernet), CaptureInterface(linkType: .bluetoothHCIH4WithPHDR)],
+        frames: frames(at: [base]) + [CaptureFrame(number: 2, interfaceIndex: 1, timestampNs: base + 40, originalLength: notification.count, data: notification)])
+    var engine = ReplayEngine(adapters: [TimerAdapter(armOnFrames: []), ATTProbe()])
+    let (trace, summary) = try engine.run(reader: reader)
+    #expect(trace.filter { $0.core == "probe" } == [
+        TraceEvent(timeNs: 40, core: "probe", event: "att", fields: [
+            "opcode": .int(0x1B), "handle": .int(0x10), "value": .array([.int(1), .int(2), .int(3)]), "direction": .string("received"),
+        ]),
+    ])
+    #expect(summary.framesFed == 2)
+}
+
+@Test func progressIsReportedEveryNFrames() throws {
+    var engine = ReplayEngine(adapters: [TimerAdapter(armOnFrames: [])])
+    nonisolated(unsafe) var seen: [Int] = []
+    engine.progressEvery = 2
+    engine.progress = { seen.append($0.framesRead) }
+    _ = try engine.run(reader: MemoryReader(frames: frames(at: [base, base + 1, base + 2, base + 3, base + 4])))
+    #expect(seen == [2, 4])
+}
