@@ -13,7 +13,7 @@
 -- 2. "Tether API call" (filter name `tether.api`): frames of a LINKTYPE_USER0 (147)
 --    interface, one UTF-8 JSON object each, e.g. {"call":"send","app":"…","id":3}.
 --
--- Layouts: /work/shared/design/connectiq-link.md ("Packets"), mirrored in docs/wireshark.md.
+-- Layouts: docs/connectiq-link.md ("Packets"), mirrored in docs/wireshark.md.
 -- Integers of the link are little-endian; UUIDs go most significant byte first.
 -- Every read is bounds-checked first: short packets get the `ciq.malformed` expert info.
 

@@ -14,7 +14,7 @@ watch packet a Handle Value Notification from the notify characteristic. Each
 step waits until the other side has received exactly the bytes sent, so the
 order in the capture is the order of the scenario.
 
-The packet layouts follow /work/shared/design/connectiq-link.md (integers of the
+The packet layouts follow docs/connectiq-link.md (integers of the
 link little-endian, UUIDs most significant byte first). The scenario covers every
 command (requests and answers), every transfer control packet, an encrypted
 outbound transfer of 16 data packets with 191-byte payloads (XXTEA over a
@@ -49,7 +49,7 @@ import uuid as uuidlib
 from dataclasses import dataclass, field
 
 # --------------------------------------------------------------------------------------------
-# Wire constants (connectiq-link.md, "GATT" and "Packets")
+# Wire constants (docs/connectiq-link.md, "GATT" and "Packets")
 # --------------------------------------------------------------------------------------------
 
 
@@ -121,7 +121,7 @@ crc16_arc = ciq_link.crc16_arc
 
 def xxtea_encrypt(plain: bytes, key: bytes) -> bytes:
     """XXTEA over little-endian words, after padding with zeros to a multiple of 4 bytes and at
-    least 8 (Tether's choice, connectiq-link.md "XXTEA")."""
+    least 8 (Tether's choice, docs/connectiq-link.md "XXTEA")."""
     if len(key) != 16:
         raise ValueError(f"an XXTEA key is 16 bytes, got {len(key)}")
     return ciq_link.xxtea_encrypt(ciq_link.pad_for_xxtea(plain), key)
@@ -297,7 +297,7 @@ def malformed(step):
 # The scenario
 # --------------------------------------------------------------------------------------------
 
-#: The plain message the watch sends (the "Hello, world!" test vector of connectiq-link.md).
+#: The plain message the watch sends (the "Hello, world!" test vector of docs/connectiq-link.md).
 INBOUND_MESSAGE = serialize_monkeyc_string("Hello, world!")
 #: The phone's message: a 2900-character string, 2924 serialized bytes, 16 large data packets.
 OUTBOUND_TEXT = ("Tether records Connect IQ traffic and replays it on a virtual clock. " * 50)[:2900]
@@ -428,7 +428,7 @@ async def _exchange(steps, gatt, snoop_file):
     )
     watch.add_service(Service(UUID(gatt.service), [write_characteristic, notify_characteristic]))
 
-    # The Connect IQ link needs an ATT MTU of at least 195 (connectiq-link.md).
+    # The Connect IQ link needs an ATT MTU of at least 195 (docs/connectiq-link.md).
     connection, watch_connection, peer, mtu = await connect_with_mtu(watch, phone, ATT_MTU, 195)
     await peer.discover_services()
     services = [s for s in peer.services if s.uuid == UUID(gatt.service)]

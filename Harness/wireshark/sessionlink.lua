@@ -10,7 +10,7 @@
 -- carries which UUID from the GATT discovery in the capture, so the capture must include it.
 --
 -- Layouts: docs/session-link.md (frames, channels, control items); dictionaries are in the
--- Monkey C serialization of /work/shared/design/connectiq-link.md. Integers of the link are
+-- Monkey C serialization of docs/connectiq-link.md. Integers of the link are
 -- little-endian, identities most significant byte first, Monkey C values big-endian.
 --
 -- Each frame is decoded on its own (no reassembly): the header, the flags, and — when the frame
@@ -73,7 +73,7 @@ local STATUS_NAMES = {
     { REACHABLE, "reachable" }, { ACTIVATED, "activated" },
 }
 
--- WCError codes (shared/design/session-semantics.md, "Errors").
+-- WCError codes (docs/session-semantics.md, "Errors").
 local ERROR_NAMES = {
     [7001] = "genericError", [7002] = "sessionNotSupported", [7003] = "sessionMissingDelegate",
     [7004] = "sessionNotActivated", [7005] = "deviceNotPaired", [7006] = "watchAppNotInstalled",
@@ -242,7 +242,7 @@ local function clip(text, limit)
 end
 
 ---------------------------------------------------------------------------------------------
--- Monkey C values (connectiq-link.md, "Monkey C value serialization"), total and bounded
+-- Monkey C values (docs/connectiq-link.md, "Monkey C value serialization"), total and bounded
 ---------------------------------------------------------------------------------------------
 
 -- Decoding raises a table {message = …, offset = …} for bytes that are not a value; the

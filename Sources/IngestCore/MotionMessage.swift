@@ -3,7 +3,7 @@
 import JSONBytes
 #endif
 
-/// One Motion plugin datagram, parsed and validated (shared/design/motion-plugin-udp.md, "Messages").
+/// One Motion plugin datagram, parsed and validated (docs/motion-plugin-udp.md, "Messages").
 ///
 /// The JSON reader is hand-written over the datagram's bytes because the live server parses
 /// hundreds of thousands of datagrams a second; ``DatagramParser`` adds fast paths for the data

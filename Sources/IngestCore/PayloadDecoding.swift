@@ -1,5 +1,5 @@
 /// iSCP 2.0 payload formats ("extended specification: payload format"), as listed in
-/// shared/design/motion-plugin-udp.md. Types with a public byte layout are decoded; every other
+/// docs/motion-plugin-udp.md. Types with a public byte layout are decoded; every other
 /// type is kept as opaque ``DataValue/bytes(_:)`` under its type name.
 extension DataValue {
     /// Decodes a payload (already base64-decoded) of the iSCP type `type`.

@@ -1,4 +1,4 @@
-/// CRC-16/ARC, the checksum of the Connect IQ link's `last` packet (docs: connectiq-link.md,
+/// CRC-16/ARC, the checksum of the Connect IQ link's `last` packet (docs/connectiq-link.md,
 /// "Transfer control"): polynomial 0x8005 reflected (0xA001), initial value 0, no final XOR;
 /// the check value of ASCII `123456789` is `0xBB3D`.
 ///

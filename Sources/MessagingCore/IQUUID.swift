@@ -1,5 +1,5 @@
 /// A 128-bit UUID as the Connect IQ link carries it: 16 bytes, most significant first, so
-/// `0180E520-…` travels as `01 80 E5 20 …` (docs: connectiq-link.md, "Byte order").
+/// `0180E520-…` travels as `01 80 E5 20 …` (docs/connectiq-link.md, "Byte order").
 ///
 /// Pure Swift (the cores import no Foundation). Text form: the usual 8-4-4-4-12 hex groups,
 /// printed lower case; parsing accepts either case.

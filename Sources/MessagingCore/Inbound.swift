@@ -1,6 +1,6 @@
 import MonkeyC
 
-// Watch → phone transfers (connectiq-link.md, "What the watch sends"), plain (flags 0x00) or
+// Watch → phone transfers (docs/connectiq-link.md, "What the watch sends"), plain (flags 0x00) or
 // encrypted (flag 0x02, key from a preceding `F·c 05 key isResponse`):
 //
 //   watch: [F·c 05 key r]   phone: F·c 02 05 00 00

@@ -1,5 +1,5 @@
 // One Connect IQ app-message link packet: one ATT write (phone → watch) or notification
-// (watch → phone), no further framing (docs: connectiq-link.md, "Packets"). Byte 0 says the kind:
+// (watch → phone), no further framing (docs/connectiq-link.md, "Packets"). Byte 0 says the kind:
 //
 //   0x00              command, byte 1 the command id
 //   0xF0 | conn       transfer control on connection `conn`, byte 1 the control id

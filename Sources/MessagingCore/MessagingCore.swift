@@ -1,7 +1,7 @@
 import DequeModule
 import MonkeyC
 
-/// The phone side of the Connect IQ companion link, sans-I/O (docs: connectiq-link.md,
+/// The phone side of the Connect IQ companion link, sans-I/O (docs/connectiq-link.md,
 /// docs/messaging-core.md).
 ///
 /// A value-type state machine: give it one input — an app API call, a BLE host event, a received

@@ -287,7 +287,7 @@ public enum MessagingAPIError: Error, Sendable, Hashable, CustomStringConvertibl
     }
 }
 
-/// Limits and timers of a ``MessagingCore``. The defaults are the iOS SDK's (connectiq-link.md).
+/// Limits and timers of a ``MessagingCore``. The defaults are the iOS SDK's (docs/connectiq-link.md).
 public struct MessagingConfiguration: Sendable, Hashable {
     /// Wait for each ack of a transfer, and between packets of a transfer from the watch.
     public var stepTimeout: Duration

@@ -1,4 +1,4 @@
-// Phone → watch transfers (connectiq-link.md, "Order of a phone transfer"):
+// Phone → watch transfers (docs/connectiq-link.md, "Order of a phone transfer"):
 //
 //   F·c 05 key 00           → ack type 5         (only when encrypting)
 //   F·c 00 flags len        → ack type 0         (`transfer not started`: resend, `firstRetries` times)

@@ -1,4 +1,4 @@
-/// How one transfer's bytes travel as link packets (connectiq-link.md, "Sequence numbers"):
+/// How one transfer's bytes travel as link packets (docs/connectiq-link.md, "Sequence numbers"):
 /// data packet k carries bytes `k·payload ..< (k+1)·payload` with seq `k mod 15`, and `last`
 /// carries the seq of the final data packet (0 when there was none) and the CRC-16/ARC of all the
 /// bytes. The sender, whichever side it is, cuts a transfer this way; window handling (when to

@@ -1,5 +1,5 @@
-/// XXTEA ("corrected block TEA"), the cipher of encrypted Connect IQ transfers (docs:
-/// connectiq-link.md, "Details that interoperation depends on").
+/// XXTEA ("corrected block TEA"), the cipher of encrypted Connect IQ transfers
+/// (docs/connectiq-link.md, "Details that interoperation depends on").
 ///
 /// The block is the whole buffer as `n` little-endian 32-bit words; the 16-byte key is four
 /// little-endian words; delta `0x9E3779B9`; `6 + 52/n` full cycles. No length word is added.

@@ -1,4 +1,4 @@
-/// The Connect IQ message serialization of Monkey C values (docs: connectiq-link.md, "Monkey C
+/// The Connect IQ message serialization of Monkey C values (docs/connectiq-link.md, "Monkey C
 /// value serialization").
 ///
 /// Big-endian throughout. A message is up to two blocks:

@@ -1,6 +1,6 @@
 /// A Monkey C value as it travels in a Connect IQ app message (and in a device's settings file).
 ///
-/// The cases are exactly the types of the serialization's type tags (docs: connectiq-link.md,
+/// The cases are exactly the types of the serialization's type tags (docs/connectiq-link.md,
 /// "Monkey C value serialization"). Containers nest freely.
 ///
 /// Equality and hashing are *bitwise*: two floating values are equal when their bit patterns are

@@ -2,7 +2,7 @@ import DequeModule
 import MonkeyC
 
 /// A WatchConnectivity-style session over Tether's session link, sans-I/O, for either side
-/// (shared/design/session-semantics.md; docs/session-core.md; the wire: docs/session-link.md).
+/// (docs/session-semantics.md; docs/session-core.md; the wire: docs/session-link.md).
 ///
 /// A value-type state machine: give it one input — an app API call, a host event (pairing, the
 /// watch app's state, link up or down, a received frame) or "time is now T" — carry out every

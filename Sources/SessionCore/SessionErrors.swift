@@ -1,5 +1,5 @@
 /// The error codes of WatchConnectivity's `WCError.Code`, with their raw values
-/// (shared/design/session-semantics.md, "Errors"). They travel in ERROR frames as `u16`.
+/// (docs/session-semantics.md, "Errors"). They travel in ERROR frames as `u16`.
 public enum SessionErrorCode: Int, Sendable, Hashable, CaseIterable, Codable, CustomStringConvertible {
     /// 7001: an error no other code describes.
     case genericError = 7001

@@ -50,7 +50,7 @@ public struct WatchAppState: Sendable, Hashable {
 }
 
 /// Limits and timers of a ``SessionCore``. Apple documents none of the numbers; the defaults are
-/// the observed limits of session-semantics.md and Tether's choices (docs/session-core.md).
+/// the observed limits of docs/session-semantics.md and Tether's choices (docs/session-core.md).
 public struct SessionConfiguration: Sendable, Hashable {
     /// The phone resends HELLO when no WELCOME came within this time (default 3 s).
     public var handshakeTimeout: Duration

@@ -13,7 +13,7 @@ import MonkeyC
 /// The phone's side is a real ``MessagingCore`` driven through ``MessagingDriver`` with the same
 /// API-call records that go into the capture, with keys from a ``SeededKeySource``: every phone
 /// write in the file is exactly what the core emitted. The watch is ``ScriptedWatch``: it answers
-/// per connectiq-link.md (connect with large packets, key/first/window/last acks) and echoes each
+/// per docs/connectiq-link.md (connect with large packets, key/first/window/last acks) and echoes each
 /// message as a plain transfer of 191-byte packets.
 ///
 /// Frames are returned in time order, each as H4-with-phdr bytes (interface 0) or an API-call JSON

@@ -2,7 +2,7 @@ import MessagingCore
 import MonkeyC
 
 /// The watch side of the bench's messaging session: a Connect IQ device running the echo app,
-/// written from connectiq-link.md. It opens connection 1 with large packets on the phone's connect,
+/// written from docs/connectiq-link.md. It opens connection 1 with large packets on the phone's connect,
 /// acknowledges the phone's key, `first`, every seq-14 window and `last` (checking the length and
 /// CRC-16/ARC, decrypting with the transfer's XXTEA key, decoding the Monkey C value), and echoes
 /// every message back as a plain transfer in 191-byte data packets, waiting for the phone's acks of
@@ -149,6 +149,6 @@ struct WatchScriptError: Error, CustomStringConvertible {
     /// The packet in hex and the reason.
     var description: String {
         "scripted watch: the phone wrote \(packet.map { String($0, radix: 16) }.joined(separator: " ")): \(reason); "
-            + "the generated session would not be clean (check MessagingCore against connectiq-link.md)"
+            + "the generated session would not be clean (check MessagingCore against docs/connectiq-link.md)"
     }
 }

@@ -6,6 +6,14 @@ import Synchronization
 /// in its help. Set once, before parsing.
 public enum CLIIntegrations {
     private static let current = Mutex(IntegrationRegistry())
+    /// `CORE.KEY` → the core's own option it was given as, so an error names what the user typed.
+    private static let optionNames = Mutex([String: String]())
+
+    /// The option a `--set` value was given as (`--messaging-window-size`), `nil` for `--set` itself.
+    static func optionName(forSetting text: String) -> String? {
+        let key = String(text.prefix { $0 != "=" })
+        return optionNames.withLock { $0[key] }
+    }
 
     /// The registry in use.
     public static var registry: IntegrationRegistry {
@@ -21,13 +29,14 @@ public enum CLIIntegrations {
     static func settingsHelp() -> String {
         let registry = registry
         guard !registry.integrations.isEmpty else { return "No core is registered." }
-        var lines = ["Registered cores and the settings --set changes (a core's own option beside it):"]
+        var lines = ["Registered cores, and the settings `--set CORE.KEY=VALUE` changes (a core's own option beside it):"]
         for integration in registry.integrations {
-            let section = integration.sectionName.map { ", manifest section `\($0):`" } ?? ""
-            lines.append("  \(integration.name) — \(integration.summary)\(section)")
+            let section = integration.sectionName.map { "section `\($0):`" } ?? "no section"
+            lines.append("  \(integration.name) (\(section)): \(integration.summary)")
             for setting in integration.settings {
-                let flag = setting.flag.map { " (--\($0))" } ?? ""
-                lines.append("    \(integration.name).\(setting.key)\(flag): \(setting.help)")
+                let flag = setting.flag.map { ", --\($0)" } ?? ""
+                lines.append("    \(integration.name).\(setting.key)\(flag)")
+                lines.append("        \(setting.help)")
             }
         }
         return lines.joined(separator: "\n")
@@ -58,6 +67,7 @@ public enum CLIIntegrations {
                 return (String(argument[..<equals]), String(argument[argument.index(after: equals)...]))
             }()
             if let (core, key) = flags[name] {
+                optionNames.withLock { $0["\(core).\(key)"] = name }
                 if let inlineValue {
                     out += ["--set", "\(core).\(key)=\(inlineValue)"]
                     i += 1

@@ -177,79 +177,40 @@ struct RecordCommand: AsyncParsableCommand {
         }
     }
 
-    func run() async throws {
-        var inputs: [RecorderInput] = []
-        var parts: [String] = []
-        if let udp, let (device, port) = Self.parseUDP(udp) {
-            var options = port.map { PcapLiveSource.Options.udpPort($0) } ?? PcapLiveSource.Options(filter: "udp")
-            if let filter { options.filter = filter }
-            let source = try PcapLiveSource(device: device, options: options)
-            inputs.append(RecorderInput(source: source, role: .ingestUDP, ingestPort: port))
-            parts.append("UDP on \(udp)")
-        }
-        if let tcp, let parsed = Self.parseUDP(tcp), let port = parsed.port {
-            let device = parsed.interface
-            let source = try PcapLiveSource(device: device, options: PcapLiveSource.Options(filter: "tcp port \(port)"))
-            inputs.append(.mqttTCP(source, port: port))
-            parts.append("MQTT over TCP on \(tcp)")
-        }
-        if let appGroup {
-            inputs.append(RecorderInput(source: try AppGroupSource(folder: appGroup), role: .appGroup))
-            parts.append("App Group \(appGroup)")
-        }
-        // The tap connects to the controller here, before the set exists, so a wrong address
-        // leaves nothing behind.
-        var openedTap: H4Tap?
-        var tapInput = 0
+    /// The request this command line makes.
+    func request() throws -> RecordingRequest {
+        var request = RecordingRequest(setPath: out)
+        request.title = title
+        request.description = description
+        if let udp, let (device, port) = Self.parseUDP(udp) { request.udp = (device, port, filter) }
+        if let tcp, let parsed = Self.parseUDP(tcp), let port = parsed.port { request.mqttTCP = (parsed.interface, port) }
+        request.appGroup = appGroup
         if let ble {
             switch try Self.parseBLE(ble).get() {
-            case .bluez(let adapter):
-                let monitor = try BlueZMonitorSource()
-                inputs.append(RecorderInput(source: adapter.map { MonitorAdapterFilter(monitor, adapter: $0) } ?? monitor, role: .bleMonitor))
-                parts.append("BLE from the BlueZ monitor channel (\(adapter.map { "hci\($0)" } ?? "every adapter"))")
-            case .tap(let controller):
-                let created = try H4Tap(listen: bleListen ?? Self.defaultListen, controller: controller)
-                let port = try created.open()
-                tapInput = inputs.count
-                inputs.append(created.recorderInput)
-                parts.append("BLE through the H4 tap on \(H4ListenAddress(host: created.listenAddress.host, port: port)) (controller \(controller))")
-                openedTap = created
+            case .bluez(let adapter): request.ble = .bluez(adapter: adapter)
+            case .tap(let controller): request.ble = .tap(controller, listen: try H4ListenAddress(parsing: bleListen ?? Self.defaultListen))
             }
         }
-        let tap = openedTap
-        let recorder = Recorder(
-            setPath: out, title: title ?? parts.joined(separator: " and "),
-            description: description, inputs: inputs)
-        do {
-            try recorder.start()
-        } catch {
-            tap?.stop()
-            throw error
-        }
-        for notice in recorder.notices { Terminal.warn("tether: note: \(notice)") }
+        return request
+    }
+
+    func run() async throws {
+        let session = try RecordingSession(try request())
+        try session.start()
+        for notice in session.notices { Terminal.warn("tether: note: \(notice)") }
 
         let status = StatusLine()
         let queue = DispatchQueue(label: "tether.record.ui")
-        if let tap {
-            tap.record(into: recorder, input: tapInput)
-            // Host connected or gone, framing errors: said as they happen, on the status line's queue.
-            tap.onNotice { text in
-                queue.async {
-                    status.clear()
-                    Terminal.writeStderr("tether: note: \(text)\n")
-                }
-            }
-            do {
-                try tap.start()
-            } catch {
-                tap.stop()
-                _ = try? recorder.finish()
-                throw error
+        // Host connected or gone, framing errors: said as they happen, on the status line's queue.
+        session.tap?.onNotice { text in
+            queue.async {
+                status.clear()
+                Terminal.writeStderr("tether: note: \(text)\n")
             }
         }
         // Scripts (and the end-to-end tests) wait for this line before sending traffic.
-        StandardOutput.shared.line("Recording \(parts.joined(separator: " and ")) into \(out)\(duration.map { " for \(Format.fixed($0, 1)) s" } ?? ""). Stop with Ctrl-C.")
-        if let tap {
+        StandardOutput.shared.line("Recording \(session.parts.joined(separator: " and ")) into \(out)\(duration.map { " for \(Format.fixed($0, 1)) s" } ?? ""). Stop with Ctrl-C.")
+        if let tap = session.tap {
             let address = H4ListenAddress(host: tap.listenAddress.host, port: tap.port)
             StandardOutput.shared.line("Point the host stack at \(address) instead of the controller (Bumble transport: tcp-client:\(address)).")
         }
@@ -265,39 +226,24 @@ struct RecordCommand: AsyncParsableCommand {
             let setName = out
             timer.setEventHandler {
                 let elapsed = started.duration(to: clock.now).nanosecondsClamped
-                status.update(force: true) { "recording \(setName): \(recorder.framesRecorded) frames, \(Format.fixed(Double(elapsed) / 1e9, 1)) s" }
+                status.update(force: true) { "recording \(setName): \(session.framesRecorded) frames, \(Format.fixed(Double(elapsed) / 1e9, 1)) s" }
             }
             timer.resume()
             ticker = timer
         }
-        // The tap stops first, so it writes nothing after the recorder has finished.
-        let stopped = StopSignal()
-        let stopAll: @Sendable () -> Void = {
-            tap?.stop()
-            recorder.stop()
-            stopped.fire()
-        }
-        let signals = InterruptSignals(queue: queue) { _ in stopAll() }
+        let signals = InterruptSignals(queue: queue) { _ in session.stop() }
         var stopper: DispatchWorkItem?
         if let duration {
-            let item = DispatchWorkItem { stopAll() }
+            let item = DispatchWorkItem { session.stop() }
             queue.asyncAfter(deadline: .now() + .nanoseconds(Int(duration * 1e9)), execute: item)
             stopper = item
         }
-        if markStdin { Self.readMarks(into: recorder) }
+        if markStdin { Self.readMarks(into: session) }
 
         let summary: RecordingSummary
         do {
-            if inputs.contains(where: { $0.source != nil }) {
-                summary = try await recorder.run()
-                tap?.stop()  // run() also ends when a source fails
-            } else {
-                // Only the tap writes: wait for the signal or the duration, then seal.
-                await stopped.wait()
-                summary = try recorder.finish()
-            }
+            summary = try await session.run()
         } catch {
-            tap?.stop()
             ticker?.cancel()
             signals.cancel()
             status.clear()
@@ -312,7 +258,7 @@ struct RecordCommand: AsyncParsableCommand {
         out.line("Recorded \(summary.frames) frames into \(summary.setPath) (sealed, sha256 \(summary.sha256.prefix(16))…)")
         for interface in summary.interfaces {
             var line = "  #\(interface.index)  \(interface.name ?? "?")  \(interface.linkType)  \(interface.frames) frames"
-            if let tap, interface.index == tapInput {
+            if let tap = session.tap, interface.index == session.tapInput {
                 let counts = tap.statistics
                 line += "  host→controller \(counts.sentPackets) packets (\(counts.sentBytes) bytes), controller→host \(counts.receivedPackets) packets (\(counts.receivedBytes) bytes)"
                 line += ", host connections \(counts.hostConnections), framing errors \(counts.framingErrors)"
@@ -330,14 +276,14 @@ struct RecordCommand: AsyncParsableCommand {
         if !summary.annotations.isEmpty { out.line("Annotations: \(summary.annotations.count)") }
         for notice in summary.notices { out.line("Note: \(notice)") }
         out.line("Next: tether inspect \(summary.setPath) --frames, then tether replay \(summary.setPath) --update-baseline")
-        if let failure = tap?.recordingFailure {
+        if let failure = session.tap?.recordingFailure {
             throw CommandFailure.failed("the H4 tap stopped recording part-way: \(failure) The set holds the packets before that.")
         }
     }
 
     /// Each stdin line becomes a mark, on a thread of its own (a blocking read must not hold up
     /// the recorder); end of input just ends the marks.
-    static func readMarks(into recorder: Recorder) {
+    static func readMarks(into recorder: RecordingSession) {
         let thread = Thread {
             while let line = readLine(strippingNewline: true) {
                 let text = line.trimmingCharacters(in: .whitespaces)
@@ -347,35 +293,5 @@ struct RecordCommand: AsyncParsableCommand {
             }
         }
         thread.start()
-    }
-}
-
-/// Fires once, from any thread; ``wait()`` returns once it has fired (at once if it already has).
-final class StopSignal: @unchecked Sendable {
-    // Thread-safety: both members are guarded by `lock`.
-    private let lock = NSLock()
-    private var fired = false
-    private var waiter: CheckedContinuation<Void, Never>?
-
-    /// Wakes the waiter; later calls do nothing.
-    func fire() {
-        let waiting = lock.withLock { () -> CheckedContinuation<Void, Never>? in
-            fired = true
-            defer { waiter = nil }
-            return waiter
-        }
-        waiting?.resume()
-    }
-
-    /// Returns once ``fire()`` was called. One waiter at a time.
-    func wait() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let already = lock.withLock { () -> Bool in
-                if fired { return true }
-                waiter = continuation
-                return false
-            }
-            if already { continuation.resume() }
-        }
     }
 }

@@ -4,6 +4,7 @@ import ArgumentParser
 import CaptureKit
 import CaptureSet
 import Dissectors
+import LiveHosts
 
 /// `tether replay SET_OR_FOLDER…`: virtual-clock replay with checks, or `--realtime` re-sending.
 struct ReplayCommand: ParsableCommand {
@@ -231,7 +232,7 @@ struct ReplayCommand: ParsableCommand {
     /// The `--set` values and the cores' own options, checked against the registry.
     func parsedSettings() throws -> [SettingOverride] {
         try settings.map { text in
-            switch SettingOverride.parse(text, registry: CLIIntegrations.registry) {
+            switch SettingOverride.parse(text, registry: CLIIntegrations.registry, option: CLIIntegrations.optionName(forSetting: text)) {
             case .success(let setting): return setting
             case .failure(let error): throw ValidationError(error.message)
             }

@@ -23,7 +23,8 @@ struct ServeCommand: AsyncParsableCommand {
     )
 }
 
-/// `tether serve ingest`: IngestCore behind a SwiftNIO UDP server with a durable SQLite store.
+/// `tether serve ingest`: IngestCore on a real UDP socket (a reader thread with `recvmmsg`, the core on a
+/// loop of its own) with a durable SQLite store.
 struct ServeIngestCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ingest",

@@ -11,7 +11,7 @@ import Testing
         var testDescription: String { "\(type) \(base64)" }
     }
 
-    /// The vectors published in the Motion plugin sample and motion-plugin-udp.md.
+    /// The vectors published in the Motion plugin sample and docs/motion-plugin-udp.md.
     static let publishedVectors: [Vector] = [
         Vector(base64: "QF7dLxqfvnc=", type: "float64", bytes: [0x40, 0x5E, 0xDD, 0x2F, 0x1A, 0x9F, 0xBE, 0x77], value: .float64(123.456)),
         Vector(base64: "QIioGJN0vGo=", type: "float64", bytes: float64Bytes(789.012), value: .float64(789.012)),

@@ -2,7 +2,7 @@
 import MonkeyC
 import Testing
 
-/// A watch that answers the phone as connectiq-link.md says, written independently of the core
+/// A watch that answers the phone as docs/connectiq-link.md says, written independently of the core
 /// (it shares only the packet codec, CRC and cipher, which have their own tests). Knobs make it
 /// misbehave or stay silent for the failure tests.
 struct FakeWatch {

@@ -2,7 +2,7 @@ import Testing
 @testable import MessagingCore
 import MonkeyC
 
-/// Whole exchanges compared byte for byte with sequences worked out by hand from connectiq-link.md.
+/// Whole exchanges compared byte for byte with sequences worked out by hand from docs/connectiq-link.md.
 /// The ciphertext and CRC were computed independently: XXTEA with the PyPI `xxtea` package, the
 /// CRC with a separate bitwise Python CRC-16/ARC.
 @Suite struct GoldenTests {

@@ -2,7 +2,7 @@ import Testing
 @testable import MessagingCore
 import TetherTestSupport
 
-/// One packet kind with its exact bytes, hand-written from the layout tables of connectiq-link.md.
+/// One packet kind with its exact bytes, hand-written from the layout tables of docs/connectiq-link.md.
 struct PacketCase: Sendable, CustomTestStringConvertible {
     let name: String
     let packet: LinkPacket

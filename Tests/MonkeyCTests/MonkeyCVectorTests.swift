@@ -1,14 +1,14 @@
 import Testing
 import MonkeyC
 
-/// One published serialization vector (connectiq-link.md, both tables).
+/// One published serialization vector (docs/connectiq-link.md, "Test vectors").
 struct Vector: Sendable, CustomTestStringConvertible {
     let name: String
     let value: MonkeyCValue
     let bytes: [UInt8]
     var testDescription: String { name }
 
-    /// Every vector of connectiq-link.md: the first four made by Garmin's serializer, the
+    /// Every vector of docs/connectiq-link.md: the first four made by Garmin's serializer, the
     /// containers computed from the layout rules.
     static let all: [Vector] = [
         Vector(name: "\"Hello, world!\"", value: "Hello, world!",

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 import TetherTestSupport
 @testable import TetherCLI
+import LiveHosts
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -118,3 +118,51 @@ import TetherTestSupport
         #expect(result.stdout.contains("1 baseline(s) could not be read"), "\(result.stdout)")
     }
 }
+
+/// The cores' settings on the command line, and manifests that name cores no one registered.
+@Suite struct ReplaySettingsCommandTests {
+    /// A copy of a committed set, to change its manifest.
+    static func copyOfCommittedSet(_ name: String, in folder: TemporaryFolder) throws -> String {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let copy = folder.path(name).path
+        try FileManager.default.copyItem(atPath: root.appendingPathComponent("Captures/\(name)").path, toPath: copy)
+        return copy
+    }
+
+    @Test func aCoresOwnOptionOutOfBoundsIsRefusedNamingTheOption() throws {
+        let result = try Tools.tether(["replay", "Captures/ciq-clean", "--messaging-window-size", "16"])
+        #expect(result.status == 64)
+        #expect(result.stderr.contains("--messaging-window-size takes a whole number from 1 to 15; got \"16\""), "\(result.stderr)")
+    }
+
+    @Test func aSettingOfAnUnknownCoreIsRefusedNamingTheRegisteredOnes() throws {
+        let result = try Tools.tether(["replay", "Captures/ciq-clean", "--set", "mesaging.settings.window_size=4"])
+        #expect(result.status == 64)
+        #expect(result.stderr.contains("did you mean \"messaging\"?"), "\(result.stderr)")
+    }
+
+    @Test func aSettingChangesTheReplayAsTheManifestWould() throws {
+        let folder = try TemporaryFolder("cli-tests")
+        let set = try Self.copyOfCommittedSet("ciq-max-retries", in: folder)
+        // One retry instead of the recorded two: the baseline and the retry expectations fail.
+        let changed = try Tools.tether(["replay", set, "--set", "messaging.settings.first_retries=1"])
+        #expect(changed.status == 1)
+        #expect(changed.stdout.contains("FAIL baseline messaging"), "\(changed.stdout)")
+        let same = try Tools.tether(["replay", set, "--messaging-first-retries=2"])
+        #expect(same.status == 0, "\(same.stdout)")
+    }
+
+    @Test func aMisspeltCoreInTheManifestFailsTheSetNamingTheFileLineAndRegisteredCores() throws {
+        let folder = try TemporaryFolder("cli-tests")
+        let set = try Self.copyOfCommittedSet("ciq-clean", in: folder)
+        let manifest = set + "/manifest.yaml"
+        var text = try String(contentsOfFile: manifest, encoding: .utf8)
+        text = text.replacingOccurrences(of: "  role: ble-hci\n", with: "  role: ble-hci\n  core: mesaging\n")
+        try text.write(toFile: manifest, atomically: true, encoding: .utf8)
+        let result = try Tools.tether(["replay", set, "--no-verify"])
+        #expect(result.status == 1)
+        #expect(result.stdout.contains("manifest.yaml:"), "\(result.stdout)")
+        #expect(result.stdout.contains("\"mesaging\" is not a registered core (did you mean \"messaging\"?)"), "\(result.stdout)")
+        #expect(result.stdout.contains("registered cores: ingest, messaging, session, widget"), "\(result.stdout)")
+    }
+}

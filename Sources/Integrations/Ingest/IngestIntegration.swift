@@ -12,7 +12,7 @@ public struct IngestIntegration: CoreIntegration {
     /// `ingest`.
     public var name: String { "ingest" }
     /// For `--help`.
-    public var summary: String { "intdash Motion plugin ingest: JSON datagrams over UDP (IngestCore)" }
+    public var summary: String { "intdash Motion plugin ingest over UDP (IngestCore)" }
     /// `ingest-udp`.
     public var replayedRoles: Set<InterfaceRole> { [.ingestUDP] }
     /// `ingest-udp`.

@@ -4,7 +4,7 @@ import CaptureKit
 import CaptureSet
 import Dissectors
 
-/// The Connect IQ link's GATT characteristics (connectiq-link.md, "GATT"), lower case as the
+/// The Connect IQ link's GATT characteristics (docs/connectiq-link.md, "GATT"), lower case as the
 /// dissectors write UUIDs.
 public enum ConnectIQGATT {
     /// Phone → watch, write without response: current and legacy.

@@ -12,7 +12,7 @@ public struct MessagingIntegration: CoreIntegration {
     /// `messaging`.
     public var name: String { "messaging" }
     /// For `--help`.
-    public var summary: String { "Connect IQ companion messaging, the phone side (MessagingCore)" }
+    public var summary: String { "Connect IQ companion messaging, phone side (MessagingCore)" }
     /// HCI and monitor-channel interfaces.
     public var replayedRoles: Set<InterfaceRole> { [.bleHCI, .bleMonitor] }
     /// A BLE interface that names no core is Connect IQ unless another core's section says otherwise.

@@ -5,7 +5,7 @@ import MessagingCore
 /// Plays the recorded watch in responder mode: answers the core's requests with the captured
 /// answers of the same kind, after the delay they had in the capture.
 ///
-/// What asks for an answer (connectiq-link.md): commands 1, 2, 5 and 6 (their answer has the same
+/// What asks for an answer (docs/connectiq-link.md): commands 1, 2, 5 and 6 (their answer has the same
 /// command id); on a connection, the key packet (ack type 5), `first` (ack type 0), `last` (ack
 /// type 2), an ack request (ack type 3), and a data packet with seq 14 (ack type 1: the watch
 /// acknowledges after seq 14, whatever window the phone keeps, so a phone that waits earlier times

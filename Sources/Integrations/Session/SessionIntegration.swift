@@ -11,7 +11,7 @@ public struct SessionIntegration: CoreIntegration {
     /// `session`.
     public var name: String { "session" }
     /// For `--help`.
-    public var summary: String { "WatchConnectivity-style sessions over the session link, phone or watch (SessionCore)" }
+    public var summary: String { "WatchConnectivity-style sessions, phone or watch (SessionCore)" }
     /// HCI and monitor-channel interfaces (named `core: session`, or with a `session:` section).
     public var replayedRoles: Set<InterfaceRole> { [.bleHCI, .bleMonitor] }
     /// The section's `settings` keys, with the command line's bounds.

@@ -11,7 +11,7 @@ public struct WidgetIntegration: CoreIntegration {
     /// `widget`.
     public var name: String { "widget" }
     /// For `--help`.
-    public var summary: String { "the host-app and widget channel: App Group container, refreshes, IoT over MQTT (WidgetCore)" }
+    public var summary: String { "host app and widget: App Group, refreshes, IoT over MQTT (WidgetCore)" }
     /// No section: everything the replay needs is in the capture.
     public var sectionName: String? { nil }
     /// MQTT over TCP and the App Group folder.

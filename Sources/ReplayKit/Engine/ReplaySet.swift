@@ -52,7 +52,9 @@ public struct SettingOverride: Sendable, Equatable {
 
     /// Parses `CORE.KEY=VALUE` against the registry: the core must be registered and the key one
     /// of its declared settings, and the value within the setting's bounds.
-    public static func parse(_ text: String, registry: IntegrationRegistry) -> Result<SettingOverride, SettingValueError> {
+    /// `option` names the value in an error when it came from a core's own option
+    /// (`--messaging-window-size`) rather than from `--set`.
+    public static func parse(_ text: String, registry: IntegrationRegistry, option: String? = nil) -> Result<SettingOverride, SettingValueError> {
         guard let equals = text.firstIndex(of: "="), let dot = text[..<equals].firstIndex(of: ".") else {
             return .failure(SettingValueError(message: "--set takes CORE.KEY=VALUE, e.g. --set messaging.settings.window_size=4; got \"\(text)\"."))
         }
@@ -69,7 +71,7 @@ public struct SettingOverride: Sendable, Equatable {
                 + IntegrationRegistry.suggestion(for: key, among: keys)
                 + " (its settings: \(keys.isEmpty ? "none" : keys.joined(separator: ", ")))."))
         }
-        return setting.value(from: valueText, option: "--set \(core).\(key)").map { SettingOverride(core: core, key: key, value: $0) }
+        return setting.value(from: valueText, option: option ?? "--set \(core).\(key)").map { SettingOverride(core: core, key: key, value: $0) }
     }
 }
 

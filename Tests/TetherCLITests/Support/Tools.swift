@@ -90,6 +90,11 @@ enum Tools {
         process.executableURL = program
         process.arguments = arguments
         if let currentDirectory { process.currentDirectoryURL = currentDirectory }
+        // Help text wraps at COLUMNS; a fixed width keeps the committed help files comparable
+        // whatever terminal the tests run from.
+        var environment = ProcessInfo.processInfo.environment
+        environment["COLUMNS"] = "100"
+        process.environment = environment
         process.standardOutput = out
         process.standardError = err
         process.standardInput = FileHandle.nullDevice

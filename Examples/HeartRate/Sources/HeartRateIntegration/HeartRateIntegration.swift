@@ -12,7 +12,7 @@ public struct HeartRateIntegration: CoreIntegration {
     /// `heart_rate`: the trace's core name and the manifest's section.
     public var name: String { "heart_rate" }
     /// For `--help`.
-    public var summary: String { "a Bluetooth Heart Rate Service (0x180D) client (Examples/HeartRate, HeartRateCore)" }
+    public var summary: String { "Bluetooth Heart Rate Service client (Examples/HeartRate)" }
     /// HCI and monitor-channel interfaces.
     public var replayedRoles: Set<InterfaceRole> { [.bleHCI, .bleMonitor] }
     /// The settings `--set heart_rate.KEY=VALUE` changes.

@@ -3,34 +3,42 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Foundation
 import LiveCapture
 import Synchronization
 
 /// One captured datagram to send again, at its offset from the first one.
-struct PacedDatagram: Sendable {
+public struct PacedDatagram: Sendable {
     /// Recorded time since the first datagram, in nanoseconds.
-    var offsetNs: Int64
-    var payload: [UInt8]
+    public var offsetNs: Int64
+    /// The datagram's bytes.
+    public var payload: [UInt8]
+
+    /// A datagram due `offsetNs` after the first.
+    public init(offsetNs: Int64, payload: [UInt8]) {
+        self.offsetNs = offsetNs
+        self.payload = payload
+    }
 }
 
 /// How faithfully a realtime replay kept the recorded pace.
-struct PacingReport: Sendable {
+public struct PacingReport: Sendable {
     /// Datagrams sent.
-    var sent: Int
+    public var sent: Int
     /// Datagrams the kernel refused (`sendto` failed, e.g. ECONNREFUSED from an earlier ICMP).
-    var failed: Int
+    public var failed: Int
     /// |sent gap − recorded gap ÷ speed| over consecutive datagrams, in nanoseconds, sorted.
-    var gapErrorsNs: [Int64]
+    public var gapErrorsNs: [Int64]
     /// (last send − first send) − (last offset − first offset) ÷ speed: positive means late.
-    var totalDriftNs: Int64
+    public var totalDriftNs: Int64
     /// Wall time the replay took.
-    var elapsedNs: Int64
+    public var elapsedNs: Int64
     /// How the sending thread ran: real-time scheduling (SCHED_FIFO) or why not, whether its memory
     /// was locked, the spin window it used and the page faults it took while sending.
-    var scheduling: String = "normal"
+    public var scheduling: String = "normal"
 
     /// The `q`-quantile (0…1) of the gap errors by nearest rank, 0 when there are none.
-    func gapErrorQuantile(_ q: Double) -> Int64 {
+    public func gapErrorQuantile(_ q: Double) -> Int64 {
         guard !gapErrorsNs.isEmpty else { return 0 }
         let rank = Int((q * Double(gapErrorsNs.count)).rounded(.up))
         return gapErrorsNs[min(max(rank, 1), gapErrorsNs.count) - 1]
@@ -38,8 +46,9 @@ struct PacingReport: Sendable {
 }
 
 /// Why a realtime replay could not start.
-struct PacedSendError: Error, CustomStringConvertible {
-    var description: String
+public struct PacedSendError: Error, CustomStringConvertible {
+    /// What went wrong and what to do.
+    public var description: String
 }
 
 /// Sends datagrams over UDP at their recorded pace, scaled by a speed factor.
@@ -65,7 +74,7 @@ struct PacedSendError: Error, CustomStringConvertible {
 /// unbounded adaptation does) makes the kernel's real-time throttling (the deadline "fair server",
 /// 50 ms a second for ordinary tasks) take the core away for milliseconds at a time — the 15–50 ms
 /// outliers this sender used to show on a loaded machine.
-final class PacedUDPSender {
+public final class PacedUDPSender {
     private let socketDescriptor: Int32
     /// How long before a due time the sender stops sleeping and starts spinning, at rest.
     private let spinWindowNs: Int64
@@ -75,7 +84,7 @@ final class PacedUDPSender {
     static let realtimePriority: Int32 = 10
 
     /// Open a UDP socket connected to `host:port` (IPv4 or IPv6; names are resolved).
-    init(host: String, port: UInt16, spinWindowNs: Int64 = 2_000_000, maxSpinWindowNs: Int64 = 5_000_000) throws(PacedSendError) {
+    public init(host: String, port: UInt16, spinWindowNs: Int64 = 2_000_000, maxSpinWindowNs: Int64 = 5_000_000) throws(PacedSendError) {
         self.spinWindowNs = max(spinWindowNs, 0)
         self.maxSpinWindowNs = max(maxSpinWindowNs, self.spinWindowNs)
         var hints = addrinfo()
@@ -107,7 +116,7 @@ final class PacedUDPSender {
     /// Send every datagram at `offsetNs ÷ speed` after the start; `progress` is called on the
     /// calling thread, a few times a second and once at the end, with the number sent so far.
     /// Returns how far the real gaps strayed from the recorded ones.
-    func run(_ datagrams: [PacedDatagram], speed: Double, progress: (Int) -> Void = { _ in }) -> PacingReport {
+    public func run(_ datagrams: [PacedDatagram], speed: Double, progress: (Int) -> Void = { _ in }) -> PacingReport {
         guard let firstOffset = datagrams.first?.offsetNs else {
             return PacingReport(sent: 0, failed: 0, gapErrorsNs: [], totalDriftNs: 0, elapsedNs: 0)
         }
@@ -302,8 +311,8 @@ private final class PacedPlan {
         let sentSpan = Double(sendTimes[count - 1] &- sendTimes[0])
         var description = scheduling
         description += memoryLocked ? ", memory locked" : ", memory not locked (needs root or CAP_IPC_LOCK)"
-        description += "; spin window \(Format.duration(spinWindowNs))"
-        if widestWindowNs > spinWindowNs { description += " (widened to \(Format.duration(widestWindowNs)) after a late wake-up)" }
+        description += "; spin window \(pacingDurationText(spinWindowNs))"
+        if widestWindowNs > spinWindowNs { description += " (widened to \(pacingDurationText(widestWindowNs)) after a late wake-up)" }
         description += "; \(pageFaults) page faults while sending"
         return PacingReport(
             sent: count - failed, failed: failed, gapErrorsNs: errors,
@@ -364,5 +373,16 @@ private final class PacedPlan {
         guard getrusage(RUSAGE_SELF, &usage) == 0 else { return 0 }
         #endif
         return Int(usage.ru_minflt + usage.ru_majflt)
+    }
+}
+
+/// A duration for the scheduling line: `850 ns`, `12.5 µs`, `2.00 ms`, `1.250 s`.
+func pacingDurationText(_ nanoseconds: Int64) -> String {
+    let value = Double(nanoseconds)
+    switch abs(value) {
+    case ..<1_000: return "\(nanoseconds) ns"
+    case ..<1_000_000: return String(format: "%.1f µs", value / 1_000)
+    case ..<1_000_000_000: return String(format: "%.2f ms", value / 1_000_000)
+    default: return String(format: "%.3f s", value / 1_000_000_000)
     }
 }
