@@ -101,16 +101,13 @@ let package = Package(
         ]),
         // Batched datagram reads (recvmmsg, a GNU extension Swift's Glibc module does not show).
         .target(name: "CDatagramBatch"),
-        // What every live host shares (the BLE bridge, scripts, tap recording, the trace file), the
-        // ingest server on real sockets and the plugin simulator.
+        // What every live host shares: the BLE bridge, scripts and their loop, tap recording, the
+        // trace file, the realtime UDP sender.
         .target(
             name: "LiveHosts",
             dependencies: [
-                "CDatagramBatch", "IngestCore", "IngestStore", "JSONBytes", "BehaviourTrace", "LiveCapture", "CaptureKit", "CaptureSet", "CoreRandom",
+                "JSONBytes", "BehaviourTrace", "LiveCapture", "CaptureKit", "CaptureSet",
                 .product(name: "Yams", package: "Yams"),
-                .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
 
@@ -119,7 +116,13 @@ let package = Package(
         // host). Registered in one list, TetherIntegrations.builtIn.
         .target(
             name: "IngestIntegration",
-            dependencies: ["ReplayKit", "BehaviourTrace", "IngestCore", "CaptureKit", "CaptureSet", "Dissectors"],
+            dependencies: [
+                "ReplayKit", "BehaviourTrace", "IngestCore", "IngestStore", "CaptureKit", "CaptureSet", "Dissectors", "LiveHosts", "LiveCapture",
+                "CDatagramBatch", "CoreRandom", "JSONBytes",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
             path: "Sources/Integrations/Ingest"
         ),
         .target(
@@ -190,14 +193,13 @@ let package = Package(
             name: "IntegrationsTests",
             dependencies: [
                 "TetherTestSupport", "ReplayKit", "BehaviourTrace", "MonkeyCTrace", "TetherIntegrations", "IngestIntegration", "MessagingIntegration", "SessionIntegration", "WidgetIntegration",
-                "IngestCore", "MessagingCore", "SessionCore", "WidgetCore", "MonkeyC", "MQTT", "LiveHosts", "CaptureKit", "CaptureSet", "Dissectors",
+                "IngestCore", "IngestStore", "MessagingCore", "SessionCore", "WidgetCore", "MonkeyC", "MQTT", "LiveHosts", "CaptureKit", "CaptureSet", "Dissectors",
                 .product(name: "Yams", package: "Yams"), .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         .testTarget(name: "TetherTestingTests", dependencies: ["TetherTesting", "ReplayKit", "BehaviourTrace", "TetherIntegrations", "CaptureSet"]),
         .testTarget(name: "LiveCaptureTests", dependencies: ["TetherTestSupport", "LiveCapture", "CaptureKit", "CaptureSet"]),
         .testTarget(name: "JSONBytesTests", dependencies: ["JSONBytes", "TetherTestSupport"]),
-        .testTarget(name: "LiveHostsTests", dependencies: ["LiveHosts", "IngestCore", "IngestStore"]),
         .testTarget(
             name: "TetherCLITests",
             dependencies: ["TetherTestSupport", "TetherCLI", "TetherIntegrations", "CaptureKit", "CaptureSet", "Dissectors", "ReplayKit", "BehaviourTrace", "IngestCore", "IngestStore", "LiveHosts", "IngestIntegration", "MessagingIntegration", "SessionIntegration", "WidgetIntegration"],

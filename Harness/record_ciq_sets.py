@@ -22,7 +22,6 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -31,6 +30,9 @@ import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RIGS = os.path.join(ROOT, "Harness", "rigs")
+sys.path.insert(0, RIGS)
+from rig_processes import start, stop  # noqa: E402  (found through the path set just above)
+
 SCENARIOS = os.path.join(ROOT, "Harness", "scenarios", "ciq")
 ECHO = "0180E520-5F7E-11E4-9803-0800200C9A66"
 OTHER = "A3421FEE-D289-4B8C-9D56-5D3C1A2B3C4D"
@@ -52,30 +54,6 @@ SCENARIO_SETUP = {
                         ["--app", f"{ECHO}:chatty", "--chatty-count", "3", "--chatty-interval-ms", "500",
                          "--chatty-delay-ms", "1000"], 6),
 }
-
-
-def start(args, log_path):
-    """Starts a rig and waits for its `READY ...` line; returns (process, the line's words)."""
-    log = open(log_path, "w")
-    process = subprocess.Popen([sys.executable] + args, stdout=subprocess.PIPE, stderr=log, text=True)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if not line:
-            break
-        if line.startswith("READY"):
-            return process, line.split()[1:]
-    process.kill()
-    raise SystemExit(f"{args[0]} did not become ready; see {log_path}")
-
-
-def stop(process):
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
 
 
 def run(command, check=True, **kwargs):
@@ -102,8 +80,8 @@ def record(name, tether, out, logs):
              "--seed", str(seed), "--title", title, "--bridge-log", os.path.join(logs, f"{name}-bridge.log")])
     finally:
         if watch is not None:
-            stop(watch)
-        stop(controllers)
+            stop(watch, timeout=5)
+        stop(controllers, timeout=5)
     os.makedirs(os.path.join(set_path, "live"), exist_ok=True)
     shutil.copy(live_trace, os.path.join(set_path, "live", "messaging.jsonl"))
     add_expectations(set_path, os.path.join(SCENARIOS, f"{name}.expect.yaml"),

@@ -26,7 +26,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from record_ciq_sets import add_expectations, run, start, stop  # noqa: E402  (the Connect IQ recorder beside this file)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "rigs"))
+from record_ciq_sets import add_expectations, run  # noqa: E402  (the Connect IQ recorder beside this file)
+from rig_processes import start, stop  # noqa: E402  (Harness/rigs)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RIGS = os.path.join(ROOT, "Harness", "rigs")
@@ -116,8 +118,8 @@ def record(name, tether, out, logs):
                 raise SystemExit(f"a watch host failed ({watch.returncode}); see {work}")
     finally:
         for watch in watches:
-            stop(watch)
-        stop(controllers)
+            stop(watch, timeout=5)
+        stop(controllers, timeout=5)
     for side, path in sets.items():
         os.makedirs(os.path.join(path, "live"), exist_ok=True)
         shutil.copy(traces[side], os.path.join(path, "live", "session.jsonl"))

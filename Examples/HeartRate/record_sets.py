@@ -44,6 +44,9 @@ import yaml
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 RIGS = os.path.join(ROOT, "Harness", "rigs")
+sys.path.insert(0, RIGS)
+from rig_processes import start, stop, wait_for_line  # noqa: E402  (found through the path set just above)
+
 STRAP = "F0:48:52:00:00:01"
 PHONE = "F1:48:52:00:00:02"
 
@@ -68,33 +71,6 @@ WRITE_REQUEST, WRITE_RESPONSE, READ_REQUEST, READ_RESPONSE, NOTIFICATION = 0x12,
 SENT, RECEIVED = 0, 1  # H4 phdr direction: host -> controller, controller -> host
 
 
-def start(args, log_path):
-    """Starts a rig with this Python, waits for its READY line; returns (process, the line's words)."""
-    log = open(log_path, "w")
-    process = subprocess.Popen([sys.executable] + args, stdout=subprocess.PIPE, stderr=log, text=True)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if not line:
-            break
-        if line.startswith("READY"):
-            return process, line.split()[1:]
-    process.kill()
-    raise SystemExit(f"{args[0]} did not become ready; see {log_path}")
-
-
-def stop(process, signum=signal.SIGTERM, timeout=10):
-    """Stops a process we started, by its own handle; returns its exit code."""
-    if process.poll() is None:
-        process.send_signal(signum)
-        try:
-            process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-    return process.returncode
-
-
 def start_recorder(tether, controller_port, set_path, title, description, log_path):
     """`tether record --ble` in front of the controller; returns (process, the tap's port)."""
     log = open(log_path, "w")
@@ -102,16 +78,12 @@ def start_recorder(tether, controller_port, set_path, title, description, log_pa
                "--out", set_path, "--duration", "120", "--title", title, "--description", description]
     print("+ " + " ".join(command), flush=True)
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, text=True)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if not line:
-            break
-        if line.startswith("Point the host stack at "):
-            address = line[len("Point the host stack at "):].split()[0]
-            return process, int(address.rsplit(":", 1)[1])
-    process.kill()
-    raise SystemExit(f"tether record did not start; see {log_path}")
+    line = wait_for_line(process, "Point the host stack at ")
+    if line is None:
+        process.kill()
+        raise SystemExit(f"tether record did not start; see {log_path}")
+    address = line[len("Point the host stack at "):].split()[0]
+    return process, int(address.rsplit(":", 1)[1])
 
 
 # --- reading the capture ------------------------------------------------------------------

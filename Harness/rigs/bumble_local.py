@@ -9,15 +9,26 @@ advertise the watch, connect the phone to it, and raise the ATT MTU.
 `accept_stop_signals` lets a rig's SIGTERM/SIGINT handlers run even when its parent started it
 with those signals blocked.
 
+The rigs' common skeleton: `rig_argument_parser` (the command line from the module docstring),
+`check_address` (--address), `on_stop_signals` / `stop_signal_event` / `ready_until_stopped`
+(SIGTERM and SIGINT as the way to stop), `start_exit_watchdog` and `disconnect_on_exit` (a
+bounded shutdown).
+
 Used by bumble_gatt_exchange.py and h4tap_smoke.py (Harness/rigs) and make_ciq_capture.py
-(Harness/wireshark).
+(Harness/wireshark), and by the rigs run as processes (ciq_controllers.py, ciq_watch.py,
+ciq_phone_bridge.py, session_watch_bridge.py, gatt_throughput.py, heart_rate_peripheral.py,
+heart_rate_central.py).
 """
 
+import argparse
 import asyncio
+import os
 import signal
+import threading
 
 from bumble.controller import Controller
 from bumble.device import Device, Peer
+from bumble.hci import HCI_REMOTE_DEVICE_TERMINATED_CONNECTION_DUE_TO_POWER_OFF_ERROR as POWER_OFF
 from bumble.hci import Address
 from bumble.host import Host
 from bumble.snoop import BtSnooper
@@ -77,6 +88,68 @@ def accept_stop_signals():
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
 
 
+def rig_argument_parser(doc, epilog_from=1):
+    """A rig's argument parser: the description is the first paragraph of `doc` (the module
+    docstring), the epilog its paragraphs from index `epilog_from` on, both kept as written."""
+    paragraphs = doc.split("\n\n")
+    return argparse.ArgumentParser(
+        description=paragraphs[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="\n\n".join(paragraphs[epilog_from:]),
+    )
+
+
+def check_address(parser, address, static_random=True):
+    """Ends the program through `parser.error` unless `address` (given as --address) is a
+    Bluetooth address and, with `static_random`, a static random one (two top bits set)."""
+    try:
+        Address(address)
+    except Exception as error:  # Bumble raises ValueError or its own InvalidArgumentError
+        parser.error(f"--address {address!r} is not a Bluetooth address: {error}")
+    if static_random and int(address.split(":")[0], 16) & 0xC0 != 0xC0:
+        parser.error(f"--address {address}: a static random address has its two top bits set (C0-FF first byte)")
+
+
+def on_stop_signals(callback):
+    """Makes SIGTERM and SIGINT call `callback` in the running event loop."""
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, callback)
+
+
+def stop_signal_event():
+    """An asyncio.Event that SIGTERM and SIGINT set (in the running event loop)."""
+    stop = asyncio.Event()
+    on_stop_signals(stop.set)
+    return stop
+
+
+async def ready_until_stopped(ready_line):
+    """Prints `ready_line` (flushed) once SIGTERM and SIGINT are handled, and returns when one of
+    them arrives."""
+    stop = stop_signal_event()
+    print(ready_line, flush=True)
+    await stop.wait()
+
+
+def start_exit_watchdog(seconds):
+    """Ends the process with exit code 0 `seconds` from now, whatever it is doing then. Closing a
+    Bumble transport can wait on a peer that is already gone; a rig that was told to stop must
+    still go away."""
+    watchdog = threading.Timer(seconds, lambda: os._exit(0))
+    watchdog.daemon = True
+    watchdog.start()
+
+
+async def disconnect_on_exit(connection, log):
+    """Disconnects `connection` as a device powering off does (reason 0x15), within 2 s; a failure
+    is logged through `log(text)` and is otherwise ignored (best effort on the way out)."""
+    try:
+        await asyncio.wait_for(connection.disconnect(POWER_OFF), 2.0)
+    except Exception as error:  # best effort on the way out
+        log(f"disconnect on exit failed: {error!r}")
+
+
 async def serve_one_client(bridge, listen, max_line, log):
     """The bridges' JSON-lines front: listens on `listen` (HOST, PORT; port 0 picks one), prints
     `READY <port>` (flushed), hands exactly ONE client to `bridge.serve_client(reader, writer)`
@@ -102,9 +175,7 @@ async def serve_one_client(bridge, listen, max_line, log):
         finally:
             done.set()
 
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, bridge.stop)
+    on_stop_signals(bridge.stop)
     host, port = listen
     server = await asyncio.start_server(on_client, host, port, limit=max_line)
     port = server.sockets[0].getsockname()[1]

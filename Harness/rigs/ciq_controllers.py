@@ -30,7 +30,6 @@ A host (ciq_watch.py, ciq_phone_bridge.py, Tether's H4 tap) then uses
 
 import argparse
 import asyncio
-import signal
 import socket
 import sys
 
@@ -39,7 +38,7 @@ from bumble.controller import Controller
 from bumble.link import LocalLink
 from bumble.transport import open_transport
 from bumble.transport.tcp_server import open_tcp_server_transport_with_socket
-from bumble_local import accept_stop_signals
+from bumble_local import accept_stop_signals, ready_until_stopped
 
 
 class CancellableController(Controller):
@@ -101,12 +100,7 @@ async def serve(specs):
             CancellableController(
                 f"C{index}", host_source=transport.source, host_sink=transport.sink, link=link
             )
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, stop.set)
-        print("READY " + " ".join(ports), flush=True)
-        await stop.wait()
+        await ready_until_stopped("READY " + " ".join(ports))
     finally:
         for transport in transports:
             await transport.close()

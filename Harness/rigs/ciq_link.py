@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The Connect IQ companion link, in Python: packets, CRC-16/ARC, XXTEA and Monkey C values.
 
-Written from Tether's design note `connectiq-link.md` (shared/design), independently of the Swift
+Written from Tether's design note `docs/connectiq-link.md`, independently of the Swift
 MessagingCore, so that the two are a cross-check of each other. The Bumble rigs (`ciq_watch.py`,
 the test phone in `test_ciq_rigs.py`) use it; it opens no socket and reads no clock.
 
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Union
 
 # ---------------------------------------------------------------------------------------------
-# GATT (connectiq-link.md, "GATT")
+# GATT (docs/connectiq-link.md, "GATT")
 # ---------------------------------------------------------------------------------------------
 
 CURRENT_SERVICE_UUID = "6A4E8022-667B-11E3-949A-0800200C9A66"
@@ -44,7 +44,7 @@ LEGACY_NOTIFY_UUID = "4ACBCD28-7425-868E-F447-915C8F00D0CB"
 LOOPBACK_APP_UUID = "0180E520-5F7E-11E4-9803-0800200C9A66"
 
 # ---------------------------------------------------------------------------------------------
-# Link constants (connectiq-link.md, "Packets")
+# Link constants (docs/connectiq-link.md, "Packets")
 # ---------------------------------------------------------------------------------------------
 
 #: Data payload per packet without, and with, the large-packet flag.
@@ -825,7 +825,7 @@ class TransferReceiver:
 
 
 # ---------------------------------------------------------------------------------------------
-# Monkey C values (connectiq-link.md, "Monkey C value serialization"); big-endian
+# Monkey C values (docs/connectiq-link.md, "Monkey C value serialization"); big-endian
 # ---------------------------------------------------------------------------------------------
 
 STRING_BLOCK_MAGIC = b"\xab\xcd\xab\xcd"

@@ -26,7 +26,7 @@ the profile's write characteristic, sent as they arrive, in order. Several peers
 connected at once; connection attempts run one at a time (one LE initiator per controller).
 
 `--profile` picks the GATT service looked for: `connectiq` (the default) the current Connect IQ
-service, else the legacy one (connectiq-link.md; ATT MTU at least 195); `session` Tether's session
+service, else the legacy one (docs/connectiq-link.md; ATT MTU at least 195); `session` Tether's session
 link service 54450001-5345-5353-494F-4E4C494E4B01 (session-link.md; any ATT MTU), reported as
 `"service":"session"`. Nothing else differs.
 
@@ -53,7 +53,7 @@ from bumble.transport import open_transport
 
 import ciq_link as link
 import session_gatt
-from bumble_local import accept_stop_signals, serve_one_client
+from bumble_local import accept_stop_signals, check_address, rig_argument_parser, serve_one_client
 
 SERVICES = (
     ("current", link.CURRENT_SERVICE_UUID, link.CURRENT_WRITE_UUID, link.CURRENT_NOTIFY_UUID),
@@ -396,11 +396,7 @@ async def run(args) -> int:
 
 def main() -> int:
     accept_stop_signals()
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="\n\n".join(__doc__.split("\n\n")[1:]),
-    )
+    parser = rig_argument_parser(__doc__)
     parser.add_argument("--hci", required=True, help="Bumble transport of the phone's controller, e.g. tcp-client:127.0.0.1:9002")
     parser.add_argument("--listen", required=True, type=parse_listen, help="HOST:PORT for the one JSON-lines client (port 0: pick one)")
     parser.add_argument("--address", default="F1:F1:F1:F1:F1:F1", help="the phone's static random address")
@@ -419,10 +415,7 @@ def main() -> int:
         parser.error(f"--mtu {args.mtu}: the Connect IQ link needs at least {link.MIN_MTU}")
     if args.profile == "session" and not session_gatt.MIN_MTU <= args.mtu <= 517:
         parser.error(f"--mtu {args.mtu}: an ATT MTU is {session_gatt.MIN_MTU} to 517")
-    try:
-        hci.Address(args.address)
-    except Exception as error:
-        parser.error(f"--address {args.address!r} is not a Bluetooth address: {error}")
+    check_address(parser, args.address, static_random=False)
     try:
         return asyncio.run(run(args))
     except OSError as error:

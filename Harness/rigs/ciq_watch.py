@@ -4,7 +4,7 @@
 The watch is a Bumble host on one (usually virtual) controller. It serves the Connect IQ service
 with its two characteristics (write without response: phone -> watch; notify: watch -> phone;
 `--legacy` serves the legacy UUIDs instead), advertises connectable at the fixed static address
-`--address`, and speaks the link of Tether's `connectiq-link.md`: commands 1-6, transfer control,
+`--address`, and speaks the link of Tether's `docs/connectiq-link.md`: commands 1-6, transfer control,
 data windows of 15, acks matched by type, CRC-16/ARC, XXTEA decryption of the phone's encrypted
 transfers with the key packet, large packets when enabled. Where that note leaves the watch's
 behaviour open, docs/ble-rigs.md says what this rig does.
@@ -36,9 +36,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import signal
-import threading
 import sys
 import time
 import traceback
@@ -52,14 +49,13 @@ from bumble.gatt import Characteristic, CharacteristicValue, Service
 from bumble.transport import open_transport
 
 import ciq_link as link
-from bumble_local import accept_stop_signals
+from bumble_local import accept_stop_signals, check_address, disconnect_on_exit, ready_until_stopped, rig_argument_parser, start_exit_watchdog
 
 BEHAVIOURS = (
     "echo", "not-installed", "silent", "slow", "oom", "busy", "not-started", "chatty", "disconnect-mid",
 )
 STEP_TIMEOUT_S = 5.0  # waiting for an ack of one transfer step
 COMMAND_TIMEOUT_S = 3.0  # waiting for the phone's answer to command 3 or 4
-POWER_OFF = hci.HCI_REMOTE_DEVICE_TERMINATED_CONNECTION_DUE_TO_POWER_OFF_ERROR
 USER_TERMINATED = hci.HCI_REMOTE_USER_TERMINATED_CONNECTION_ERROR
 
 
@@ -595,10 +591,7 @@ class Watch:
     async def power_off(self) -> None:
         """Disconnect every phone (reason 0x15, power off), each bounded in time."""
         for phone in list(self.links.values()):
-            try:
-                await asyncio.wait_for(phone.connection.disconnect(POWER_OFF), 2.0)
-            except Exception as error:  # best effort on the way out
-                log(phone.peer, f"disconnect on exit failed: {error!r}")
+            await disconnect_on_exit(phone.connection, lambda text, peer=phone.peer: log(peer, text))
 
 
 async def run(args) -> int:
@@ -609,29 +602,16 @@ async def run(args) -> int:
         await watch.start_advertising(args.name)
         apps = ", ".join(f"{a.uuid}={a.behaviour}:{a.version}" for a in watch.apps.values())
         log("-", f"advertising as {args.address} ({'legacy' if args.legacy else 'current'} service); apps: {apps}")
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, stop.set)
-        print(f"READY {args.address}", flush=True)
-        await stop.wait()
+        await ready_until_stopped(f"READY {args.address}")
         log("-", "stopping")
-        # Closing a Bumble transport can wait on a peer that is already gone; a stopped watch must
-        # still go away, so the process ends 5 s after the signal whatever the shutdown is doing.
-        watchdog = threading.Timer(5.0, lambda: os._exit(0))
-        watchdog.daemon = True
-        watchdog.start()
+        start_exit_watchdog(5.0)  # the process ends 5 s after the signal whatever the shutdown is doing
         await watch.power_off()
     return 0
 
 
 def main() -> int:
     accept_stop_signals()
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="\n\n".join(__doc__.split("\n\n")[2:]),
-    )
+    parser = rig_argument_parser(__doc__, epilog_from=2)
     parser.add_argument("--hci", default="tcp-client:127.0.0.1:9001", help="Bumble transport of the watch's controller")
     parser.add_argument("--address", default="F0:F1:F2:F3:F4:F5", help="static random address to advertise (top two bits set)")
     parser.add_argument("--name", default="Tether CIQ watch", help="local name in the scan response")
@@ -648,12 +628,7 @@ def main() -> int:
     args = parser.parse_args()
     if not args.app:
         args.app = [App(uuidlib.UUID(link.LOOPBACK_APP_UUID), "echo", 1)]
-    try:
-        hci.Address(args.address)
-    except Exception as error:  # Bumble raises ValueError or its own InvalidArgumentError
-        parser.error(f"--address {args.address!r} is not a Bluetooth address: {error}")
-    if int(args.address.split(":")[0], 16) & 0xC0 != 0xC0:
-        parser.error(f"--address {args.address}: a static random address has its two top bits set (C0-FF first byte)")
+    check_address(parser, args.address)
     try:
         return asyncio.run(run(args))
     except OSError as error:

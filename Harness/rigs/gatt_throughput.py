@@ -42,7 +42,7 @@ from bumble.device import Device, Peer
 from bumble.transport import open_transport
 
 import session_gatt
-from bumble_local import accept_stop_signals, discover_characteristic
+from bumble_local import accept_stop_signals, discover_characteristic, rig_argument_parser, stop_signal_event
 
 RIGS = os.path.dirname(os.path.abspath(__file__))
 SERVER_ADDRESS = "F0:F1:F2:F3:F4:F5"
@@ -88,10 +88,7 @@ async def serve(args) -> int:
         await device.start_advertising(
             advertising_data=bytes(advertising), advertising_interval_min=20.0, advertising_interval_max=20.0
         )
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, stop.set)
+        stop = stop_signal_event()
         device.on("connection", lambda connection: connection.on("disconnection", lambda _reason: stop.set()))
         print("READY", flush=True)
         # Ends on a signal, when the client disconnects, or when the controller's transport closes.
@@ -217,11 +214,7 @@ async def run_client(args, client_hci: str, server: asyncio.subprocess.Process) 
 
 def main() -> int:
     accept_stop_signals()
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="\n\n".join(__doc__.split("\n\n")[1:]),
-    )
+    parser = rig_argument_parser(__doc__)
     parser.add_argument("--bytes", type=int, default=10 * 1024 * 1024, help="bytes to write (default 10485760)")
     parser.add_argument("--mtu", type=int, default=247, help="ATT MTU to ask for (23-517; default 247)")
     parser.add_argument("--backlog", type=int, default=128, help="most ACL packets queued in the client's host, in flight included (default 128)")

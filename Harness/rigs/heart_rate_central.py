@@ -36,9 +36,7 @@ Example (the strap on controller 9001, this central on 9002 or on a Tether H4 ta
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import signal
 import sys
 import time
 
@@ -48,7 +46,7 @@ from bumble.device import Device, Peer
 from bumble.transport import open_transport
 
 import heart_rate_gatt as hr
-from bumble_local import accept_stop_signals
+from bumble_local import accept_stop_signals, rig_argument_parser, stop_signal_event
 
 _START = time.monotonic()
 
@@ -170,10 +168,7 @@ async def run(args) -> int:
     async with await open_transport(args.hci) as hci_transport:
         device = Device.with_hci("Tether HR phone", hci.Address(args.address), hci_transport.source, hci_transport.sink)
         await asyncio.wait_for(device.power_on(), 10.0)
-        stopping = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, stopping.set)
+        stopping = stop_signal_event()
         out(f"READY {args.address}")
         limit = args.connect_timeout + args.duration + 30
         task = asyncio.create_task(asyncio.wait_for(session(args, device, stopping), limit))
@@ -193,11 +188,7 @@ async def run(args) -> int:
 
 def main() -> int:
     accept_stop_signals()
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="\n\n".join(__doc__.split("\n\n")[1:]),
-    )
+    parser = rig_argument_parser(__doc__)
     parser.add_argument("--hci", default="tcp-client:127.0.0.1:9002", help="Bumble transport of the central's controller (or a tap)")
     parser.add_argument("--peer", default="F0:48:52:00:00:01", help="the strap's static random address")
     parser.add_argument("--address", default="F1:48:52:00:00:02", help="this central's static random address")

@@ -31,12 +31,8 @@ Example (controllers from ciq_controllers.py on 9001/9002):
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import os
-import signal
 import sys
-import threading
 import time
 
 from bumble import att, hci
@@ -47,9 +43,8 @@ from bumble.profiles.device_information_service import DeviceInformationService
 from bumble.transport import open_transport
 
 import heart_rate_gatt as hr
-from bumble_local import accept_stop_signals
+from bumble_local import accept_stop_signals, check_address, disconnect_on_exit, ready_until_stopped, rig_argument_parser, start_exit_watchdog
 
-POWER_OFF = hci.HCI_REMOTE_DEVICE_TERMINATED_CONNECTION_DUE_TO_POWER_OFF_ERROR
 _START = time.monotonic()
 
 
@@ -181,10 +176,7 @@ class Strap:
     async def power_off(self) -> None:
         """Disconnect every central (reason 0x15, power off), each bounded in time."""
         for connection in list(self.connections.values()):
-            try:
-                await asyncio.wait_for(connection.disconnect(POWER_OFF), 2.0)
-            except Exception as error:  # best effort on the way out
-                log(f"disconnect on exit failed: {error!r}")
+            await disconnect_on_exit(connection, log)
 
 
 async def run(args) -> int:
@@ -194,18 +186,9 @@ async def run(args) -> int:
         await device.power_on()
         await strap.start_advertising(args.name)
         log(f"advertising as {args.address}, scenario {args.scenario}, seed {args.seed}; {strap.handles()}")
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, stop.set)
-        print(f"READY {args.address}", flush=True)
-        await stop.wait()
+        await ready_until_stopped(f"READY {args.address}")
         log("stopping")
-        # Closing a Bumble transport can wait on a peer that is already gone; a stopped strap must
-        # still go away, so the process ends 5 s after the signal whatever the shutdown is doing.
-        watchdog = threading.Timer(5.0, lambda: os._exit(0))
-        watchdog.daemon = True
-        watchdog.start()
+        start_exit_watchdog(5.0)  # the process ends 5 s after the signal whatever the shutdown is doing
         for handle in list(strap.streams):
             strap.stop_stream(handle)
         await strap.power_off()
@@ -214,11 +197,7 @@ async def run(args) -> int:
 
 def main() -> int:
     accept_stop_signals()
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="\n\n".join(__doc__.split("\n\n")[1:]),
-    )
+    parser = rig_argument_parser(__doc__)
     parser.add_argument("--hci", default="tcp-client:127.0.0.1:9001", help="Bumble transport of the strap's controller")
     parser.add_argument("--address", default="F0:48:52:00:00:01", help="static random address to advertise (top two bits set)")
     parser.add_argument("--name", default="Tether HR strap", help="complete local name in the advertising data")
@@ -229,12 +208,7 @@ def main() -> int:
     parser.add_argument("--contact-lost-for", type=int, default=3, help="contact-lost: ticks without contact")
     parser.add_argument("--silent-after", type=int, default=3, help="silent: measurements sent before the strap goes silent")
     args = parser.parse_args()
-    try:
-        hci.Address(args.address)
-    except Exception as error:  # Bumble raises ValueError or its own InvalidArgumentError
-        parser.error(f"--address {args.address!r} is not a Bluetooth address: {error}")
-    if int(args.address.split(":")[0], 16) & 0xC0 != 0xC0:
-        parser.error(f"--address {args.address}: a static random address has its two top bits set (C0-FF first byte)")
+    check_address(parser, args.address)
     if args.interval_ms <= 0:
         parser.error("--interval-ms must be greater than 0")
     try:

@@ -188,7 +188,7 @@ def status_text(status: int) -> str:
     return "|".join(parts) or "none"
 
 
-#: WCError codes (shared/design/session-semantics.md, "Errors").
+#: WCError codes (docs/session-semantics.md, "Errors").
 ERROR_NAMES = {
     7001: "genericError", 7002: "sessionNotSupported", 7003: "sessionMissingDelegate",
     7004: "sessionNotActivated", 7005: "deviceNotPaired", 7006: "watchAppNotInstalled",

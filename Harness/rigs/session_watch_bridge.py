@@ -41,10 +41,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import socket
 import sys
-import threading
 import time
 
 from bumble import att, hci
@@ -53,7 +51,7 @@ from bumble.device import Device
 from bumble.transport import open_transport
 
 import session_gatt
-from bumble_local import accept_stop_signals, serve_one_client
+from bumble_local import accept_stop_signals, check_address, rig_argument_parser, serve_one_client, start_exit_watchdog
 
 POWER_ON_TIMEOUT_S = 10.0
 QUIT_DISCONNECT_TIMEOUT_S = 2.0
@@ -331,11 +329,7 @@ async def run(args) -> int:
         log(f"controller up on {args.hci}")
 
         server, accepted, done = await serve_one_client(bridge, args.listen, MAX_LINE, log)
-        # Closing a Bumble transport can wait on a peer that is already gone; a quitting bridge
-        # must still go away, so the process ends EXIT_WATCHDOG_S after quitting began.
-        watchdog = threading.Timer(EXIT_WATCHDOG_S, lambda: os._exit(0))
-        watchdog.daemon = True
-        watchdog.start()
+        start_exit_watchdog(EXIT_WATCHDOG_S)  # the process ends EXIT_WATCHDOG_S after quitting began
         if accepted.is_set():
             await done.wait()  # serve_client ends: quit op, EOF or stop()
         else:
@@ -347,11 +341,7 @@ async def run(args) -> int:
 
 def main() -> int:
     accept_stop_signals()
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="\n\n".join(__doc__.split("\n\n")[1:]),
-    )
+    parser = rig_argument_parser(__doc__)
     parser.add_argument("--hci", required=True, help="Bumble transport of the watch's controller, e.g. tcp-client:127.0.0.1:9001")
     parser.add_argument("--listen", required=True, type=parse_listen, help="HOST:PORT for the one JSON-lines client (port 0: pick one)")
     parser.add_argument("--address", required=True, help="static random address to advertise, e.g. F0:F1:F2:F3:F4:F5 (first byte C0-FF)")
@@ -359,12 +349,7 @@ def main() -> int:
     parser.add_argument("--mtu", type=int, default=247, help=f"largest ATT MTU the server accepts ({session_gatt.MIN_MTU}-{MAX_MTU})")
     parser.add_argument("-v", "--verbose", action="store_true", help="log every write and notification on stderr")
     args = parser.parse_args()
-    try:
-        hci.Address(args.address)
-    except Exception as error:  # Bumble raises ValueError or its own InvalidArgumentError
-        parser.error(f"--address {args.address!r} is not a Bluetooth address: {error}")
-    if int(args.address.split(":")[0], 16) & 0xC0 != 0xC0:
-        parser.error(f"--address {args.address}: a static random address has its two top bits set (C0-FF first byte)")
+    check_address(parser, args.address)
     if not session_gatt.MIN_MTU <= args.mtu <= MAX_MTU:
         parser.error(f"--mtu {args.mtu}: an ATT MTU is {session_gatt.MIN_MTU} to {MAX_MTU}")
     try:

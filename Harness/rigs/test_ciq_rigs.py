@@ -62,7 +62,7 @@ def time_limit():
 
 
 # =============================================================================================
-# ciq_link: vectors from connectiq-link.md
+# ciq_link: vectors from docs/connectiq-link.md
 # =============================================================================================
 
 MONKEY_C_VECTORS = [
@@ -497,7 +497,7 @@ class Phone:
         return answer
 
     def send_message(self, conn, value, payload_size):
-        """An encrypted transfer as connectiq-link.md orders it; returns every ack received."""
+        """An encrypted transfer as docs/connectiq-link.md orders it; returns every ack received."""
         acks = []
         key = bytes(self.key_rng.randrange(256) for _ in range(16))
         cipher = link.xxtea_encrypt(link.pad_for_xxtea(link.encode_value(value)), key)

@@ -1,6 +1,7 @@
 """Tests of the heart-rate rigs: the codec against hand-written byte vectors, the scenario
 schedules, the strap's GATT database in process, and the strap and the central end to end over
-Bumble virtual controllers (no Tether needed).
+Bumble virtual controllers (no Tether needed). The process helper and the per-test time limit
+come from test_ciq_rigs.py.
 
 Run with `python3 -m pytest Harness/rigs/test_heart_rate_rigs.py -q`. The byte vectors are the
 ones of Examples/HeartRate/Tests/HeartRateCoreTests/HeartRateMeasurementTests.swift, so the Swift
@@ -9,10 +10,8 @@ loopback ports, run the strap at 4 Hz to keep them short, and stop every process
 """
 
 import asyncio
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -21,24 +20,9 @@ RIGS = Path(__file__).resolve().parent
 sys.path.insert(0, str(RIGS))
 
 import heart_rate_gatt as hr  # noqa: E402
+from test_ciq_rigs import Process, time_limit  # noqa: E402,F401  (time_limit: the autouse alarm)
 
-TEST_LIMIT_S = 60
-STARTUP_S = 20.0
 STRAP = "F0:48:52:00:00:11"
-
-
-@pytest.fixture(autouse=True)
-def time_limit():
-    """Fail any test that runs past TEST_LIMIT_S (SIGALRM; the runner is single-threaded)."""
-
-    def expired(_signum, _frame):
-        raise TimeoutError(f"test ran past its {TEST_LIMIT_S} s limit")
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.alarm(TEST_LIMIT_S)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
 
 
 # =============================================================================================
@@ -206,38 +190,20 @@ def test_strap_serves_heart_rate_after_device_information_and_answers_reads_and_
 
 
 def start(args, processes):
-    """Starts a rig, waits for its READY line, returns (process, the line's words)."""
-    process = subprocess.Popen([sys.executable] + [str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    """Starts a rig (a test_ciq_rigs.Process, kept in `processes`), waits for its READY line;
+    returns (process, the line's words)."""
+    process = Process(Path(args[0]).stem, [str(a) for a in args])
     processes.append(process)
-    deadline = time.monotonic() + STARTUP_S
-    while time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if not line:
-            break
-        if line.startswith("READY"):
-            return process, line.split()[1:]
-    raise AssertionError(f"{args[0]} did not say READY: {process.stderr.read() if process.poll() is not None else ''}")
-
-
-def stop(process, timeout=10):
-    """SIGTERM, then the exit code (SIGKILL after `timeout`)."""
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            return process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-            return None
-    return process.returncode
+    return process, process.wait_ready()
 
 
 @pytest.fixture
 def processes():
+    """The rigs a test started; each is stopped, and its log removed, at the test's end."""
     started = []
     yield started
     for process in reversed(started):
-        stop(process)
+        process.cleanup()
 
 
 def run_session(processes, scenario, central_args, strap_args=()):
@@ -281,7 +247,7 @@ def test_central_runs_the_core_request_order_and_gets_the_clean_scenario(process
     assert received[0].energy_expended == ticks[0].energy_spent
     reset_index = sum(1 for k in kinds[: kinds.index("WRITE_CP")] if k == "NOTIFICATION")
     assert received[10].energy_expended == sum(t.energy_spent for t in ticks[reset_index:11])
-    assert stop(strap) == 0
+    assert strap.stop() == 0
 
 
 def test_central_handles_are_past_the_device_information_service(processes):
@@ -302,7 +268,7 @@ def test_silent_scenario_stops_notifying_but_keeps_the_link(processes):
     assert len(notifications(lines)) == 3
     kinds = [words[0] for words in lines]
     assert kinds.index("DISCONNECT") < kinds.index("DISCONNECTED")  # the central ended it, not the strap
-    assert stop(strap) == 0
+    assert strap.stop() == 0
 
 
 def test_central_without_strap_fails_with_reason(processes):
@@ -320,4 +286,4 @@ def test_peripheral_exits_zero_on_sigterm(processes):
     _, ports = start([RIGS / "ciq_controllers.py", "--ports", "0"], processes)
     strap, words = start([RIGS / "heart_rate_peripheral.py", "--hci", f"tcp-client:127.0.0.1:{ports[0]}", "--address", STRAP], processes)
     assert words == [STRAP]
-    assert stop(strap) == 0
+    assert strap.stop() == 0

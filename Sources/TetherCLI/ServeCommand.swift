@@ -8,6 +8,7 @@ import Darwin
 import IngestCore
 import IngestStore
 import LiveHosts
+import IngestIntegration
 import CaptureSet
 
 /// `tether serve …`: the cores on real sockets.

@@ -1,5 +1,6 @@
 import ArgumentParser
 import LiveHosts
+import IngestIntegration
 import Synchronization
 #if canImport(Glibc)
 import Glibc

@@ -1,6 +1,7 @@
 import CaptureKit
 import Foundation
 import LiveHosts
+import IngestIntegration
 import ReplayKit
 import BehaviourTrace
 import Testing

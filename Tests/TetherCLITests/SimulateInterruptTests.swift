@@ -5,6 +5,7 @@ import Glibc
 import Darwin
 #endif
 import LiveHosts
+import IngestIntegration
 import Testing
 import TetherTestSupport
 

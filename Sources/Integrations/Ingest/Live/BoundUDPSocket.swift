@@ -1,3 +1,4 @@
+import LiveHosts
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

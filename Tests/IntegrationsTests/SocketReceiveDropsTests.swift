@@ -7,7 +7,8 @@ import Darwin
 import IngestCore
 import Testing
 
-@testable import LiveHosts
+@testable import IngestIntegration
+import LiveHosts
 
 /// A UDP socket on 127.0.0.1, non-blocking, with the receive buffer asked for.
 private func loopbackSocket(receiveBuffer: Int32? = nil, bound: Bool) throws -> (descriptor: Int32, port: UInt16) {

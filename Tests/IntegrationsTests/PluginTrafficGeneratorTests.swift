@@ -1,7 +1,8 @@
 import IngestCore
 import Testing
 
-@testable import LiveHosts
+@testable import IngestIntegration
+import LiveHosts
 
 @Suite struct PluginTrafficGeneratorTests {
     @Test func sameSeedGivesTheSameSchedule() {

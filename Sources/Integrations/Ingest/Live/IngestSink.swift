@@ -1,3 +1,4 @@
+import LiveHosts
 import Foundation
 import IngestCore
 import IngestStore

@@ -1,3 +1,4 @@
+import LiveHosts
 import IngestCore
 
 /// The datagrams of one read from a socket, copied out of the channel's buffer into one array so

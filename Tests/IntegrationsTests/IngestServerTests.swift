@@ -3,7 +3,8 @@ import IngestCore
 import IngestStore
 import Testing
 
-@testable import LiveHosts
+@testable import IngestIntegration
+import LiveHosts
 
 /// A data point reduced to what the simulator decides (the source port is the sender's).
 private struct PointKey: Hashable, CustomStringConvertible {
