@@ -111,19 +111,10 @@ public func replay(
     options.replacedCallCores = replacedCores
     var trace: [TraceEvent] = []
     do throws(ReplayError) {
-        let loaded = try loadReplaySet(at: path, options: options)
-        var checks = ReplayCheckOptions(timingToleranceNs: timingTolerance.replayNanoseconds)
-        if !compareBaselines {
-            // A run compared with nothing: drop the baselines from the manifest it checks against.
-            var withoutBaselines = loaded
-            withoutBaselines.manifest.baselines = [:]
-            checks.maxDiffLines = 40
-            let checked = try replayAndCheck(withoutBaselines, options: options, checks: checks) { event in
-                observe(event)
-                trace.append(event)
-            }
-            return result(of: checked, trace: trace)
-        }
+        var loaded = try loadReplaySet(at: path, options: options)
+        // A run compared with nothing: the baselines are dropped from the manifest it checks.
+        if !compareBaselines { loaded.manifest.baselines = [:] }
+        let checks = ReplayCheckOptions(timingToleranceNs: timingTolerance.replayNanoseconds)
         let checked = try replayAndCheck(loaded, options: options, checks: checks) { event in
             observe(event)
             trace.append(event)

@@ -120,13 +120,7 @@ public struct IntegrationRegistry: Sendable {
                 continue
             }
             if role == .apiCalls || role == .context { continue }
-            let candidates = integrations.filter { $0.replayedRoles.contains(role) }
-            if let withSection = candidates.first(where: { $0.sectionName.map(sectionNames.contains) ?? false }),
-               !candidates.contains(where: { $0.name != withSection.name && $0.defaultForRoles.contains(role) && ($0.sectionName.map(sectionNames.contains) ?? false) }) {
-                chosen.insert(withSection.name)
-            } else if let fallback = candidates.first(where: { $0.defaultForRoles.contains(role) }) ?? candidates.first {
-                chosen.insert(fallback.name)
-            }
+            if let owner = Self.owner(of: role, among: integrations, sections: sectionNames) { chosen.insert(owner.name) }
         }
         return integrations.filter { chosen.contains($0.name) }
     }
@@ -135,12 +129,20 @@ public struct IntegrationRegistry: Sendable {
     /// decided, for the engine's routing.
     public func core(forUnnamed role: InterfaceRole?, selected: [any CoreIntegration], sections: Set<String>) -> String? {
         guard let role else { return selected.first { $0.replaysUndescribedInterfaces }?.name }
-        let candidates = selected.filter { $0.replayedRoles.contains(role) }
-        if let withSection = candidates.first(where: { $0.sectionName.map(sections.contains) ?? false }),
-           !candidates.contains(where: { $0.name != withSection.name && $0.defaultForRoles.contains(role) && ($0.sectionName.map(sections.contains) ?? false) }) {
-            return withSection.name
+        return Self.owner(of: role, among: selected, sections: sections)?.name
+    }
+
+    /// Of the integrations that replay `role`: the one whose section the manifest has (unless
+    /// another of the role's defaults has its section too), else the role's default, else the
+    /// first that replays it.
+    static func owner(of role: InterfaceRole, among integrations: [any CoreIntegration], sections: Set<String>) -> (any CoreIntegration)? {
+        let candidates = integrations.filter { $0.replayedRoles.contains(role) }
+        let hasSection: (any CoreIntegration) -> Bool = { $0.sectionName.map(sections.contains) ?? false }
+        if let withSection = candidates.first(where: hasSection),
+           !candidates.contains(where: { $0.name != withSection.name && $0.defaultForRoles.contains(role) && hasSection($0) }) {
+            return withSection
         }
-        return (candidates.first { $0.defaultForRoles.contains(role) } ?? candidates.first)?.name
+        return candidates.first { $0.defaultForRoles.contains(role) } ?? candidates.first
     }
 
     /// ` (did you mean "messaging"?)` when a registered name is one or two edits away.
