@@ -102,22 +102,12 @@ public struct MessagingAdapter: CoreAdapter {
     }
 
     /// API-call records raw; BLE interfaces dissected; nothing else.
-    public func input(for interface: ReplayInterface) -> ReplayInput {
-        if interface.role == .apiCalls || (interface.role == nil && interface.linkType == .user0) { return .raw }
-        if let role = interface.role {
-            guard role == .bleHCI || role == .bleMonitor else { return .ignore }
-            return .dissected
-        }
-        switch interface.linkType {
-        case .bluetoothHCIH4WithPHDR, .bluetoothHCIH4, .bluetoothLinuxMonitor: return .dissected
-        default: return .ignore
-        }
-    }
+    public func input(for interface: ReplayInterface) -> ReplayInput { .bleCore(for: interface) }
 
     /// One frame: an API-call record, or HCI.
     public mutating func frame(_ frame: ReplayFrame, now: Duration) -> [TraceEvent] {
         let timeNs = now.replayNanoseconds
-        if frame.interface.role == .apiCalls || frame.interface.linkType == .user0 {
+        if frame.interface.carriesAPICalls {
             return apiRecord(frame, now: now)
         }
         guard let dissected = frame.dissected else { return [] }

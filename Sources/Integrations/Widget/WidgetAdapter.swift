@@ -79,7 +79,7 @@ public struct WidgetAdapter: CoreAdapter {
 
     /// One frame: an API-call record, a container event or TCP.
     public mutating func frame(_ frame: ReplayFrame, now: Duration) -> [TraceEvent] {
-        if frame.interface.role == .apiCalls || frame.interface.linkType == .user0 {
+        if frame.interface.carriesAPICalls {
             return apiRecord(frame, now: now)
         }
         if frame.interface.role == .appGroup || frame.interface.linkType == .user1 {

@@ -42,6 +42,12 @@ public struct ReplayInterface: Sendable, Hashable {
                   core: described?.core, parameters: parameters)
     }
 
+    /// Whether the interface carries the app's API-call records: its role is `api-calls`, or the
+    /// manifest does not describe it and its link type is LINKTYPE_USER0 (147).
+    public var carriesAPICalls: Bool {
+        role == .apiCalls || (role == nil && linkType == .user0)
+    }
+
     /// A parameter read as a number or other value; `nil` when absent or not of that type.
     public func parameter<T: LosslessStringConvertible>(_ key: String, as type: T.Type = T.self) -> T? {
         parameters[key].flatMap { T($0) }
@@ -72,6 +78,20 @@ public enum ReplayInput: Sendable, Hashable, Comparable {
     /// The bytes and the ``DissectedFrame`` (HCI → ACL → L2CAP → ATT, or IP → UDP). The engine
     /// runs one stateful ``FrameDissector`` per interface and shares its result between adapters.
     case dissected
+}
+
+extension ReplayInput {
+    /// What a core on the phone's side of a BLE link wants (messaging, session, a user's BLE
+    /// core): API-call records raw; HCI and monitor-channel interfaces, described as `ble-hci` or
+    /// `ble-monitor` or undescribed with a BLE link type, dissected; nothing else.
+    public static func bleCore(for interface: ReplayInterface) -> ReplayInput {
+        if interface.carriesAPICalls { return .raw }
+        if let role = interface.role { return role == .bleHCI || role == .bleMonitor ? .dissected : .ignore }
+        switch interface.linkType {
+        case .bluetoothHCIH4WithPHDR, .bluetoothHCIH4, .bluetoothLinuxMonitor: return .dissected
+        default: return .ignore
+        }
+    }
 }
 
 /// One captured frame handed to an adapter, at its virtual instant.

@@ -223,7 +223,7 @@ public struct ReplayEngine {
         }
         var apiCall: APICallRecord?
         var recipient: String?
-        if route.interface.role == .apiCalls || (route.interface.role == nil && route.interface.linkType == .user0) {
+        if route.interface.carriesAPICalls {
             do throws(TraceFormatError) {
                 apiCall = .parsed(try JSONLiteral.parseObject(bytes, label: "frame \(header.number)"))
             } catch {

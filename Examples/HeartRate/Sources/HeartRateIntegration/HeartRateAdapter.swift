@@ -41,13 +41,7 @@ public struct HeartRateAdapter: CoreAdapter {
     }
 
     /// API-call records raw; BLE interfaces dissected.
-    public func input(for interface: ReplayInterface) -> ReplayInput {
-        if interface.role == .apiCalls || (interface.role == nil && interface.linkType == .user0) { return .raw }
-        switch interface.linkType {
-        case .bluetoothHCIH4WithPHDR, .bluetoothHCIH4, .bluetoothLinuxMonitor: return .dissected
-        default: return .ignore
-        }
-    }
+    public func input(for interface: ReplayInterface) -> ReplayInput { .bleCore(for: interface) }
 
     /// The next section call, or the core's own timer.
     public var nextDeadline: Duration? {
@@ -61,7 +55,7 @@ public struct HeartRateAdapter: CoreAdapter {
 
     /// One frame: an API-call record, or HCI.
     public mutating func frame(_ frame: ReplayFrame, now: Duration) -> [TraceEvent] {
-        if frame.interface.role == .apiCalls || frame.interface.linkType == .user0 {
+        if frame.interface.carriesAPICalls {
             switch frame.apiCallRecord() {
             case .parsed(let record):
                 guard case .string(let name)? = record["call"] else {
