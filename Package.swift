@@ -86,7 +86,7 @@ let package = Package(
 
         // The behaviour trace: events, JSON Lines reading and writing, trace diff. What a live host
         // and a replay both write, so "replay reproduces what really happened" is one `tether diff`.
-        .target(name: "BehaviourTrace", dependencies: ["CaptureSet", "JSONBytes"]),
+        .target(name: "BehaviourTrace", dependencies: ["CaptureKit", "CaptureSet", "JSONBytes"]),
         // Monkey C values as JSON in traces and API-call records (the messaging, session and widget
         // integrations share it).
         .target(name: "MonkeyCTrace", dependencies: ["MonkeyC", "BehaviourTrace"]),

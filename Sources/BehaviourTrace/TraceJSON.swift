@@ -72,32 +72,6 @@ public struct TraceFileError: Error, Sendable, Hashable, CustomStringConvertible
     }
 }
 
-extension TraceFileError {
-    /// Why the trace file at `path` cannot be opened for reading, in words that say what to do;
-    /// `nil` when it can. Both trace readers ask, so they word it alike.
-    static func unreadable(_ path: String) -> TraceFileError? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return cannotOpen(path, errno: errno) }
-        defer { _ = close(fd) }
-        var info = stat()
-        if fstat(fd, &info) == 0, (info.st_mode & mode_t(S_IFMT)) == mode_t(S_IFDIR) { return cannotOpen(path, errno: EISDIR) }
-        return nil
-    }
-
-    /// A trace file that `open(2)` refused with `code`.
-    static func cannotOpen(_ path: String, errno code: Int32) -> TraceFileError {
-        let reason: String
-        let hint: String?
-        switch code {
-        case ENOENT: (reason, hint) = ("there is no such file", "check the path (a set's baseline is written by `tether replay --update-baseline`)")
-        case EISDIR: (reason, hint) = ("it is a folder, not a trace file", "name the .jsonl file inside it")
-        case EACCES, EPERM: (reason, hint) = ("permission denied", "make the file readable by this user")
-        default: (reason, hint) = (String(cString: strerror(code)), nil)
-        }
-        return TraceFileError(path: path, operation: "read trace file", reason: reason, hint: hint)
-    }
-}
-
 extension TraceEvent {
     /// Keys that the line carries at top level; a field of the same name is never written twice.
     static let reservedKeys: Set<String> = ["t_ns", "core", "event"]
@@ -127,6 +101,26 @@ extension TraceEvent {
     public init(jsonLine: String, lineNumber: Int, file: String) throws(TraceFormatError) {
         var parser = TraceJSONParser(bytes: Array(jsonLine.utf8), line: lineNumber, file: file)
         self = try parser.parseEvent()
+    }
+}
+
+/// Bounds on what a trace reader accepts, so a hostile or damaged file cannot make it allocate
+/// without limit.
+public enum TraceLimits {
+    /// The environment variable that raises ``maximumLineBytes``.
+    public static let maximumLineBytesVariable = "TETHER_TRACE_MAX_LINE_BYTES"
+    /// The longest line read: 16 MiB, or what ``maximumLineBytesVariable`` says. The longest lines
+    /// Tether writes (an API call carrying a 64 KiB message as JSON) are under 1 MiB.
+    public static var maximumLineBytes: Int {
+        if let text = ProcessInfo.processInfo.environment[maximumLineBytesVariable], let n = Int(text), n > 0 { return n }
+        return 16 << 20
+    }
+
+    /// The error for a line longer than ``maximumLineBytes``.
+    public static func lineTooLong(file: String, line: Int) -> TraceFormatError {
+        TraceFormatError(file: file, line: line, column: maximumLineBytes + 1,
+                         expected: "a line of at most \(maximumLineBytes) bytes (set \(maximumLineBytesVariable) higher to read longer lines)",
+                         found: "a longer line")
     }
 }
 
@@ -170,29 +164,19 @@ public enum TraceFile {
         }
     }
 
-    /// Reads every event of the trace file at `path`. Blank lines are skipped.
-    /// - Throws: `TraceFileError` when the file cannot be opened; `TraceFormatError` for the first
-    ///   malformed line.
-    public static func read(_ path: String) throws -> [TraceEvent] {
-        if let unreadable = TraceFileError.unreadable(path) { throw unreadable }
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw TraceFileError(path: path, operation: "read trace file", reason: "\(error.localizedDescription)")
-        }
-        return try decode(Array(data), file: path)
-    }
-
     /// Parses trace text (the bytes of a whole file). `file` labels errors.
     /// - Throws: `TraceFormatError` for the first malformed line.
     public static func decode(_ bytes: [UInt8], file: String) throws(TraceFormatError) -> [TraceEvent] {
         var events: [TraceEvent] = []
         var lineStart = 0
         var lineNumber = 1
+        let limit = TraceLimits.maximumLineBytes
         while lineStart <= bytes.count {
             var lineEnd = lineStart
             while lineEnd < bytes.count && bytes[lineEnd] != 0x0A { lineEnd += 1 }
+            if lineEnd - lineStart > limit {
+                throw TraceLimits.lineTooLong(file: file, line: lineNumber)
+            }
             let line = Array(bytes[lineStart..<lineEnd])
             if !line.allSatisfy(TraceJSONParser.isWhitespace) {
                 var parser = TraceJSONParser(bytes: line, line: lineNumber, file: file)

@@ -231,14 +231,10 @@ public final class TraceFileReader {
     /// - Throws: ``TraceFileError`` when it cannot be read, worded as ``TraceFile/read(_:)`` words it.
     public init(path: String) throws(TraceFileError) {
         self.path = path
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw TraceFileError.cannotOpen(path, errno: errno) }
-        var info = stat()
-        if fstat(fd, &info) == 0, (info.st_mode & mode_t(S_IFMT)) == mode_t(S_IFDIR) {
-            _ = systemClose(fd)
-            throw TraceFileError.cannotOpen(path, errno: EISDIR)
+        switch TraceFileError.openForReading(path) {
+        case .success(let fd): descriptor = fd
+        case .failure(let error): throw error
         }
-        descriptor = fd
     }
 
     deinit {
@@ -260,10 +256,12 @@ public final class TraceFileReader {
 
     /// The bytes of the next line without its `\n`; the text after the last `\n` counts as a
     /// line (empty when the file ends with one), as ``TraceFile/decode(_:file:)`` splits.
-    private func nextLine() throws(TraceFileError) -> [UInt8]? {
+    private func nextLine() throws -> [UInt8]? {
         var scanned = start
+        let limit = maximumLineBytes
         while true {
             if let newline = pending[scanned...].firstIndex(of: 0x0A) {
+                if newline - start > limit { throw TraceLimits.lineTooLong(file: path, line: lineNumber) }
                 let line = Array(pending[start..<newline])
                 start = newline + 1
                 return line
@@ -271,10 +269,14 @@ public final class TraceFileReader {
             if endOfFile {
                 if finished { return nil }
                 finished = true
+                if pending.count - start > limit { throw TraceLimits.lineTooLong(file: path, line: lineNumber) }
                 let line = Array(pending[start...])
                 start = pending.count
                 return line
             }
+            // No newline yet: a line longer than the limit is refused as soon as the limit is
+            // passed, before the rest of it is read, so a 100 MB line costs at most the limit.
+            if pending.count - start > limit { throw TraceLimits.lineTooLong(file: path, line: lineNumber) }
             // `fill` moves the unparsed bytes to the front: what was scanned stays scanned.
             let alreadyScanned = pending.count - start
             try fill()
@@ -283,6 +285,8 @@ public final class TraceFileReader {
     }
 
     private var finished = false
+    /// ``TraceLimits/maximumLineBytes`` when the file was opened (the environment is read once).
+    private let maximumLineBytes = TraceLimits.maximumLineBytes
 
     /// Reads the next chunk of the file, keeping the unparsed bytes.
     private func fill() throws(TraceFileError) {
@@ -291,7 +295,9 @@ public final class TraceFileReader {
             start = 0
         }
         let old = pending.count
-        pending.reserveCapacity(old + Self.chunkSize)
+        // No reserveCapacity here: reserving exactly old + chunk on every fill reallocates (and
+        // copies the whole pending line) each time, which made long lines quadratic; `append`
+        // grows the buffer geometrically.
         pending.append(contentsOf: repeatElement(0, count: Self.chunkSize))
         while true {
             let n = pending.withUnsafeMutableBytes { raw in read(descriptor, raw.baseAddress! + old, Self.chunkSize) }

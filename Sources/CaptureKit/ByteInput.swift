@@ -47,12 +47,13 @@ final class ByteInput {
     @exclusivity(unchecked) private var closed = false
 
     init(path: String, bufferSize: Int = defaultReadBufferSize) throws(CaptureError) {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        if fd < 0 {
-            let reason = String(cString: strerror(errno))
+        let fd: Int32
+        switch RegularFile.open(path) {
+        case .success(let opened): fd = opened
+        case .failure(let refusal):
             throw CaptureError(
-                kind: .io, file: path, offset: 0, expected: "a readable file", found: reason,
-                hint: "Check the path and the file's permissions.")
+                kind: .io, file: path, offset: 0, expected: "a readable regular file", found: refusal.reason,
+                hint: "Check the path and the file's permissions; give the capture file itself, not a pipe or a device.")
         }
         name = path
         source = .file(fd)

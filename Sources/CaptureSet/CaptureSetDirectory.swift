@@ -136,9 +136,20 @@ public struct CaptureSetDirectory: Sendable, Hashable {
             var schemaVersion: Int?
             enum CodingKeys: String, CodingKey { case schemaVersion = "schema_version" }
         }
+        // One parse, within the manifest budget: aliases are counted as what they expand to
+        // before anything is decoded, so a few hundred hostile bytes cannot become gigabytes.
+        let document: Node?
+        do {
+            document = try BudgetedYAML.compose(text, limits: .manifest)
+        } catch let error as YAMLLimitError {
+            throw .invalidManifest(path: path, field: nil, problem: "the file \(error)")
+        } catch {
+            throw .invalidManifest(path: path, field: nil, problem: describe(error))
+        }
+        let root = document ?? Node.mapping(Node.Mapping([]))
         let version: VersionOnly
         do {
-            version = try YAMLDecoder().decode(VersionOnly.self, from: text)
+            version = try YAMLDecoder().decode(VersionOnly.self, from: root)
         } catch {
             throw .invalidManifest(path: path, field: nil, problem: describe(error))
         }
@@ -146,10 +157,8 @@ public struct CaptureSetDirectory: Sendable, Hashable {
             throw .unsupportedSchemaVersion(path: path, found: found, supported: CaptureSetManifest.supportedSchemaVersion)
         }
         var manifest: CaptureSetManifest
-        let document: Node?
         do {
-            document = try Yams.compose(yaml: text)
-            manifest = try YAMLDecoder().decode(CaptureSetManifest.self, from: text)
+            manifest = try YAMLDecoder().decode(CaptureSetManifest.self, from: root)
         } catch let error as DecodingError {
             throw .invalidManifest(path: path, field: fieldPath(of: error), problem: describe(error))
         } catch {
@@ -288,7 +297,14 @@ public struct CaptureSetDirectory: Sendable, Hashable {
     public static func saveManifest(_ manifest: CaptureSetManifest, to setPath: String) throws(CaptureSetError) {
         let set = CaptureSetDirectory(path: setPath)
         try validate(manifest, path: set.manifestPath)
-        let text = try encodeManifest(manifest)
+        var text = try encodeManifest(manifest)
+        // Only the keys whose values changed are rewritten: comments, unknown keys and hand
+        // formatting elsewhere survive `seal`, `annotate` and `--update-baseline`.
+        if FileIO.isRegularFile(set.manifestPath), (FileIO.size(set.manifestPath) ?? .max) <= maximumManifestBytes,
+           let bytes = try? FileIO.readAll(set.manifestPath), let existing = String(validating: bytes, as: UTF8.self),
+           let edited = ManifestTextEdit.edit(existing, toSay: text) {
+            text = edited
+        }
         try FileIO.writeAtomically(Array(text.utf8), to: set.manifestPath)
     }
 
@@ -391,7 +407,9 @@ public struct LoadedCaptureSet: Sendable, Equatable {
     public func baselinePath(core: String) -> String? {
         if let relative = manifest.baselines[core] { return FileIO.join(directory.path, relative) }
         let conventional = FileIO.join(directory.path, CaptureSetDirectory.defaultBaselinePath(core: core))
-        return FileIO.isRegularFile(conventional) ? conventional : nil
+        // Anything there counts: a FIFO or a folder is then refused by the trace reader with a
+        // sentence, rather than skipped as if the set had no baseline.
+        return FileIO.exists(conventional) ? conventional : nil
     }
 
     /// ``baselinePath(core:)`` checked to stay inside the set's folder once symbolic links are
@@ -401,7 +419,7 @@ public struct LoadedCaptureSet: Sendable, Equatable {
         if let relative = manifest.baselines[core] { return try directory.resolve(relative, field: "baselines.\(core)") }
         let relative = CaptureSetDirectory.defaultBaselinePath(core: core)
         let conventional = try directory.resolve(relative, field: "baselines.\(core)")
-        return FileIO.isRegularFile(conventional) ? conventional : nil
+        return FileIO.exists(conventional) ? conventional : nil
     }
 }
 

@@ -23,6 +23,13 @@ public enum CaptureSetError: Error, Sendable, Equatable, CustomStringConvertible
     /// `manifest.yaml` is larger than any manifest Tether writes, so it is not read.
     case manifestTooLarge(path: String, bytes: UInt64, limit: UInt64)
 
+    /// For ``io(path:operation:reason:)``, the system's reason alone (for a caller whose own error
+    /// already names the file); `nil` for the other cases.
+    public var ioReason: String? {
+        if case .io(_, let operation, let reason) = self { return "\(operation) failed: \(reason)" }
+        return nil
+    }
+
     /// The problem, the file, and what to do next.
     public var description: String {
         switch self {

@@ -156,15 +156,16 @@ public struct CaptureSetManifest: Codable, Sendable, Equatable {
         try c.encode(status, forKey: .status)
         try c.encode(captureFile, forKey: .captureFile)
         try c.encodeIfPresent(captureSha256, forKey: .captureSha256)
-        try c.encode(interfaces, forKey: .interfaces)
-        try c.encode(devices, forKey: .devices)
-        try c.encode(annotations, forKey: .annotations)
-        try c.encode(gattHandles, forKey: .gattHandles)
+        // Lists go in as finished nodes (``LinearYAMLList``): writing stays linear in their length.
+        try c.encode(LinearYAMLList(interfaces), forKey: .interfaces)
+        try c.encode(LinearYAMLList(devices), forKey: .devices)
+        try c.encode(LinearYAMLList(annotations), forKey: .annotations)
+        try c.encode(LinearYAMLList(gattHandles), forKey: .gattHandles)
         var sectionContainer = encoder.container(keyedBy: ManifestKey.self)
         for section in sections {
             try sectionContainer.encode(ManifestTreeValue(tree: section.value), forKey: ManifestKey(stringValue: section.name))
         }
-        try c.encode(expectations, forKey: .expectations)
+        try c.encode(LinearYAMLList(expectations), forKey: .expectations)
         // Sorted by hand: a Dictionary's order differs from run to run, a manifest must not.
         var b = c.nestedContainer(keyedBy: BaselineKey.self, forKey: .baselines)
         for core in baselines.keys.sorted() {

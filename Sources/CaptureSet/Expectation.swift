@@ -73,6 +73,19 @@ public struct Expectation: Sendable, Hashable, Codable {
         case latency(from: Selector, to: Selector, key: String, minMs: Double?, maxMs: Double?)
     }
 
+    /// Every selector of the expectation, in the order written.
+    public var selectors: [Selector] {
+        switch kind {
+        case .count(let s, _), .rate(let s, _, _), .at(let s, _, _), .range(let s, _, _, _), .equals(let s, _, _, _), .absent(let s),
+             .monotonic(let s, _, _, _, _):
+            return [s]
+        case .order(let sequence): return sequence
+        case .maxGap(let s, _, let start, let end): return [s] + [start, end].compactMap { $0 }
+        case .oncePer(let s, _, let of): return [s, of]
+        case .latency(let from, let to, _, _, _): return [from, to]
+        }
+    }
+
     /// Which events an expectation looks at: `event` of `core` (any core when nil) whose fields
     /// equal every entry of `where`.
     public struct Selector: Sendable, Hashable, Codable {
@@ -377,11 +390,22 @@ public struct Expectation: Sendable, Hashable, Codable {
                 where: try container.decodeIfPresent([String: Value].self, forKey: Key("where")) ?? [:]
             )
         }
+        // Numbers are finite and counts not negative: `.nan` or `min: -5` would otherwise give a
+        // verdict that never names the field.
         func double(_ key: String) throws -> Double? {
-            try container.decodeIfPresent(Double.self, forKey: Key(key))
+            guard let value = try container.decodeIfPresent(Double.self, forKey: Key(key)) else { return nil }
+            guard value.isFinite else { throw invalid("\(key) must be a finite number, found \(value)") }
+            return value
+        }
+        func nonNegative(_ key: String) throws -> Double? {
+            guard let value = try double(key) else { return nil }
+            guard value >= 0 else { throw invalid("\(key) must be 0 or more, found \(value)") }
+            return value
         }
         func int(_ key: String) throws -> Int? {
-            try container.decodeIfPresent(Int.self, forKey: Key(key))
+            guard let value = try container.decodeIfPresent(Int.self, forKey: Key(key)) else { return nil }
+            guard value >= 0 else { throw invalid("\(key) is a count of events and must be 0 or more, found \(value)") }
+            return value
         }
 
         switch type {
@@ -390,13 +414,14 @@ public struct Expectation: Sendable, Hashable, Codable {
             guard bounds.equals != nil || bounds.min != nil || bounds.max != nil else {
                 throw invalid("give at least one of equals, min, max")
             }
+            if let min = bounds.min, let max = bounds.max, min > max { throw invalid("min (\(min)) is more than max (\(max)): no count passes") }
             kind = .count(try selector(), bounds)
         case "order":
             let sequence = try container.decode([Selector].self, forKey: Key("sequence"))
             guard sequence.count >= 2 else { throw invalid("sequence needs at least two selectors") }
             kind = .order(sequence)
         case "max_gap":
-            guard let maxMs = try double("max_ms") else { throw invalid("max_ms is required") }
+            guard let maxMs = try nonNegative("max_ms") else { throw invalid("max_ms is required") }
             kind = .maxGap(
                 try selector(), maxMs: maxMs,
                 start: try container.decodeIfPresent(Selector.self, forKey: Key("start")),
@@ -404,17 +429,18 @@ public struct Expectation: Sendable, Hashable, Codable {
             )
         case "rate":
             guard let hz = try double("hz"), hz > 0 else { throw invalid("hz is required and must be > 0") }
-            let tolerance = try double("tolerance_percent") ?? 5
+            let tolerance = try nonNegative("tolerance_percent") ?? 5
             kind = .rate(try selector(), hz: hz, tolerancePercent: tolerance)
         case "at":
-            guard let tMs = try double("t_ms") else { throw invalid("t_ms is required") }
-            kind = .at(try selector(), tMs: tMs, toleranceMs: try double("tolerance_ms") ?? 0)
+            guard let tMs = try nonNegative("t_ms") else { throw invalid("t_ms is required") }
+            kind = .at(try selector(), tMs: tMs, toleranceMs: try nonNegative("tolerance_ms") ?? 0)
         case "range":
             guard let field = try container.decodeIfPresent(String.self, forKey: Key("field")) else {
                 throw invalid("field is required")
             }
             let min = try double("min"), max = try double("max")
             guard min != nil || max != nil else { throw invalid("give min, max or both") }
+            if let min, let max, min > max { throw invalid("min (\(min)) is more than max (\(max)): no value passes") }
             kind = .range(try selector(), field: field, min: min, max: max)
         case "equals":
             guard let field = try container.decodeIfPresent(String.self, forKey: Key("field")) else {

@@ -1,3 +1,4 @@
+import CaptureKit
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -85,10 +86,18 @@ package enum FileIO {
         }
     }
 
+    /// A read-only descriptor of the regular file at `path`; a FIFO, device or folder is refused
+    /// before anything blocks on it (``RegularFile``).
+    package static func openRegular(_ path: String) throws(CaptureSetError) -> Int32 {
+        switch RegularFile.open(path) {
+        case .success(let fd): return fd
+        case .failure(let refusal): throw .io(path: path, operation: "open", reason: refusal.reason)
+        }
+    }
+
     /// Reads a whole (small) file such as a manifest.
     package static func readAll(_ path: String) throws(CaptureSetError) -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw .io(path: path, operation: "open", reason: errnoText()) }
+        let fd = try openRegular(path)
         defer { close(fd) }
         var out: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
@@ -108,8 +117,7 @@ package enum FileIO {
     package static func forEachChunk(
         _ path: String, chunkSize: Int = 1 << 20, _ body: (UnsafeRawBufferPointer) -> Void
     ) throws(CaptureSetError) {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw .io(path: path, operation: "open", reason: errnoText()) }
+        let fd = try openRegular(path)
         defer { close(fd) }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
         defer { buffer.deallocate() }

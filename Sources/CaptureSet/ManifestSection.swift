@@ -210,8 +210,14 @@ public indirect enum ManifestTree: Sendable, Equatable {
 /// A ``ManifestTree`` written back as it was read: mappings keep their key order, scalars their
 /// kind (an integer stays an integer, a quoted string a string). Lets ``CaptureSetManifest``
 /// write a section it does not understand without losing anything.
-struct ManifestTreeValue: Encodable {
+///
+/// Written through Yams' encoder it is handed over as one finished node (``box()``): Yams copies a
+/// list's whole array each time an item encoded through it is stored, so a section of 20,000 API
+/// calls took minutes to write; building the node directly is linear.
+struct ManifestTreeValue: YAMLEncodable {
     var tree: ManifestTree
+
+    func box() -> Node { tree.yamlNode }
 
     func encode(to encoder: any Encoder) throws {
         switch tree {
@@ -232,6 +238,50 @@ struct ManifestTreeValue: Encodable {
             }
         }
     }
+}
+
+extension ManifestTree {
+    /// The tree as a Yams node, each scalar represented as Yams represents the Swift value of its
+    /// kind (a string that would read as another type is quoted).
+    var yamlNode: Node {
+        switch self {
+        case .mapping(let pairs, _):
+            return Node(pairs.map { (Node.scalar($0.key.represented()), $0.value.yamlNode) }, Tag(.map))
+        case .sequence(let items, _):
+            return Node(items.map(\.yamlNode), Tag(.seq))
+        case let .scalar(text, kind, _):
+            switch kind {
+            case .null: return Node("null", Tag(.null))
+            case .bool: return .scalar((Node(text).bool ?? false).represented())
+            case .int: return .scalar(Int64(text).map { $0.represented() } ?? text.represented())
+            case .float: return .scalar(Node(text).float.map { $0.represented() } ?? text.represented())
+            case .string: return .scalar(text.represented())
+            }
+        }
+    }
+}
+
+/// A list written into a YAML manifest as one finished node: each item is encoded on its own and
+/// the items are joined, which is linear, where letting Yams' encoder store item after item into
+/// one list copies the list each time (quadratic: minutes for a few thousand annotations). Any
+/// other encoder gets the items as a plain list.
+struct LinearYAMLList<Element: Encodable>: YAMLEncodable {
+    let items: [Element]
+    let node: Node
+
+    /// Encodes every item now, so an item that cannot be written fails here, with its error.
+    init(_ items: [Element]) throws {
+        self.items = items
+        let encoder = YAMLEncoder()
+        node = Node(try items.map { item -> Node in
+            guard let node = try Yams.compose(yaml: try encoder.encode(item)) else { return Node("null", Tag(.null)) }
+            return node
+        }, Tag(.seq))
+    }
+
+    func box() -> Node { node }
+
+    func encode(to encoder: any Encoder) throws { try items.encode(to: encoder) }
 }
 
 /// A coding key made from any string.

@@ -1,4 +1,5 @@
 import BehaviourTrace
+import CaptureSet
 import Foundation
 import Yams
 
@@ -42,7 +43,11 @@ public struct LiveScript: Sendable, Hashable {
     public init(yaml text: String, file: String, callNames: Set<String>) throws(LiveScriptError) {
         let root: Any?
         do {
-            root = try Yams.load(yaml: text)
+            // Within the script budget first: a few hundred bytes of nested aliases would
+            // otherwise expand to gigabytes as the steps are built.
+            root = try BudgetedYAML.compose(text, limits: .liveScript)?.any
+        } catch let error as YAMLLimitError {
+            throw LiveScriptError(file: file, step: nil, message: "\(error)")
         } catch {
             throw LiveScriptError(file: file, step: nil, message: "is not valid YAML: \(error)")
         }
@@ -119,10 +124,18 @@ public struct LiveScript: Sendable, Hashable {
 
     /// Reads a script file whose call steps are among `callNames`.
     public static func load(_ path: String, callNames: Set<String>) throws(LiveScriptError) -> LiveScript {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw LiveScriptError(file: path, step: nil, message: "cannot be read (does it exist?)")
+        let limits = YAMLLimits.liveScript
+        if let size = FileIO.size(path), size > UInt64(limits.maximumBytes) {
+            throw LiveScriptError(file: path, step: nil, message: "\(YAMLLimitError(limit: .bytes, maximum: limits.maximumBytes, line: nil))")
         }
-        guard let text = String(data: data, encoding: .utf8) else {
+        let bytes: [UInt8]
+        do {
+            // A regular file only: a FIFO given as the script would block the run before it starts.
+            bytes = try FileIO.readAll(path)
+        } catch {
+            throw LiveScriptError(file: path, step: nil, message: "cannot be read: \(error.ioReason ?? error.description)")
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
             throw LiveScriptError(file: path, step: nil, message: "is not UTF-8 text")
         }
         return try LiveScript(yaml: text, file: path, callNames: callNames)

@@ -52,6 +52,8 @@ fileprivate struct TimerAdapter: CoreAdapter {
     var armOnFrames: Set<Int> = [1]
     /// When set, a timeout leaves the deadline where it was (a broken core).
     var stuck = false
+    /// When set, a timeout arms the timer again this much later (a timer setting of 1 ns).
+    var rearm: Duration?
     var wantedLinkTypes: Set<LinkType> = [.ethernet]
     var nextDeadline: Duration?
 
@@ -65,7 +67,7 @@ fileprivate struct TimerAdapter: CoreAdapter {
     }
 
     mutating func timeout(now: Duration) -> [TraceEvent] {
-        if !stuck { nextDeadline = nil }
+        if !stuck { nextDeadline = rearm.map { now + $0 } }
         return [TraceEvent(timeNs: now.replayNanoseconds, core: core, event: "timeout")]
     }
 
@@ -158,14 +160,34 @@ fileprivate let base: Int64 = 1_700_000_000_000_000_000
     #expect(summary.framesFed == 1)
 }
 
-@Test func adapterThatKeepsItsExpiredDeadlineDoesNotHangReplay() throws {
+@Test func adapterThatKeepsItsExpiredDeadlineStopsTheReplayNamingTheCore() throws {
     var engine = ReplayEngine(adapters: [TimerAdapter(stuck: true)])
     let (trace, summary) = try engine.run(reader: MemoryReader(frames: frames(at: [base, base + 3_000_000_000])))
-    #expect(steps(trace) == [
-        "0 test.frame #1", "1000000000 test.timeout", "3000000000 test.frame #2", "3000000000 test.timeout", "3000000000 test.finish",
-    ])
-    #expect(summary.warnings.count == 1)
-    #expect(summary.warnings.first?.contains("core test") == true)
+    #expect(steps(trace) == ["0 test.frame #1", "1000000000 test.timeout", "1000000000 test.finish"])
+    #expect(summary.runawayTimers == [RunawayTimers(core: "test", timeouts: 1, fromNs: 1_000_000_000, toNs: 1_000_000_000, deadlineDidNotAdvance: true)])
+    #expect(summary.framesFed == 1)
+}
+
+@Test func adapterWhoseTimerFiresEveryNanosecondStopsTheReplayNamingTheCore() throws {
+    var engine = ReplayEngine(adapters: [TimerAdapter(rearm: .nanoseconds(1))])
+    var timeouts = 0
+    let summary = try engine.run(reader: MemoryReader(frames: frames(at: [base, base + 3_000_000_000]))) { event in
+        if event.event == "timeout" { timeouts += 1 }
+    }
+    let runaway = try #require(summary.runawayTimers.first)
+    #expect(runaway.core == "test")
+    #expect(runaway.timeouts == RunawayTimers.consecutiveLimit)
+    #expect(runaway.deadlineDidNotAdvance == false)
+    #expect(timeouts == RunawayTimers.consecutiveLimit)
+    #expect(runaway.description.contains("1 ns apart"))
+}
+
+@Test func aTimerOfAMillisecondOrMoreIsNotARunaway() throws {
+    // 199,001 timeouts in a row (from 1 s to 200 s), a millisecond apart: a busy core, not a looping one.
+    var engine = ReplayEngine(adapters: [TimerAdapter(rearm: .milliseconds(1))], drainHorizon: .seconds(200))
+    let summary = try engine.run(reader: MemoryReader(frames: frames(at: [base]))) { _ in }
+    #expect(summary.runawayTimers.isEmpty)
+    #expect(summary.timeoutsFired == 199_001)
 }
 
 @Test func readerWarningsReachTheSummary() throws {

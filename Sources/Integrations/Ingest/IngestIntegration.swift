@@ -43,16 +43,7 @@ public struct IngestIntegration: CoreIntegration {
     /// An ``IngestAdapter`` with the section's settings.
     public func makeAdapter(_ context: IntegrationContext) throws(ReplayError) -> any CoreAdapter {
         let section = try context.decodeSection(IngestOverrides.self) ?? IngestOverrides()
-        let limits: [(String, Int?)] = [
-            ("idle_timeout_ms", section.idleTimeoutMs), ("flush_interval_ms", section.flushIntervalMs), ("flush_bytes", section.flushBytes),
-        ]
-        for (key, value) in limits {
-            if let value, value <= 0 {
-                let line = context.section?.value[key]?.line ?? context.section?.line
-                throw .manifest(path: context.manifestPath, line: line, field: "\(name).\(key)",
-                                problem: "must be greater than 0, found \(value)", hint: "Write a positive number or leave the key out.")
-            }
-        }
+        // The section was checked against ``settings`` (every key above 0) before this is called.
         return IngestAdapter(configuration: IngestAdapter.configuration(applying: section), portOverride: section.port)
     }
 }

@@ -175,7 +175,7 @@ public struct MessagingAdapter: CoreAdapter {
     public var nextDeadline: Duration? {
         var deadline = messaging.nextDeadline
         if nextManualCall < manualCalls.count {
-            let at = Duration.nanoseconds(Int64((manualCalls[nextManualCall].tMs * 1_000_000).rounded()))
+            let at = Duration.nanoseconds(Self.nanoseconds(ofMilliseconds: manualCalls[nextManualCall].tMs))
             deadline = deadline.map { min($0, at) } ?? at
         }
         if let delivery = responder?.nextDeliveryNs {
@@ -189,7 +189,7 @@ public struct MessagingAdapter: CoreAdapter {
     public mutating func timeout(now: Duration) -> [TraceEvent] {
         var events: [TraceEvent] = []
         let nowNs = now.replayNanoseconds
-        while nextManualCall < manualCalls.count, Int64((manualCalls[nextManualCall].tMs * 1_000_000).rounded()) <= nowNs {
+        while nextManualCall < manualCalls.count, Self.nanoseconds(ofMilliseconds: manualCalls[nextManualCall].tMs) <= nowNs {
             let manual = manualCalls[nextManualCall]
             nextManualCall += 1
             guard manual.core == "messaging" else { continue }
@@ -296,5 +296,16 @@ public struct MessagingAdapter: CoreAdapter {
         case .array(let a): .array(a.map(traceValue))
         case .object(let o): .object(o.mapValues(traceValue))
         }
+    }
+
+    /// A hand-written call's `t_ms` as virtual nanoseconds, saturating: the section's schema
+    /// refuses what is not a finite number from 0 to 10¹² ms, and this keeps a value that got past
+    /// it (an adapter made in code) from trapping in the conversion.
+    static func nanoseconds(ofMilliseconds ms: Double) -> Int64 {
+        let ns = (ms * 1_000_000).rounded()
+        guard ns.isFinite else { return ns < 0 ? .min : .max }
+        if ns >= 9.2e18 { return .max }
+        if ns <= -9.2e18 { return .min }
+        return Int64(ns)
     }
 }

@@ -36,6 +36,32 @@ public struct MessagingIntegration: CoreIntegration {
         ]
     }
 
+    /// The rest of the `messaging:` section (docs/capture-set.md): devices and hand-written API calls.
+    public var sectionFields: [IntegrationSetting] {
+        [
+            IntegrationSetting(key: "devices[].uuid", help: "The device's UUID as Garmin Connect Mobile lists it.", kind: .uuid),
+            IntegrationSetting(key: "devices[].address", help: "Its BLE address.", kind: .text),
+            IntegrationSetting(key: "devices[].name", help: "Its friendly name.", kind: .text),
+            IntegrationSetting(key: "devices[].model", help: "Its model.", kind: .text),
+            // Virtual time is kept in nanoseconds as a 64-bit integer; 10¹² ms (about 31 years)
+            // stays far inside it.
+            IntegrationSetting(key: "api_calls[].t_ms", help: "When the call is made, in milliseconds after the first frame.",
+                               kind: .number(0...1e12)),
+            IntegrationSetting(key: "api_calls[].call", help: "The API call's name.", kind: .choice(MessagingAPICall.callNames.sorted())),
+            IntegrationSetting(key: "api_calls[].core", help: "The core the call is for.", kind: .choice(["messaging"])),
+            IntegrationSetting(key: "api_calls[].*", help: "The call's arguments.", kind: .open),
+        ]
+    }
+
+    /// What ``MessagingAdapter`` and the live messaging host write (docs/trace-format.md).
+    public var emittedEvents: [String] {
+        ["api_call", "api_error", "api_record_malformed", "step_failed",
+         "device_list", "device_list_saved", "device_status", "app_status", "open_app",
+         "connection_opened", "connection_closed", "progress", "completion", "message_received", "message_unclaimed",
+         "timeout", "violation",
+         "frame_emitted", "frame_matched", "frame_diverged", "summary"]
+    }
+
     /// A ``MessagingAdapter`` over the capture's prescan, with the section's devices, calls and
     /// settings.
     public func makeAdapter(_ context: IntegrationContext) throws(ReplayError) -> any CoreAdapter {

@@ -30,6 +30,32 @@ public struct SessionIntegration: CoreIntegration {
         ]
     }
 
+    /// The rest of the `session:` section (``ManifestSession``).
+    public var sectionFields: [IntegrationSetting] {
+        [
+            IntegrationSetting(key: "role", help: "The side whose HCI the capture holds.", kind: .choice(["phone", "watch"])),
+            IntegrationSetting(key: "identity", help: "That side's session identity.", kind: .uuid),
+            IntegrationSetting(key: "paired_peer", help: "The paired counterpart's identity.", kind: .uuid),
+            IntegrationSetting(key: "seed", help: "The recorded core's random seed.", kind: .unsigned64),
+            IntegrationSetting(key: "settings.complication_budget_window_s", help: "The complication budget's window in seconds.",
+                               kind: .integer(1...31_536_000)),
+        ]
+    }
+
+    /// What ``SessionAdapter`` and the live session host write (docs/trace-format.md).
+    public var emittedEvents: [String] {
+        ["api_call", "api_error", "api_record_malformed", "step_failed", "link_not_found",
+         "activation_did_complete", "session_did_become_inactive", "session_did_deactivate", "watch_state_did_change",
+         "reachability_did_change", "handshake_completed", "peer_reinstalled",
+         "did_receive_application_context", "application_context_unchanged", "application_context_failed",
+         "did_receive_message", "did_receive_message_data", "message_delivered", "did_receive_reply", "did_receive_reply_data",
+         "message_failed", "late_reply_discarded",
+         "did_receive_user_info", "user_info_transfer_did_finish",
+         "file_bytes_stored", "file_discarded", "did_receive_file", "file_transfer_progress", "file_transfer_did_finish",
+         "timeout", "violation",
+         "frame_emitted", "frame_matched", "frame_unsent", "frame_diverged", "summary"]
+    }
+
     /// A ``SessionAdapter`` for the section's role and settings.
     public func makeAdapter(_ context: IntegrationContext) throws(ReplayError) -> any CoreAdapter {
         let section = try context.decodeSection(ManifestSession.self)

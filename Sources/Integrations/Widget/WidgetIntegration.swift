@@ -19,6 +19,18 @@ public struct WidgetIntegration: CoreIntegration {
     /// Both of them.
     public var defaultForRoles: Set<InterfaceRole> { [.mqttTCP, .appGroup] }
 
+    /// What ``WidgetAdapter`` and the live widget host write (docs/trace-format.md).
+    public var emittedEvents: [String] {
+        ["api_call", "api_error", "api_record_malformed", "step_failed",
+         "settings_changed", "settings_unchanged", "has_content_changed", "stale_file_ignored",
+         "open_url_requested", "open_url_completed", "open_url_result_discarded", "refresh_started", "refresh_completed",
+         "connection_state_changed", "request_issued", "request_succeeded", "request_failed", "response_ignored",
+         "widget_devices_changed", "widget_scenes_changed", "device_properties_changed", "device_status_changed",
+         "stale_update_ignored", "update_held", "timeout", "violation",
+         "file_removed", "mqtt_connect", "mqtt_subscribe", "mqtt_disconnect",
+         "frame_emitted", "frame_matched", "frame_diverged", "summary"]
+    }
+
     /// A ``WidgetAdapter``.
     public func makeAdapter(_ context: IntegrationContext) throws(ReplayError) -> any CoreAdapter {
         WidgetAdapter(matching: context.frameMatching ?? .strict)

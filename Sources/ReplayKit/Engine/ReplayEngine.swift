@@ -31,9 +31,44 @@ public struct ReplaySummary: Sendable, Hashable {
     public var apiCallsReplaced: Int = 0
     /// Scheduled calls delivered.
     public var scheduledCallsDelivered: Int = 0
+    /// Cores the engine stopped because their timers ran away; the replay stopped with them.
+    public var runawayTimers: [RunawayTimers] = []
 
     /// An empty summary.
     public init() {}
+}
+
+/// A core whose deadlines fired without end: asked again for the instant it had just been given
+/// (a deadline that does not advance), or fired ``consecutiveLimit`` timeouts in a row with no
+/// input between them, less than ``minimumAverageSpacing`` apart on average (a timer of a
+/// nanosecond, from a timeout setting of 0). Either would keep replay busy for hours at flat
+/// memory, so the engine stops the replay and says which core did it. A busy core is not a
+/// runaway: a millisecond timer may fire for as long as the capture lasts.
+public struct RunawayTimers: Sendable, Hashable, CustomStringConvertible {
+    /// How many timeouts in a row, with no input between them, are allowed within ``spanLimit``.
+    public static let consecutiveLimit = 100_000
+    /// The average time between those timeouts below which they count as a runaway.
+    public static let minimumAverageSpacing = Duration.microseconds(1)
+
+    /// The core.
+    public var core: String
+    /// Timeouts fired in a row with no input between them.
+    public var timeouts: Int
+    /// Virtual time of the first of them.
+    public var fromNs: Int64
+    /// Virtual time of the last.
+    public var toNs: Int64
+    /// `true` when the core asked again for the very instant it had just handled.
+    public var deadlineDidNotAdvance: Bool
+
+    /// What happened, in one sentence.
+    public var description: String {
+        if deadlineDidNotAdvance {
+            return "core \(core) asked for a deadline no later than the timeout it had just handled at \(fromNs) ns, so its clock would never advance"
+        }
+        return "core \(core) fired \(timeouts) timeouts in a row with no input, from \(fromNs) ns to \(toNs) ns of virtual time "
+            + "(\((toNs - fromNs) / Int64(max(timeouts - 1, 1))) ns apart on average)"
+    }
 }
 
 /// How far a long replay has got, for a progress display.
@@ -63,7 +98,8 @@ public struct ReplayProgress: Sendable, Hashable {
 ///   that follow the end of a capture appear in the trace; then every adapter is finished at the
 ///   last instant reached.
 /// - An adapter that, right after a timeout at T, still asks for a deadline at or before T would
-///   loop for ever; its deadlines are ignored until it is next fed a frame, with a warning.
+///   loop for ever, and one whose timer fires every nanosecond nearly so: the engine stops the
+///   replay and reports it in ``ReplaySummary/runawayTimers`` (``RunawayTimers``).
 ///
 /// An engine runs once: its adapters keep their cores' state. Make a new engine with fresh
 /// adapters for another run.
@@ -116,14 +152,14 @@ public struct ReplayEngine {
 
         do {
             if owned {
-                while let frame = try reader.next() {
+                while !state.halted, let frame = try reader.next() {
                     frame.data.withUnsafeBytes { bytes in
                         process(FrameHeader(number: frame.number, interfaceIndex: frame.interfaceIndex, timestampNs: frame.timestampNs),
                                 bytes: bytes, owned: frame, reader: reader, state: &state, summary: &summary, emit: emit)
                     }
                 }
             } else {
-                while try reader.withNextFrame({ view in
+                while !state.halted, try reader.withNextFrame({ view in
                     process(FrameHeader(number: view.number, interfaceIndex: view.interfaceIndex, timestampNs: view.timestampNs),
                             bytes: view.data, owned: nil, reader: reader, state: &state, summary: &summary, emit: emit)
                 }) {}
@@ -156,10 +192,6 @@ public struct ReplayEngine {
             summary.warnings.append("\(summary.framesOutOfOrder) frame(s) were stamped earlier than the frame before them; "
                 + "each was replayed at the earlier frame's instant.")
         }
-        for (i, count) in state.stallCounts.enumerated() where count > 0 {
-            summary.warnings.append("core \(adapters[i].core): \(count) time(s) asked for a deadline no later than "
-                + "the timeout it had just handled; those deadlines were ignored until its next frame.")
-        }
         return summary
     }
 
@@ -191,6 +223,7 @@ public struct ReplayEngine {
         }
         let frameTime = Duration.nanoseconds(virtualNs)
         advance(through: frameTime, state: &state, summary: &summary, emit: emit)
+        if state.halted { return }
         state.clock = frameTime
         summary.lastFrameTimeNs = virtualNs
 
@@ -247,7 +280,7 @@ public struct ReplayEngine {
         for i in adapters.indices where route.inputs[i] != .ignore {
             if let recipient, adapters[i].core != recipient { continue }
             adapters[i].frame(frame, now: frameTime, emit: emit)
-            state.stalled[i] = nil
+            state.consecutiveTimeouts[i] = 0
         }
         summary.framesFed += 1
     }
@@ -255,7 +288,7 @@ public struct ReplayEngine {
     /// Fires every deadline and delivers every scheduled call at or before `limit`, in time order;
     /// at one instant, deadlines first.
     private mutating func advance(through limit: Duration, state: inout RunState, summary: inout ReplaySummary, emit: (TraceEvent) -> Void) {
-        while state.nextCall < scheduledCalls.count {
+        while !state.halted, state.nextCall < scheduledCalls.count {
             let call = scheduledCalls[state.nextCall]
             let at = max(call.at, state.clock)
             guard at <= limit else { break }
@@ -268,7 +301,7 @@ public struct ReplayEngine {
                 number: 0, virtualTimeNs: state.clock.replayNanoseconds, timestampNs: state.clock.replayNanoseconds,
                 interface: interface, bytes: UnsafeRawBufferPointer(start: nil, count: 0), apiCall: .parsed(call.record))
             adapters[i].frame(frame, now: state.clock, emit: emit)
-            state.stalled[i] = nil
+            state.consecutiveTimeouts[i] = 0
             summary.scheduledCallsDelivered += 1
         }
         fireDeadlines(through: limit, state: &state, summary: &summary, emit: emit)
@@ -281,11 +314,10 @@ public struct ReplayEngine {
 
     /// Fires every adapter deadline at or before `limit`, earliest first, ties in adapter order.
     private mutating func fireDeadlines(through limit: Duration, state: inout RunState, summary: inout ReplaySummary, emit: (TraceEvent) -> Void) {
-        while true {
+        while !state.halted {
             var chosen: (index: Int, deadline: Duration)?
             for i in adapters.indices {
                 guard let deadline = adapters[i].nextDeadline else { continue }
-                if let stalledAt = state.stalled[i], deadline <= stalledAt { continue }
                 if let earliest = chosen, earliest.deadline <= deadline { continue }
                 chosen = (i, deadline)
             }
@@ -294,9 +326,17 @@ public struct ReplayEngine {
             state.clock = now
             adapters[i].timeout(now: now, emit: emit)
             summary.timeoutsFired += 1
-            if let again = adapters[i].nextDeadline, again <= now {
-                state.stalled[i] = now
-                state.stallCounts[i] += 1
+            if state.consecutiveTimeouts[i] == 0 { state.firstTimeout[i] = now }
+            state.consecutiveTimeouts[i] += 1
+            let count = state.consecutiveTimeouts[i]
+            let stuck = adapters[i].nextDeadline.map { $0 <= now } ?? false
+            let dense = count >= RunawayTimers.consecutiveLimit
+                && now - state.firstTimeout[i] < RunawayTimers.minimumAverageSpacing * (count - 1)
+            if stuck || dense {
+                summary.runawayTimers.append(RunawayTimers(
+                    core: adapters[i].core, timeouts: count, fromNs: (stuck ? now : state.firstTimeout[i]).replayNanoseconds,
+                    toNs: now.replayNanoseconds, deadlineDidNotAdvance: stuck))
+                state.halted = true
             }
         }
     }
@@ -334,9 +374,11 @@ struct RunState {
     var clock: Duration = .zero
     /// The next of the engine's scheduled calls to deliver.
     var nextCall = 0
-    /// Per adapter: deadlines at or before this instant are ignored until the adapter's next frame.
-    var stalled: [Duration?]
-    var stallCounts: [Int]
+    /// Per adapter: timeouts fired since its last input, and when the first of them fired.
+    var consecutiveTimeouts: [Int]
+    var firstTimeout: [Duration]
+    /// Set when an adapter's timers ran away: no frame is read and no deadline fired after it.
+    var halted = false
     /// Indexed by interface index; grows as interfaces appear.
     var routes: [InterfaceRoute?] = []
     /// One dissector per interface, because ACL reassembly state belongs to one link.
@@ -345,8 +387,8 @@ struct RunState {
     var namedHandles: [UInt16: (service: String?, characteristic: String)] = [:]
 
     init(adapterCount: Int) {
-        stalled = Array(repeating: nil, count: adapterCount)
-        stallCounts = Array(repeating: 0, count: adapterCount)
+        consecutiveTimeouts = Array(repeating: 0, count: adapterCount)
+        firstTimeout = Array(repeating: .zero, count: adapterCount)
     }
 
     /// The manifest's interfaces by index.

@@ -84,6 +84,9 @@ public enum ReplayError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The manifest asks for something no registered integration gives: an unknown core, a
     /// section nobody claims. Names the file, the line when known, the field, and what to do.
     case manifest(path: String, line: Int?, field: String, problem: String, hint: String)
+    /// A core's timers ran away (``RunawayTimers``) and the replay was stopped; `settings` are
+    /// its timer settings as this replay had them (`session.settings.handshake_timeout_ms = 0 (line 12)`).
+    case runawayTimers(set: String, RunawayTimers, settings: [String])
 
     /// The underlying error's message.
     public var description: String {
@@ -92,6 +95,12 @@ public enum ReplayError: Error, Sendable, Equatable, CustomStringConvertible {
         case .capture(let error): error.description
         case let .manifest(path, line, field, problem, hint):
             "\(path)\(line.map { ":\($0)" } ?? ""): `\(field)`: \(problem). \(hint)"
+        case let .runawayTimers(set, runaway, settings):
+            "capture set \(set): replay stopped: \(runaway.description). "
+                + (settings.isEmpty
+                    ? "The core is looping on its own timer; report it with this set."
+                    : "Its timer settings were \(settings.joined(separator: "; ")): a timeout of 0 or a few nanoseconds does this; "
+                        + "give each a realistic value (milliseconds) or leave it out for the core's default.")
         }
     }
 }
@@ -168,15 +177,21 @@ public func replaySet(_ set: LoadedCaptureSet, options: ReplayOptions, into sink
 /// - Throws: ``ReplayError/manifest(path:line:field:problem:hint:)`` for an unknown core or an
 ///   unclaimed section, and whatever an integration throws for its section.
 public func replayAdapters(for set: LoadedCaptureSet, options: ReplayOptions) throws(ReplayError)
-    -> (adapters: [any CoreAdapter], interfaces: [ManifestInterface], unlabelledAPICallsCore: String?)
+    -> (adapters: [any CoreAdapter], interfaces: [ManifestInterface], unlabelledAPICallsCore: String?, warnings: [String])
 {
     let manifest = set.manifest
     let manifestPath = set.directory.manifestPath
     let registry = options.integrations
     let selected = try registry.select(for: manifest, manifestPath: manifestPath)
     var adapters: [any CoreAdapter] = []
+    var warnings: [String] = []
     for integration in selected {
         var section = integration.sectionName.flatMap { manifest.section(named: $0) }
+        // The section as written is checked against the integration's schema before anything is
+        // made from it: a bad value is refused here, naming its line, rather than replayed.
+        if let written = section, let schema = SectionSchema(of: integration) {
+            warnings += try schema.validate(written, manifestPath: manifestPath).warnings
+        }
         for setting in options.settings where setting.core == integration.name {
             let name = integration.sectionName ?? integration.name
             let base = section ?? ManifestSection(name: name, value: .mapping([], line: nil))
@@ -185,21 +200,76 @@ public func replayAdapters(for set: LoadedCaptureSet, options: ReplayOptions) th
         let context = IntegrationContext(captureSet: set, section: section, frameMatching: options.frameMatching)
         adapters.append(try integration.makeAdapter(context))
     }
+    try checkExpectationNames(manifest.expectations, selected: selected, manifestPath: manifestPath,
+                              line: manifest.sourceLines["expectations"])
     let sections = Set(manifest.sections.map(\.name))
     var interfaces = manifest.interfaces
     for i in interfaces.indices where interfaces[i].core == nil && interfaces[i].role != nil && interfaces[i].role != .apiCalls {
         interfaces[i].core = registry.core(forUnnamed: interfaces[i].role, selected: selected, sections: sections)
     }
     let unlabelled = selected.first { $0.takesUnlabelledAPICalls }?.name
-    return (adapters, interfaces, unlabelled)
+    return (adapters, interfaces, unlabelled, warnings)
+}
+
+/// Refuses an expectation that names a core this replay does not run, or an event that no core
+/// of the replay declares it emits: such an expectation can only measure nothing, and an `absent`
+/// or `count: {equals: 0}` would pass on a misspelling. Cores that declare no events
+/// (``CoreIntegration/emittedEvents`` empty) leave names unchecked.
+func checkExpectationNames(_ expectations: [Expectation], selected: [any CoreIntegration], manifestPath: String, line: Int?) throws(ReplayError) {
+    let cores = selected.map(\.name)
+    let declared = Dictionary(selected.map { ($0.name, Set($0.emittedEvents)) }, uniquingKeysWith: { a, _ in a })
+    let everyCoreDeclares = selected.allSatisfy { !$0.emittedEvents.isEmpty }
+    for (index, expectation) in expectations.enumerated() {
+        let label = expectation.name.map { "expectations[\(index)] (\($0))" } ?? "expectations[\(index)]"
+        for selector in expectation.selectors {
+            if let core = selector.core {
+                guard let events = declared[core] else {
+                    throw .manifest(path: manifestPath, line: line, field: "\(label).core",
+                                    problem: "\"\(core)\" is not a core this set is replayed by (\(cores.joined(separator: ", ")))",
+                                    hint: "Name one of those cores, or leave `core` out to match any of them.")
+                }
+                if !events.isEmpty, !events.contains(selector.event) {
+                    throw .manifest(path: manifestPath, line: line, field: "\(label).event",
+                                    problem: "core \(core) never emits \"\(selector.event)\"\(IntegrationRegistry.suggestion(for: selector.event, among: events.sorted()))",
+                                    hint: "docs/trace-format.md lists each core's events.")
+                }
+            } else if everyCoreDeclares, !declared.values.contains(where: { $0.contains(selector.event) }) {
+                let all = declared.values.reduce(into: Set<String>()) { $0.formUnion($1) }
+                throw .manifest(path: manifestPath, line: line, field: "\(label).event",
+                                problem: "no core of this set (\(cores.joined(separator: ", "))) emits \"\(selector.event)\"\(IntegrationRegistry.suggestion(for: selector.event, among: all.sorted()))",
+                                hint: "docs/trace-format.md lists each core's events.")
+            }
+        }
+    }
+}
+
+/// The duration settings of `core`'s integration as `set` and `options` give them, for a
+/// runaway-timer error: `session.settings.handshake_timeout_ms = 0 (manifest.yaml:12)`, or
+/// `(default)` when neither sets it.
+func timerSettings(of core: String, in set: LoadedCaptureSet, options: ReplayOptions) -> [String] {
+    guard let integration = options.integrations.integration(named: core) else { return [] }
+    let sectionName = integration.sectionName ?? integration.name
+    let section = set.manifest.section(named: sectionName)
+    return integration.settings.compactMap { setting -> String? in
+        guard case .milliseconds = setting.kind else { return nil }
+        let path = setting.key.split(separator: ".").map(String.init)
+        if let override = options.settings.last(where: { $0.core == core && $0.key == setting.key }),
+           case .scalar(let text, _, _) = override.value {
+            return "\(sectionName).\(setting.key) = \(text) (command line)"
+        }
+        var node = section?.value
+        for key in path { node = node?[key] }
+        guard case .scalar(let text, _, let line)? = node else { return "\(sectionName).\(setting.key) (default)" }
+        return "\(sectionName).\(setting.key) = \(text)\(line.map { " (\(set.directory.manifestPath):\($0))" } ?? "")"
+    }
 }
 
 /// Replays a loaded capture set on the virtual clock through the integrations its manifest
 /// calls for, handing each trace event to `emit` as it is made: the trace is not kept, so
 /// memory does not grow with the capture.
 public func replaySet(_ set: LoadedCaptureSet, options: ReplayOptions, emit: (TraceEvent) -> Void) throws(ReplayError) -> ReplayRun {
-    let (adapters, interfaces, unlabelled) = try replayAdapters(for: set, options: options)
-    let summary: ReplaySummary
+    let (adapters, interfaces, unlabelled, sectionWarnings) = try replayAdapters(for: set, options: options)
+    var summary: ReplaySummary
     do throws(CaptureError) {
         let reader = try CaptureFile.open(path: set.capturePath)
         var engine = ReplayEngine(adapters: adapters, manifestInterfaces: interfaces, gattHandles: set.manifest.gattHandles, drainHorizon: options.drainHorizon)
@@ -209,6 +279,10 @@ public func replaySet(_ set: LoadedCaptureSet, options: ReplayOptions, emit: (Tr
         summary = try engine.run(reader: reader, emit: emit)
     } catch {
         throw .capture(error)
+    }
+    summary.warnings = sectionWarnings + summary.warnings
+    if let runaway = summary.runawayTimers.first {
+        throw .runawayTimers(set: set.directory.path, runaway, settings: timerSettings(of: runaway.core, in: set, options: options))
     }
     return ReplayRun(captureSet: set, summary: summary, cores: adapters.map(\.core))
 }

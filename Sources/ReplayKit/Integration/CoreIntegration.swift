@@ -41,6 +41,11 @@ public protocol CoreIntegration: Sendable {
     var takesUnlabelledAPICalls: Bool { get }
     /// The settings a command line may change for a replay, each a key of its section.
     var settings: [IntegrationSetting] { get }
+    /// The keys of its section beyond ``settings``, each with what it takes: with the settings,
+    /// the section's schema (``SectionSchema``), checked before the adapter is made. Paths are
+    /// dotted, `[]` for every item of a list (`api_calls[].t_ms`). Default: none; a section with
+    /// neither settings nor fields is not checked.
+    var sectionFields: [IntegrationSetting] { get }
     /// The trace events it emits, for documentation and for checking the names an expectation
     /// uses. Empty when not declared.
     var emittedEvents: [String] { get }
@@ -63,6 +68,8 @@ extension CoreIntegration {
     public var takesUnlabelledAPICalls: Bool { false }
     /// No settings.
     public var settings: [IntegrationSetting] { [] }
+    /// No fields beyond the settings.
+    public var sectionFields: [IntegrationSetting] { [] }
     /// Not declared.
     public var emittedEvents: [String] { [] }
 }
@@ -129,6 +136,16 @@ public struct IntegrationSetting: Sendable, Hashable {
         case choice([String])
         /// Any text.
         case text
+        /// A finite number within the range (fractions allowed).
+        case number(ClosedRange<Double>)
+        /// A UUID in its 8-4-4-4-12 hexadecimal form.
+        case uuid
+        /// `true` or `false`.
+        case boolean
+        /// A whole number from 0 to 2⁶⁴−1 (a random seed).
+        case unsigned64
+        /// Anything: a part of the section whose keys are the user's own (an API call's arguments).
+        case open
     }
 
     /// Describe one setting.
@@ -161,6 +178,24 @@ public struct IntegrationSetting: Sendable, Hashable {
             return .success(.scalar(trimmed, .string))
         case .text:
             return .success(.scalar(text, .string))
+        case .number(let range):
+            guard let n = Double(trimmed), n.isFinite, range.contains(n) else {
+                return .failure(SettingValueError(message: "\(option) takes \(kind.accepted); got \"\(text)\"."))
+            }
+            return .success(.scalar(trimmed, .float))
+        case .uuid:
+            guard Kind.isUUID(trimmed) else { return .failure(SettingValueError(message: "\(option) takes \(kind.accepted); got \"\(text)\".")) }
+            return .success(.scalar(trimmed, .string))
+        case .boolean:
+            guard trimmed == "true" || trimmed == "false" else {
+                return .failure(SettingValueError(message: "\(option) takes true or false; got \"\(text)\"."))
+            }
+            return .success(.scalar(trimmed, .bool))
+        case .unsigned64:
+            guard UInt64(trimmed) != nil else { return .failure(SettingValueError(message: "\(option) takes \(kind.accepted); got \"\(text)\".")) }
+            return .success(.scalar(trimmed, .int))
+        case .open:
+            return .failure(SettingValueError(message: "\(option) cannot be set from the command line; write it in the manifest."))
         }
     }
 

@@ -78,7 +78,7 @@ enum Tools {
     }
 
     /// Run a program to completion. Output goes through files, so neither pipe can fill and block.
-    static func run(_ program: URL, _ arguments: [String], currentDirectory: URL? = nil) throws -> ProcessResult {
+    static func run(_ program: URL, _ arguments: [String], currentDirectory: URL? = nil, environment extra: [String: String] = [:]) throws -> ProcessResult {
         let scratch = try TemporaryFolder("cli-tests")
         let outURL = scratch.url.appendingPathComponent("stdout")
         let errURL = scratch.url.appendingPathComponent("stderr")
@@ -94,6 +94,7 @@ enum Tools {
         // whatever terminal the tests run from.
         var environment = ProcessInfo.processInfo.environment
         environment["COLUMNS"] = "100"
+        environment.merge(extra) { _, new in new }
         process.environment = environment
         process.standardOutput = out
         process.standardError = err
@@ -111,8 +112,8 @@ enum Tools {
     }
 
     /// Run `tether` with arguments.
-    static func tether(_ arguments: [String], currentDirectory: URL? = nil) throws -> ProcessResult {
-        try run(try tetherBinary(), arguments, currentDirectory: currentDirectory)
+    static func tether(_ arguments: [String], currentDirectory: URL? = nil, environment: [String: String] = [:]) throws -> ProcessResult {
+        try run(try tetherBinary(), arguments, currentDirectory: currentDirectory, environment: environment)
     }
 
     /// Run `tether` and require exit status 0, recording its stderr in the failure otherwise.

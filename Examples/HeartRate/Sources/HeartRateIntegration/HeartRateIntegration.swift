@@ -24,10 +24,12 @@ public struct HeartRateIntegration: CoreIntegration {
             IntegrationSetting(key: "frame_matching", help: "How the core's requests are checked: strict or off.", kind: .choice(["strict", "off"])),
         ]
     }
-    /// The events the core and its adapter write.
+    /// What ``HeartRateAdapter`` writes: the core's events and the adapter's own.
     public var emittedEvents: [String] {
-        ["api_call", "subscribed", "measurement", "sensor_location", "energy_expended_reset", "no_data", "data_resumed",
-         "sensor_contact_changed", "error", "link_down", "frame_emitted", "frame_matched", "frame_diverged", "summary"]
+        ["api_call", "api_record_malformed",
+         "subscribed", "measurement", "sensor_location", "energy_expended_reset", "no_data", "data_resumed",
+         "sensor_contact_changed", "error", "link_down",
+         "frame_emitted", "frame_matched", "frame_unsent", "frame_diverged", "summary"]
     }
 
     /// A ``HeartRateAdapter`` for the section's handles, timeout and calls.
