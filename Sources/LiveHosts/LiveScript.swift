@@ -1,4 +1,7 @@
+// The script fuzzer compiles this file with BehaviourTrace's sources into one module (CI/fuzz/run).
+#if canImport(BehaviourTrace)
 import BehaviourTrace
+#endif
 import CaptureSet
 import Foundation
 import Yams

@@ -20,20 +20,7 @@ public struct IngestIntegration: CoreIntegration {
     /// A bare capture is taken as plugin traffic on the standard port.
     public var replaysUndescribedInterfaces: Bool { true }
     /// The section's keys, with the command line's bounds.
-    public var settings: [IntegrationSetting] {
-        [
-            IntegrationSetting(key: "idle_timeout_ms", flag: "ingest-idle-timeout",
-                               help: "IngestCore's stream idle timeout (seconds, or 500ms, 8s, 2m, 1h; at most 24h).",
-                               kind: .milliseconds(1...86_400_000)),
-            IntegrationSetting(key: "flush_interval_ms", help: "How often buffered points are handed on (milliseconds, or with a unit).",
-                               kind: .milliseconds(1...86_400_000)),
-            IntegrationSetting(key: "flush_bytes", help: "Payload bytes that hand buffered points on at once.",
-                               kind: .integer(1...1 << 30)),
-            IntegrationSetting(key: "port", flag: "ingest-port",
-                               help: "Feed IngestCore the datagrams to this UDP port, whatever the manifest says.",
-                               kind: .integer(1...65_535)),
-        ]
-    }
+    public var settings: [IntegrationSetting] { IngestSectionSchema.settings }
     /// What ``IngestAdapter`` writes.
     public var emittedEvents: [String] {
         ["datapoint", "rejected", "plugin_name", "end_message", "legacy_v1", "stream_start", "stream_end", "rate",

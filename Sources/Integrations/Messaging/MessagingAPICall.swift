@@ -39,10 +39,7 @@ public enum MessagingAPICall: Sendable, Hashable {
     case openApp(app: String, device: String)
 
     /// Every record's `call` name, as ``name`` gives them and ``init(record:defaultDevice:)`` reads them.
-    public static let callNames: Set<String> = [
-        "device_list", "bind_device", "bluetooth_state", "register_device", "unregister_device", "unregister_all_devices",
-        "register_app", "unregister_app", "app_status", "send", "open_app",
-    ]
+    public static var callNames: Set<String> { MessagingSectionSchema.callNames }
 
     /// The record's `call` name.
     public var name: String {

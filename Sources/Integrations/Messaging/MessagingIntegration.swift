@@ -20,38 +20,10 @@ public struct MessagingIntegration: CoreIntegration {
     /// API-call records from before records named their core are messaging's.
     public var takesUnlabelledAPICalls: Bool { true }
     /// The section's `settings` keys, with the command line's bounds.
-    public var settings: [IntegrationSetting] {
-        [
-            IntegrationSetting(key: "settings.window_size", flag: "messaging-window-size",
-                               help: "MessagingCore's data packets per window.", kind: .integer(1...15)),
-            IntegrationSetting(key: "settings.first_retries", flag: "messaging-first-retries",
-                               help: "How often MessagingCore resends `first` after `transfer not started`.", kind: .integer(0...10)),
-            IntegrationSetting(key: "settings.step_timeout_ms", flag: "messaging-step-timeout",
-                               help: "MessagingCore's wait for each transfer acknowledgement (seconds, or 500ms, 2m; at most 1h).",
-                               kind: .milliseconds(1...3_600_000)),
-            IntegrationSetting(key: "settings.command_timeout_ms", help: "MessagingCore's wait for a command's answer (milliseconds, or with a unit).",
-                               kind: .milliseconds(1...3_600_000)),
-            IntegrationSetting(key: "frame_matching", help: "How emitted frames are checked: strict, responder or off.",
-                               kind: .choice(FrameMatchingMode.allCases.map(\.rawValue))),
-        ]
-    }
+    public var settings: [IntegrationSetting] { MessagingSectionSchema.settings }
 
     /// The rest of the `messaging:` section (docs/capture-set.md): devices and hand-written API calls.
-    public var sectionFields: [IntegrationSetting] {
-        [
-            IntegrationSetting(key: "devices[].uuid", help: "The device's UUID as Garmin Connect Mobile lists it.", kind: .uuid),
-            IntegrationSetting(key: "devices[].address", help: "Its BLE address.", kind: .text),
-            IntegrationSetting(key: "devices[].name", help: "Its friendly name.", kind: .text),
-            IntegrationSetting(key: "devices[].model", help: "Its model.", kind: .text),
-            // Virtual time is kept in nanoseconds as a 64-bit integer; 10¹² ms (about 31 years)
-            // stays far inside it.
-            IntegrationSetting(key: "api_calls[].t_ms", help: "When the call is made, in milliseconds after the first frame.",
-                               kind: .number(0...1e12)),
-            IntegrationSetting(key: "api_calls[].call", help: "The API call's name.", kind: .choice(MessagingAPICall.callNames.sorted())),
-            IntegrationSetting(key: "api_calls[].core", help: "The core the call is for.", kind: .choice(["messaging"])),
-            IntegrationSetting(key: "api_calls[].*", help: "The call's arguments.", kind: .open),
-        ]
-    }
+    public var sectionFields: [IntegrationSetting] { MessagingSectionSchema.fields }
 
     /// What ``MessagingAdapter`` and the live messaging host write (docs/trace-format.md).
     public var emittedEvents: [String] {

@@ -15,32 +15,10 @@ public struct SessionIntegration: CoreIntegration {
     /// HCI and monitor-channel interfaces (named `core: session`, or with a `session:` section).
     public var replayedRoles: Set<InterfaceRole> { [.bleHCI, .bleMonitor] }
     /// The section's `settings` keys, with the command line's bounds.
-    public var settings: [IntegrationSetting] {
-        [
-            IntegrationSetting(key: "settings.message_reply_timeout_ms", flag: "session-message-reply-timeout",
-                               help: "SessionCore's message time limit (seconds, or 500ms, 2m; at most 1h).",
-                               kind: .milliseconds(1...3_600_000)),
-            IntegrationSetting(key: "settings.handshake_timeout_ms", help: "SessionCore's HELLO resend time (milliseconds, or with a unit).",
-                               kind: .milliseconds(1...3_600_000)),
-            IntegrationSetting(key: "settings.retransmission_timeout_ms", help: "SessionCore's retransmission and STATUS resend time.",
-                               kind: .milliseconds(1...3_600_000)),
-            IntegrationSetting(key: "settings.complication_transfers_per_window", help: "Complication transfers per budget window.",
-                               kind: .integer(0...1_000_000)),
-            IntegrationSetting(key: "frame_matching", help: "How emitted frames are checked: strict or off.", kind: .choice(["strict", "off"])),
-        ]
-    }
+    public var settings: [IntegrationSetting] { SessionSectionSchema.settings }
 
     /// The rest of the `session:` section (``ManifestSession``).
-    public var sectionFields: [IntegrationSetting] {
-        [
-            IntegrationSetting(key: "role", help: "The side whose HCI the capture holds.", kind: .choice(["phone", "watch"])),
-            IntegrationSetting(key: "identity", help: "That side's session identity.", kind: .uuid),
-            IntegrationSetting(key: "paired_peer", help: "The paired counterpart's identity.", kind: .uuid),
-            IntegrationSetting(key: "seed", help: "The recorded core's random seed.", kind: .unsigned64),
-            IntegrationSetting(key: "settings.complication_budget_window_s", help: "The complication budget's window in seconds.",
-                               kind: .integer(1...31_536_000)),
-        ]
-    }
+    public var sectionFields: [IntegrationSetting] { SessionSectionSchema.fields }
 
     /// What ``SessionAdapter`` and the live session host write (docs/trace-format.md).
     public var emittedEvents: [String] {

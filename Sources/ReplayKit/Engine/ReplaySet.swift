@@ -190,7 +190,11 @@ public func replayAdapters(for set: LoadedCaptureSet, options: ReplayOptions) th
         // The section as written is checked against the integration's schema before anything is
         // made from it: a bad value is refused here, naming its line, rather than replayed.
         if let written = section, let schema = SectionSchema(of: integration) {
-            warnings += try schema.validate(written, manifestPath: manifestPath).warnings
+            do throws(SectionSchemaViolation) {
+                warnings += try schema.validate(written, manifestPath: manifestPath).warnings
+            } catch {
+                throw ReplayError(error)
+            }
         }
         for setting in options.settings where setting.core == integration.name {
             let name = integration.sectionName ?? integration.name
