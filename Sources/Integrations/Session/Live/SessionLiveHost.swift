@@ -113,7 +113,8 @@ public final class SessionLiveHost {
     /// ends the link.
     public func run() throws(LiveHostError) -> Result {
         replies = try Self.replyPolicy(options.script.settings["replies"])
-        let store = try SessionStore(path: options.storePath)
+        let store = try SessionStore(path: options.storePath,
+                                     purpose: "tether live session --role \(options.role.rawValue) --identity \(options.identity)")
         self.store = store
         let snapshot = try store.loadSnapshot()
         driver.preload(snapshot: snapshot, outgoingFiles: try store.loadOutgoingFiles())
