@@ -61,8 +61,6 @@ public final class SQLiteIngestStore: Sendable {
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
             try pool.write { db in try Self.migrate(db, path: path) }
-        } catch let error as IngestStoreError {
-            throw error
         } catch {
             if let damage = Self.damage(error) { throw .damaged(path: path, detail: damage) }
             throw .cannotOpen(path: path, underlying: String(describing: error))
