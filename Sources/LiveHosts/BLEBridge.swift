@@ -204,7 +204,8 @@ public final class BLEBridge: @unchecked Sendable {
         if socket >= 0 { close(socket) }
     }
 
-    /// The last few non-empty lines of a bridge log, joined with ` | `.
+    /// The last few non-empty lines of a bridge log, joined with ` | `. A log that cannot be read
+    /// only makes the message shorter: the message names the log's path as well.
     static func lastLines(ofFile path: String) -> String {
         guard let handle = FileHandle(forReadingAtPath: path) else { return "" }
         defer { try? handle.close() } // read-only: closing cannot lose anything
