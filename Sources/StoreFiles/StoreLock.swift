@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Synchronization
 
 /// One writer per store: an advisory `flock` on `<store>.lock`, a file beside the store that also
 /// says who holds it (pid and purpose), so a second writer is refused with a sentence naming the
@@ -19,11 +20,29 @@ public final class StoreLock: Sendable {
     /// The lock file, `<store>.lock`.
     public let lockPath: String
     private let descriptor: Int32
+    private let identity: FileIdentity
+
+    /// A lock file, by device and inode.
+    private struct FileIdentity: Hashable {
+        var device: UInt64
+        var inode: UInt64
+    }
+
+    /// The lock files this process holds now. A `flock` belongs to the open file description, which
+    /// a child process shares from its fork until its exec closes the (close-on-exec) descriptor:
+    /// a lock this process has just released can still be held, for that moment, by a child being
+    /// spawned on another thread. Knowing which locks are really held here tells that moment from
+    /// a second writer in this process.
+    private static let heldHere = Mutex<Set<FileIdentity>>([])
+
+    /// How many times a lock is tried again while only a spawning child of this process holds it.
+    static let spawnRetries = 100
 
     /// The lock file's path for a store.
     public static func lockPath(forStore store: String) -> String { store + ".lock" }
 
-    /// Takes the lock for `store`, or throws at once (it never waits).
+    /// Takes the lock for `store`, or throws at once when another process (or another
+    /// ``StoreLock`` in this one) holds it; it does not wait for a holder to finish.
     /// - Parameters:
     ///   - store: the store's path (the lock file is `<store>.lock`).
     ///   - purpose: what this process is, for the message another writer gets
@@ -37,14 +56,30 @@ public final class StoreLock: Sendable {
         guard fd >= 0 else {
             throw .cannotLock(store: store, lockFile: lockPath, reason: String(cString: strerror(errno)))
         }
-        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            let reason = String(cString: strerror(errno))
+            _ = closeFile(fd)
+            throw .cannotLock(store: store, lockFile: lockPath, reason: reason)
+        }
+        let identity = FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+        var retries = 0
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             let busy = errno == EWOULDBLOCK
             let reason = String(cString: strerror(errno))
             let holder = busy ? Self.readHolder(fd) : nil
+            if busy, retries < Self.spawnRetries, holder?.hasPrefix("pid \(getpid()):") == true,
+               !Self.heldHere.withLock({ $0.contains(identity) }) {
+                // Our own released lock, still shared with a child between fork and exec.
+                retries += 1
+                usleep(5_000)
+                continue
+            }
             _ = closeFile(fd)
             if busy { throw .held(store: store, lockFile: lockPath, holder: holder) }
             throw .cannotLock(store: store, lockFile: lockPath, reason: reason)
         }
+        Self.heldHere.withLock { _ = $0.insert(identity) }
         // Who holds it, for the next writer's message. A failed write leaves the lock held and
         // only makes that message vaguer, so it does not stop this writer.
         let text = "pid \(getpid()): \(purpose)\n"
@@ -53,9 +88,15 @@ public final class StoreLock: Sendable {
             pwrite(fd, buffer.baseAddress, buffer.count - 1, 0)
         }
         descriptor = fd
+        self.identity = identity
     }
 
-    deinit { _ = closeFile(descriptor) }
+    deinit {
+        // Forgotten first: another StoreLock here that finds the lock still taken in between
+        // then waits for the close below instead of calling this process a second writer.
+        Self.heldHere.withLock { _ = $0.remove(identity) }
+        _ = closeFile(descriptor)
+    }
 
     /// The holder's line from the lock file; `nil` when it has not written it yet.
     private static func readHolder(_ fd: Int32) -> String? {

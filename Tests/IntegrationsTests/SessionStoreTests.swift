@@ -4,6 +4,7 @@
 @testable import WidgetIntegration
 import TetherIntegrations
 import Foundation
+import GRDB
 import LiveHosts
 import SessionCore
 import Testing
@@ -96,6 +97,19 @@ import Testing
         #expect(error?.hint.contains("Move it away") == true)
         #expect(error?.hint.contains("writable") == false)
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == bytes)
+    }
+
+    @Test func aWriteSQLiteFindsCorruptSaysTheStoreIsCorruptNotThatTheDiskIsFull() {
+        let error = SessionStore.writeError(path: "/tmp/s.sqlite", step: "store the snapshot",
+                                            DatabaseError(resultCode: .SQLITE_CORRUPT, message: "database disk image is malformed"), hint: "Check free disk space.")
+        #expect(error.detail == "the store is corrupt: SQLite says \"database disk image is malformed\"")
+        #expect(!error.hint.contains("disk space"))
+    }
+
+    @Test func anOrdinaryWriteFailureKeepsItsOwnAdvice() {
+        let error = SessionStore.writeError(path: "/tmp/s.sqlite", step: "store the snapshot",
+                                            DatabaseError(resultCode: .SQLITE_FULL, message: "database or disk is full"), hint: "Check free disk space.")
+        #expect(error.hint == "Check free disk space.")
     }
 
     @Test func aSecondWriterOnOneStoreIsRefusedNamingTheFirst() throws {

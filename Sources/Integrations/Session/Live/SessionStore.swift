@@ -102,6 +102,16 @@ public final class SessionStore {
         }
     }
 
+    /// A failed write: SQLite finding the file damaged says so (free space is not the problem
+    /// then); anything else keeps `hint`.
+    static func writeError(path: String, step: String, _ error: any Error, hint: String) -> LiveHostError {
+        if let error = error as? DatabaseError, error.resultCode == .SQLITE_CORRUPT || error.resultCode == .SQLITE_NOTADB {
+            return LiveHostError(target: path, step: step, detail: "the store is corrupt: SQLite says \"\(error.message ?? "\(error.resultCode)")\"",
+                                 hint: "Stop the host and move the store away (it then starts afresh and the peer sees a reinstall), or restore it from a backup.")
+        }
+        return LiveHostError(target: path, step: step, detail: "\(error)", hint: hint)
+    }
+
     /// An error of opening the database: a file SQLite cannot read says it is damaged (the folder
     /// is not the problem), anything else keeps the folder advice.
     static func openError(path: String, _ error: any Error) -> LiveHostError {
@@ -151,7 +161,7 @@ public final class SessionStore {
             let data = try encoder.encode(snapshot)
             try queue.write { db in try db.execute(sql: "INSERT OR REPLACE INTO session_snapshot (id, json) VALUES (1, ?)", arguments: [data]) }
         } catch {
-            throw LiveHostError(target: path, step: "store the snapshot", detail: "\(error)", hint: "Check free disk space.")
+            throw Self.writeError(path: path, step: "store the snapshot", error, hint: "Check free disk space.")
         }
     }
 
@@ -162,7 +172,7 @@ public final class SessionStore {
                 try db.execute(sql: "INSERT OR REPLACE INTO session_outgoing_file (id, bytes) VALUES (?, ?)", arguments: [Int64(id.rawValue), Data(bytes)])
             }
         } catch {
-            throw LiveHostError(target: path, step: "store an outgoing file", detail: "\(error)", hint: "Check free disk space.")
+            throw Self.writeError(path: path, step: "store an outgoing file", error, hint: "Check free disk space.")
         }
     }
 
@@ -171,7 +181,7 @@ public final class SessionStore {
         do {
             try queue.write { db in try db.execute(sql: "DELETE FROM session_outgoing_file WHERE id = ?", arguments: [Int64(id.rawValue)]) }
         } catch {
-            throw LiveHostError(target: path, step: "remove an outgoing file", detail: "\(error)", hint: "Check the store is writable.")
+            throw Self.writeError(path: path, step: "remove an outgoing file", error, hint: "Check the store is writable.")
         }
     }
 
