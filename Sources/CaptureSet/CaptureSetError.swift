@@ -61,8 +61,8 @@ public enum CaptureSetError: Error, Sendable, Equatable, CustomStringConvertible
                 + "Restore the original file, or pass --accept-changed-capture to seal the new content on purpose."
         case let .liveTracesChanged(set, problems):
             return "capture set \(set): its live traces changed after sealing: \(problems.joined(separator: "; ")). "
-                + "Restore them from version control, run `tether seal \(set) --accept-changed-capture` to seal the new "
-                + "content on purpose, or pass --no-verify to replay it anyway."
+                + "Restore them from version control, run `tether seal` on the set with --accept-changed-capture to seal "
+                + "the new content on purpose, or pass --no-verify to replay it anyway."
         case let .insideCaptureSet(path, enclosing):
             return "\(path) is inside the capture set \(enclosing); a set inside another set is never found by "
                 + "`tether replay` or any search for sets. Give a folder outside it, e.g. beside it: \(FileIO.join(FileIO.split(enclosing).dir, FileIO.split(path).base))."
