@@ -37,7 +37,7 @@ import TetherTestSupport
         let second = try Tools.tether(["live", "session", "--role", "watch", "--identity", "0ff1ce00-0000-4000-8000-0000000000b2",
                                        "--hci", "tcp-client:127.0.0.1:\(ports[1])", "--script", try Self.idleScript(folder), "--store", store])
         #expect(second.status == 1)
-        #expect(second.stderr.contains("\(store) is in use by another process (pid \(first.process.processIdentifier): tether live session --role watch --identity "),
+        #expect(second.stderr.contains("\(store): lock session store failed: it is in use by another process (pid \(first.process.processIdentifier): tether live session --role watch --identity "),
                 "\(second.stderr)")
         #expect(first.process.isRunning)
     }

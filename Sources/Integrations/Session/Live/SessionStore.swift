@@ -48,8 +48,15 @@ public final class SessionStore {
         do {
             writerLock = try StoreLock(store: path, purpose: purpose)
         } catch {
-            throw LiveHostError(target: path, step: "lock session store", detail: error.description,
-                                hint: "Two hosts on one store would each restore the other's snapshot and act as it.")
+            switch error {
+            case let .held(_, lockFile, holder):
+                let who = holder.map { "another process (\($0))" } ?? "another process (it has not written its pid yet)"
+                throw LiveHostError(target: path, step: "lock session store", detail: "it is in use by \(who), which holds its lock \(lockFile)",
+                                    hint: "A store has one host at a time (two would each restore the other's snapshot and act as it): stop that process first, or give this host another --store.")
+            case let .cannotLock(_, lockFile, reason):
+                throw LiveHostError(target: path, step: "lock session store", detail: "cannot create or lock \(lockFile): \(reason)",
+                                    hint: "Check that the store's folder exists and is writable.")
+            }
         }
         do {
             var configuration = Configuration()
