@@ -118,7 +118,8 @@ public final class SQLiteIngestStore: Sendable {
         }
     }
 
-    /// Closes the database (and releases the exclusive-writer lock). Later calls on this store throw.
+    /// Closes the database. Later calls on this store throw. The exclusive-writer lock is released
+    /// with the store itself (or when the process ends), not here.
     public func close() throws(IngestStoreError) {
         do {
             try pool.close()

@@ -52,13 +52,16 @@ public final class StoreLock: Sendable {
     public init(store: String, purpose: String) throws(StoreLockError) {
         storePath = store
         lockPath = Self.lockPath(forStore: store)
-        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        // Not through a symbolic link: the lock file is truncated and written, and a link could
+        // point at any file of the user's.
+        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
         guard fd >= 0 else {
-            throw .cannotLock(store: store, lockFile: lockPath, reason: String(cString: strerror(errno)))
+            let reason = errno == ELOOP ? "it is a symbolic link, which Tether does not follow for a file it writes" : String(cString: strerror(errno))
+            throw .cannotLock(store: store, lockFile: lockPath, reason: reason)
         }
         var info = stat()
-        guard fstat(fd, &info) == 0 else {
-            let reason = String(cString: strerror(errno))
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            let reason = (info.st_mode & S_IFMT) != S_IFREG ? "it is not a regular file" : String(cString: strerror(errno))
             _ = closeFile(fd)
             throw .cannotLock(store: store, lockFile: lockPath, reason: reason)
         }
@@ -79,6 +82,13 @@ public final class StoreLock: Sendable {
             if busy { throw .held(store: store, lockFile: lockPath, holder: holder) }
             throw .cannotLock(store: store, lockFile: lockPath, reason: reason)
         }
+        // A file of that name that Tether did not write is someone's: leave it as it is.
+        let existing = Self.readStart(fd)
+        if !existing.isEmpty, !existing.starts(with: Array("pid ".utf8)) {
+            _ = closeFile(fd)
+            throw .cannotLock(store: store, lockFile: lockPath,
+                              reason: "it exists and is not a Tether lock file (it begins \(String(decoding: existing.prefix(16), as: UTF8.self).debugDescription)); it was left unchanged, move it away")
+        }
         Self.heldHere.withLock { _ = $0.insert(identity) }
         // Who holds it, for the next writer's message. A failed write leaves the lock held and
         // only makes that message vaguer, so it does not stop this writer.
@@ -98,12 +108,18 @@ public final class StoreLock: Sendable {
         _ = closeFile(descriptor)
     }
 
-    /// The holder's line from the lock file; `nil` when it has not written it yet.
-    private static func readHolder(_ fd: Int32) -> String? {
+    /// The lock file's first bytes (at most 512; none when it cannot be read).
+    private static func readStart(_ fd: Int32) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: 512)
         let count = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
-        guard count > 0 else { return nil }
-        let text = String(decoding: bytes[..<count], as: UTF8.self)
+        return count > 0 ? Array(bytes[..<count]) : []
+    }
+
+    /// The holder's line from the lock file; `nil` when it has not written it yet.
+    private static func readHolder(_ fd: Int32) -> String? {
+        let bytes = readStart(fd)
+        guard !bytes.isEmpty else { return nil }
+        let text = String(decoding: bytes, as: UTF8.self)
         let line = text.split(separator: "\n", maxSplits: 1).first.map(String.init) ?? ""
         return line.isEmpty ? nil : line
     }

@@ -54,6 +54,34 @@ import Darwin
         }
     }
 
+    @Test func aLockFileThatIsASymbolicLinkIsRefusedAndItsTargetLeftUnchanged() throws {
+        let store = folder + "/linked.sqlite"
+        let target = folder + "/precious.txt"
+        try Data("keep me\n".utf8).write(to: URL(fileURLWithPath: target))
+        try FileManager.default.createSymbolicLink(atPath: store + ".lock", withDestinationPath: target)
+        #expect(throws: StoreLockError.cannotLock(store: store, lockFile: store + ".lock",
+                                                  reason: "it is a symbolic link, which Tether does not follow for a file it writes")) {
+            _ = try StoreLock(store: store, purpose: "x")
+        }
+        #expect(try String(contentsOfFile: target, encoding: .utf8) == "keep me\n")
+    }
+
+    @Test func aFileOfTheLockFilesNameThatTetherDidNotWriteIsLeftUnchanged() throws {
+        let store = folder + "/notes"
+        try Data("my lock notes\n".utf8).write(to: URL(fileURLWithPath: store + ".lock"))
+        #expect(throws: StoreLockError.cannotLock(store: store, lockFile: store + ".lock",
+                                                  reason: "it exists and is not a Tether lock file (it begins \"my lock notes\\n\"); it was left unchanged, move it away")) {
+            _ = try StoreLock(store: store, purpose: "x")
+        }
+        #expect(try String(contentsOfFile: store + ".lock", encoding: .utf8) == "my lock notes\n")
+    }
+
+    @Test func aFolderOfTheLockFilesNameIsRefused() throws {
+        let store = folder + "/dir"
+        try FileManager.default.createDirectory(atPath: store + ".lock", withIntermediateDirectories: true)
+        #expect(throws: StoreLockError.self) { _ = try StoreLock(store: store, purpose: "x") }
+    }
+
     @Test func aMissingOrEmptyFileIsANewStore() throws {
         #expect(SQLiteFileHeader.inspect(folder + "/absent") == .absentOrEmpty)
         #expect(FileManager.default.createFile(atPath: folder + "/empty", contents: Data()))
