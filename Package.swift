@@ -81,8 +81,11 @@ let package = Package(
         // The durable SQLite sink for IngestCore's chunks.
         .target(
             name: "IngestStore",
-            dependencies: ["IngestCore", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["IngestCore", "StoreFiles", .product(name: "GRDB", package: "GRDB.swift")]
         ),
+        // What every durable store shares: one writer per store (a lock file naming its holder),
+        // and telling a SQLite file from another file before SQLite opens it.
+        .target(name: "StoreFiles"),
 
         // The behaviour trace: events, JSON Lines reading and writing, trace diff. What a live host
         // and a replay both write, so "replay reproduces what really happened" is one `tether diff`.
@@ -134,7 +137,7 @@ let package = Package(
             name: "SessionIntegration",
             dependencies: [
                 "ReplayKit", "BehaviourTrace", "MonkeyCTrace", "SessionCore", "MonkeyC", "CaptureKit", "CaptureSet", "Dissectors", "LiveHosts", "LiveCapture",
-                .product(name: "GRDB", package: "GRDB.swift"),
+                "StoreFiles", .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Sources/Integrations/Session"
         ),
@@ -182,8 +185,9 @@ let package = Package(
         .testTarget(name: "WidgetCoreTests", dependencies: ["TetherTestSupport", "WidgetCore"]),
         .testTarget(
             name: "IngestStoreTests",
-            dependencies: ["IngestStore", "IngestCore", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["IngestStore", "IngestCore", "StoreFiles", .product(name: "GRDB", package: "GRDB.swift")]
         ),
+        .testTarget(name: "StoreFilesTests", dependencies: ["StoreFiles"]),
         .testTarget(name: "BehaviourTraceTests", dependencies: ["TetherTestSupport", "BehaviourTrace", "CaptureSet"]),
         .testTarget(
             name: "ReplayKitTests",

@@ -84,6 +84,7 @@ def record(name, tether, out, logs):
         stop(controllers, timeout=5)
     os.makedirs(os.path.join(set_path, "live"), exist_ok=True)
     shutil.copy(live_trace, os.path.join(set_path, "live", "messaging.jsonl"))
+    run([tether, "seal", set_path])  # the seal covers live/ too (live_traces_sha256)
     add_expectations(set_path, os.path.join(SCENARIOS, f"{name}.expect.yaml"),
                      f"Recorded by Harness/record_ciq_sets.py: {title}. Watch: ciq_watch.py {' '.join(watch_args)}; "
                      f"script Harness/scenarios/ciq/{name}.yaml. live/messaging.jsonl is the live host's own trace.")

@@ -123,6 +123,7 @@ def record(name, tether, out, logs):
     for side, path in sets.items():
         os.makedirs(os.path.join(path, "live"), exist_ok=True)
         shutil.copy(traces[side], os.path.join(path, "live", "session.jsonl"))
+        run([tether, "seal", path])  # the seal covers live/ too (live_traces_sha256)
         expect = f"{name}.expect.yaml" if side == setup["record"][0] else f"{name}.{side}.expect.yaml"
         scripts = ", ".join(setup["phone"] + [w[1] for w in setup["watches"]])
         add_expectations(path, os.path.join(SCENARIOS, expect),

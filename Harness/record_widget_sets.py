@@ -387,6 +387,7 @@ def record(name, tether, out, logs, replace):
     os.makedirs(os.path.join(staged, "live"), exist_ok=True)
     kept = os.path.join(staged, "live", f"{recorder}.jsonl")
     shutil.copy(live_trace, kept)
+    run([tether, "seal", staged], stdout=subprocess.DEVNULL)  # the seal covers live/ too (live_traces_sha256)
     scripts = ", ".join(f"{name}.{kind}.yaml" for kind in ("widget", "host", "rig"))
     add_expectations(staged, scenario_file(name, "expect"),
                      f"Recorded on the {recorder} side by Harness/record_widget_sets.py: {setup['title']}. "

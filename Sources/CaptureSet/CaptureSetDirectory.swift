@@ -89,6 +89,27 @@ public struct CaptureSetDirectory: Sendable, Hashable {
         FileIO.isDirectory(path) && FileIO.isRegularFile(FileIO.join(path, manifestFileName))
     }
 
+    /// The capture set that `path` would be inside: the nearest folder above it (symbolic links
+    /// followed) that holds a `manifest.yaml`; `nil` when none does. A set made there would be a
+    /// folder inside another set, which ``findSets(under:)`` and `replay` never look into.
+    public static func enclosingSet(of path: String) -> String? {
+        guard let target = FileIO.canonicalTarget(path) else { return nil }
+        var folder = FileIO.split(target).dir
+        while !folder.isEmpty {
+            if isCaptureSet(folder) { return folder }
+            let parent = FileIO.split(folder).dir
+            if parent == folder { break }
+            folder = parent
+        }
+        return nil
+    }
+
+    /// Refuses to make a set at `path` when it would be inside another set.
+    /// - Throws: ``CaptureSetError/insideCaptureSet(path:enclosing:)``.
+    public static func checkNotInsideSet(_ path: String) throws(CaptureSetError) {
+        if let enclosing = enclosingSet(of: path) { throw .insideCaptureSet(path: path, enclosing: enclosing) }
+    }
+
     /// Every capture set at or below `folder`, sorted by path. A set's own subfolders are not
     /// searched (a set does not nest); hidden folders (`.build`, `.git`) are skipped.
     public static func findSets(under folder: String) throws(CaptureSetError) -> [String] {
@@ -203,6 +224,17 @@ public struct CaptureSetDirectory: Sendable, Hashable {
         if let digest = manifest.captureSha256, !isHexDigest(digest) {
             throw .invalidManifest(path: path, field: "capture_sha256", problem: "expected 64 hex digits, found \"\(digest)\"")
         }
+        for file in (manifest.liveTracesSha256 ?? [:]).keys.sorted() {
+            let field = "live_traces_sha256.\(file)"
+            try checkRelative(file, field: field, set: setName)
+            guard file.hasPrefix(liveFolderName + "/"), !file.dropFirst(liveFolderName.count + 1).contains("/") else {
+                throw .invalidManifest(path: path, field: field, problem: "names a file outside the set's live/ folder; only live/<name> files are sealed here")
+            }
+            let digest = manifest.liveTracesSha256![file]!
+            if !isHexDigest(digest) {
+                throw .invalidManifest(path: path, field: field, problem: "expected 64 hex digits, found \"\(digest)\"")
+            }
+        }
         var seen = Set<Int>()
         for (i, interface) in manifest.interfaces.enumerated() {
             if interface.index < 0 {
@@ -315,18 +347,19 @@ public struct CaptureSetDirectory: Sendable, Hashable {
     }
 
     /// Makes the set folder (and parents) and writes its first manifest. The capture file is the
-    /// caller's to write. Fails if the folder already holds a manifest.
+    /// caller's to write. Fails if the folder already holds a manifest, or is inside another set.
     @discardableResult
     public static func create(at path: String, manifest: CaptureSetManifest) throws(CaptureSetError) -> CaptureSetDirectory {
         let set = CaptureSetDirectory(path: path)
         if FileIO.exists(set.manifestPath) { throw .alreadyExists(path: path) }
+        try checkNotInsideSet(path)
         try FileIO.makeDirectories(path)
         try saveManifest(manifest, to: path)
         return set
     }
 
-    /// Seals a recording: computes the capture file's digest, sets status `complete`, saves the
-    /// manifest, and returns it.
+    /// Seals a recording: computes the capture file's digest and its live traces' (`live/*`,
+    /// `live_traces_sha256`), sets status `complete`, saves the manifest, and returns it.
     ///
     /// A set that is already sealed (status `complete` with a digest) whose capture file no longer
     /// has that digest is refused unless `acceptChangedCapture`: resealing would silently bless
@@ -344,13 +377,44 @@ public struct CaptureSetDirectory: Sendable, Hashable {
             throw .sealedCaptureChanged(set: set.name, file: capture, sealed: sealed, actual: actual)
         }
         manifest.captureSha256 = actual
+        try sealLiveTraces(&manifest, set: set, acceptChanged: acceptChangedCapture)
         manifest.status = .complete
         try saveManifest(manifest, to: path)
         return manifest
     }
 
+    /// Records the live traces' digests in `manifest` (the seal's second half, kept apart from
+    /// the capture's). A sealed set whose live traces differ from what it sealed is refused unless
+    /// `acceptChanged`, as its capture is: resealing would bless whatever changed them.
+    static func sealLiveTraces(_ manifest: inout CaptureSetManifest, set: CaptureSetDirectory, acceptChanged: Bool) throws(CaptureSetError) {
+        if manifest.status == .complete, let sealed = manifest.liveTracesSha256, !acceptChanged {
+            let problems = try set.liveTraceDifferences(sealed: sealed)
+            if !problems.isEmpty { throw .liveTracesChanged(set: set.name, problems: problems) }
+        }
+        manifest.liveTracesSha256 = try set.liveTraceDigests()
+    }
+
+    /// Checks the live traces against the manifest's `live_traces_sha256` (with `verify`), or
+    /// says why they are not checked; returns the warnings.
+    static func verifyLiveTraces(_ manifest: CaptureSetManifest, set: CaptureSetDirectory, verify: Bool) throws(CaptureSetError) -> [String] {
+        guard let sealed = manifest.liveTracesSha256 else {
+            let files = try set.liveTraceFiles()
+            guard !files.isEmpty else { return [] }
+            return ["capture set \(set.name): live traces not verified (\(files.joined(separator: ", "))): the manifest has no "
+                + "live_traces_sha256 (sealed before Tether covered them); run `tether seal \(set.path)` to cover them."]
+        }
+        guard verify else {
+            return ["capture set \(set.name): SHA-256 of the live traces not checked (--no-verify)."]
+        }
+        let problems = try set.liveTraceDifferences(sealed: sealed)
+        if !problems.isEmpty { throw .liveTracesChanged(set: set.name, problems: problems) }
+        return []
+    }
+
     /// Loads a set: parses the manifest, checks the capture file is there and, with `verify`,
-    /// that its SHA-256 matches the manifest's.
+    /// that its SHA-256 matches the manifest's, and that its live traces (`live/*`) are the ones
+    /// `live_traces_sha256` sealed (a changed, missing or added one is an error; a set sealed
+    /// without the field loads with a warning that they are not verified).
     ///
     /// A set without a digest (an unsealed or interrupted recording) loads with a warning, and so
     /// does a set whose capture gives an interface another link type than the manifest's
@@ -381,6 +445,7 @@ public struct CaptureSetDirectory: Sendable, Hashable {
             warnings.append("capture set \(set.name): the manifest has no capture_sha256, so \(manifest.captureFile) "
                 + "cannot be verified; seal it with `tether seal SET` once it is known to be good.")
         }
+        warnings += try verifyLiveTraces(manifest, set: set, verify: verify)
         warnings += set.linkTypeContradictions(manifest: manifest, capturePath: capture).map(\.description)
         return LoadedCaptureSet(directory: set, manifest: manifest, capturePath: capture, verified: verified, warnings: warnings)
     }

@@ -22,6 +22,12 @@ public enum CaptureSetError: Error, Sendable, Equatable, CustomStringConvertible
     case sealedCaptureChanged(set: String, file: String, sealed: String, actual: String)
     /// `manifest.yaml` is larger than any manifest Tether writes, so it is not read.
     case manifestTooLarge(path: String, bytes: UInt64, limit: UInt64)
+    /// The set's live traces (`live/*.jsonl`) are not what the manifest's `live_traces_sha256`
+    /// sealed: one line per changed, missing or added file.
+    case liveTracesChanged(set: String, problems: [String])
+    /// A new set was asked for inside the folder of an existing set (`enclosing`), where replay
+    /// and every search for sets would never see it.
+    case insideCaptureSet(path: String, enclosing: String)
 
     /// For ``io(path:operation:reason:)``, the system's reason alone (for a caller whose own error
     /// already names the file); `nil` for the other cases.
@@ -60,6 +66,13 @@ public enum CaptureSetError: Error, Sendable, Equatable, CustomStringConvertible
         case let .sealedCaptureChanged(set, file, sealed, actual):
             return "capture set \(set): \(file) changed since it was sealed: its SHA-256 was \(sealed) and is now \(actual). "
                 + "Restore the original file, or pass --accept-changed-capture to seal the new content on purpose."
+        case let .liveTracesChanged(set, problems):
+            return "capture set \(set): its live traces changed after sealing: \(problems.joined(separator: "; ")). "
+                + "Restore them from version control, run `tether seal` on the set with --accept-changed-capture to seal "
+                + "the new content on purpose, or pass --no-verify to replay it anyway."
+        case let .insideCaptureSet(path, enclosing):
+            return "\(path) is inside the capture set \(enclosing); a set inside another set is never found by "
+                + "`tether replay` or any search for sets. Give a folder outside it, e.g. beside it: \(FileIO.join(FileIO.split(enclosing).dir, FileIO.split(path).base))."
         case let .manifestTooLarge(path, bytes, limit):
             return "\(path): \(bytes) bytes is more than a manifest can be (at most \(limit)). Check that the file "
                 + "is the set's manifest.yaml and not a capture or log written over it."

@@ -27,6 +27,11 @@ public struct CaptureSetManifest: Codable, Sendable, Equatable {
     /// Lower-case hex SHA-256 of the capture file, set when the recording is sealed. `nil` while
     /// recording: such a set loads with a warning instead of a verified digest.
     public var captureSha256: String?
+    /// Lower-case hex SHA-256 of each live trace in the set's `live/` folder, by path relative to
+    /// the set (`live/messaging.jsonl`), set by `seal`. `nil` in a set without live traces and in
+    /// sets sealed before Tether covered them: such live traces load with a warning that they are
+    /// not verified.
+    public var liveTracesSha256: [String: String]?
     /// Which capture interface plays which role.
     public var interfaces: [ManifestInterface]
     /// The devices that took part.
@@ -53,7 +58,7 @@ public struct CaptureSetManifest: Codable, Sendable, Equatable {
     /// ``sections`` entry.
     public static let reservedKeys: Set<String> = [
         "schema_version", "title", "description", "recorded_at", "tether_version", "status", "capture_file",
-        "capture_sha256", "interfaces", "devices", "annotations", "gatt_handles", "expectations", "baselines",
+        "capture_sha256", "live_traces_sha256", "interfaces", "devices", "annotations", "gatt_handles", "expectations", "baselines",
     ]
 
     /// The section called `name`, if the manifest has one.
@@ -118,6 +123,7 @@ public struct CaptureSetManifest: Codable, Sendable, Equatable {
         case status
         case captureFile = "capture_file"
         case captureSha256 = "capture_sha256"
+        case liveTracesSha256 = "live_traces_sha256"
         case interfaces, devices, annotations
         case gattHandles = "gatt_handles"
         case expectations, baselines
@@ -134,6 +140,7 @@ public struct CaptureSetManifest: Codable, Sendable, Equatable {
         status = try c.decodeIfPresent(CaptureSetStatus.self, forKey: .status) ?? .complete
         captureFile = try c.decodeIfPresent(String.self, forKey: .captureFile) ?? CaptureSetDirectory.defaultCaptureFileName
         captureSha256 = try c.decodeIfPresent(String.self, forKey: .captureSha256)
+        liveTracesSha256 = try c.decodeIfPresent([String: String].self, forKey: .liveTracesSha256)
         interfaces = try c.decodeIfPresent([ManifestInterface].self, forKey: .interfaces) ?? []
         devices = try c.decodeIfPresent([ManifestDevice].self, forKey: .devices) ?? []
         annotations = try c.decodeIfPresent([ManifestAnnotation].self, forKey: .annotations) ?? []
@@ -156,6 +163,13 @@ public struct CaptureSetManifest: Codable, Sendable, Equatable {
         try c.encode(status, forKey: .status)
         try c.encode(captureFile, forKey: .captureFile)
         try c.encodeIfPresent(captureSha256, forKey: .captureSha256)
+        if let liveTracesSha256 {
+            // Sorted by hand, as `baselines`: the same manifest must give the same text.
+            var live = c.nestedContainer(keyedBy: BaselineKey.self, forKey: .liveTracesSha256)
+            for file in liveTracesSha256.keys.sorted() {
+                try live.encode(liveTracesSha256[file, default: ""], forKey: BaselineKey(stringValue: file))
+            }
+        }
         // Lists go in as finished nodes (``LinearYAMLList``): writing stays linear in their length.
         try c.encode(LinearYAMLList(interfaces), forKey: .interfaces)
         try c.encode(LinearYAMLList(devices), forKey: .devices)

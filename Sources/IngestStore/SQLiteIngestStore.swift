@@ -1,11 +1,7 @@
 import Foundation
 import GRDB
 import IngestCore
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import StoreFiles
 
 /// The durable local sink for ``IngestCore`` chunks: a SQLite database in WAL mode.
 ///
@@ -27,37 +23,36 @@ public final class SQLiteIngestStore: Sendable {
     /// The database file's path.
     public let path: String
     private let pool: DatabasePool
-    /// With `exclusiveWriter`: a descriptor of the database file holding a `flock` for this
-    /// store's lifetime; -1 otherwise.
-    private let lockDescriptor: Int32
+    /// With `exclusiveWriter`: the store's writer lock (`<db>.lock`), held for this store's
+    /// lifetime; `nil` otherwise.
+    private let writerLock: StoreLock?
 
     /// Opens the database at `path`, creating it and its tables if needed.
     ///
-    /// A file that is a SQLite database but not a Tether store (tables of its own, or an unknown
-    /// schema) is refused before anything is written to it. With `exclusiveWriter`, the store
-    /// also takes an advisory lock on the file, so a second exclusive writer (a second
-    /// `tether serve ingest` on one database) is refused at start instead of interleaving.
+    /// A file that is not a Tether store (not SQLite at all, damaged, or a SQLite database with
+    /// tables of its own or an unknown schema) is refused before anything is written to it. With
+    /// `exclusiveWriter`, the store also takes the writer lock beside it (``StoreLock``,
+    /// `<db>.lock`), so a second exclusive writer (a second `tether serve ingest` on one database)
+    /// is refused at start, told which process holds it, instead of interleaving.
+    /// - Parameter purpose: what this writer is, for the message a second writer gets.
     /// - Throws: ``IngestStoreError/cannotOpen(path:underlying:)`` when the file cannot be opened,
     ///   ``IngestStoreError/notATetherStore(path:detail:)`` when it belongs to something else,
-    ///   ``IngestStoreError/inUse(path:)`` when another exclusive writer holds it.
-    public init(path: String, exclusiveWriter: Bool = false) throws(IngestStoreError) {
+    ///   ``IngestStoreError/damaged(path:detail:)`` when SQLite cannot read it,
+    ///   ``IngestStoreError/inUse(path:holder:)`` when another exclusive writer holds it.
+    public init(path: String, exclusiveWriter: Bool = false, purpose: String = "tether serve ingest") throws(IngestStoreError) {
         self.path = path
         try Self.checkIsTetherStore(path: path)
         if exclusiveWriter {
-            let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-            guard descriptor >= 0 else {
-                throw .cannotOpen(path: path, underlying: String(cString: strerror(errno)))
+            do {
+                writerLock = try StoreLock(store: path, purpose: purpose)
+            } catch {
+                switch error {
+                case let .held(_, _, holder): throw .inUse(path: path, holder: holder)
+                case let .cannotLock(_, lockFile, reason): throw .cannotOpen(path: path, underlying: "cannot lock \(lockFile): \(reason)")
+                }
             }
-            if flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
-                let busy = errno == EWOULDBLOCK
-                let reason = String(cString: strerror(errno))
-                closeDescriptor(descriptor)
-                if busy { throw .inUse(path: path) }
-                throw .cannotOpen(path: path, underlying: "cannot lock it: \(reason)")
-            }
-            lockDescriptor = descriptor
         } else {
-            lockDescriptor = -1
+            writerLock = nil
         }
         var configuration = Configuration()
         configuration.prepareDatabase { db in
@@ -67,21 +62,34 @@ public final class SQLiteIngestStore: Sendable {
             pool = try DatabasePool(path: path, configuration: configuration)
             try pool.write { db in try Self.migrate(db, path: path) }
         } catch {
-            if lockDescriptor >= 0 { closeDescriptor(lockDescriptor) }
+            if let damage = Self.damage(error) { throw .damaged(path: path, detail: damage) }
             throw .cannotOpen(path: path, underlying: String(describing: error))
         }
     }
 
-    deinit {
-        if lockDescriptor >= 0 { closeDescriptor(lockDescriptor) }
+    /// SQLite's word for a file it cannot read as a database (not one, or damaged); `nil` for
+    /// other failures (permissions, a full disk), which keep their own advice.
+    static func damage(_ error: any Error) -> String? {
+        guard let error = error as? DatabaseError else { return nil }
+        switch error.resultCode {
+        case .SQLITE_NOTADB, .SQLITE_CORRUPT: return error.message ?? "\(error.resultCode)"
+        default: return nil
+        }
     }
 
     /// Refuses a database that is not (or not yet) a Tether ingest store, reading it without
     /// changing it: a SQLite file with tables of its own would otherwise gain ours, and be
-    /// switched to WAL mode. A missing or empty file is fine (it becomes a new store).
+    /// switched to WAL mode. A missing or empty file is fine (it becomes a new store). Its first
+    /// bytes are read before SQLite opens it, so a file that is not SQLite at all is refused as such.
     static func checkIsTetherStore(path: String) throws(IngestStoreError) {
-        var info = stat()
-        guard stat(path, &info) == 0, info.st_size > 0 else { return }
+        switch SQLiteFileHeader.inspect(path) {
+        case .absentOrEmpty: return
+        case .sqlite: break
+        case .notSQLite(let first):
+            throw .notATetherStore(path: path, detail: "it is not a SQLite database (it begins \(SQLiteFileHeader.hex(first)), not \"SQLite format 3\"): another kind of file, or a store damaged beyond reading")
+        case .unreadable(let reason):
+            throw .cannotOpen(path: path, underlying: reason)
+        }
         var configuration = Configuration()
         configuration.readonly = true
         let found: (version: Int, tables: [String])
@@ -93,6 +101,7 @@ public final class SQLiteIngestStore: Sendable {
             }
             try queue.close()
         } catch {
+            if let damage = damage(error) { throw .damaged(path: path, detail: damage) }
             throw .cannotOpen(path: path, underlying: String(describing: error))
         }
         switch found.version {
@@ -109,7 +118,8 @@ public final class SQLiteIngestStore: Sendable {
         }
     }
 
-    /// Closes the database (and releases the exclusive-writer lock). Later calls on this store throw.
+    /// Closes the database. Later calls on this store throw. The exclusive-writer lock is released
+    /// with the store itself (or when the process ends), not here.
     public func close() throws(IngestStoreError) {
         do {
             try pool.close()
@@ -312,15 +322,6 @@ public final class SQLiteIngestStore: Sendable {
     }
 }
 
-/// `close(2)`, named apart from ``SQLiteIngestStore/close()``.
-private func closeDescriptor(_ descriptor: Int32) {
-    #if canImport(Glibc)
-    _ = Glibc.close(descriptor)
-    #elseif canImport(Darwin)
-    _ = Darwin.close(descriptor)
-    #endif
-}
-
 /// A store operation that failed, naming the database file and what to do.
 public enum IngestStoreError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The file could not be opened or set up (permissions, a full disk, not a SQLite database).
@@ -334,8 +335,12 @@ public enum IngestStoreError: Error, Sendable, Hashable, CustomStringConvertible
     case corrupt(path: String, detail: String)
     /// The file is a SQLite database of something other than Tether; it was left untouched.
     case notATetherStore(path: String, detail: String)
-    /// Another exclusive writer (a running `tether serve ingest`) holds the database.
-    case inUse(path: String)
+    /// SQLite cannot read the file as a database: it is damaged (or not a database after all).
+    /// It was left unchanged.
+    case damaged(path: String, detail: String)
+    /// Another exclusive writer (a running `tether serve ingest`) holds the database; `holder` is
+    /// its line from the lock file (`pid 4242: tether serve ingest`), when it wrote one.
+    case inUse(path: String, holder: String?)
 
     /// One line naming the file, the operation and what to check.
     public var description: String {
@@ -350,8 +355,10 @@ public enum IngestStoreError: Error, Sendable, Hashable, CustomStringConvertible
             "ingest store \(path) holds a bad row: \(detail); the file was changed outside Tether"
         case .notATetherStore(let path, let detail):
             "\(path) is a SQLite database but not a Tether ingest store: \(detail). It was left unchanged; give --db a new file name or a store Tether made"
-        case .inUse(let path):
-            "ingest store \(path) is in use by another `tether serve ingest` (it holds the file's lock); stop that server first, or give this one another --db"
+        case .damaged(let path, let detail):
+            "ingest store \(path) is damaged or not a database: SQLite says \"\(detail)\". It was left unchanged; move it away (or restore it from a backup) and give --db a new file name"
+        case .inUse(let path, let holder):
+            "ingest store \(path) is in use by \(holder.map { "another process (\($0))" } ?? "another `tether serve ingest`"), which holds its lock \(StoreLock.lockPath(forStore: path)); stop that process first, or give this one another --db"
         }
     }
 }

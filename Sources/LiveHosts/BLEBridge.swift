@@ -36,11 +36,23 @@ public final class BLEBridge: @unchecked Sendable {
         process.arguments = [python, script, "--hci", transport, "--listen", "127.0.0.1:0"] + extraArguments
         let stdout = Pipe()
         process.standardOutput = stdout
+        // The bridge's stderr says why it failed (a refused connection to the transport, a missing
+        // module): kept, so a bridge that exits before READY is reported with its own words.
+        let stderrTail = OutputTail()
         if let stderrPath {
             guard FileManager.default.createFile(atPath: stderrPath, contents: nil) else {
                 throw LiveHostError.bridge("cannot create the bridge log \(stderrPath); check the folder exists and is writable")
             }
             process.standardError = FileHandle(forWritingAtPath: stderrPath)
+        } else {
+            // Passed on to this process's stderr as it comes, as when it was inherited, and its tail kept.
+            let stderr = Pipe()
+            process.standardError = stderr
+            stderr.fileHandleForReading.readabilityHandler = { handle in
+                let data = handle.availableData
+                if data.isEmpty { handle.readabilityHandler = nil } else { FileHandle.standardError.write(data) }
+                stderrTail.append(data)
+            }
         }
         do {
             try process.run()
@@ -53,16 +65,17 @@ public final class BLEBridge: @unchecked Sendable {
         var line: [UInt8] = []
         let deadline = ContinuousClock.now + startTimeout
         var port: UInt16?
+        var stdoutEnded = false
         while port == nil {
             let left = ContinuousClock.now.duration(to: deadline)
             guard left > .zero else { break }
             var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let ms = Int32(min(1000, max(1, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000)))
             guard poll(&pfd, 1, ms) >= 0 else { continue }
-            if pfd.revents == 0 { if !process.isRunning { break } else { continue } }
+            if pfd.revents == 0 { if !process.isRunning { stdoutEnded = true; break } else { continue } }
             var byte: UInt8 = 0
             let n = read(fd, &byte, 1)
-            if n <= 0 { break }
+            if n <= 0 { stdoutEnded = true; break }
             if byte == 0x0A {
                 let text = String(decoding: line, as: UTF8.self)
                 if text.hasPrefix("READY "), let p = UInt16(text.dropFirst(6).trimmingCharacters(in: .whitespaces)) { port = p }
@@ -72,9 +85,23 @@ public final class BLEBridge: @unchecked Sendable {
             }
         }
         guard let port else {
-            if process.isRunning { process.terminate() }
-            throw LiveHostError.bridge("the BLE bridge (\(script) --hci \(transport)) did not say READY within \(startTimeout)"
-                + (stderrPath.map { "; its log is \($0)" } ?? "") + ". Check that the controller is reachable at \(transport).")
+            // Its stdout ended or the time is up. A bridge that closed its stdout is exiting: give it
+            // a moment to finish, so its status and last words can be reported.
+            if stdoutEnded {
+                let exitDeadline = ContinuousClock.now + .seconds(2)
+                while process.isRunning, ContinuousClock.now < exitDeadline { usleep(10_000) }
+            }
+            let log = stderrPath.map { "; its log is \($0)" } ?? ""
+            guard !process.isRunning else {
+                process.terminate()
+                throw LiveHostError.bridge("the BLE bridge (\(script) --hci \(transport)) did not say READY within \(startTimeout)"
+                    + log + ". Check that the controller is reachable at \(transport).")
+            }
+            let said = stderrPath.map { Self.lastLines(ofFile: $0) } ?? stderrTail.lastLines(waitingForEnd: .seconds(2))
+            let status = process.terminationReason == .uncaughtSignal ? "was killed by signal \(process.terminationStatus)" : "exited with status \(process.terminationStatus)"
+            throw LiveHostError.bridge("the BLE bridge (\(script) --hci \(transport)) \(status) before it was ready"
+                + (said.isEmpty ? " without a word on stderr" : ": \(said)") + log
+                + ". Check that the controller is reachable at \(transport) and that the bridge runs (python3 with Bumble)")
         }
         self.port = port
         let s = SystemCalls.socket(family: AF_INET, type: SystemCalls.streamSocket)
@@ -175,5 +202,56 @@ public final class BLEBridge: @unchecked Sendable {
 
     deinit {
         if socket >= 0 { close(socket) }
+    }
+
+    /// The last few non-empty lines of a bridge log, joined with ` | `. A log that cannot be read
+    /// only makes the message shorter: the message names the log's path as well.
+    static func lastLines(ofFile path: String) -> String {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return "" }
+        defer { try? handle.close() } // read-only: closing cannot lose anything
+        let size = (try? handle.seekToEnd()) ?? 0
+        try? handle.seek(toOffset: size > OutputTail.limit ? size - UInt64(OutputTail.limit) : 0)
+        let data = (try? handle.readToEnd()) ?? Data()
+        return OutputTail.lastLines(of: [UInt8](data))
+    }
+}
+
+/// The last bytes a process wrote to a pipe (at most ``limit``), filled from the pipe's
+/// readability handler and read once the process has exited.
+final class OutputTail: @unchecked Sendable {
+    // The handler runs on Foundation's thread, the reader on the host's: one lock guards both.
+    private let lock = NSLock()
+    private var bytes: [UInt8] = []
+    private var ended = false
+    /// How much is kept: enough for a traceback's last lines.
+    static let limit = 4096
+
+    /// Adds what the pipe gave; empty data is its end.
+    func append(_ data: Data) {
+        lock.lock()
+        defer { lock.unlock() }
+        if data.isEmpty { ended = true; return }
+        bytes += data
+        if bytes.count > Self.limit { bytes.removeFirst(bytes.count - Self.limit) }
+    }
+
+    /// The last lines, once the pipe ended (waiting at most `limit` for its end, which comes
+    /// just after the process exits).
+    func lastLines(waitingForEnd limit: Duration) -> String {
+        let deadline = ContinuousClock.now + limit
+        while true {
+            lock.lock()
+            let (done, kept) = (ended, bytes)
+            lock.unlock()
+            if done || ContinuousClock.now >= deadline { return Self.lastLines(of: kept) }
+            usleep(10_000)
+        }
+    }
+
+    /// The last three non-empty lines of `bytes`, joined with ` | `.
+    static func lastLines(of bytes: [UInt8]) -> String {
+        let lines = String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline)
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        return lines.suffix(3).joined(separator: " | ")
     }
 }

@@ -157,7 +157,17 @@ public struct LiveScript: Sendable, Hashable {
         case let b as Bool: return .bool(b)
         case let i as Int: return .int(Int64(i))
         case let d as Double: return .double(d)
-        case let s as String: return .string(s)
+        case let s as String:
+            // A plain integer too large for Int64 reaches here as text (YAML's loader falls back to
+            // a string when the number does not fit); sent as it is, it would silently become a
+            // string in the message. Monkey C's widest integer is a 64-bit Long, so refuse it. A
+            // quoted string of digits that fits Int64 arrives here too and stays a string.
+            let scalar = Node.Scalar(s)
+            if Resolver.default.resolveTag(of: Node.scalar(scalar)) == .int, Int64.construct(from: scalar) == nil {
+                throw LiveScriptError(file: "", step: nil, message: "\(s) is an integer outside Monkey C's range (a Long holds \(Int64.min) to \(Int64.max)); "
+                    + "write one in that range, or a float such as 1.0e+23 to send a Double")
+            }
+            return .string(s)
         case is NSNull: return .null
         case let list as [Any]:
             var out: [TraceValue] = []

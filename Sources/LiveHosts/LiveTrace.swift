@@ -51,6 +51,17 @@ package final class LiveTraceLog {
         }
     }
 
+    /// A call step whose call the core refused (an `api_error` among the call's `events`: an app
+    /// that is not a UUID, a call in the wrong state) is a step that could not run, so the run's
+    /// exit status shows it instead of only a line in the trace.
+    package func failIfRefused(step: Int, call: String, events: [TraceEvent]) {
+        for event in events where event.event == "api_error" {
+            var reason = "no reason given"
+            if case .string(let text)? = event.fields["error"] { reason = text }
+            fail(step: step, "\(call): the core refused the call: \(reason)")
+        }
+    }
+
     /// A script step that could not run: kept, and traced as `step_failed`.
     package func fail(step: Int, _ message: String) {
         failedSteps.append("step \(step): \(message)")

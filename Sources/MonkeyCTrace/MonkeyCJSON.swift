@@ -56,7 +56,7 @@ public enum MonkeyCJSON {
         case .object(let object):
             if object.count == 1, let (key, inner) = object.first, key.hasPrefix("$") {
                 switch (key, inner) {
-                case ("$float32", .double(let d)): return .float32(Float(d))
+                case ("$float32", .double(let d)): return .float32(try float32(d))
                 case ("$float32", .int(let i)): return .float32(Float(i))
                 case ("$int64", .int(let i)): return .int64(i)
                 case ("$char", .int(let c)) where c >= 0 && c <= Int64(UInt32.max): return .char(UInt32(c))
@@ -82,6 +82,20 @@ public enum MonkeyCJSON {
             }
             return .dictionary(out)
         }
+    }
+
+    /// `number` as a float32, refused when it does not fit one: a finite number beyond ±3.4028235e+38
+    /// would become infinity, a non-zero one below float32's smallest (1.4e-45) zero, each a value
+    /// the script never wrote. Infinity and NaN written as such stay what they are.
+    static func float32(_ number: Double) throws(MonkeyCJSONError) -> Float {
+        let single = Float(number)
+        if single.isInfinite, number.isFinite {
+            throw MonkeyCJSONError(description: "{\"$float32\": \(number)} is beyond a float32's range (±\(Float.greatestFiniteMagnitude)); write a plain number to send it as a Double")
+        }
+        if single == 0, number != 0 {
+            throw MonkeyCJSONError(description: "{\"$float32\": \(number)} is too small for a float32 (the smallest is \(Float.leastNonzeroMagnitude)) and would become 0; write a plain number to send it as a Double")
+        }
+        return single
     }
 
     /// Bytes from hex digits in pairs (either case); `nil` for anything else.

@@ -64,6 +64,7 @@ struct ImportCommand: ParsableCommand {
         guard !FileIO.exists(out) else {
             throw ValidationError("\(out) already exists. Choose a new folder name under Captures/, or remove the old one first.")
         }
+        try OutputFile.refuseNewSetInsideSet(out, option: "--out")
     }
 
     func run() throws {

@@ -21,6 +21,7 @@ struct LiveCommand: ParsableCommand {
         if let record, FileManager.default.fileExists(atPath: record) {
             throw ValidationError("--record \(record) exists already; name a new capture set folder.")
         }
+        if let record { try OutputFile.refuseNewSetInsideSet(record, option: "--record") }
         if let trace {
             try OutputFile.check(trace, option: "--trace")
             if let record { try OutputFile.refuseInside(trace, option: "--trace", set: record) }

@@ -44,6 +44,14 @@ enum OutputFile {
 
     /// Refuses to write `path` inside the folder `set` (after following links).
     /// - Throws: `ValidationError` (exit 64) naming both.
+    /// Refuses a new capture set's folder inside an existing set: the nested set would be
+    /// invisible to `replay` and to every search for sets.
+    static func refuseNewSetInsideSet(_ path: String, option: String) throws {
+        if let enclosing = CaptureSetDirectory.enclosingSet(of: path) {
+            throw ValidationError("\(option) \(path): \(CaptureSetError.insideCaptureSet(path: path, enclosing: enclosing))")
+        }
+    }
+
     static func refuseInside(_ path: String, option: String, set: String) throws {
         guard let target = CaptureSetDirectory.canonicalTarget(of: path),
               let folder = CaptureSetDirectory.canonicalTarget(of: set) else { return }

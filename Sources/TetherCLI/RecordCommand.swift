@@ -172,6 +172,7 @@ struct RecordCommand: AsyncParsableCommand {
         guard !FileIO.exists(out) else {
             throw ValidationError("\(out) already exists. Choose a new set name under Captures/, or remove the old set.")
         }
+        try OutputFile.refuseNewSetInsideSet(out, option: "--out")
         if let duration, !(duration > 0 && duration.isFinite) {
             throw ValidationError("--duration must be a positive number of seconds (got \(duration)); leave it out to record until Ctrl-C.")
         }

@@ -15,9 +15,12 @@ struct SealCommand: ParsableCommand {
             rather than sealed, reports a cut-off last block (it is kept and ignored on every \
             read), then marks the set complete.
 
-            A set that is already sealed is checked instead: if its capture no longer has the \
-            recorded SHA-256, seal refuses and says so; pass --accept-changed-capture to record \
-            the new content's digest on purpose.
+            The seal also covers the live traces in the set's live/ folder (live_traces_sha256 in \
+            the manifest): run it again after copying a live host's trace into a set.
+
+            A set that is already sealed is checked instead: if its capture or a live trace no \
+            longer has the recorded SHA-256, seal refuses and says so; pass --accept-changed-capture \
+            to record the new content's digest on purpose.
 
             After `kill -9` of a recorder:
               tether seal Captures/plugin-clean
@@ -27,7 +30,7 @@ struct SealCommand: ParsableCommand {
     @Argument(help: "The capture set folder to seal, e.g. Captures/plugin-clean.")
     var set: String
 
-    @Flag(name: .customLong("accept-changed-capture"), help: "Reseal a sealed set whose capture file changed, recording the new SHA-256.")
+    @Flag(name: .customLong("accept-changed-capture"), help: "Reseal a sealed set whose capture file or live traces changed, recording the new SHA-256s.")
     var acceptChangedCapture = false
 
     func validate() throws {
@@ -45,5 +48,8 @@ struct SealCommand: ParsableCommand {
         for warning in reader.warnings { Terminal.warn("tether: warning: \(warning)") }
         let sealed = try CaptureSetDirectory.seal(at: set, acceptChangedCapture: acceptChangedCapture)
         print("sealed \(set): \(frames) frames, sha256 \(sealed.captureSha256 ?? "?")")
+        if let live = sealed.liveTracesSha256 {
+            print("sealed \(live.count) live trace\(live.count == 1 ? "" : "s"): \(live.keys.sorted().joined(separator: ", "))")
+        }
     }
 }

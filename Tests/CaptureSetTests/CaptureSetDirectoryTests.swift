@@ -165,8 +165,10 @@ fileprivate func makeSealedSet(in folder: String, name: String, capture: [UInt8]
         try CaptureSetDirectory.create(at: folder + "/" + name, manifest: sampleManifest())
     }
     try FileManager.default.createDirectory(atPath: folder + "/notes/deeper", withIntermediateDirectories: true)
-    // A folder inside a set is not searched: sets do not nest.
-    try CaptureSetDirectory.create(at: folder + "/walk/baseline/odd", manifest: sampleManifest())
+    // A folder inside a set is not searched: sets do not nest. (`create` refuses to make one; this
+    // one is made by hand, as an older Tether or a copy could have left it.)
+    try FileManager.default.createDirectory(atPath: folder + "/walk/baseline/odd", withIntermediateDirectories: true)
+    try CaptureSetDirectory.saveManifest(sampleManifest(), to: folder + "/walk/baseline/odd")
     #expect(try CaptureSetDirectory.findSets(under: folder) == [folder + "/ble/pairing", folder + "/boot", folder + "/walk"])
 }
 

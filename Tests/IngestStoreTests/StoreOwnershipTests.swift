@@ -26,7 +26,7 @@ import Testing
     @Test func aSecondExclusiveWriterIsRefusedAtStart() throws {
         let path = try temporaryPath()
         let first = try SQLiteIngestStore(path: path, exclusiveWriter: true)
-        #expect(throws: IngestStoreError.inUse(path: path)) {
+        #expect(throws: IngestStoreError.inUse(path: path, holder: "pid \(ProcessInfo.processInfo.processIdentifier): tether serve ingest")) {
             _ = try SQLiteIngestStore(path: path, exclusiveWriter: true)
         }
         try first.close()
@@ -41,6 +41,36 @@ import Testing
         }
         let second = try SQLiteIngestStore(path: path, exclusiveWriter: true)
         #expect(try second.chunkCount() == 0)
+    }
+
+    @Test func aFileThatIsNotSQLiteIsRefusedAndLeftUnchanged() throws {
+        let path = try temporaryPath()
+        let bytes = Data("PK\u{03}\u{04} a zip file, not a store".utf8)
+        try bytes.write(to: URL(fileURLWithPath: path))
+        #expect(throws: IngestStoreError.notATetherStore(
+            path: path, detail: "it is not a SQLite database (it begins 50 4b 03 04 20 61 20 7a 69 70 20 66 69 6c 65 2c, not \"SQLite format 3\"): another kind of file, or a store damaged beyond reading")) {
+            _ = try SQLiteIngestStore(path: path, exclusiveWriter: true)
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == bytes)
+        #expect(!FileManager.default.fileExists(atPath: path + "-wal"))
+    }
+
+    @Test func aDamagedStoreIsReportedAsDamagedNotAsAFolderProblem() throws {
+        let path = try temporaryPath()
+        // SQLite's magic string followed by a header and pages of noise: SQLite's own "not a database".
+        var bytes = Array("SQLite format 3".utf8) + [0]
+        bytes += [UInt8](repeating: 0xA5, count: 4096 - bytes.count)
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        do {
+            _ = try SQLiteIngestStore(path: path)
+            Issue.record("a damaged store opened")
+        } catch {
+            guard case .damaged(let where_, _) = error else { Issue.record("expected .damaged, got \(error)"); return }
+            #expect(where_ == path)
+            #expect(error.description.contains("damaged or not a database"))
+            #expect(!error.description.contains("writable directory"))
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == Data(bytes))
     }
 
     @Test func anExistingTetherStoreStillOpens() throws {

@@ -34,7 +34,7 @@ import TetherTestSupport
         let first = try Self.startServe(folder, database: database, name: "first")
         let second = try Tools.tether(["serve", "ingest", "--port", "0", "--ipv4-only", "--db", database])
         #expect(second.status == 1)
-        #expect(second.stderr.contains("in use by another `tether serve ingest`"), "\(second.stderr)")
+        #expect(second.stderr.contains("in use by another process (pid \(first.process.processIdentifier): tether serve ingest)"), "\(second.stderr)")
         #expect(first.interruptAndWait() == 0)
     }
 
@@ -47,5 +47,19 @@ import TetherTestSupport
         let result = try Tools.tether(["serve", "ingest", "--port", "0", "--ipv4-only", "--db", database])
         #expect(result.status == 1)
         #expect(result.stderr.contains("not a Tether ingest store"), "\(result.stderr)")
+    }
+
+    @Test func serveRefusesAFileThatIsNotSQLiteAndLeavesItUnchanged() throws {
+        let folder = try TemporaryFolder("cli-tests")
+        let database = folder.path("notes.txt").path
+        let text = Data("these are my notes, not a database\n".utf8)
+        try text.write(to: URL(fileURLWithPath: database))
+        let before = try FileManager.default.attributesOfItem(atPath: database)[.modificationDate] as? Date
+        let result = try Tools.tether(["serve", "ingest", "--port", "0", "--ipv4-only", "--db", database])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("it is not a SQLite database"), "\(result.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: database)) == text)
+        #expect(try FileManager.default.attributesOfItem(atPath: database)[.modificationDate] as? Date == before)
+        #expect(!FileManager.default.fileExists(atPath: database + "-wal"))
     }
 }

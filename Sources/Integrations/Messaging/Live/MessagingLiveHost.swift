@@ -161,10 +161,12 @@ public final class MessagingLiveHost {
             fail(step: number, "\(name): \(error.description)")
             return
         }
-        for call in calls { try self.call(call) }
+        for call in calls { try self.call(call, step: (number, name)) }
     }
 
-    private func call(_ call: MessagingAPICall) throws(LiveHostError) {
+    /// Records and applies `call`; `step` is the script step it carries out (`nil` for the host's
+    /// own calls), which fails when the core refuses the call.
+    private func call(_ call: MessagingAPICall, step: (number: Int, name: String)? = nil) throws(LiveHostError) {
         let realtime = Self.realtimeNs()
         if let recording {
             do {
@@ -175,6 +177,7 @@ public final class MessagingLiveHost {
         }
         let (actions, traceEvents) = MessagingDriver.apply(call, to: &core, now: now())
         for event in traceEvents { record(event, realtimeNs: realtime) }
+        if let step { log.failIfRefused(step: step.number, call: step.name, events: traceEvents) }
         try perform(actions, realtimeNs: realtime)
         if case .registerDevice(let device) = call, let uuid = IQUUID(device) {
             registeredDevices.insert(uuid)

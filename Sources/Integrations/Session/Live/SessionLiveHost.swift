@@ -113,7 +113,8 @@ public final class SessionLiveHost {
     /// ends the link.
     public func run() throws(LiveHostError) -> Result {
         replies = try Self.replyPolicy(options.script.settings["replies"])
-        let store = try SessionStore(path: options.storePath)
+        let store = try SessionStore(path: options.storePath,
+                                     purpose: "tether live session --role \(options.role.rawValue) --identity \(options.identity)")
         self.store = store
         let snapshot = try store.loadSnapshot()
         driver.preload(snapshot: snapshot, outgoingFiles: try store.loadOutgoingFiles())
@@ -220,11 +221,13 @@ public final class SessionLiveHost {
             } catch {
                 return fail(step: number, "\(name): \(error.description)")
             }
-            try call(parsed)
+            try call(parsed, step: (number, name))
         }
     }
 
-    private func call(_ call: SessionAPICall) throws(LiveHostError) {
+    /// Records and applies `call`; `step` is the script step it carries out (`nil` for the host's
+    /// own calls), which fails when the core refuses the call.
+    private func call(_ call: SessionAPICall, step: (number: Int, name: String)? = nil) throws(LiveHostError) {
         let realtime = Self.realtimeNs()
         if let recording {
             do {
@@ -235,6 +238,7 @@ public final class SessionLiveHost {
         }
         let (actions, traceEvents) = driver.apply(call, now: now())
         for event in traceEvents { record(event, realtimeNs: realtime) }
+        if let step { log.failIfRefused(step: step.number, call: step.name, events: traceEvents) }
         if case .transferFile = call, let store, case .int(let raw)? = traceEvents.first?.fields["file"],
            let id = UInt32(exactly: raw).map(FileTransferID.init(rawValue:)), let bytes = driver.outgoingFiles[id] {
             // Stored before the actions: the snapshot that queues the file must never be without its bytes.

@@ -4,6 +4,7 @@ import LiveHosts
 import Foundation
 import GRDB
 import SessionCore
+import StoreFiles
 
 /// A live session host's durable state, in one SQLite file (GRDB, WAL): the core's last snapshot
 /// and the bytes of the files it is sending, so a host killed at any instant restarts where the
@@ -25,32 +26,108 @@ public final class SessionStore {
     /// them all instead of an open and close per chunk.
     private var incoming: (path: String, handle: FileHandle)?
 
-    /// Opens (or creates) the store at `path`.
-    public init(path: String) throws(LiveHostError) {
+    /// The store's writer lock (`<store>.lock`), held while this store is open.
+    private let writerLock: StoreLock
+
+    /// The tables of a session store; a SQLite file with other tables and none of these is not one.
+    static let tables: Set<String> = ["session_snapshot", "session_outgoing_file"]
+
+    /// Opens (or creates) the store at `path`, as its only writer.
+    ///
+    /// In this order, so a file that is not a store is never written to: the file's first bytes
+    /// and tables are read (without SQLite writing anything) and a file that is not a Tether
+    /// session store is refused; then the writer lock beside it is taken (``StoreLock``), so a
+    /// second host on the same store is refused with the first one's pid and purpose instead of
+    /// restoring its snapshot and acting as it; only then is the database opened for writing.
+    /// - Parameter purpose: what this process is, for the message a second writer gets
+    ///   (`tether live session --role phone --identity …`).
+    public init(path: String, purpose: String = "tether live session") throws(LiveHostError) {
         self.path = path
         self.filesDirectory = path + ".files"
+        try Self.checkIsSessionStore(path: path)
+        do {
+            writerLock = try StoreLock(store: path, purpose: purpose)
+        } catch {
+            switch error {
+            case let .held(_, lockFile, holder):
+                let who = holder.map { "another process (\($0))" } ?? "another process (it has not written its pid yet)"
+                throw LiveHostError(target: path, step: "lock session store", detail: "it is in use by \(who), which holds its lock \(lockFile)",
+                                    hint: "A store has one host at a time (two would each restore the other's snapshot and act as it): stop that process first, or give this host another --store.")
+            case let .cannotLock(_, lockFile, reason):
+                throw LiveHostError(target: path, step: "lock session store", detail: "cannot create or lock \(lockFile): \(reason)",
+                                    hint: "Check that the store's folder exists and is writable.")
+            }
+        }
         do {
             var configuration = Configuration()
             configuration.journalMode = .wal
             queue = try DatabaseQueue(path: path, configuration: configuration)
             try queue.write { db in
-                let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'")
-                let ours: Set<String> = ["session_snapshot", "session_outgoing_file"]
-                if !tables.isEmpty, !tables.contains(where: ours.contains) {
-                    throw LiveHostError(target: path, step: "open session store", detail: "the SQLite file has tables (\(tables.sorted().joined(separator: ", "))) but none of a Tether session store",
-                                        hint: "Name a new file for --store; Tether does not add tables to another program's database.")
-                }
                 try db.execute(sql: """
                     CREATE TABLE IF NOT EXISTS session_snapshot (id INTEGER PRIMARY KEY CHECK (id = 1), json BLOB NOT NULL);
                     CREATE TABLE IF NOT EXISTS session_outgoing_file (id INTEGER PRIMARY KEY, bytes BLOB NOT NULL);
                     """)
             }
             try FileManager.default.createDirectory(atPath: filesDirectory, withIntermediateDirectories: true)
-        } catch let error as LiveHostError {
-            throw error
         } catch {
-            throw LiveHostError(target: path, step: "open session store", detail: "\(error)", hint: "Check that the folder exists and is writable.")
+            throw Self.openError(path: path, error)
         }
+    }
+
+    /// Refuses, reading only, a file that is not a Tether session store: not SQLite at all, a
+    /// SQLite file SQLite cannot read, or one with tables of another program. A missing or empty
+    /// file, or a SQLite file without tables, becomes a new store.
+    static func checkIsSessionStore(path: String) throws(LiveHostError) {
+        let leftAlone = "It was left unchanged. Name a new file for --store; to start this host afresh, move the old one away (the peer then sees a reinstall)."
+        switch SQLiteFileHeader.inspect(path) {
+        case .absentOrEmpty: return
+        case .sqlite: break
+        case .notSQLite(let first):
+            throw LiveHostError(target: path, step: "open session store",
+                                detail: "the file is not a Tether session store: it is not a SQLite database (it begins \(SQLiteFileHeader.hex(first)), not \"SQLite format 3\"), so it is another kind of file or a store damaged beyond reading",
+                                hint: leftAlone)
+        case .unreadable(let reason):
+            throw LiveHostError(target: path, step: "open session store", detail: "it cannot be used as a store: \(reason)",
+                                hint: "Give --store a regular file that can be read and written (a new name makes a new store).")
+        }
+        let tables: [String]
+        do {
+            var configuration = Configuration()
+            configuration.readonly = true
+            let reader = try DatabaseQueue(path: path, configuration: configuration)
+            tables = try reader.read { db in
+                try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+            }
+            try reader.close()
+        } catch {
+            throw openError(path: path, error)
+        }
+        if !tables.isEmpty, !tables.contains(where: Self.tables.contains) {
+            throw LiveHostError(target: path, step: "open session store",
+                                detail: "the file is not a Tether session store: it is a SQLite database with tables of another program (\(tables.prefix(5).joined(separator: ", ")))",
+                                hint: "It was left unchanged. Name a new file for --store; Tether does not add tables to another program's database.")
+        }
+    }
+
+    /// A failed write: SQLite finding the file damaged says so (free space is not the problem
+    /// then); anything else keeps `hint`.
+    static func writeError(path: String, step: String, _ error: any Error, hint: String) -> LiveHostError {
+        if let error = error as? DatabaseError, error.resultCode == .SQLITE_CORRUPT || error.resultCode == .SQLITE_NOTADB {
+            return LiveHostError(target: path, step: step, detail: "the store is corrupt: SQLite says \"\(error.message ?? "\(error.resultCode)")\"",
+                                 hint: "Stop the host and move the store away (it then starts afresh and the peer sees a reinstall), or restore it from a backup.")
+        }
+        return LiveHostError(target: path, step: step, detail: "\(error)", hint: hint)
+    }
+
+    /// An error of opening the database: a file SQLite cannot read says it is damaged (the folder
+    /// is not the problem), anything else keeps the folder advice.
+    static func openError(path: String, _ error: any Error) -> LiveHostError {
+        if let error = error as? DatabaseError, error.resultCode == .SQLITE_CORRUPT || error.resultCode == .SQLITE_NOTADB {
+            return LiveHostError(target: path, step: "open session store",
+                                 detail: "the file is corrupt or not a Tether session store: SQLite says \"\(error.message ?? "\(error.resultCode)")\"",
+                                 hint: "It was left unchanged. Move it away (the host then starts afresh and the peer sees a reinstall), or restore it from a backup.")
+        }
+        return LiveHostError(target: path, step: "open session store", detail: "\(error)", hint: "Check that the folder exists and is writable.")
     }
 
     deinit { closeIncoming() }
@@ -91,7 +168,7 @@ public final class SessionStore {
             let data = try encoder.encode(snapshot)
             try queue.write { db in try db.execute(sql: "INSERT OR REPLACE INTO session_snapshot (id, json) VALUES (1, ?)", arguments: [data]) }
         } catch {
-            throw LiveHostError(target: path, step: "store the snapshot", detail: "\(error)", hint: "Check free disk space.")
+            throw Self.writeError(path: path, step: "store the snapshot", error, hint: "Check free disk space.")
         }
     }
 
@@ -102,7 +179,7 @@ public final class SessionStore {
                 try db.execute(sql: "INSERT OR REPLACE INTO session_outgoing_file (id, bytes) VALUES (?, ?)", arguments: [Int64(id.rawValue), Data(bytes)])
             }
         } catch {
-            throw LiveHostError(target: path, step: "store an outgoing file", detail: "\(error)", hint: "Check free disk space.")
+            throw Self.writeError(path: path, step: "store an outgoing file", error, hint: "Check free disk space.")
         }
     }
 
@@ -111,7 +188,7 @@ public final class SessionStore {
         do {
             try queue.write { db in try db.execute(sql: "DELETE FROM session_outgoing_file WHERE id = ?", arguments: [Int64(id.rawValue)]) }
         } catch {
-            throw LiveHostError(target: path, step: "remove an outgoing file", detail: "\(error)", hint: "Check the store is writable.")
+            throw Self.writeError(path: path, step: "remove an outgoing file", error, hint: "Check the store is writable.")
         }
     }
 

@@ -167,10 +167,12 @@ public final class WidgetLiveHost {
         } catch {
             return fail(step: number, error.description)
         }
-        try call(parsed)
+        try call(parsed, step: (number, name))
     }
 
-    private func call(_ call: WidgetAPICall) throws(LiveHostError) {
+    /// Records and applies `call`; `step` is the script step it carries out (`nil` for the host's
+    /// own calls), which fails when the core refuses the call.
+    private func call(_ call: WidgetAPICall, step: (number: Int, name: String)? = nil) throws(LiveHostError) {
         let realtime = LiveTrace.realtimeNs()
         if let recording {
             do {
@@ -181,6 +183,7 @@ public final class WidgetLiveHost {
         }
         let (actions, traceEvents) = driver.apply(call, now: now())
         for event in traceEvents { record(event, realtimeNs: realtime) }
+        if let step { log.failIfRefused(step: step.number, call: step.name, events: traceEvents) }
         try perform(actions, realtimeNs: realtime)
     }
 

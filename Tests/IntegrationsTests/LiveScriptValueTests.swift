@@ -1,0 +1,97 @@
+import BehaviourTrace
+import Foundation
+@testable import LiveHosts
+import MonkeyC
+import MonkeyCTrace
+import Testing
+
+/// Values a script gives that Monkey C cannot hold are errors naming the step and the value, not
+/// silent conversions; a call the core refuses is a failed step.
+@Suite struct LiveScriptValueTests {
+    static let calls: Set<String> = ["send"]
+
+    func script(_ message: String) throws(LiveScriptError) -> LiveScript {
+        try LiveScript(yaml: "steps:\n  - wait: 1s\n  - send: {app: A, message: \(message)}\n", file: "s.yaml", callNames: Self.calls)
+    }
+
+    @Test(arguments: [
+        "100000000000000000000000",
+        "-100000000000000000000000",
+        "9223372036854775808",
+        "-9223372036854775809",
+        "0x10000000000000000",
+        "1_000_000_000_000_000_000_000",
+        "[1, 100000000000000000000000]",
+        "{n: 100000000000000000000000}",
+    ])
+    func anIntegerBeyondALongIsRefusedNamingTheStepAndValue(_ message: String) throws {
+        do {
+            _ = try script(message)
+            Issue.record("\(message) was accepted")
+        } catch {
+            #expect(error.step == 2)
+            #expect(error.message.hasPrefix("send.message: "), "\(error)")
+            #expect(error.message.contains("is an integer outside Monkey C's range"), "\(error)")
+        }
+    }
+
+    @Test func theErrorSaysWhichNumberAndWhatFits() throws {
+        #expect(throws: LiveScriptError(file: "s.yaml", step: 2, message: "send.message: 100000000000000000000000 is an integer outside Monkey C's range "
+            + "(a Long holds -9223372036854775808 to 9223372036854775807); write one in that range, or a float such as 1.0e+23 to send a Double")) {
+            _ = try script("100000000000000000000000")
+        }
+    }
+
+    @Test(arguments: [
+        ("9223372036854775807", TraceValue.int(9_223_372_036_854_775_807)),
+        ("-9223372036854775808", TraceValue.int(-9_223_372_036_854_775_808)),
+        ("\"100000000000000000000000x\"", TraceValue.string("100000000000000000000000x")),
+        ("\"42\"", TraceValue.string("42")),
+        ("1.0e+23", TraceValue.double(1e23)),
+    ])
+    func valuesThatFitAreKeptAsWritten(_ message: String, _ expected: TraceValue) throws {
+        guard case .call(_, let arguments) = try script(message).steps[1] else {
+            Issue.record("step 2 is not a call")
+            return
+        }
+        #expect(arguments["message"] == expected)
+    }
+
+    @Test(arguments: [1e300, -1e300, 3.5e38, 1e-50, -1e-46])
+    func aFloat32OutOfRangeIsRefusedNamingTheValue(_ number: Double) throws {
+        do {
+            _ = try MonkeyCJSON.monkeyCValue(.object(["$float32": .double(number)]))
+            Issue.record("\(number) became a float32")
+        } catch {
+            #expect(error.description.contains("{\"$float32\": \(number)}"), "\(error)")
+            #expect(error.description.contains("write a plain number to send it as a Double"))
+        }
+    }
+
+    @Test func aFloat32InsideANestedMessageIsCheckedToo() throws {
+        #expect(throws: MonkeyCJSONError.self) {
+            _ = try MonkeyCJSON.monkeyCValue(.array([.int(1), .object(["x": .object(["$float32": .double(1e39)])])]))
+        }
+    }
+
+    @Test(arguments: [0.0, 1.5, -3.4028234e38, 1.17549435e-38, Double.infinity, -Double.infinity])
+    func aFloat32ThatFitsIsKept(_ number: Double) throws {
+        #expect(try MonkeyCJSON.monkeyCValue(.object(["$float32": .double(number)])) == .float32(Float(number)))
+    }
+
+    @Test func aCallTheCoreRefusesIsAFailedStep() throws {
+        let log = LiveTraceLog(core: "messaging", log: { _ in })
+        let refused = TraceEvent(timeNs: 0, core: "messaging", event: "api_error", fields: [
+            "call": .string("send"), "error": .string("app not-a-uuid or device 7e7e7e7e-0000-4000-8000-f0f0f0f0f0f0 is not a UUID"),
+        ])
+        log.failIfRefused(step: 3, call: "send", events: [refused])
+        #expect(log.failedSteps == ["step 3: send: the core refused the call: app not-a-uuid or device 7e7e7e7e-0000-4000-8000-f0f0f0f0f0f0 is not a UUID"])
+        #expect(log.events.last?.event.event == "step_failed")
+    }
+
+    @Test func aCallTheCoreAcceptsIsNotAFailedStep() throws {
+        let log = LiveTraceLog(core: "messaging", log: { _ in })
+        log.failIfRefused(step: 1, call: "send", events: [TraceEvent(timeNs: 0, core: "messaging", event: "api_call", fields: ["call": .string("send")])])
+        #expect(log.failedSteps.isEmpty)
+    }
+}
