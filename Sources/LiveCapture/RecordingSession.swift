@@ -90,7 +90,7 @@ public final class RecordingSession: @unchecked Sendable {
             let port = try created.open()
             tapInput = inputs.count
             inputs.append(created.recorderInput)
-            parts.append("BLE through the H4 tap on \(H4ListenAddress(host: created.listenAddress.host, port: port)) (controller \(controller))")
+            parts.append("BLE through the H4 tap on \(H4ListenAddress(host: listen.host, port: port)) (controller \(controller))")
             tap = created
         case nil:
             break

@@ -211,7 +211,7 @@ struct RecordCommand: AsyncParsableCommand {
         // Scripts (and the end-to-end tests) wait for this line before sending traffic.
         StandardOutput.shared.line("Recording \(session.parts.joined(separator: " and ")) into \(out)\(duration.map { " for \(Format.fixed($0, 1)) s" } ?? ""). Stop with Ctrl-C.")
         if let tap = session.tap {
-            let address = H4ListenAddress(host: tap.listenAddress.host, port: tap.port)
+            let address = H4ListenAddress(host: tap.listenAddress?.host ?? "127.0.0.1", port: tap.port)
             StandardOutput.shared.line("Point the host stack at \(address) instead of the controller (Bumble transport: tcp-client:\(address)).")
         }
         StandardOutput.shared.flush()
