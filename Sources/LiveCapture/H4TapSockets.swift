@@ -150,7 +150,7 @@ func joinHostPort(_ host: String, _ port: UInt16) -> String {
 struct TapDescriptor {
     var fd: Int32
     var isSocket: Bool
-    /// Who is on the other end, for notices: `127.0.0.1:53210`, `/dev/ttyUSB0`, `a local process (pid 812, uid 1000)`.
+    /// Who is on the other end, for notices: `127.0.0.1:53210`, `/dev/ttyUSB0`, `process 812 (uid 1000)` on a Unix socket.
     var peer: String
     /// The user on the other end of a Unix socket, when the kernel says.
     var peerUID: UInt32? = nil
@@ -262,7 +262,7 @@ enum TapIO {
         if Int32(storage.ss_family) == AF_UNIX {
             // A Unix peer has no address worth naming; the kernel's record of who connected is.
             let credentials = SystemCalls.peerCredentials(fd)
-            peer = credentials.map { "\($0.pid.map { "pid \($0), " } ?? "")uid \($0.uid)" }.map { "a local process (\($0))" } ?? "a local process"
+            peer = credentials.map { "process \($0.pid.map { "\($0) " } ?? "")(uid \($0.uid))" } ?? "a local process (the system does not say which)"
             return (TapDescriptor(fd: fd, isSocket: true, peer: peer, peerUID: credentials?.uid), 0)
         }
         peer = withUnsafeBytes(of: &storage) { describe(UnsafeRawBufferPointer(rebasing: $0[0..<Int(length)])) }

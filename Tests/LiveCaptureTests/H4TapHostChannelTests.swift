@@ -86,7 +86,7 @@ import Testing
         _ = try rig.start()
         let host = try rig.connect()
         _ = try resetRoundTrip(host)
-        #expect(rig.tap.hostPeer == "a local process (pid \(getpid()), uid \(geteuid()))")
+        #expect(rig.tap.hostPeer == "process \(getpid()) (uid \(geteuid()))")
         _ = try rig.finish()
     }
 
