@@ -190,9 +190,15 @@ public final class H4Tap: @unchecked Sendable {
         self.endpoint = endpoint
         self.controller = controller
         self.options = options
+        // A private socket's path is a random temporary name: it says nothing to a reader of the set.
+        let hostSide: String
+        switch endpoint {
+        case .tcp(let address): hostSide = address.description
+        case .unixSocket: hostSide = "a private Unix socket"
+        }
         self.interface = CaptureInterface(
             linkType: .bluetoothHCIH4WithPHDR, name: "h4tap:\(controller)",
-            description: "H4 tap: host stack on \(endpoint) ↔ controller \(controller)",
+            description: "H4 tap: host stack on \(hostSide) ↔ controller \(controller)",
             snapLength: UInt32(4 + min(max(options.maximumPacketLength, 3), H4Framer.largestPacketLength)), nanosecondsPerTick: 1)
     }
 
