@@ -188,14 +188,14 @@ def private_folder_problem(path):
     return None
 
 
-def peer_uid(writer):
-    """The user on the other end of a Unix socket connection (SO_PEERCRED), or None where the
-    system does not say."""
+def peer_credentials(writer):
+    """(pid, uid) of the process on the other end of a Unix socket connection, as the kernel saw
+    it connect (SO_PEERCRED), or None where the system does not say."""
     sock = writer.get_extra_info("socket")
     if sock is None or not hasattr(socket, "SO_PEERCRED"):
         return None
-    _pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
-    return uid
+    pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    return pid, uid
 
 
 def set_no_delay(writer):
@@ -208,8 +208,8 @@ def set_no_delay(writer):
 async def serve_one_client(bridge, listen, max_line, log):
     """The bridges' JSON-lines front: listens on `listen` (from `parse_listen`), prints
     `READY <port>` for TCP or `READY unix:<path>` (flushed), hands exactly ONE client to
-    `bridge.serve_client(reader, writer)` (later ones are closed, and so is a Unix client of another
-    user), makes SIGTERM/SIGINT call `bridge.stop()`, and returns once that client is done or
+    `bridge.serve_client(reader, writer)` (later ones are closed; on a Unix socket, so is any client
+    but the process that started the bridge), makes SIGTERM/SIGINT call `bridge.stop()`, and returns once that client is done or
     `bridge.quitting` is set, whichever is first.
 
     A Unix socket must be in a private folder (see `private_folder_problem`): otherwise this raises
@@ -228,9 +228,15 @@ async def serve_one_client(bridge, listen, max_line, log):
             writer.close()  # ONE client only
             return
         if listen[0] == "unix":
-            uid = peer_uid(writer)
-            if uid is not None and uid != os.geteuid():
-                log(f"refused a client of user {uid}: the bridge serves its own user {os.geteuid()} only")
+            # The one client of a bridge on a Unix socket is the process that started it (tether
+            # live): any other process, even of this user and even if it comes first, is refused.
+            credentials = peer_credentials(writer)
+            if credentials is not None and credentials[1] != os.geteuid():
+                log(f"refused a client of user {credentials[1]}: the bridge serves its own user {os.geteuid()} only")
+                writer.close()
+                return
+            if credentials is not None and credentials[0] != os.getppid():
+                log(f"refused a client (pid {credentials[0]}): the bridge serves the process that started it (pid {os.getppid()}) only")
                 writer.close()
                 return
         accepted.set()

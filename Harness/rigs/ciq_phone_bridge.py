@@ -6,7 +6,7 @@ it. It opens the Bumble transport `--hci`, powers the controller on, listens on 
 `unix:PATH`, a socket in a folder only this user can enter (mode 0700; what `tether live` gives,
 so no other process can take the host's place), or `HOST:PORT` on TCP for running it by hand —
 prints `READY unix:PATH` or `READY <port>` on stdout (flushed; with port 0 the port picked),
-accepts ONE client (of this user, on a Unix socket) and then speaks one JSON object per line each
+accepts ONE client (on a Unix socket, only the process that started the bridge) and then speaks one JSON object per line each
 way (docs/ble-rigs.md has the whole contract):
 
 bridge -> host

@@ -8,7 +8,7 @@ accepted; notify characteristic with its CCCD), advertises connectable at the st
 address `--address` once its client is attached, listens on `--listen` — `unix:PATH`, a socket in
 a folder only this user can enter (mode 0700; what `tether live` gives), or `HOST:PORT` on TCP for
 running it by hand — prints `READY unix:PATH` or `READY <port>` on stdout (flushed; with port 0 the
-port picked), accepts ONE client (of this user, on a Unix socket) and then speaks one JSON object
+port picked), accepts ONE client (on a Unix socket, only the process that started the bridge) and then speaks one JSON object
 per line each way (docs/ble-rigs.md has the whole contract):
 
 bridge -> host

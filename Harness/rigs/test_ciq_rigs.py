@@ -892,6 +892,43 @@ def test_a_second_client_of_the_bridge_socket_cannot_send_it_ops(rig):
     assert rig.bridge_process.popen.poll() is None
 
 
+def test_a_process_other_than_the_bridges_parent_is_refused_even_when_it_connects_first():
+    controllers = Process("controllers", ["ciq_controllers.py", "tcp-server:127.0.0.1:0"])
+    folder, listen = private_listen("bridge")
+    bridge = None
+    phone = None
+    try:
+        port = int(controllers.wait_ready()[0])
+        bridge = Process("bridge", ["ciq_phone_bridge.py", "--hci", f"tcp-client:127.0.0.1:{port}", "--listen", listen])
+        address = bridge.wait_ready()[0]
+        # Another local process (of the same user) gets in first and tries to stop the bridge.
+        intruder = subprocess.run(
+            [sys.executable, "-c", (
+                "import socket, sys\n"
+                "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+                "s.settimeout(10)\n"
+                "s.connect(sys.argv[1])\n"
+                "try:\n"
+                "    s.sendall(b'{\"op\":\"quit\"}\\n')\n"
+                "    print('closed' if s.recv(100) == b'' else 'served')\n"
+                "except (BrokenPipeError, ConnectionResetError):\n"
+                "    print('closed')  # closed by the bridge before it could even send\n"
+            ), address[len("unix:"):]],
+            capture_output=True, text=True, timeout=STARTUP_S,
+        )
+        assert intruder.stdout.strip() == "closed", intruder.stderr
+        phone = Phone(address)
+        assert phone.event("bluetooth") == {"ev": "bluetooth", "ready": True}
+        assert "refused a client (pid" in bridge.stderr()
+    finally:
+        if phone is not None:
+            phone.close()
+        if bridge is not None:
+            bridge.cleanup()
+        controllers.cleanup()
+        shutil.rmtree(folder)
+
+
 def test_bridge_refuses_a_unix_socket_in_a_folder_others_can_enter():
     folder = tempfile.mkdtemp(prefix="tether-test-")
     try:
