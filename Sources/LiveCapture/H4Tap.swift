@@ -77,7 +77,8 @@ public struct H4TapStatistics: Sendable, Hashable {
 /// - A tap that serves exactly one host (``Options/exactlyOneHost``, and always when it listens
 ///   beyond loopback, ``listensBeyondLoopback``) refuses every connection after the first, also
 ///   once the first has gone: nothing a later peer sends is forwarded or recorded.
-/// - On a Unix socket the tap refuses a peer of another user (`SO_PEERCRED`) with a notice.
+/// - On a Unix socket the tap refuses a peer of another user (`SO_PEERCRED`) with a notice, and
+///   with ``Options/onlyChildProcesses`` any process this one did not start.
 /// - The recorder is flushed at least every ``Options/idleInterval`` plus its flush interval, also
 ///   when no traffic flows.
 ///
@@ -105,14 +106,20 @@ public final class H4Tap: @unchecked Sendable {
         /// Serve the first host only and refuse every later connection (a live host's own bridge
         /// is the one host there should ever be). A tap listening beyond loopback does so anyway.
         public var exactlyOneHost: Bool
+        /// On a Unix socket, serve only a child process of this one (the bridge a live host
+        /// started): any other process, even of this user and even one that connects first, is
+        /// refused. Linux only (the parent comes from `/proc`); elsewhere the check is not made.
+        public var onlyChildProcesses: Bool
 
-        /// Defaults: any length the headers allow, 100 ms, 5 s, one host at a time (the next after it leaves).
+        /// Defaults: any length the headers allow, 100 ms, 5 s, one host at a time (the next after
+        /// it leaves), any process of this user on a Unix socket.
         public init(maximumPacketLength: Int = H4Framer.largestPacketLength, idleInterval: Duration = .milliseconds(100), connectTimeout: Duration = .seconds(5),
-                    exactlyOneHost: Bool = false) {
+                    exactlyOneHost: Bool = false, onlyChildProcesses: Bool = false) {
             self.maximumPacketLength = maximumPacketLength
             self.idleInterval = idleInterval
             self.connectTimeout = connectTimeout
             self.exactlyOneHost = exactlyOneHost
+            self.onlyChildProcesses = onlyChildProcesses
         }
     }
 
@@ -587,6 +594,14 @@ public final class H4Tap: @unchecked Sendable {
             if let uid = host.peerUID, uid != geteuid() {
                 refuse(host, because: "it belongs to user \(uid), not to this process's user \(geteuid())")
                 continue
+            }
+            if options.onlyChildProcesses, let pid = host.peerPID {
+                // Fails closed: a peer whose parent cannot be read is refused too.
+                let parent = TapIO.parentProcess(of: pid)
+                if parent != getpid() {
+                    refuse(host, because: "process \(pid) was not started by this process (\(parent.map { "its parent is \($0)" } ?? "its parent cannot be read from /proc/\(pid)/stat"))")
+                    continue
+                }
             }
             if servesOneHost, let first = firstHost {
                 refuse(host, because: "the tap serves exactly one host and \(first) connected first")

@@ -154,6 +154,8 @@ struct TapDescriptor {
     var peer: String
     /// The user on the other end of a Unix socket, when the kernel says.
     var peerUID: UInt32? = nil
+    /// The process on the other end of a Unix socket, when the kernel says.
+    var peerPID: Int32? = nil
 }
 
 /// Thin POSIX helpers for the tap. Every failure becomes a ``LiveCaptureError`` naming the step.
@@ -263,7 +265,7 @@ enum TapIO {
             // A Unix peer has no address worth naming; the kernel's record of who connected is.
             let credentials = SystemCalls.peerCredentials(fd)
             peer = credentials.map { "process \($0.pid.map { "\($0) " } ?? "")(uid \($0.uid))" } ?? "a local process (the system does not say which)"
-            return (TapDescriptor(fd: fd, isSocket: true, peer: peer, peerUID: credentials?.uid), 0)
+            return (TapDescriptor(fd: fd, isSocket: true, peer: peer, peerUID: credentials?.uid, peerPID: credentials?.pid), 0)
         }
         peer = withUnsafeBytes(of: &storage) { describe(UnsafeRawBufferPointer(rebasing: $0[0..<Int(length)])) }
         return (TapDescriptor(fd: fd, isSocket: true, peer: peer), 0)
@@ -382,6 +384,25 @@ enum TapIO {
                     : "Check that the folder of \(path) exists and belongs to this user.")
         }
         return fd
+    }
+
+    /// The parent of process `pid` (Linux: field 4 of `/proc/PID/stat`), or `nil` where the
+    /// system does not say or the process is gone (the caller refuses such a peer).
+    static func parentProcess(of pid: Int32) -> Int32? {
+        #if os(Linux)
+        let stat: String
+        do {
+            stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
+        } catch {
+            return nil
+        }
+        // "PID (COMM) STATE PPID …": COMM may hold spaces and parentheses, so read after the last ')'.
+        guard let close = stat.lastIndex(of: ")") else { return nil }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        return fields.count > 1 ? Int32(fields[1]) : nil
+        #else
+        return nil
+        #endif
     }
 
     /// Whether a bound socket address is a loopback one: 127.0.0.0/8, ::1, or ::ffff:127.x.y.z.

@@ -8,9 +8,10 @@ import LiveCapture
 /// 147, an `api-calls` interface) on one timeline into a new capture set. Used by
 /// `tether live messaging --record` and `tether live session --record`.
 ///
-/// The tap waits for the bridge on a Unix socket in a ``PrivateSocketDirectory`` and serves
-/// exactly one host: no other process can take the bridge's place during its start-up and have
-/// its packets recorded as the host's (a loopback TCP port would let any local process in first).
+/// The tap waits for the bridge on a Unix socket in a ``PrivateSocketDirectory``, serves only a
+/// process this one started (the bridge), and exactly one: no other process can take the bridge's
+/// place during its start-up and have its packets recorded as the host's (a loopback TCP port would
+/// let any local process in first).
 public final class LiveTapRecording {
     /// The set being written.
     public let setPath: String
@@ -31,7 +32,7 @@ public final class LiveTapRecording {
         let controller = try LiveMessagingTransport.controller(for: transport)
         let sockets = try PrivateSocketDirectory()
         let socketPath = sockets.socketPath("hci.sock")
-        let tap = H4Tap(endpoint: .unixSocket(path: socketPath), controller: controller, options: H4Tap.Options(exactlyOneHost: true))
+        let tap = H4Tap(endpoint: .unixSocket(path: socketPath), controller: controller, options: H4Tap.Options(exactlyOneHost: true, onlyChildProcesses: true))
         let apiInterface = CaptureInterface(linkType: .user0, name: "api-calls", description: apiDescription, snapLength: 262_144, nanosecondsPerTick: 1)
         let recorder = Recorder(setPath: setPath, title: title, description: description, devices: devices,
                                 inputs: [tap.recorderInput, RecorderInput(interface: apiInterface, role: .apiCalls)])

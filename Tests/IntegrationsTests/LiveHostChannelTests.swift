@@ -128,28 +128,75 @@ struct ChannelTestFailure: Error, CustomStringConvertible {
         #expect(!FileManager.default.fileExists(atPath: (path as NSString).deletingLastPathComponent), "the private folder outlived the run")
     }
 
-    @Test func aSecondConnectionToALiveRecordingsTapIsRefusedAndNothingItSendsIsRecorded() throws {
-        let folder = try TemporaryFolder("live-channels")
-        let controller = try Controller()
-        let recording = try Self.recording(in: folder, controller: controller)
-        let path = try Self.socketPath(recording)
-        let bridge = try Self.connect(unixPath: path)
-        defer { close(bridge) }
-        #expect(Self.send(Self.reset, on: bridge))
-        // Forwarded, so recorded, before the intruder comes: the tap records before it forwards.
-        #expect(controller.acceptAndRead(Self.reset.count) == Self.reset)
-        let intruder = try Self.connect(unixPath: path)
-        defer { close(intruder) }
-        Self.send([0x01, 0x01, 0x10, 0x00], on: intruder)  // Read Local Version: it must not be recorded
-        #expect(Self.closedByPeer(intruder))
+    /// A child process standing in for the bridge: connects to the tap's socket, sends `bytes`,
+    /// and stays connected until its stdin is closed.
+    final class ChildHost {
+        let process = Process()
+        let stdin = Pipe()
+
+        init(socketPath: String, sending bytes: [UInt8]) throws {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = ["python3", "-c", """
+                import socket, sys
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.connect(sys.argv[1])
+                s.sendall(bytes.fromhex(sys.argv[2]))
+                sys.stdin.read()
+                """, socketPath, bytes.map { String(format: "%02x", $0) }.joined()]
+            process.standardInput = stdin
+            try process.run()
+        }
+
+        /// Closes the connection (the child exits) and waits for the child.
+        func end() {
+            try? stdin.fileHandleForWriting.close()  // a child already gone has closed it too; waiting below is what matters
+            process.waitUntilExit()
+        }
+    }
+
+    /// The frames a finished recording holds on the tap's interface.
+    static func tapFrames(_ recording: LiveTapRecording) throws -> [[UInt8]] {
         let (summary, _) = try recording.finish { _ in }
         let reader = try CaptureFile.open(path: summary.capturePath)
         var frames: [[UInt8]] = []
         while let frame = try reader.next() {
             if frame.interfaceIndex == 0 { frames.append(frame.data) }
         }
-        #expect(frames == [[0, 0, 0, 0] + Self.reset])
-        #expect(recording.notices.contains { $0.contains("refused host") && $0.contains("exactly one host") })
+        return frames
+    }
+
+    @Test func aSecondConnectionToALiveRecordingsTapIsRefusedAndNothingItSendsIsRecorded() throws {
+        let folder = try TemporaryFolder("live-channels")
+        let controller = try Controller()
+        let recording = try Self.recording(in: folder, controller: controller)
+        let path = try Self.socketPath(recording)
+        let bridge = try ChildHost(socketPath: path, sending: Self.reset)
+        // Forwarded, so recorded, before the intruder comes: the tap records before it forwards.
+        #expect(controller.acceptAndRead(Self.reset.count) == Self.reset)
+        let intruder = try Self.connect(unixPath: path)
+        defer { close(intruder) }
+        Self.send([0x01, 0x01, 0x10, 0x00], on: intruder)  // Read Local Version: it must not be recorded
+        #expect(Self.closedByPeer(intruder))
+        bridge.end()
+        #expect(try Self.tapFrames(recording) == [[0, 0, 0, 0] + Self.reset])
+        #expect(recording.notices.contains { $0.contains("refused host") })
+    }
+
+    @Test func aProcessTheHostDidNotStartIsRefusedByALiveRecordingsTapEvenWhenItConnectsFirst() throws {
+        let folder = try TemporaryFolder("live-channels")
+        let controller = try Controller()
+        let recording = try Self.recording(in: folder, controller: controller)
+        let path = try Self.socketPath(recording)
+        // This test process did not start itself: to the tap it is any local process of this user.
+        let intruder = try Self.connect(unixPath: path)
+        defer { close(intruder) }
+        Self.send(Self.reset, on: intruder)
+        #expect(Self.closedByPeer(intruder))
+        let bridge = try ChildHost(socketPath: path, sending: [0x01, 0x01, 0x10, 0x00])
+        #expect(controller.acceptAndRead(4) == [0x01, 0x01, 0x10, 0x00])
+        bridge.end()
+        #expect(try Self.tapFrames(recording) == [[0, 0, 0, 0, 0x01, 0x01, 0x10, 0x00]])
+        #expect(recording.notices.contains { $0.contains("refused host process \(getpid())") && $0.contains("was not started by this process") })
     }
 
     // MARK: The bridge's JSON-lines channel
