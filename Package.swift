@@ -197,7 +197,7 @@ let package = Package(
             name: "IntegrationsTests",
             dependencies: [
                 "TetherTestSupport", "ReplayKit", "BehaviourTrace", "MonkeyCTrace", "TetherIntegrations", "IngestIntegration", "MessagingIntegration", "SessionIntegration", "WidgetIntegration",
-                "IngestCore", "IngestStore", "MessagingCore", "SessionCore", "WidgetCore", "MonkeyC", "MQTT", "LiveHosts", "CaptureKit", "CaptureSet", "Dissectors",
+                "IngestCore", "IngestStore", "MessagingCore", "SessionCore", "WidgetCore", "MonkeyC", "MQTT", "LiveHosts", "LiveCapture", "CaptureKit", "CaptureSet", "Dissectors",
                 .product(name: "Yams", package: "Yams"), .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),

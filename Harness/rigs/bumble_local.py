@@ -10,7 +10,8 @@ advertise the watch, connect the phone to it, and raise the ATT MTU.
 with those signals blocked.
 
 The rigs' common skeleton: `rig_argument_parser` (the command line from the module docstring),
-`check_address` (--address), `on_stop_signals` / `stop_signal_event` / `ready_until_stopped`
+`check_address` (--address), `parse_listen` and `serve_one_client` (the bridges' one JSON-lines
+client, on a private Unix socket or TCP), `on_stop_signals` / `stop_signal_event` / `ready_until_stopped`
 (SIGTERM and SIGINT as the way to stop), `start_exit_watchdog` and `disconnect_on_exit` (a
 bounded shutdown).
 
@@ -24,6 +25,8 @@ import argparse
 import asyncio
 import os
 import signal
+import socket
+import struct
 import threading
 
 from bumble.controller import Controller
@@ -150,11 +153,67 @@ async def disconnect_on_exit(connection, log):
         log(f"disconnect on exit failed: {error!r}")
 
 
+def parse_listen(text):
+    """`--listen` of the bridges: `unix:PATH` (what Tether's live hosts give: a socket in a folder
+    only their user can enter) or `HOST:PORT` (TCP, for running a bridge by hand; port 0 picks one).
+    Returns ("unix", PATH) or ("tcp", HOST, PORT)."""
+    if text.startswith("unix:"):
+        path = text[len("unix:"):]
+        if not path:
+            raise argparse.ArgumentTypeError(f"--listen {text!r}: expected unix:PATH, e.g. unix:/tmp/tether-x1y2z3/bridge.sock")
+        problem = private_folder_problem(path)
+        if problem is not None:
+            # Checked here too, so a wrong folder fails before the controller is opened.
+            raise argparse.ArgumentTypeError(f"--listen {text!r}: {problem}; put the socket in a folder made with mkdtemp (mode 0700)")
+        return ("unix", path)
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit() or int(port) > 65535:
+        raise argparse.ArgumentTypeError(f"--listen {text!r}: expected unix:PATH or HOST:PORT, e.g. 127.0.0.1:0")
+    return ("tcp", host, int(port))
+
+
+def private_folder_problem(path):
+    """Why the folder of the socket `path` does not keep other users out, or None when it does
+    (owned by this user, no access for group or others). A socket file's own mode is not checked
+    on connect by every system; its folder's is."""
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        status = os.stat(folder)
+    except OSError as error:
+        return f"{folder}: {error.strerror}"
+    if status.st_uid != os.geteuid():
+        return f"{folder} belongs to user {status.st_uid}, not to this user {os.geteuid()}"
+    if status.st_mode & 0o077:
+        return f"{folder} has mode {status.st_mode & 0o777:03o}; other users could reach the socket (it must be 0700)"
+    return None
+
+
+def peer_credentials(writer):
+    """(pid, uid) of the process on the other end of a Unix socket connection, as the kernel saw
+    it connect (SO_PEERCRED), or None where the system does not say."""
+    sock = writer.get_extra_info("socket")
+    if sock is None or not hasattr(socket, "SO_PEERCRED"):
+        return None
+    pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    return pid, uid
+
+
+def set_no_delay(writer):
+    """TCP_NODELAY on a TCP connection (a Unix socket has no Nagle delay to turn off)."""
+    sock = writer.get_extra_info("socket")
+    if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
 async def serve_one_client(bridge, listen, max_line, log):
-    """The bridges' JSON-lines front: listens on `listen` (HOST, PORT; port 0 picks one), prints
-    `READY <port>` (flushed), hands exactly ONE client to `bridge.serve_client(reader, writer)`
-    (later ones are closed), makes SIGTERM/SIGINT call `bridge.stop()`, and returns once that
-    client is done or `bridge.quitting` is set, whichever is first.
+    """The bridges' JSON-lines front: listens on `listen` (from `parse_listen`), prints
+    `READY <port>` for TCP or `READY unix:<path>` (flushed), hands exactly ONE client to
+    `bridge.serve_client(reader, writer)` (later ones are closed; on a Unix socket, so is any client
+    but the process that started the bridge), makes SIGTERM/SIGINT call `bridge.stop()`, and returns once that client is done or
+    `bridge.quitting` is set, whichever is first.
+
+    A Unix socket must be in a private folder (see `private_folder_problem`): otherwise this raises
+    SystemExit with the reason, before listening.
 
     Returns (server, accepted, done): `done` is set when the client's session ends. From then on
     SIGTERM and SIGINT are blocked: the bridge is already quitting.
@@ -165,22 +224,45 @@ async def serve_one_client(bridge, listen, max_line, log):
 
     async def on_client(reader, writer):
         if accepted.is_set():
+            log("refused a second client: the bridge serves exactly one")
             writer.close()  # ONE client only
             return
+        if listen[0] == "unix":
+            # The one client of a bridge on a Unix socket is the process that started it (tether
+            # live): any other process, even of this user and even if it comes first, is refused.
+            credentials = peer_credentials(writer)
+            if credentials is not None and credentials[1] != os.geteuid():
+                log(f"refused a client of user {credentials[1]}: the bridge serves its own user {os.geteuid()} only")
+                writer.close()
+                return
+            if credentials is not None and credentials[0] != os.getppid():
+                log(f"refused a client (pid {credentials[0]}): the bridge serves the process that started it (pid {os.getppid()}) only")
+                writer.close()
+                return
         accepted.set()
         server.close()
-        log(f"client {writer.get_extra_info('peername')}")
+        log(f"client {writer.get_extra_info('peername') or 'on the Unix socket'}")
         try:
             await bridge.serve_client(reader, writer)
         finally:
             done.set()
 
     on_stop_signals(bridge.stop)
-    host, port = listen
-    server = await asyncio.start_server(on_client, host, port, limit=max_line)
-    port = server.sockets[0].getsockname()[1]
-    print(f"READY {port}", flush=True)
-    log(f"listening on {host}:{port}")
+    if listen[0] == "unix":
+        path = listen[1]
+        problem = private_folder_problem(path)
+        if problem is not None:
+            raise SystemExit(f"--listen unix:{path}: {problem}. Put the socket in a folder made with mkdtemp (mode 0700).")
+        server = await asyncio.start_unix_server(on_client, path, limit=max_line)
+        os.chmod(path, 0o600)
+        print(f"READY unix:{path}", flush=True)
+        log(f"listening on unix:{path}")
+    else:
+        _, host, port = listen
+        server = await asyncio.start_server(on_client, host, port, limit=max_line)
+        port = server.sockets[0].getsockname()[1]
+        print(f"READY {port}", flush=True)
+        log(f"listening on {host}:{port}")
     quit_wait = asyncio.create_task(bridge.quitting.wait())
     await asyncio.wait([asyncio.create_task(done.wait()), quit_wait], return_when=asyncio.FIRST_COMPLETED)
     # The bridge is on its way out. Closing the event loop gives SIGTERM its default action back,

@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""The phone's BLE host on Bumble, bridged to one local TCP client as newline-delimited JSON.
+"""The phone's BLE host on Bumble, bridged to one local client as newline-delimited JSON.
 
 Tether's Swift live host runs the MessagingCore state machine; this bridge does the Bluetooth for
-it. It opens the Bumble transport `--hci`, powers the controller on, listens on `--listen`,
-prints `READY <port>` on stdout (flushed; with port 0 the port picked), accepts ONE client and
-then speaks one JSON object per line each way (docs/ble-rigs.md has the whole contract):
+it. It opens the Bumble transport `--hci`, powers the controller on, listens on `--listen` —
+`unix:PATH`, a socket in a folder only this user can enter (mode 0700; what `tether live` gives,
+so no other process can take the host's place), or `HOST:PORT` on TCP for running it by hand —
+prints `READY unix:PATH` or `READY <port>` on stdout (flushed; with port 0 the port picked),
+accepts ONE client (on a Unix socket, only the process that started the bridge) and then speaks one JSON object per line each
+way (docs/ble-rigs.md has the whole contract):
 
 bridge -> host
   {"ev":"bluetooth","ready":true}                         the controller is up (sent on accept)
@@ -37,10 +40,8 @@ Example:
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
-import socket
 import sys
 import time
 from dataclasses import dataclass
@@ -53,7 +54,7 @@ from bumble.transport import open_transport
 
 import ciq_link as link
 import session_gatt
-from bumble_local import accept_stop_signals, check_address, rig_argument_parser, serve_one_client
+from bumble_local import accept_stop_signals, check_address, parse_listen, rig_argument_parser, serve_one_client, set_no_delay
 
 SERVICES = (
     ("current", link.CURRENT_SERVICE_UUID, link.CURRENT_WRITE_UUID, link.CURRENT_NOTIFY_UUID),
@@ -151,9 +152,7 @@ class Bridge:
     async def serve_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """Read commands until quit or EOF."""
         self.reader, self.writer = reader, writer
-        sock = writer.get_extra_info("socket")
-        if sock is not None:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        set_no_delay(writer)
         self.emit({"ev": "bluetooth", "ready": True})
         while not self.quitting.is_set():
             try:
@@ -367,13 +366,6 @@ class Bridge:
             self.writer.close()
 
 
-def parse_listen(text: str) -> tuple[str, int]:
-    host, _, port = text.rpartition(":")
-    if not host or not port.isdigit() or int(port) > 65535:
-        raise argparse.ArgumentTypeError(f"--listen {text!r}: expected HOST:PORT, e.g. 127.0.0.1:0")
-    return host, int(port)
-
-
 async def run(args) -> int:
     async with await open_transport(args.hci) as hci_transport:
         device = Device.with_hci("Tether phone", hci.Address(args.address), hci_transport.source, hci_transport.sink)
@@ -398,7 +390,7 @@ def main() -> int:
     accept_stop_signals()
     parser = rig_argument_parser(__doc__)
     parser.add_argument("--hci", required=True, help="Bumble transport of the phone's controller, e.g. tcp-client:127.0.0.1:9002")
-    parser.add_argument("--listen", required=True, type=parse_listen, help="HOST:PORT for the one JSON-lines client (port 0: pick one)")
+    parser.add_argument("--listen", required=True, type=parse_listen, help="unix:PATH (in a folder of mode 0700; what tether live gives) or HOST:PORT (port 0: pick one) for the one JSON-lines client")
     parser.add_argument("--address", default="F1:F1:F1:F1:F1:F1", help="the phone's static random address")
     parser.add_argument("--connect-timeout", type=float, default=5.0, help="seconds for the LE connection, and again for GATT setup")
     parser.add_argument(

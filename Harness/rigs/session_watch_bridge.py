@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""The watch's BLE host for the session link on Bumble, bridged to one local TCP client as JSON lines.
+"""The watch's BLE host for the session link on Bumble, bridged to one local client as JSON lines.
 
 Tether's Swift live host runs SessionCore in the watch role; this bridge does the Bluetooth for it.
 It opens the Bumble transport `--hci`, powers the controller on, serves the session link's GATT
 service (docs/session-link.md: write characteristic, write without response and plain write both
 accepted; notify characteristic with its CCCD), advertises connectable at the static random
-address `--address` once its client is attached, listens on `--listen`, prints `READY <port>` on
-stdout (flushed; with port 0 the port picked), accepts ONE client and then speaks one JSON object
+address `--address` once its client is attached, listens on `--listen` — `unix:PATH`, a socket in
+a folder only this user can enter (mode 0700; what `tether live` gives), or `HOST:PORT` on TCP for
+running it by hand — prints `READY unix:PATH` or `READY <port>` on stdout (flushed; with port 0 the
+port picked), accepts ONE client (on a Unix socket, only the process that started the bridge) and then speaks one JSON object
 per line each way (docs/ble-rigs.md has the whole contract):
 
 bridge -> host
@@ -38,10 +40,8 @@ Example (controllers from ciq_controllers.py on 9001/9002):
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
-import socket
 import sys
 import time
 
@@ -51,7 +51,7 @@ from bumble.device import Device
 from bumble.transport import open_transport
 
 import session_gatt
-from bumble_local import accept_stop_signals, check_address, rig_argument_parser, serve_one_client, start_exit_watchdog
+from bumble_local import accept_stop_signals, check_address, parse_listen, rig_argument_parser, serve_one_client, set_no_delay, start_exit_watchdog
 
 POWER_ON_TIMEOUT_S = 10.0
 QUIT_DISCONNECT_TIMEOUT_S = 2.0
@@ -127,9 +127,7 @@ class WatchBridge:
     async def serve_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """Read commands until quit or EOF."""
         self.reader, self.writer = reader, writer
-        sock = writer.get_extra_info("socket")
-        if sock is not None:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        set_no_delay(writer)
         self.emit({"ev": "bluetooth", "ready": True})
         await self.apply_advertising()  # only now, so the host sees every event of every link
         while not self.quitting.is_set():
@@ -310,13 +308,6 @@ class WatchBridge:
             self.writer.close()
 
 
-def parse_listen(text: str) -> tuple[str, int]:
-    host, _, port = text.rpartition(":")
-    if not host or not port.isdigit() or int(port) > 65535:
-        raise argparse.ArgumentTypeError(f"--listen {text!r}: expected HOST:PORT, e.g. 127.0.0.1:0")
-    return host, int(port)
-
-
 async def run(args) -> int:
     async with await open_transport(args.hci) as hci_transport:
         device = Device.with_hci(args.name, hci.Address(args.address), hci_transport.source, hci_transport.sink)
@@ -343,7 +334,7 @@ def main() -> int:
     accept_stop_signals()
     parser = rig_argument_parser(__doc__)
     parser.add_argument("--hci", required=True, help="Bumble transport of the watch's controller, e.g. tcp-client:127.0.0.1:9001")
-    parser.add_argument("--listen", required=True, type=parse_listen, help="HOST:PORT for the one JSON-lines client (port 0: pick one)")
+    parser.add_argument("--listen", required=True, type=parse_listen, help="unix:PATH (in a folder of mode 0700; what tether live gives) or HOST:PORT (port 0: pick one) for the one JSON-lines client")
     parser.add_argument("--address", required=True, help="static random address to advertise, e.g. F0:F1:F2:F3:F4:F5 (first byte C0-FF)")
     parser.add_argument("--name", default="Tether session watch", help="local name in the scan response")
     parser.add_argument("--mtu", type=int, default=247, help=f"largest ATT MTU the server accepts ({session_gatt.MIN_MTU}-{MAX_MTU})")

@@ -20,6 +20,8 @@ import time
 import uuid
 from pathlib import Path
 
+import shutil
+
 import pytest
 import xxtea  # the reference XXTEA (requirements.txt)
 
@@ -421,11 +423,30 @@ class Process:
         return code
 
 
+def private_listen(name):
+    """A bridge's `--listen` as tether live gives it: `unix:PATH` in a fresh folder only this user
+    can enter (mkdtemp: mode 0700). Returns (folder, the argument); remove the folder at the end."""
+    folder = tempfile.mkdtemp(prefix="tether-test-")
+    return folder, f"unix:{folder}/{name}.sock"
+
+
+def connect_to(address, timeout=5):
+    """A socket connected to a bridge's READY address: `unix:PATH`, or a TCP port on 127.0.0.1."""
+    address = str(address)
+    if address.startswith("unix:"):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(timeout)
+        sock.connect(address[len("unix:"):])
+        return sock
+    return socket.create_connection(("127.0.0.1", int(address)), timeout=timeout)
+
+
 class Phone:
     """The test's minimal phone: the bridge's JSON lines plus ciq_link as the link codec."""
 
-    def __init__(self, port):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+    def __init__(self, address):
+        """`address`: the word after the bridge's READY (`unix:PATH`, or a TCP port)."""
+        self.sock = connect_to(address)
         self.buffer = b""
         self.events = []  # read but not yet consumed
         self.key_rng = random.Random(42)
@@ -550,13 +571,16 @@ class Rig:
             self.ports = [int(p) for p in self.controllers.wait_ready()]
             # The watch and the bridge start side by side: each has its own controller.
             self.watch = self._start("watch", self.watch_argv(self.ports[0], WATCH_ADDRESS, apps, watch_args))
+            # The bridge's channel as tether live makes it: a Unix socket in a private folder.
+            self.socket_folder, listen = private_listen("bridge")
+            self.bridge_address = listen
             self.bridge_process = self._start(
                 "bridge",
                 ["ciq_phone_bridge.py", "--hci", f"tcp-client:127.0.0.1:{self.ports[1]}",
-                 "--listen", "127.0.0.1:0", *bridge_args],
+                 "--listen", listen, *bridge_args],
             )
             self.watch.wait_ready()
-            self.phone = Phone(int(self.bridge_process.wait_ready()[0]))
+            self.phone = Phone(self.bridge_process.wait_ready()[0])
         except BaseException:
             self.close()
             raise
@@ -588,6 +612,9 @@ class Rig:
             self.phone.close()
         for process in reversed(self.processes):
             codes[process.name] = process.cleanup()
+        if getattr(self, "socket_folder", None) is not None:
+            shutil.rmtree(self.socket_folder)
+            self.socket_folder = None
         return codes
 
 
@@ -838,6 +865,98 @@ def test_every_rig_process_exits_zero_on_sigterm(rig):
     rig.phone.connect()
     codes = rig.close()
     assert codes == {"controllers": 0, "watch": 0, "bridge": 0}
+
+
+def test_bridge_says_ready_with_the_unix_socket_it_was_given(rig):
+    assert rig.bridge_process.ready == [rig.bridge_address]
+
+
+def test_bridge_socket_is_reachable_by_its_user_only(rig):
+    path = rig.bridge_address[len("unix:"):]
+    assert (os.stat(os.path.dirname(path)).st_mode & 0o777, os.stat(path).st_mode & 0o777) == (0o700, 0o600)
+
+
+def test_a_second_client_of_the_bridge_socket_cannot_send_it_ops(rig):
+    rig.phone.event("bluetooth")
+    try:
+        intruder = connect_to(rig.bridge_address)
+    except (ConnectionRefusedError, FileNotFoundError):
+        intruder = None  # refused outright: the bridge stopped listening after its one client
+    if intruder is not None:
+        # Accepted by the kernel's backlog at most: the bridge closes it without reading.
+        intruder.sendall((json.dumps({"op": "quit"}) + "\n").encode())
+        assert intruder.recv(100) == b""
+        intruder.close()
+    # The quit never reached the bridge: it still serves its one client.
+    assert rig.phone.connect()["peer"] == WATCH_ADDRESS
+    assert rig.bridge_process.popen.poll() is None
+
+
+def test_a_process_other_than_the_bridges_parent_is_refused_even_when_it_connects_first():
+    controllers = Process("controllers", ["ciq_controllers.py", "tcp-server:127.0.0.1:0"])
+    folder, listen = private_listen("bridge")
+    bridge = None
+    phone = None
+    try:
+        port = int(controllers.wait_ready()[0])
+        bridge = Process("bridge", ["ciq_phone_bridge.py", "--hci", f"tcp-client:127.0.0.1:{port}", "--listen", listen])
+        address = bridge.wait_ready()[0]
+        # Another local process (of the same user) gets in first and tries to stop the bridge.
+        intruder = subprocess.run(
+            [sys.executable, "-c", (
+                "import socket, sys\n"
+                "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+                "s.settimeout(10)\n"
+                "s.connect(sys.argv[1])\n"
+                "try:\n"
+                "    s.sendall(b'{\"op\":\"quit\"}\\n')\n"
+                "    print('closed' if s.recv(100) == b'' else 'served')\n"
+                "except (BrokenPipeError, ConnectionResetError):\n"
+                "    print('closed')  # closed by the bridge before it could even send\n"
+            ), address[len("unix:"):]],
+            capture_output=True, text=True, timeout=STARTUP_S,
+        )
+        assert intruder.stdout.strip() == "closed", intruder.stderr
+        phone = Phone(address)
+        assert phone.event("bluetooth") == {"ev": "bluetooth", "ready": True}
+        assert "refused a client (pid" in bridge.stderr()
+    finally:
+        if phone is not None:
+            phone.close()
+        if bridge is not None:
+            bridge.cleanup()
+        controllers.cleanup()
+        shutil.rmtree(folder)
+
+
+def test_bridge_refuses_a_unix_socket_in_a_folder_others_can_enter():
+    folder = tempfile.mkdtemp(prefix="tether-test-")
+    try:
+        os.chmod(folder, 0o755)
+        result = subprocess.run(
+            [sys.executable, str(RIGS / "ciq_phone_bridge.py"), "--hci", "tcp-client:127.0.0.1:9", "--listen", f"unix:{folder}/bridge.sock"],
+            capture_output=True, text=True, timeout=STARTUP_S,
+        )
+    finally:
+        shutil.rmtree(folder)
+    assert result.returncode == 2 and "mode 755" in result.stderr and not os.path.exists(f"{folder}/bridge.sock")
+
+
+def test_bridge_still_serves_a_tcp_client_when_run_by_hand():
+    controllers = Process("controllers", ["ciq_controllers.py", "tcp-server:127.0.0.1:0"])
+    bridge = None
+    phone = None
+    try:
+        port = int(controllers.wait_ready()[0])
+        bridge = Process("bridge", ["ciq_phone_bridge.py", "--hci", f"tcp-client:127.0.0.1:{port}", "--listen", "127.0.0.1:0"])
+        phone = Phone(bridge.wait_ready()[0])
+        assert phone.event("bluetooth") == {"ev": "bluetooth", "ready": True}
+    finally:
+        if phone is not None:
+            phone.close()
+        if bridge is not None:
+            bridge.cleanup()
+        controllers.cleanup()
 
 
 def test_controllers_ports_option_serves_free_ports_and_exits_zero():

@@ -9,6 +9,7 @@ come from test_ciq_rigs.py.
 
 import asyncio
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +21,7 @@ sys.path.insert(0, str(RIGS))
 
 import session_gatt  # noqa: E402
 from test_ciq_rigs import Phone as JsonClient  # noqa: E402  (a JSON-lines client with event matching)
-from test_ciq_rigs import Process, time_limit  # noqa: E402,F401  (time_limit: the autouse alarm)
+from test_ciq_rigs import Process, connect_to, private_listen, time_limit  # noqa: E402,F401  (time_limit: the autouse alarm)
 
 WATCH = "F0:F1:F2:F3:F4:F5"  # the watch bridge's static random address
 PHONE = "F1:F1:F1:F1:F1:F1"  # ciq_phone_bridge.py's default address, as the watch reports it
@@ -34,6 +35,7 @@ class SessionRig:
     def __init__(self, phone_args=(), controllers=2):
         self.processes = []
         self.clients = []
+        self.socket_folders = []
         try:
             self.controllers = self._start(
                 "controllers", ["ciq_controllers.py", *(["tcp-server:127.0.0.1:0"] * controllers)]
@@ -42,12 +44,12 @@ class SessionRig:
             self.watch_process = self._start(
                 "watch-bridge",
                 ["session_watch_bridge.py", "--hci", f"tcp-client:127.0.0.1:{self.ports[0]}",
-                 "--listen", "127.0.0.1:0", "--address", WATCH, "-v"],
+                 "--listen", self._private_listen("watch"), "--address", WATCH, "-v"],
             )
             self.phone_process = self._start(
                 "phone-bridge",
                 ["ciq_phone_bridge.py", "--hci", f"tcp-client:127.0.0.1:{self.ports[1]}",
-                 "--listen", "127.0.0.1:0", "--profile", "session", "-v", *phone_args],
+                 "--listen", self._private_listen("phone"), "--profile", "session", "-v", *phone_args],
             )
             self.watch = self._attach(self.watch_process)
             self.phone = self._attach(self.phone_process)
@@ -63,8 +65,14 @@ class SessionRig:
         self.processes.append(process)
         return process
 
+    def _private_listen(self, name):
+        """The bridge's channel as tether live makes it: a Unix socket in a private folder."""
+        folder, listen = private_listen(name)
+        self.socket_folders.append(folder)
+        return listen
+
     def _attach(self, process):
-        client = JsonClient(int(process.wait_ready()[0]))
+        client = JsonClient(process.wait_ready()[0])
         self.clients.append(client)
         return client
 
@@ -79,7 +87,11 @@ class SessionRig:
     def close(self):
         for client in self.clients:
             client.close()
-        return {process.name: process.cleanup() for process in reversed(self.processes)}
+        codes = {process.name: process.cleanup() for process in reversed(self.processes)}
+        for folder in self.socket_folders:
+            shutil.rmtree(folder)
+        self.socket_folders = []
+        return codes
 
 
 @pytest.fixture

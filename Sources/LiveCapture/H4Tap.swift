@@ -45,7 +45,8 @@ public struct H4TapStatistics: Sendable, Hashable {
     public var framingErrors = 0
     /// Host connections served.
     public var hostConnections = 0
-    /// Host connections refused because another host was connected.
+    /// Host connections refused: another host was connected, the tap serves exactly one host and
+    /// had served it, or (on a Unix socket) the peer belonged to another user.
     public var refusedHosts = 0
 
     /// Zero counts.
@@ -59,7 +60,8 @@ public struct H4TapStatistics: Sendable, Hashable {
 
 /// A proxy between an HCI host stack and its controller speaking H4, recording every packet.
 ///
-/// The host connects over TCP to the tap's listen address; the tap connects to the controller
+/// The host connects to the tap's ``endpoint`` — TCP on a listen address, or a Unix socket in a
+/// private directory when Tether starts the host itself; the tap connects to the controller
 /// (over TCP, as Bumble serves its virtual controllers, or on a serial device). Bytes are forwarded
 /// both ways unchanged and at once: each read is written to the other side before anything else
 /// happens (TCP_NODELAY on every socket), and a copy of the stream is then cut into packets by an
@@ -72,6 +74,11 @@ public struct H4TapStatistics: Sendable, Hashable {
 /// - When the host or the controller closes, the tap closes the other side, notes it, and waits
 ///   for the next host, for which it connects to the controller again. One host at a time: a
 ///   second host is refused (closed at once) with a notice.
+/// - A tap that serves exactly one host (``Options/exactlyOneHost``, and always when it listens
+///   beyond loopback, ``listensBeyondLoopback``) refuses every connection after the first, also
+///   once the first has gone: nothing a later peer sends is forwarded or recorded.
+/// - On a Unix socket the tap refuses a peer of another user (`SO_PEERCRED`) with a notice, and
+///   with ``Options/onlyChildProcesses`` any process this one did not start.
 /// - The recorder is flushed at least every ``Options/idleInterval`` plus its flush interval, also
 ///   when no traffic flows.
 ///
@@ -96,17 +103,34 @@ public final class H4Tap: @unchecked Sendable {
         public var idleInterval: Duration
         /// How long connecting to a TCP controller may take.
         public var connectTimeout: Duration
+        /// Serve the first host only and refuse every later connection (a live host's own bridge
+        /// is the one host there should ever be). A tap listening beyond loopback does so anyway.
+        public var exactlyOneHost: Bool
+        /// On a Unix socket, serve only a child process of this one (the bridge a live host
+        /// started): any other process, even of this user and even one that connects first, is
+        /// refused. Linux only (the parent comes from `/proc`); elsewhere the check is not made.
+        public var onlyChildProcesses: Bool
 
-        /// Defaults: any length the headers allow, 100 ms, 5 s.
-        public init(maximumPacketLength: Int = H4Framer.largestPacketLength, idleInterval: Duration = .milliseconds(100), connectTimeout: Duration = .seconds(5)) {
+        /// Defaults: any length the headers allow, 100 ms, 5 s, one host at a time (the next after
+        /// it leaves), any process of this user on a Unix socket.
+        public init(maximumPacketLength: Int = H4Framer.largestPacketLength, idleInterval: Duration = .milliseconds(100), connectTimeout: Duration = .seconds(5),
+                    exactlyOneHost: Bool = false, onlyChildProcesses: Bool = false) {
             self.maximumPacketLength = maximumPacketLength
             self.idleInterval = idleInterval
             self.connectTimeout = connectTimeout
+            self.exactlyOneHost = exactlyOneHost
+            self.onlyChildProcesses = onlyChildProcesses
         }
     }
 
-    /// Where the host stack connects (port 0: see the port ``open()`` returns).
-    public let listenAddress: H4ListenAddress
+    /// Where the host stack connects.
+    public let endpoint: H4HostEndpoint
+    /// The TCP address the host stack connects to (port 0: see the port ``open()`` returns), or
+    /// `nil` for a Unix socket.
+    public var listenAddress: H4ListenAddress? {
+        if case .tcp(let address) = endpoint { return address }
+        return nil
+    }
     /// Where the controller is.
     public let controller: H4ControllerAddress
     /// The options given.
@@ -125,6 +149,7 @@ public final class H4Tap: @unchecked Sendable {
     private var threadStarted = false
     private var stopRequested = false
     private var boundPort: UInt16 = 0
+    private var beyondLoopback = false
     private var stats = H4TapStatistics()
     private var noticeList: [String] = []
     private var droppedNotices = 0
@@ -145,6 +170,10 @@ public final class H4Tap: @unchecked Sendable {
     private var spareController: TapDescriptor?
     private var session: Session?
     private var frameBuffer: [UInt8] = []
+    /// The first host served, once there was one (for a tap serving exactly one host).
+    private var firstHost: String?
+    /// The socket file to remove when the tap closes (a Unix endpoint it bound).
+    private var boundSocketPath: String?
 
     /// One host connection and the controller connection serving it.
     private struct Session {
@@ -159,13 +188,24 @@ public final class H4Tap: @unchecked Sendable {
     }
 
     /// A tap for `controller` that will listen on `listen`.
-    public init(listen: H4ListenAddress, controller: H4ControllerAddress, options: Options = Options()) {
-        self.listenAddress = listen
+    public convenience init(listen: H4ListenAddress, controller: H4ControllerAddress, options: Options = Options()) {
+        self.init(endpoint: .tcp(listen), controller: controller, options: options)
+    }
+
+    /// A tap for `controller` whose host stack connects at `endpoint`.
+    public init(endpoint: H4HostEndpoint, controller: H4ControllerAddress, options: Options = Options()) {
+        self.endpoint = endpoint
         self.controller = controller
         self.options = options
+        // A private socket's path is a random temporary name: it says nothing to a reader of the set.
+        let hostSide: String
+        switch endpoint {
+        case .tcp(let address): hostSide = address.description
+        case .unixSocket: hostSide = "a private Unix socket"
+        }
         self.interface = CaptureInterface(
             linkType: .bluetoothHCIH4WithPHDR, name: "h4tap:\(controller)",
-            description: "H4 tap: host stack on \(listen) ↔ controller \(controller)",
+            description: "H4 tap: host stack on \(hostSide) ↔ controller \(controller)",
             snapLength: UInt32(4 + min(max(options.maximumPacketLength, 3), H4Framer.largestPacketLength)), nanosecondsPerTick: 1)
     }
 
@@ -217,8 +257,27 @@ public final class H4Tap: @unchecked Sendable {
     /// The connected host's address, or `nil` while none is connected.
     public var hostPeer: String? { lock.withLock { connectedHost } }
 
-    /// The port the host stack connects to (after ``open()``; 0 before).
+    /// The port the host stack connects to (after ``open()``; 0 before, and for a Unix socket).
     public var port: UInt16 { lock.withLock { boundPort } }
+
+    /// Whether the tap listens on an address other hosts can reach (after ``open()``): a TCP
+    /// address that is not loopback, such as 0.0.0.0. Such a tap serves exactly one host, the
+    /// first to connect, whoever that is; say so to the user (``exposureWarning``).
+    public var listensBeyondLoopback: Bool { lock.withLock { beyondLoopback } }
+
+    /// A warning for the user when the tap listens beyond loopback (after ``open()``), naming the
+    /// address; `nil` otherwise.
+    public var exposureWarning: String? {
+        let (exposed, port) = lock.withLock { (beyondLoopback, boundPort) }
+        guard exposed, let address = listenAddress else { return nil }
+        let bound = H4ListenAddress(host: address.host, port: port)
+        return "warning: the H4 tap listens on \(bound), beyond loopback: any host on the network that can reach this machine can connect "
+            + "to it and talk to the controller \(controller). The tap serves exactly one host, the first to connect; later connections are "
+            + "refused and reported, and nothing they send is recorded. Listen on 127.0.0.1 unless the host stack runs on another machine."
+    }
+
+    /// Serves exactly one host: asked for, or forced by listening beyond loopback.
+    private var servesOneHost: Bool { options.exactlyOneHost || lock.withLock { beyondLoopback } }
 
     /// Connects to the controller (so a wrong address fails here, before anything is recorded) and
     /// starts listening for the host; connections wait until ``start()``. Calling it again does nothing.
@@ -234,9 +293,15 @@ public final class H4Tap: @unchecked Sendable {
             }
             let source = interface.name ?? "h4tap"
             let controllerDescriptor = try TapIO.open(controller, source: source, timeoutMilliseconds: Self.milliseconds(options.connectTimeout))
-            let (listenFD, port): (Int32, UInt16)
+            let (listenFD, port, loopback): (Int32, UInt16, Bool)
             do throws(LiveCaptureError) {
-                (listenFD, port) = try TapIO.listen(listenAddress, source: source)
+                switch endpoint {
+                case .tcp(let address):
+                    (listenFD, port, loopback) = try TapIO.listen(address, source: source)
+                case .unixSocket(let path):
+                    (listenFD, port, loopback) = (try TapIO.listenUnix(path, source: source), 0, true)
+                    boundSocketPath = path
+                }
             } catch {
                 _ = SystemCalls.close(controllerDescriptor.fd)
                 throw error
@@ -257,6 +322,7 @@ public final class H4Tap: @unchecked Sendable {
             listener = listenFD
             spareController = controllerDescriptor
             boundPort = port
+            beyondLoopback = !loopback
             opened = true
             return port
         }
@@ -525,10 +591,24 @@ public final class H4Tap: @unchecked Sendable {
                 }
                 return
             }
+            if let uid = host.peerUID, uid != geteuid() {
+                refuse(host, because: "it belongs to user \(uid), not to this process's user \(geteuid())")
+                continue
+            }
+            if options.onlyChildProcesses, let pid = host.peerPID {
+                // Fails closed: a peer whose parent cannot be read is refused too.
+                let parent = TapIO.parentProcess(of: pid)
+                if parent != getpid() {
+                    refuse(host, because: "process \(pid) was not started by this process (\(parent.map { "its parent is \($0)" } ?? "its parent cannot be read from /proc/\(pid)/stat"))")
+                    continue
+                }
+            }
+            if servesOneHost, let first = firstHost {
+                refuse(host, because: "the tap serves exactly one host and \(first) connected first")
+                continue
+            }
             if let current = session {
-                lock.withLock { stats.refusedHosts += 1 }
-                notice("\(interface.name ?? "h4tap"): refused host \(host.peer): host \(current.host.peer) is connected and the tap serves one host at a time")
-                _ = SystemCalls.close(host.fd)
+                refuse(host, because: "host \(current.host.peer) is connected and the tap serves one host at a time")
                 continue
             }
             let controllerDescriptor: TapDescriptor
@@ -546,6 +626,7 @@ public final class H4Tap: @unchecked Sendable {
                     continue
                 }
             }
+            firstHost = firstHost ?? host.peer
             let limit = options.maximumPacketLength
             session = Session(host: host, controller: controllerDescriptor, framers: [H4Framer(direction: .sent, maximumPacketLength: limit), H4Framer(direction: .received, maximumPacketLength: limit)])
             lock.withLock {
@@ -554,6 +635,13 @@ public final class H4Tap: @unchecked Sendable {
             }
             notice("\(interface.name ?? "h4tap"): host \(host.peer) connected; forwarding to the controller \(controller)")
         }
+    }
+
+    /// Closes a host connection before reading anything from it, counts and notes it.
+    private func refuse(_ host: TapDescriptor, because reason: String) {
+        lock.withLock { stats.refusedHosts += 1 }
+        notice("\(interface.name ?? "h4tap"): refused host \(host.peer): \(reason); nothing it sent was forwarded or recorded")
+        _ = SystemCalls.close(host.fd)
     }
 
     /// A descriptor whose peer has not closed or failed (data waiting to be read is fine).
@@ -578,7 +666,15 @@ public final class H4Tap: @unchecked Sendable {
             if framer.failure == nil, framer.hasPartialPacket { text += "; an unfinished \(direction) packet was not recorded" }
         }
         let stopping = lock.withLock { stopRequested }
-        text += stopping ? "" : "; waiting for the next host on port \(lock.withLock { boundPort })"
+        if !stopping {
+            if servesOneHost {
+                text += "; the tap serves exactly one host and accepts no other"
+            } else if case .tcp(let address) = endpoint {
+                text += "; waiting for the next host on \(H4ListenAddress(host: address.host, port: lock.withLock { boundPort }))"
+            } else {
+                text += "; waiting for the next host on \(endpoint)"
+            }
+        }
         // Noted before closing, so whoever sees a connection close finds the reason already noted.
         notice(text)
         _ = SystemCalls.close(ended.host.fd)
@@ -603,6 +699,9 @@ public final class H4Tap: @unchecked Sendable {
         if let spare = spareController { _ = SystemCalls.close(spare.fd) }
         spareController = nil
         for fd in [listener, wakeRead, wakeWrite] where fd >= 0 { _ = SystemCalls.close(fd) }
+        // The socket file would outlive the socket; a stale one makes the next bind fail.
+        if let path = boundSocketPath { _ = unlink(path) }
+        boundSocketPath = nil
         listener = -1
         wakeRead = -1
         wakeWrite = -1

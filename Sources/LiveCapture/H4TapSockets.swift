@@ -38,6 +38,25 @@ public struct H4ListenAddress: Sendable, Hashable, CustomStringConvertible {
     public var description: String { joinHostPort(host, port) }
 }
 
+/// Where an ``H4Tap`` waits for its host stack.
+public enum H4HostEndpoint: Sendable, Hashable, CustomStringConvertible {
+    /// TCP on `HOST:PORT`: a host stack the user points at the tap (`tether record --ble-listen`).
+    /// Anyone who can reach the address can connect; see ``H4Tap/listensBeyondLoopback``.
+    case tcp(H4ListenAddress)
+    /// A Unix stream socket at `path`, for a host stack Tether starts itself (a live host's
+    /// bridge). Put it in a ``PrivateSocketDirectory``: only this user can then reach it, and the tap
+    /// also refuses a peer of another user. Bumble's transport for it is `unix:PATH`.
+    case unixSocket(path: String)
+
+    /// `HOST:PORT`, or `unix:PATH`.
+    public var description: String {
+        switch self {
+        case .tcp(let address): address.description
+        case .unixSocket(let path): "unix:\(path)"
+        }
+    }
+}
+
 /// Where the tap reaches the HCI controller.
 public enum H4ControllerAddress: Sendable, Hashable, CustomStringConvertible {
     /// A controller served as H4 over TCP (Bumble's `tcp-server:_:9002`, an HCI bridge).
@@ -131,8 +150,12 @@ func joinHostPort(_ host: String, _ port: UInt16) -> String {
 struct TapDescriptor {
     var fd: Int32
     var isSocket: Bool
-    /// Who is on the other end, for notices: `127.0.0.1:53210`, `/dev/ttyUSB0`.
+    /// Who is on the other end, for notices: `127.0.0.1:53210`, `/dev/ttyUSB0`, `process 812 (uid 1000)` on a Unix socket.
     var peer: String
+    /// The user on the other end of a Unix socket, when the kernel says.
+    var peerUID: UInt32? = nil
+    /// The process on the other end of a Unix socket, when the kernel says.
+    var peerPID: Int32? = nil
 }
 
 /// Thin POSIX helpers for the tap. Every failure becomes a ``LiveCaptureError`` naming the step.
@@ -188,8 +211,9 @@ enum TapIO {
         return joinHostPort(text(host), UInt16(text(service)) ?? 0)
     }
 
-    /// A listening TCP socket on `address`; returns it and the port it is bound to.
-    static func listen(_ address: H4ListenAddress, source: String) throws(LiveCaptureError) -> (Int32, UInt16) {
+    /// A listening TCP socket on `address`; returns it, the port it is bound to, and whether the
+    /// address it is bound to is a loopback one.
+    static func listen(_ address: H4ListenAddress, source: String) throws(LiveCaptureError) -> (Int32, UInt16, loopback: Bool) {
         var lastError: LiveCaptureError? = nil
         for (family, bytes) in try resolve(address.host, address.port, passive: true, source: source) {
             let fd = SystemCalls.socket(family: family, type: SystemCalls.streamSocket, nonBlocking: true)
@@ -218,7 +242,8 @@ enum TapIO {
                 // sin_port and sin6_port sit at the same offset, in network order.
                 UInt16(raw[2]) << 8 | UInt16(raw[3])
             }
-            return (fd, port)
+            let loopback = withUnsafeBytes(of: &storage) { isLoopback(UnsafeRawBufferPointer(rebasing: $0[0..<Int(length)])) }
+            return (fd, port, loopback)
         }
         throw lastError ?? LiveCaptureError(kind: .system, source: source, step: "listen on \(address)", detail: "no address to listen on", hint: "Use a numeric address such as 127.0.0.1.")
     }
@@ -235,7 +260,14 @@ enum TapIO {
         setNonBlocking(fd)
         setNoDelay(fd)
         SystemCalls.ignoreSIGPIPE(fd)
-        let peer = withUnsafeBytes(of: &storage) { describe(UnsafeRawBufferPointer(rebasing: $0[0..<Int(length)])) }
+        let peer: String
+        if Int32(storage.ss_family) == AF_UNIX {
+            // A Unix peer has no address worth naming; the kernel's record of who connected is.
+            let credentials = SystemCalls.peerCredentials(fd)
+            peer = credentials.map { "process \($0.pid.map { "\($0) " } ?? "")(uid \($0.uid))" } ?? "a local process (the system does not say which)"
+            return (TapDescriptor(fd: fd, isSocket: true, peer: peer, peerUID: credentials?.uid, peerPID: credentials?.pid), 0)
+        }
+        peer = withUnsafeBytes(of: &storage) { describe(UnsafeRawBufferPointer(rebasing: $0[0..<Int(length)])) }
         return (TapDescriptor(fd: fd, isSocket: true, peer: peer), 0)
     }
 
@@ -316,6 +348,79 @@ enum TapIO {
         }
         _ = tcflush(fd, TCIOFLUSH)
         return TapDescriptor(fd: fd, isSocket: false, peer: path)
+    }
+
+    /// A listening Unix stream socket at `path`, readable and writable by this user only. The
+    /// directory should be private too (``PrivateSocketDirectory``): the mode of a socket file is
+    /// not honoured for `connect` on every system, a directory's is.
+    static func listenUnix(_ path: String, source: String) throws(LiveCaptureError) -> Int32 {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let capacity = MemoryLayout.size(ofValue: address.sun_path)
+        let bytes = Array(path.utf8)
+        guard !bytes.isEmpty, bytes.count < capacity else {
+            throw LiveCaptureError(
+                kind: .misuse, source: source, step: "listen on unix:\(path)",
+                detail: "a Unix socket path is 1 to \(capacity - 1) bytes, this one is \(bytes.count)",
+                hint: "Use a shorter folder for the socket (set TMPDIR to a short path such as /tmp).")
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        let fd = SystemCalls.socket(family: AF_UNIX, type: SystemCalls.streamSocket, nonBlocking: true)
+        guard fd >= 0 else {
+            throw LiveCaptureError(kind: .system, source: source, step: "socket for unix:\(path)", detail: errorText(errno), hint: "The process may be out of file descriptors; raise `ulimit -n`.")
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard bound == 0, chmod(path, 0o600) == 0, SystemCalls.listen(fd, 4) == 0 else {
+            let code = errno
+            _ = SystemCalls.close(fd)
+            throw LiveCaptureError(
+                kind: code == EACCES ? .permissionDenied : .system, source: source, step: "listen on unix:\(path)", detail: errorText(code),
+                hint: code == EADDRINUSE ? "Something already is at \(path); use a fresh PrivateSocketDirectory for each run."
+                    : "Check that the folder of \(path) exists and belongs to this user.")
+        }
+        return fd
+    }
+
+    /// The parent of process `pid` (Linux: field 4 of `/proc/PID/stat`), or `nil` where the
+    /// system does not say or the process is gone (the caller refuses such a peer).
+    static func parentProcess(of pid: Int32) -> Int32? {
+        #if os(Linux)
+        let stat: String
+        do {
+            stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
+        } catch {
+            return nil
+        }
+        // "PID (COMM) STATE PPID …": COMM may hold spaces and parentheses, so read after the last ')'.
+        guard let close = stat.lastIndex(of: ")") else { return nil }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        return fields.count > 1 ? Int32(fields[1]) : nil
+        #else
+        return nil
+        #endif
+    }
+
+    /// Whether a bound socket address is a loopback one: 127.0.0.0/8, ::1, or ::ffff:127.x.y.z.
+    /// A wildcard (0.0.0.0, ::) is not: it takes connections on every interface.
+    static func isLoopback(_ address: UnsafeRawBufferPointer) -> Bool {
+        guard address.count >= 2 else { return false }
+        let family = Int32(address.load(as: sa_family_t.self))
+        if family == AF_INET, address.count >= MemoryLayout<sockaddr_in>.size {
+            // sin_addr follows the family and the port, in network order.
+            return address[4] == 127
+        }
+        if family == AF_INET6, address.count >= MemoryLayout<sockaddr_in6>.size {
+            // sin6_addr follows the family, the port and the flow label (offset 8).
+            let bytes = Array(address[8..<24])
+            if bytes == [UInt8](repeating: 0, count: 15) + [1] { return true }
+            return bytes[0..<10].allSatisfy { $0 == 0 } && bytes[10] == 0xFF && bytes[11] == 0xFF && bytes[12] == 127
+        }
+        return false
     }
 
     static func speedConstant(_ baud: Int) -> speed_t {

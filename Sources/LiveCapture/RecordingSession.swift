@@ -5,7 +5,8 @@ import Foundation
 public struct RecordingRequest: Sendable {
     /// Which BLE source.
     public enum BLESource: Sendable, Equatable {
-        /// An H4 tap in front of this controller, listening where the host stack connects.
+        /// An H4 tap in front of this controller, listening where the host stack connects. A tap
+        /// listening beyond loopback serves exactly one host and says so in ``RecordingSession/warnings``.
         case tap(H4ControllerAddress, listen: H4ListenAddress)
         /// The BlueZ monitor channel: one adapter, or (`nil`) every adapter.
         case bluez(adapter: UInt16?)
@@ -53,6 +54,9 @@ public final class RecordingSession: @unchecked Sendable {
     public let tapInput: Int?
     /// The set's folder.
     public let setPath: String
+    /// What the user must be told before recording starts: a tap listening beyond loopback
+    /// (``H4Tap/exposureWarning``).
+    public let warnings: [String]
     private let recorder: Recorder
     private let hasSources: Bool
     private let stopped = StopSignal()
@@ -80,6 +84,7 @@ public final class RecordingSession: @unchecked Sendable {
         }
         var tap: H4Tap?
         var tapInput: Int?
+        var warnings: [String] = []
         switch request.ble {
         case .bluez(let adapter)?:
             let monitor = try BlueZMonitorSource()
@@ -90,12 +95,14 @@ public final class RecordingSession: @unchecked Sendable {
             let port = try created.open()
             tapInput = inputs.count
             inputs.append(created.recorderInput)
-            parts.append("BLE through the H4 tap on \(H4ListenAddress(host: created.listenAddress.host, port: port)) (controller \(controller))")
+            parts.append("BLE through the H4 tap on \(H4ListenAddress(host: listen.host, port: port)) (controller \(controller))")
+            if let warning = created.exposureWarning { warnings.append(warning) }
             tap = created
         case nil:
             break
         }
         self.parts = parts
+        self.warnings = warnings
         self.tap = tap
         self.tapInput = tapInput
         self.setPath = request.setPath

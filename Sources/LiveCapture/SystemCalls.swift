@@ -184,6 +184,24 @@ package enum SystemCalls {
         #endif
     }
 
+    /// The process and user on the other end of a connected Unix socket, as the kernel recorded
+    /// them at `connect`/`listen`: Linux's `SO_PEERCRED`; Darwin's `getpeereid`, which gives no
+    /// process. `nil` when the system does not say (not a Unix socket).
+    package static func peerCredentials(_ fd: Int32) -> (pid: Int32?, uid: UInt32)? {
+        #if os(Linux)
+        // struct ucred: pid_t pid, uid_t uid, gid_t gid (unix(7)).
+        var credentials: (Int32, UInt32, UInt32) = (0, 0, 0)
+        var length = socklen_t(MemoryLayout<(Int32, UInt32, UInt32)>.size)
+        guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0 else { return nil }
+        return (credentials.0, credentials.1)
+        #else
+        var uid: uid_t = 0
+        var gid: gid_t = 0
+        guard getpeereid(fd, &uid, &gid) == 0 else { return nil }
+        return (nil, uid)
+        #endif
+    }
+
     /// `POLLRDHUP`: the peer shut down its writing side. Linux only; elsewhere 0, and a shut-down
     /// peer shows as readable with a read of 0 bytes instead.
     package static var pollReadHangUp: Int16 {

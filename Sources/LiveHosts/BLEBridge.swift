@@ -10,8 +10,12 @@ import Foundation
 /// A live host's BLE stack: a Bumble bridge process — `Harness/rigs/ciq_phone_bridge.py` (a GATT
 /// client: the Connect IQ phone, or the session phone with `--profile session`) or
 /// `Harness/rigs/session_watch_bridge.py` (the session watch's GATT server) — that relays the link's
-/// writes and notifications over a loopback TCP socket as newline-delimited JSON (docs/ble-rigs.md
-/// has the protocols).
+/// writes and notifications as newline-delimited JSON (docs/ble-rigs.md has the protocols).
+///
+/// The channel is a Unix socket in a ``PrivateSocketDirectory`` made for this bridge: only this
+/// user can reach it, the bridge serves exactly one client of this user, and the host checks that
+/// the peer it reached is the bridge process it started (`SO_PEERCRED`). A loopback TCP port, as
+/// before, let any local process connect first and take the host's place.
 ///
 /// Why a bridge and not a Swift HCI host: Bumble is a complete, maintained LE host (SMP, GATT
 /// client and server, every transport: TCP, serial, USB dongles); writing one in Swift would
@@ -22,18 +26,28 @@ public final class BLEBridge: @unchecked Sendable {
 
     /// The bridge process.
     public let process: Process
-    /// Its loopback port.
-    public let port: UInt16
+    /// The bridge's socket (`--listen unix:PATH`).
+    public let socketPath: String
+    private let sockets: PrivateSocketDirectory
+    private var socketsRemoved = false
     private var socket: Int32 = -1
     private var buffer: [UInt8] = []
 
-    /// Starts the bridge with `python3 script --hci transport --listen 127.0.0.1:0`, waits for its
-    /// `READY <port>` line (at most `startTimeout`), and connects to it.
+    /// Starts the bridge with `python3 script --hci transport --listen unix:PATH` (PATH in a
+    /// private folder made for it), waits for its `READY` line (at most `startTimeout`), connects,
+    /// and checks that the bridge itself answered.
     public init(python: String = "python3", script: String, transport: String, extraArguments: [String] = [],
                 stderrPath: String? = nil, startTimeout: Duration = .seconds(30)) throws(LiveHostError) {
+        let sockets: PrivateSocketDirectory
+        do throws(LiveCaptureError) {
+            sockets = try PrivateSocketDirectory()
+        } catch {
+            throw LiveHostError.bridge("cannot make a private folder for the bridge's socket: \(error)")
+        }
+        let socketPath = sockets.socketPath("bridge.sock")
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [python, script, "--hci", transport, "--listen", "127.0.0.1:0"] + extraArguments
+        process.arguments = [python, script, "--hci", transport, "--listen", "unix:\(socketPath)"] + extraArguments
         let stdout = Pipe()
         process.standardOutput = stdout
         // The bridge's stderr says why it failed (a refused connection to the transport, a missing
@@ -41,6 +55,7 @@ public final class BLEBridge: @unchecked Sendable {
         let stderrTail = OutputTail()
         if let stderrPath {
             guard FileManager.default.createFile(atPath: stderrPath, contents: nil) else {
+                Self.remove(sockets)
                 throw LiveHostError.bridge("cannot create the bridge log \(stderrPath); check the folder exists and is writable")
             }
             process.standardError = FileHandle(forWritingAtPath: stderrPath)
@@ -57,16 +72,19 @@ public final class BLEBridge: @unchecked Sendable {
         do {
             try process.run()
         } catch {
+            Self.remove(sockets)
             throw LiveHostError.bridge("cannot start \(python) \(script): \(error.localizedDescription). Is python3 installed, with Bumble (`./CI/test` installs it)?")
         }
         self.process = process
+        self.sockets = sockets
+        self.socketPath = socketPath
         // Read the READY line on this thread, bounded by a poll timeout.
         let fd = stdout.fileHandleForReading.fileDescriptor
         var line: [UInt8] = []
         let deadline = ContinuousClock.now + startTimeout
-        var port: UInt16?
+        var ready = false
         var stdoutEnded = false
-        while port == nil {
+        while !ready {
             let left = ContinuousClock.now.duration(to: deadline)
             guard left > .zero else { break }
             var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
@@ -77,14 +95,13 @@ public final class BLEBridge: @unchecked Sendable {
             let n = read(fd, &byte, 1)
             if n <= 0 { stdoutEnded = true; break }
             if byte == 0x0A {
-                let text = String(decoding: line, as: UTF8.self)
-                if text.hasPrefix("READY "), let p = UInt16(text.dropFirst(6).trimmingCharacters(in: .whitespaces)) { port = p }
+                ready = String(decoding: line, as: UTF8.self).hasPrefix("READY ")
                 line = []
             } else {
                 line.append(byte)
             }
         }
-        guard let port else {
+        guard ready else {
             // Its stdout ended or the time is up. A bridge that closed its stdout is exiting: give it
             // a moment to finish, so its status and last words can be reported.
             if stdoutEnded {
@@ -94,34 +111,72 @@ public final class BLEBridge: @unchecked Sendable {
             let log = stderrPath.map { "; its log is \($0)" } ?? ""
             guard !process.isRunning else {
                 process.terminate()
+                removeSockets()
                 throw LiveHostError.bridge("the BLE bridge (\(script) --hci \(transport)) did not say READY within \(startTimeout)"
                     + log + ". Check that the controller is reachable at \(transport).")
             }
+            removeSockets()
             let said = stderrPath.map { Self.lastLines(ofFile: $0) } ?? stderrTail.lastLines(waitingForEnd: .seconds(2))
             let status = process.terminationReason == .uncaughtSignal ? "was killed by signal \(process.terminationStatus)" : "exited with status \(process.terminationStatus)"
             throw LiveHostError.bridge("the BLE bridge (\(script) --hci \(transport)) \(status) before it was ready"
                 + (said.isEmpty ? " without a word on stderr" : ": \(said)") + log
                 + ". Check that the controller is reachable at \(transport) and that the bridge runs (python3 with Bumble)")
         }
-        self.port = port
-        let s = SystemCalls.socket(family: AF_INET, type: SystemCalls.streamSocket)
-        guard s >= 0 else { throw LiveHostError.bridge("socket(): \(String(cString: strerror(errno)))") }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        do throws(LiveHostError) {
+            socket = try Self.connect(socketPath, expecting: process.processIdentifier)
+        } catch {
+            process.terminate()
+            removeSockets()
+            throw error
+        }
+    }
+
+    /// Connects to the bridge's socket and checks that the process on the other end is the bridge
+    /// (`pid`): the socket's folder is private, this makes sure of it.
+    private static func connect(_ path: String, expecting pid: Int32) throws(LiveHostError) -> Int32 {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            throw LiveHostError.bridge("the bridge's socket path \(path) is too long for a Unix socket; set TMPDIR to a short folder such as /tmp")
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        let s = SystemCalls.socket(family: AF_UNIX, type: SystemCalls.streamSocket)
+        guard s >= 0 else { throw LiveHostError.bridge("socket(AF_UNIX): \(String(cString: strerror(errno)))") }
         let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(s, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { SystemCalls.connect(s, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
         guard connected == 0 else {
             let reason = String(cString: strerror(errno))
-            close(s)
-            process.terminate()
-            throw LiveHostError.bridge("cannot connect to the BLE bridge on 127.0.0.1:\(port): \(reason)")
+            SystemCalls.close(s)
+            throw LiveHostError.bridge("cannot connect to the BLE bridge on unix:\(path): \(reason)")
         }
-        var one: Int32 = 1
-        setsockopt(s, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        socket = s
+        if let peer = SystemCalls.peerCredentials(s), let peerPID = peer.pid, peerPID != pid {
+            SystemCalls.close(s)
+            throw LiveHostError.bridge("the process on unix:\(path) is pid \(peerPID), not the bridge Tether started (pid \(pid)); "
+                + "something else listens in Tether's private folder: check which process that is")
+        }
+        return s
+    }
+
+    /// Removes the bridge's socket folder once (`shutdown`, a failed start and `deinit` may all ask).
+    private func removeSockets() {
+        guard !socketsRemoved else { return }
+        socketsRemoved = true
+        Self.remove(sockets)
+    }
+
+    /// Removes the bridge's socket folder; a failure is said on stderr, since the run's outcome
+    /// does not depend on it but the user may want the folder gone.
+    private static func remove(_ sockets: PrivateSocketDirectory) {
+        do throws(LiveCaptureError) {
+            try sockets.remove()
+        } catch {
+            FileHandle.standardError.write(Data("tether: note: \(error)\n".utf8))
+        }
     }
 
     /// The socket, for `poll`.
@@ -198,10 +253,12 @@ public final class BLEBridge: @unchecked Sendable {
         let deadline = ContinuousClock.now + .seconds(2)
         while process.isRunning && ContinuousClock.now < deadline { usleep(20_000) }
         if process.isRunning { process.terminate() }
+        removeSockets()
     }
 
     deinit {
         if socket >= 0 { close(socket) }
+        removeSockets()
     }
 
     /// The last few non-empty lines of a bridge log, joined with ` | `. A log that cannot be read

@@ -28,7 +28,10 @@ struct RecordCommand: AsyncParsableCommand {
             ways unchanged and at once; point the host stack at it instead of at the controller \
             (Bumble: transport tcp-client:127.0.0.1:PORT). Every HCI packet is recorded with its \
             direction (LINKTYPE_BLUETOOTH_HCI_H4_WITH_PHDR, role ble-hci). One host at a time; \
-            when it disconnects the tap waits for the next. --ble serial:/dev/ttyUSB0[,BAUD][,rtscts] \
+            when it disconnects the tap waits for the next. A --ble-listen address beyond loopback \
+            (0.0.0.0, a LAN address) lets any host on the network connect: tether warns on stderr, \
+            and the tap then serves exactly one host, the first to connect, and refuses and reports \
+            every later connection without recording what it sends. --ble serial:/dev/ttyUSB0[,BAUD][,rtscts] \
             taps a UART controller instead (default 1000000 baud, no flow control).
 
             --ble hci0 (or bluez:hci0) records adapter hci0 from the BlueZ monitor channel, and \
@@ -83,7 +86,7 @@ struct RecordCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Record BLE: tcp:HOST:PORT or serial:/dev/ttyUSB0[,BAUD][,rtscts] (H4 tap in front of that controller), hci0 / bluez:hci0 / bluez (BlueZ monitor channel).")
     var ble: String?
 
-    @Option(name: .customLong("ble-listen"), help: "Where the H4 tap listens for the host stack, HOST:PORT (default 127.0.0.1:0: any free port, printed at start).")
+    @Option(name: .customLong("ble-listen"), help: "Where the H4 tap listens for the host stack, HOST:PORT (default 127.0.0.1:0: any free port, printed at start). Beyond loopback (e.g. 0.0.0.0): a warning, and exactly one host is served.")
     var bleListen: String?
 
     @Option(name: .long, help: "The capture set folder to create, e.g. Captures/<name>. It must not exist yet.")
@@ -197,6 +200,8 @@ struct RecordCommand: AsyncParsableCommand {
 
     func run() async throws {
         let session = try RecordingSession(try request())
+        // Before anything is recorded, so the user can stop a recording they did not mean to expose.
+        for warning in session.warnings { Terminal.warn("tether: \(warning)") }
         try session.start()
         for notice in session.notices { Terminal.warn("tether: note: \(notice)") }
 
@@ -212,7 +217,7 @@ struct RecordCommand: AsyncParsableCommand {
         // Scripts (and the end-to-end tests) wait for this line before sending traffic.
         StandardOutput.shared.line("Recording \(session.parts.joined(separator: " and ")) into \(out)\(duration.map { " for \(Format.fixed($0, 1)) s" } ?? ""). Stop with Ctrl-C.")
         if let tap = session.tap {
-            let address = H4ListenAddress(host: tap.listenAddress.host, port: tap.port)
+            let address = H4ListenAddress(host: tap.listenAddress?.host ?? "127.0.0.1", port: tap.port)
             StandardOutput.shared.line("Point the host stack at \(address) instead of the controller (Bumble transport: tcp-client:\(address)).")
         }
         StandardOutput.shared.flush()

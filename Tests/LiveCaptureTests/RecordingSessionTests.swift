@@ -40,4 +40,25 @@ import TetherTestSupport
         #expect(throws: LiveCaptureError.self) { _ = try RecordingSession(request) }
         #expect(!FileManager.default.fileExists(atPath: request.setPath))
     }
+    @Test func aTapListeningBeyondLoopbackIsAWarningNamingItsAddress() throws {
+        let scratch = try TemporaryFolder("recording-session")
+        let controller = try TestListener()
+        var request = RecordingRequest(setPath: scratch.path("set").path)
+        request.ble = .tap(.tcp(host: "127.0.0.1", port: controller.port), listen: H4ListenAddress(host: "0.0.0.0", port: 0))
+        let session = try RecordingSession(request)
+        let port = try #require(session.tap?.port)
+        #expect(session.warnings.count == 1)
+        #expect(session.warnings.first?.contains("listens on 0.0.0.0:\(port), beyond loopback: any host on the network") == true)
+        session.stop()
+    }
+
+    @Test func aTapOnLoopbackIsNoWarning() throws {
+        let scratch = try TemporaryFolder("recording-session")
+        let controller = try TestListener()
+        var request = RecordingRequest(setPath: scratch.path("set").path)
+        request.ble = .tap(.tcp(host: "127.0.0.1", port: controller.port), listen: H4ListenAddress(host: "127.0.0.1", port: 0))
+        let session = try RecordingSession(request)
+        #expect(session.warnings.isEmpty)
+        session.stop()
+    }
 }

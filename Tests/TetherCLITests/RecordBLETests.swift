@@ -189,6 +189,28 @@ import TetherTestSupport
         #expect(!FileManager.default.fileExists(atPath: set))
     }
 
+    @Test func aTapListeningBeyondLoopbackWarnsOnStderrNamingTheAddress() throws {
+        let folder = try TemporaryFolder("cli-tests")
+        // A controller that only needs to take the tap's connection: a listening socket's backlog does.
+        let controller = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        try #require(controller >= 0)
+        defer { close(controller) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = in_addr_t(0x7F00_0001).bigEndian
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let listening = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(controller, $0, length) == 0 && listen(controller, 4) == 0 && getsockname(controller, $0, &length) == 0 }
+        }
+        try #require(listening, "listen on 127.0.0.1: errno \(errno)")
+        let port = UInt16(bigEndian: address.sin_port)
+        let set = folder.path("Captures/exposed").path
+        let result = try Tools.tether(["record", "--ble", "tcp:127.0.0.1:\(port)", "--ble-listen", "0.0.0.0:0", "--out", set, "--duration", "0.2"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("warning: the H4 tap listens on 0.0.0.0:"), "\(result.stderr)")
+        #expect(result.stderr.contains("any host on the network that can reach this machine can connect"), "\(result.stderr)")
+    }
+
     @Test(arguments: [
         (["record", "--out", "X"], "Nothing to record"),
         (["record", "--ble", "usb:0", "--out", "X"], "tcp:HOST:PORT"),
