@@ -24,6 +24,29 @@ public struct HeartRateIntegration: CoreIntegration {
             IntegrationSetting(key: "frame_matching", help: "How the core's requests are checked: strict or off.", kind: .choice(["strict", "off"])),
         ]
     }
+    /// The section's other keys (``HeartRateSection``), and what the recorder writes for people
+    /// (`scenario`, `strap`, `recorded_with`…): with the settings, the section's schema, so a bad
+    /// handle is refused naming its line and a misspelt key is reported.
+    public var sectionFields: [IntegrationSetting] {
+        [
+            IntegrationSetting(key: "handles.measurement", help: "Heart Rate Measurement's value handle.", kind: .integer(1...0xFFFF)),
+            IntegrationSetting(key: "handles.measurement_cccd", help: "Its Client Characteristic Configuration handle.", kind: .integer(1...0xFFFF)),
+            IntegrationSetting(key: "handles.body_sensor_location", help: "Body Sensor Location's value handle.", kind: .integer(1...0xFFFF)),
+            IntegrationSetting(key: "handles.control_point", help: "Heart Rate Control Point's value handle.", kind: .integer(1...0xFFFF)),
+            IntegrationSetting(key: "api_calls[].t_ns", help: "When the app made the call, in nanoseconds after the first frame.",
+                               kind: .integer(0...Int64.max)),
+            IntegrationSetting(key: "api_calls[].call", help: "The call.", kind: .text),
+            // Written by Examples/HeartRate/record_sets.py for whoever reads the manifest.
+            IntegrationSetting(key: "scenario", help: "The recorded scenario.", kind: .text),
+            IntegrationSetting(key: "seed", help: "The strap rig's seed.", kind: .unsigned64),
+            IntegrationSetting(key: "strap", help: "The strap's address.", kind: .text),
+            IntegrationSetting(key: "phone", help: "The phone's address.", kind: .text),
+            IntegrationSetting(key: "notifications", help: "Measurements the strap sent.", kind: .integer(0...Int64.max)),
+            IntegrationSetting(key: "recorded_with", help: "The command that recorded the set.", kind: .text),
+            IntegrationSetting(key: "central_args", help: "The central rig's arguments.", kind: .open),
+        ]
+    }
+
     /// What ``HeartRateAdapter`` writes: the core's events and the adapter's own.
     public var emittedEvents: [String] {
         ["api_call", "api_record_malformed",
