@@ -198,3 +198,43 @@ import TetherTestSupport
     }
 }
 
+
+@Suite struct TraceLineLimitTests {
+    @Test func aLineLongerThanTheLimitIsRefusedByTheStreamingReaderNamingTheLine() throws {
+        let folder = try TemporaryFolder("trace-limit")
+        let path = folder.path("long.jsonl").path
+        var bytes = Array(#"{"t_ns":0,"core":"c","event":"e"}"#.utf8) + [0x0A]
+        bytes += Array(#"{"t_ns":1,"core":"c","event":"e","pad":""#.utf8)
+        bytes += [UInt8](repeating: 0x61, count: TraceLimits.maximumLineBytes + 10)
+        bytes += Array(#""}"#.utf8) + [0x0A]
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let reader = try TraceFileReader(path: path)
+        #expect(try reader.next() != nil)
+        do {
+            _ = try reader.next()
+            Issue.record("a line over the limit was read")
+        } catch let error as TraceFormatError {
+            #expect(error.line == 2)
+            #expect(error.description.contains(TraceLimits.maximumLineBytesVariable))
+        }
+    }
+
+    @Test func aLineLongerThanTheLimitIsRefusedByTheWholeFileReader() throws {
+        var bytes = Array(#"{"t_ns":1,"core":"c","event":"e","pad":""#.utf8)
+        bytes += [UInt8](repeating: 0x61, count: TraceLimits.maximumLineBytes)
+        bytes += Array(#""}"#.utf8)
+        #expect(throws: TraceFormatError.self) { try TraceFile.decode(bytes, file: "big.jsonl") }
+    }
+
+    @Test func aFIFOIsRefusedNotWaitedOn() throws {
+        let folder = try TemporaryFolder("trace-limit")
+        let path = folder.path("pipe.jsonl").path
+        #expect(mkfifo(path, 0o644) == 0)
+        do {
+            _ = try TraceFileReader(path: path)
+            Issue.record("a FIFO was opened as a trace")
+        } catch {
+            #expect(error.description.contains("FIFO"))
+        }
+    }
+}
