@@ -1,6 +1,7 @@
 import CBluetooth
 import Foundation
 import Testing
+import TetherTestSupport
 
 @testable import LiveCapture
 
@@ -43,28 +44,7 @@ final class TestConnection: @unchecked Sendable {
 
     /// Connects to the Unix stream socket at `path`.
     static func connect(unixPath path: String) throws -> TestConnection {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TapTestSetupFailure(description: "socket(AF_UNIX): errno \(errno)") }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            Glibc.close(fd)
-            throw TapTestSetupFailure(description: "socket path too long: \(path)")
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
-        }
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard result == 0 else {
-            let code = errno
-            Glibc.close(fd)
-            throw TapTestSetupFailure(description: "connect to unix:\(path): errno \(code)")
-        }
-        return TestConnection(fd: fd)
+        TestConnection(fd: try UnixSocketClient.connect(path))
     }
 
     deinit { close() }
