@@ -48,9 +48,11 @@ public struct LiveScript: Sendable, Hashable {
         do {
             // Within the script budget first: a few hundred bytes of nested aliases would
             // otherwise expand to gigabytes as the steps are built.
-            root = try BudgetedYAML.compose(text, limits: .liveScript)?.any
+            root = try BudgetedYAML.compose(text, limits: .liveScript).map(Self.plainValue)
         } catch let error as YAMLLimitError {
             throw LiveScriptError(file: file, step: nil, message: "\(error)")
+        } catch let error as LiveScriptError {
+            throw LiveScriptError(file: file, step: nil, message: error.message)
         } catch {
             throw LiveScriptError(file: file, step: nil, message: "is not valid YAML: \(error)")
         }
@@ -123,6 +125,32 @@ public struct LiveScript: Sendable, Hashable {
             }
         }
         self.settings = settings
+    }
+
+    /// A YAML node as plain Swift values (`[String: Any]`, `[Any]`, scalars as Yams constructs
+    /// them). Not Yams' own `Node.any`: given a mapping used as a key (`{context, {mode: dark}}`)
+    /// it traps, and the script fuzzer found that in under a minute. A script's keys are words, so
+    /// a key that is not a scalar is refused with its line.
+    static func plainValue(_ node: Node) throws -> Any {
+        switch node {
+        case .scalar:
+            return Constructor.default.any(from: node)
+        case .sequence(let sequence):
+            return try sequence.map(plainValue)
+        case .mapping(let mapping):
+            var out: [String: Any] = [:]
+            for (key, value) in mapping {
+                guard case .scalar(let scalar) = key else {
+                    let line = key.mark.map { " (line \($0.line))" } ?? ""
+                    throw LiveScriptError(file: "", step: nil, message: "has a list or a mapping where a key should be\(line); keys are words such as `send` or `app`")
+                }
+                out[scalar.string] = try plainValue(value)
+            }
+            return out
+        case .alias:
+            // Yams resolves aliases while composing; an alias node left over stands for nothing.
+            return NSNull()
+        }
     }
 
     /// Reads a script file whose call steps are among `callNames`.

@@ -95,3 +95,27 @@ import Testing
         #expect(log.failedSteps.isEmpty)
     }
 }
+
+/// What the script fuzzer found: shapes of YAML that Yams' own conversion traps on are refused
+/// with a sentence.
+@Suite struct LiveScriptShapeTests {
+    @Test(arguments: [
+        "steps:\n  - update_context: {context, {mode: dark}}\n",
+        "steps:\n  - ? [a, b]\n    : 1\n",
+        "? {steps: 1}\n: x\n",
+    ])
+    func aListOrMappingWhereAKeyShouldBeIsRefusedNamingItsLine(text: String) {
+        do {
+            _ = try LiveScript(yaml: text, file: "s.yaml", callNames: ["update_context"])
+            Issue.record("a non-scalar key was accepted")
+        } catch {
+            #expect(error.file == "s.yaml")
+            #expect(error.message.contains("where a key should be"), "\(error.message)")
+        }
+    }
+
+    @Test func theFuzzersCrashInputIsRefused() {
+        let text = "# Tiner's state).\nsteps:\n  - updut: 15s}\n  - update_context: {context, {mod# A : dark}}\n  - set_has_c#\n"
+        #expect(throws: LiveScriptError.self) { try LiveScript(yaml: text, file: "s.yaml", callNames: ["update_context", "set_has_content"]) }
+    }
+}
