@@ -133,8 +133,24 @@ public struct LiveScript: Sendable, Hashable {
     /// a key that is not a scalar is refused with its line.
     static func plainValue(_ node: Node) throws -> Any {
         switch node {
-        case .scalar:
-            return Constructor.default.any(from: node)
+        case .scalar(let scalar):
+            let value = Constructor.default.any(from: node)
+            // Only a plain scalar is a number; a quoted one is text whatever it spells. A plain
+            // number that does not fit what YAML's loader makes of it is kept apart, so the
+            // message check refuses it rather than sending text or infinity.
+            guard scalar.style == .plain || scalar.style == .any else { return value }
+            switch Resolver.default.resolveTag(of: node) {
+            case .int where value is String:
+                return OutOfRangeNumber(text: scalar.string, kind: .integer)
+            case .float:
+                let text = scalar.string.lowercased()
+                if let double = value as? Double, !double.isFinite, !text.hasSuffix("inf"), !text.hasSuffix("nan") {
+                    return OutOfRangeNumber(text: scalar.string, kind: .float)
+                }
+                return value
+            default:
+                return value
+            }
         case .sequence(let sequence):
             return try sequence.map(plainValue)
         case .mapping(let mapping):
@@ -185,16 +201,19 @@ public struct LiveScript: Sendable, Hashable {
         case let b as Bool: return .bool(b)
         case let i as Int: return .int(Int64(i))
         case let d as Double: return .double(d)
-        case let s as String:
-            // A plain integer too large for Int64 reaches here as text (YAML's loader falls back to
-            // a string when the number does not fit); sent as it is, it would silently become a
-            // string in the message. Monkey C's widest integer is a 64-bit Long, so refuse it. A
-            // quoted string of digits that fits Int64 arrives here too and stays a string.
-            let scalar = Node.Scalar(s)
-            if Resolver.default.resolveTag(of: Node.scalar(scalar)) == .int, Int64.construct(from: scalar) == nil {
-                throw LiveScriptError(file: "", step: nil, message: "\(s) is an integer outside Monkey C's range (a Long holds \(Int64.min) to \(Int64.max)); "
+        case let number as OutOfRangeNumber:
+            // Monkey C's widest integer is a 64-bit Long and its widest float a Double: a plain
+            // number beyond them would otherwise go out as text or as infinity.
+            switch number.kind {
+            case .integer:
+                throw LiveScriptError(file: "", step: nil, message: "\(number.text) is an integer outside Monkey C's range (a Long holds \(Int64.min) to \(Int64.max)); "
                     + "write one in that range, or a float such as 1.0e+23 to send a Double")
+            case .float:
+                throw LiveScriptError(file: "", step: nil, message: "\(number.text) is beyond a Double's range (about ±1.8e+308); "
+                    + "write a smaller number, or .inf on purpose")
             }
+        case let s as String:
+            // Quoted text stays text, whatever it spells ("100000000000000000000000" included).
             return .string(s)
         case is NSNull: return .null
         case let list as [Any]:
@@ -209,6 +228,15 @@ public struct LiveScript: Sendable, Hashable {
             throw LiveScriptError(file: "", step: nil, message: "a value of type \(type(of: value)) is not a message value")
         }
     }
+}
+
+/// A plain YAML number of a script that does not fit the value YAML's loader makes of it: an
+/// integer beyond 64 bits (which the loader would leave as text) or a float beyond a Double
+/// (which it would make infinite).
+struct OutOfRangeNumber {
+    enum Kind { case integer, float }
+    var text: String
+    var kind: Kind
 }
 
 /// A script that cannot be read: which file, which step, what is wrong.

@@ -47,6 +47,9 @@ import Testing
         ("-9223372036854775808", TraceValue.int(-9_223_372_036_854_775_808)),
         ("\"100000000000000000000000x\"", TraceValue.string("100000000000000000000000x")),
         ("\"42\"", TraceValue.string("42")),
+        ("\"100000000000000000000000\"", TraceValue.string("100000000000000000000000")),
+        ("'9223372036854775808'", TraceValue.string("9223372036854775808")),
+        (".inf", TraceValue.double(.infinity)),
         ("1.0e+23", TraceValue.double(1e23)),
     ])
     func valuesThatFitAreKeptAsWritten(_ message: String, _ expected: TraceValue) throws {
@@ -117,5 +120,18 @@ import Testing
     @Test func theFuzzersCrashInputIsRefused() {
         let text = "# Tiner's state).\nsteps:\n  - updut: 15s}\n  - update_context: {context, {mod# A : dark}}\n  - set_has_c#\n"
         #expect(throws: LiveScriptError.self) { try LiveScript(yaml: text, file: "s.yaml", callNames: ["update_context", "set_has_content"]) }
+    }
+}
+
+@Suite struct LiveScriptFloatRangeTests {
+    @Test(arguments: ["1e400", "-1e400", "[1.5, 2e999]"])
+    func aPlainFloatBeyondADoubleIsRefusedNotSentAsInfinity(_ message: String) throws {
+        do {
+            _ = try LiveScript(yaml: "steps:\n  - wait: 1s\n  - send: {app: A, message: \(message)}\n", file: "s.yaml", callNames: ["send"])
+            Issue.record("\(message) was accepted")
+        } catch {
+            #expect(error.step == 2)
+            #expect(error.message.contains("beyond a Double's range"), "\(error)")
+        }
     }
 }
