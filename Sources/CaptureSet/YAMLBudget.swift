@@ -65,6 +65,9 @@ public struct YAMLLimitError: Error, Sendable, Hashable, CustomStringConvertible
     /// Which limit was hit.
     public enum Limit: String, Sendable, Hashable {
         case bytes, nodes, depth
+        /// A plain scalar Yams would read as a base-60 integer that does not fit (see
+        /// ``BudgetedYAML/isUnsafeSexagesimal(_:)``).
+        case sexagesimal
     }
     /// The limit hit.
     public var limit: Limit
@@ -93,6 +96,9 @@ public struct YAMLLimitError: Error, Sendable, Hashable, CustomStringConvertible
         case .depth:
             return "nests sequences and mappings more than \(maximum) levels deep\(at); "
                 + "flatten it, or run with \(YAMLLimits.Variable.depth) set higher"
+        case .sexagesimal:
+            return "has a plain value\(line.map { " at line \($0)" } ?? "") that YAML 1.1 reads as a base-60 number (`1:30` is 90) and that is too large to read safely; "
+                + "quote it if it is text (\"12:30:00\"), or write the number in base 10"
         }
     }
 }
@@ -132,6 +138,11 @@ public enum BudgetedYAML {
                     return nil
                 case YAML_SCALAR_EVENT:
                     if let error = counter.leaf(size: 1, depth: 0, anchor: anchorName(event.data.scalar.anchor), line: line) { return error }
+                    if event.data.scalar.style == YAML_PLAIN_SCALAR_STYLE, let value = event.data.scalar.value,
+                       memchr(value, 0x3A, event.data.scalar.length) != nil,
+                       isUnsafeSexagesimal(String(decoding: UnsafeBufferPointer(start: value, count: event.data.scalar.length), as: UTF8.self)) {
+                        return YAMLLimitError(limit: .sexagesimal, maximum: 0xFFFF, line: line)
+                    }
                 case YAML_ALIAS_EVENT:
                     let expanded = counter.anchors[anchorName(event.data.alias.anchor) ?? ""] ?? (size: 1, depth: 0)
                     if let error = counter.leaf(size: expanded.size, depth: expanded.depth, anchor: nil, line: line) { return error }
@@ -147,6 +158,23 @@ public enum BudgetedYAML {
             }
         }
         if let outcome { throw outcome }
+    }
+
+    /// Whether Yams would read `text` (a plain scalar) as a base-60 integer whose reading traps:
+    /// Yams multiplies its base by 60 once per component without checking for overflow, so three
+    /// components overflow a 16-bit field (60³) and eleven a 64-bit one, and a large value
+    /// overflows whatever it is read into. Two components worth at most 65,535 are safe for every
+    /// integer field a manifest has (none is narrower than 16 bits), and are allowed.
+    static func isUnsafeSexagesimal(_ text: String) -> Bool {
+        var body = Substring(text.replacingOccurrences(of: "_", with: ""))
+        if body.hasPrefix("-") || body.hasPrefix("+") { body = body.dropFirst() }
+        let components = body.split(separator: ":", omittingEmptySubsequences: false)
+        guard components.count >= 2, components.allSatisfy({ !$0.isEmpty && $0.allSatisfy(\.isASCII) && Int64($0) != nil }) else { return false }
+        guard components.count == 2, let high = Int64(components[0]), let low = Int64(components[1]) else { return true }
+        let (scaled, overflow) = high.multipliedReportingOverflow(by: 60)
+        guard !overflow else { return true }
+        let (value, overflowAgain) = scaled.addingReportingOverflow(low)
+        return overflowAgain || abs(value) > 0xFFFF || abs(low) > 0xFFFF
     }
 
     private static func anchorName(_ pointer: UnsafeMutablePointer<yaml_char_t>?) -> String? {

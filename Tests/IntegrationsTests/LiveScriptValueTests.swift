@@ -117,6 +117,16 @@ import Testing
         }
     }
 
+    @Test func theFuzzersBaseSixtyInputIsRefusedNotTrapped() {
+        // Yams' base-60 reading of `2:33:12:…` overflows: found by the script fuzzer.
+        do {
+            _ = try LiveScript(yaml: "2:33:12:3:3:11:3:12:3:3:11", file: "s.yaml", callNames: [])
+            Issue.record("accepted")
+        } catch {
+            #expect(error.message.contains("base-60"), "\(error.message)")
+        }
+    }
+
     @Test func theFuzzersCrashInputIsRefused() {
         let text = "# Tiner's state).\nsteps:\n  - updut: 15s}\n  - update_context: {context, {mod# A : dark}}\n  - set_has_c#\n"
         #expect(throws: LiveScriptError.self) { try LiveScript(yaml: text, file: "s.yaml", callNames: ["update_context", "set_has_content"]) }

@@ -67,6 +67,22 @@ import TetherTestSupport
         #expect(result.stderr.contains("bomb.yaml"), "\(result.stderr)")
     }
 
+    /// Yams reads a plain `1:2:3` as a base-60 integer and traps when it overflows the field it
+    /// is decoded into (found by the script fuzzer); the budget check refuses it first.
+    @Test(arguments: ["1:2:3:4:5:6:7:8:9:10:11:12", "99999999999999999:30", "1:0:0"])
+    func aBaseSixtyNumberThatWouldOverflowIsRefusedNotTrapped(value: String) throws {
+        let folder = try TemporaryFolder("cli-hostile")
+        let set = try HardeningTests.makeSet(folder)
+        let manifest = set + "/manifest.yaml"
+        let text = try String(contentsOfFile: manifest, encoding: .utf8)
+        let edited = text.replacingOccurrences(of: "schema_version: 1\n", with: "schema_version: \(value)\n")
+        try edited.write(toFile: manifest, atomically: true, encoding: .utf8)
+        let result = try Tools.tether(["inspect", set])
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(result.stderr.contains("base-60 number"), "\(result.stderr)")
+        #expect(result.stderr.contains("at line 1"), "\(result.stderr)")
+    }
+
     @Test func aFIFOWhereTheBaselineBelongsIsRefusedNotWaitedOn() throws {
         let folder = try TemporaryFolder("cli-hostile")
         let set = try HardeningTests.makeSet(folder)
