@@ -42,11 +42,3 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     }
     return 0
 }
-
-extension CaptureSetDirectory {
-    /// The loader never hashes; this build leaves swift-crypto out (CaptureDigest.swift), so
-    /// reaching this would itself be a finding.
-    static func sha256(ofFile path: String) throws(CaptureSetError) -> String {
-        fatalError("the sections fuzzer reached sha256(ofFile:) for \(path)")
-    }
-}

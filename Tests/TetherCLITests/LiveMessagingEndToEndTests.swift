@@ -21,14 +21,23 @@ import TetherTestSupport
         return (process, words)
     }
 
+    /// Two Bumble controllers on one virtual link (`ciq_controllers.py`, TCP ports on loopback):
+    /// the process and the ports, watch's first.
+    static func twoControllers(in folder: TemporaryFolder) throws -> (BackgroundProcess, [String]) {
+        let python = try Tools.pythonWithBumble()
+        let script = Tools.repositoryRoot.appendingPathComponent("Harness/rigs/ciq_controllers.py").path
+        let (controllers, ports) = try rig(python, [script, "tcp-server:127.0.0.1:0", "tcp-server:127.0.0.1:0"], in: folder, name: "controllers")
+        if ports.count != 2 { controllers.stop() }
+        try #require(ports.count == 2, "ciq_controllers.py said READY with \(ports)")
+        return (controllers, ports)
+    }
+
     @Test func liveTraceEqualsReplayedTraceAndEveryFrameMatches() throws {
         let python = try Tools.pythonWithBumble()
         let folder = try TemporaryFolder("cli-tests")
         let rigs = Tools.repositoryRoot.appendingPathComponent("Harness/rigs")
-        let (controllers, ports) = try Self.rig(python, [rigs.appendingPathComponent("ciq_controllers.py").path,
-                                                         "tcp-server:127.0.0.1:0", "tcp-server:127.0.0.1:0"], in: folder, name: "controllers")
+        let (controllers, ports) = try Self.twoControllers(in: folder)
         defer { controllers.stop() }
-        try #require(ports.count == 2)
         let (watch, _) = try Self.rig(python, [rigs.appendingPathComponent("ciq_watch.py").path,
                                               "--hci", "tcp-client:127.0.0.1:\(ports[0])",
                                               "--address", "F0:F0:F0:F0:F0:F0", "--app", "\(Self.echo):echo", "--no-large-packets"],

@@ -5,7 +5,6 @@ import TetherTestSupport
 /// A script step that cannot run shows in the exit status, a value Monkey C cannot hold is an
 /// error, and a bridge that cannot reach its transport says why.
 @Suite(.serialized) struct LiveScriptFailureTests {
-    static let rigs = Tools.repositoryRoot.appendingPathComponent("Harness/rigs")
 
     func write(_ folder: TemporaryFolder, _ text: String) throws -> String {
         let script = folder.path("script.yaml")
@@ -16,13 +15,9 @@ import TetherTestSupport
     /// Runs `tether live messaging` with `script` against one Bumble controller (no watch: these
     /// steps fail before anything goes on the air).
     func runAgainstAController(_ script: String) throws -> ProcessResult {
-        let python = try Tools.pythonWithBumble()
         let folder = try TemporaryFolder("cli-tests")
-        let (controllers, ports) = try LiveMessagingEndToEndTests.rig(
-            python, [Self.rigs.appendingPathComponent("ciq_controllers.py").path, "tcp-server:127.0.0.1:0", "tcp-server:127.0.0.1:0"],
-            in: folder, name: "controllers")
+        let (controllers, ports) = try LiveMessagingEndToEndTests.twoControllers(in: folder)
         defer { controllers.stop() }
-        try #require(ports.count == 2)
         return try Tools.tether(["live", "messaging", "--hci", "tcp-client:127.0.0.1:\(ports[1])", "--peer", "F0:F0:F0:F0:F0:F0",
                                  "--script", script])
     }

@@ -4,7 +4,6 @@ import TetherTestSupport
 
 /// `tether live session --store`: one host per store, and a file that is not a store left as it was.
 @Suite(.serialized) struct StoreOwnershipCLITests {
-    static let rigs = Tools.repositoryRoot.appendingPathComponent("Harness/rigs")
 
     /// A script that keeps a host running until the test stops it.
     static func idleScript(_ folder: TemporaryFolder) throws -> String {
@@ -19,13 +18,9 @@ import TetherTestSupport
     }
 
     @Test func aSecondLiveSessionOnOneStoreIsRefusedNamingTheFirst() throws {
-        let python = try Tools.pythonWithBumble()
         let folder = try TemporaryFolder("cli-tests")
-        let (controllers, ports) = try LiveMessagingEndToEndTests.rig(
-            python, [Self.rigs.appendingPathComponent("ciq_controllers.py").path, "tcp-server:127.0.0.1:0", "tcp-server:127.0.0.1:0"],
-            in: folder, name: "controllers")
+        let (controllers, ports) = try LiveMessagingEndToEndTests.twoControllers(in: folder)
         defer { controllers.stop() }
-        try #require(ports.count == 2)
         let store = folder.path("watch.sqlite").path
         let first = try BackgroundProcess(try Tools.tetherBinary(),
                                           ["live", "session", "--role", "watch", "--hci", "tcp-client:127.0.0.1:\(ports[0])",
