@@ -155,6 +155,9 @@ let package = Package(
         // One call from Swift Testing or XCTest: replay a set, get verdicts and the trace as values.
         .target(name: "TetherTesting", dependencies: ["ReplayKit", "BehaviourTrace", "CaptureSet", "TetherIntegrations"]),
 
+        // A behaviour trace written for other tools' viewers (Chrome trace-event JSON for Perfetto).
+        .target(name: "TraceExport", dependencies: ["BehaviourTrace", "JSONBytes"]),
+
         // The command-line tool: commands live in a library so tests can call them.
         .target(
             name: "TetherCLI",
@@ -162,6 +165,7 @@ let package = Package(
                 "CaptureKit", "CaptureSet", "Dissectors", "IngestCore", "IngestStore", "ReplayKit", "BehaviourTrace",
                 "LiveCapture", "LiveHosts", "MessagingCore", "SessionCore", "WidgetCore", "MonkeyC", "MQTT",
                 "IngestIntegration", "MessagingIntegration", "SessionIntegration", "WidgetIntegration", "TetherIntegrations",
+                "TraceExport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -189,6 +193,7 @@ let package = Package(
         ),
         .testTarget(name: "StoreFilesTests", dependencies: ["StoreFiles"]),
         .testTarget(name: "BehaviourTraceTests", dependencies: ["TetherTestSupport", "BehaviourTrace", "CaptureSet"]),
+        .testTarget(name: "TraceExportTests", dependencies: ["TetherTestSupport", "TraceExport", "BehaviourTrace"]),
         .testTarget(
             name: "ReplayKitTests",
             dependencies: ["TetherTestSupport", "ReplayKit", "BehaviourTrace", "TetherIntegrations", "IngestIntegration", "IngestCore", "CaptureKit", "CaptureSet", "Dissectors", .product(name: "Yams", package: "Yams")]

@@ -89,6 +89,15 @@ extension TraceEvent {
         return String(decoding: out.bytes, as: UTF8.self)
     }
 
+    /// Appends the event's fields (every key but `t_ns`, `core` and `event`) to `out` as one
+    /// compact JSON object, keys sorted as a trace line writes them: `{}` when it has none.
+    public func appendFieldsJSON(to out: inout [UInt8]) {
+        var writer = TraceJSONBytes()
+        swap(&writer.bytes, &out)
+        writer.appendFieldsObject(self)
+        swap(&writer.bytes, &out)
+    }
+
     /// Parses one line of trace JSON.
     ///
     /// - Parameters:
@@ -272,6 +281,12 @@ struct TraceJSONBytes: TextOutputStream {
         appendString(event.core)
         appendLiteral(",\"event\":")
         appendString(event.event)
+        appendFieldMembers(event)
+        bytes.append(UInt8(ascii: "}"))
+    }
+
+    /// The event's fields as `,"key":value` members in key order (a leading comma on each).
+    private mutating func appendFieldMembers(_ event: TraceEvent) {
         switch event.storage {
         case .dictionary(let fields):
             appendMembers(fields, skippingReserved: true)
@@ -289,6 +304,16 @@ struct TraceJSONBytes: TextOutputStream {
             appendLiteral(",\"value\":")
             appendValue(point.value)
         }
+    }
+
+    /// The event's fields (every key but `t_ns`, `core` and `event`) as one JSON object, keys
+    /// sorted: `{}` for none.
+    mutating func appendFieldsObject(_ event: TraceEvent) {
+        let open = bytes.count
+        bytes.append(UInt8(ascii: "{"))
+        appendFieldMembers(event)
+        // Every member was written with a leading comma; the first one's goes.
+        if bytes.count > open + 1 { bytes.remove(at: open + 1) }
         bytes.append(UInt8(ascii: "}"))
     }
 
