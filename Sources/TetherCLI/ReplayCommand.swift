@@ -36,6 +36,8 @@ struct ReplayCommand: ParsableCommand {
               tether replay Captures/plugin-faulty --trace t.jsonl --set ingest.idle_timeout_ms=5s
             The same with the core's own option:
               tether replay Captures/plugin-faulty --trace t.jsonl --ingest-idle-timeout 5
+            Replay the second of four parts of every set, as one job of a CI matrix (docs/ci-sharding.md):
+              tether replay Captures --shard 2/4 --junit out/replay-2.xml
             Replay a Connect IQ session with a smaller window (its frames then differ from the capture):
               tether replay Captures/ciq-clean --messaging-window-size 4 --frame-matching off
             Re-send a recording to a live server at twice its pace:
@@ -76,6 +78,11 @@ struct ReplayCommand: ParsableCommand {
             transform: { try OptionValues.integer($0, option: "--max-diff-lines", range: 1...1_000_000) })
     var maxDiffLines: Int = 40
 
+    @Option(name: .long, help: ArgumentHelp(
+        "Replay only part I of N of the sets found, e.g. 2/4 (CI jobs in parallel; the N parts are disjoint, together every set, balanced by estimated replay cost).",
+        valueName: "i/n"))
+    var shard: String?
+
     @Flag(name: .long, help: "Send the captured ingest datagrams over real UDP at their recorded pace instead.")
     var realtime = false
 
@@ -107,13 +114,16 @@ struct ReplayCommand: ParsableCommand {
             guard paths.count == 1, CaptureSetDirectory.isCaptureSet(paths[0]) else {
                 throw ValidationError("--realtime replays one capture set; give its folder, e.g. Captures/plugin-clean.")
             }
-            if trace != nil || junit != nil || updateBaseline {
-                throw ValidationError("--trace, --junit and --update-baseline belong to virtual replay; leave them out with --realtime.")
+            if trace != nil || junit != nil || updateBaseline || shard != nil {
+                throw ValidationError("--trace, --junit, --shard and --update-baseline belong to virtual replay; leave them out with --realtime.")
             }
         } else {
             if to != nil || speed != 1 {
                 throw ValidationError("--to and --speed only apply with --realtime.")
             }
+        }
+        if let shard, ReplayShard(shard) == nil {
+            throw ValidationError("--shard \(shard) is not I/N with 1 ≤ I ≤ N ≤ 10000; write e.g. --shard 2/4 for the second of four parts.")
         }
         for path in paths where !FileIO.isDirectory(path) {
             throw ValidationError("\(path) is not a folder. Give a capture set folder (with manifest.yaml) or a folder holding sets, such as Captures.")
@@ -138,6 +148,9 @@ struct ReplayCommand: ParsableCommand {
                 }
                 sets += found
             }
+        }
+        if let shard = shard.flatMap(ReplayShard.init) {
+            sets = try Self.shardSets(sets, shard: shard)
         }
         if trace != nil && sets.count != 1 {
             throw CommandFailure(message: "--trace writes one set's trace, and \(sets.count) sets were found; name one set.", exitCode: ExitCode.validationFailure.rawValue)
@@ -227,6 +240,27 @@ struct ReplayCommand: ParsableCommand {
                      + "\(errors.count - unreadable) baseline(s) could not be read, \(checkFailures) failed their checks)")
         text = lines.joined(separator: "\n") + "\n"
         return text
+    }
+
+    /// The sets of part `shard` of `sets`, after saying on stdout which they are and what share of
+    /// the estimated work they hold.
+    static func shardSets(_ sets: [String], shard: ReplayShard) throws -> [String] {
+        let weights = sets.map { set in
+            do {
+                return try ReplayWeight.measure(set)
+            } catch {
+                // A set that cannot be read still belongs to exactly one shard, whose replay then
+                // reports why it cannot be read; here it weighs what any set weighs at least.
+                return ReplayWeight(set: set, frames: 0, durationNs: 0, captureBytes: 0, baselineBytes: 0)
+            }
+        }
+        let plan = ReplayShardPlanner.plan(weights, count: shard.count)
+        let total = plan.reduce(UInt64(0)) { $0 + $1.cost }
+        let mine = plan[shard.index - 1]
+        let share = total == 0 ? 0 : Double(mine.cost) / Double(total) * 100
+        StandardOutput.shared.line("Shard \(shard): \(mine.sets.count) of \(sets.count) set(s), \(Format.fixed(share, 1))% of the estimated work"
+                                   + (mine.sets.isEmpty ? " (more shards than sets: nothing to replay)" : ""))
+        return mine.sets
     }
 
     /// The `--set` values and the cores' own options, checked against the registry.

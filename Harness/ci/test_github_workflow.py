@@ -1,0 +1,88 @@
+"""The GitHub Actions workflow of docs/ci-sharding.md, checked two ways: against GitHub's workflow
+schema (check-jsonschema's vendored copy of SchemaStore's github-workflow schema), and by running
+its replay and merge commands here, shard by shard, as the matrix would."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKFLOW = ROOT / "docs" / "examples" / "github-actions-replay-shards.yml"
+
+
+def tether_binary() -> str:
+    binary = os.environ.get("TETHER_BINARY", str(ROOT / ".build" / "debug" / "tether"))
+    if not Path(binary).exists():
+        pytest.fail(f"no tether binary at {binary}: build first (swift build) or set TETHER_BINARY")
+    return binary
+
+
+def load_workflow() -> dict:
+    # PyYAML reads the key `on` as the boolean True (YAML 1.1); the schema check below reads it
+    # as GitHub does.
+    return yaml.safe_load(WORKFLOW.read_text())
+
+
+def test_the_workflow_matches_githubs_schema():
+    checker = shutil.which("check-jsonschema")
+    command = [checker] if checker else [sys.executable, "-m", "check_jsonschema"]
+    result = subprocess.run(command + ["--builtin-schema", "vendor.github-workflows", str(WORKFLOW)],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_matrix_runs_every_shard_once_and_the_merge_waits_for_all():
+    workflow = load_workflow()
+    replay, merge = workflow["jobs"]["replay"], workflow["jobs"]["merge"]
+    shards = replay["strategy"]["matrix"]["shard"]
+    count = len(shards)
+    assert shards == list(range(1, count + 1))
+    assert replay["strategy"]["fail-fast"] is False
+    command = next(step["run"] for step in replay["steps"] if "--shard" in step.get("run", ""))
+    assert f"--shard ${{{{ matrix.shard }}}}/{count}" in command
+    assert merge["needs"] == "replay" and merge["if"] == "always()"
+    merge_command = next(step["run"] for step in merge["steps"] if "junit merge" in step.get("run", ""))
+    for shard in shards:
+        assert f"out/replay-{shard}.xml" in merge_command
+
+
+def run_step(command: str, shard: int | None, cwd: Path, binary: str) -> subprocess.CompletedProcess:
+    command = command.replace("${{ matrix.shard }}", str(shard)) if shard is not None else command
+    command = command.replace("./Harness/tether", binary).replace("chmod +x bin/tether && bin/tether", binary)
+    assert "${{" not in command, f"an expression the test does not know: {command}"
+    return subprocess.run(command, shell=True, cwd=cwd, capture_output=True, text=True)
+
+
+def test_running_the_workflows_commands_replays_every_set_exactly_once(tmp_path):
+    binary = tether_binary()
+    workflow = load_workflow()
+    # The job's working copy: Captures/ as checked out, out/ as the steps write it.
+    (tmp_path / "Captures").symlink_to(ROOT / "Captures")
+    replay = workflow["jobs"]["replay"]
+    command = next(step["run"] for step in replay["steps"] if "--shard" in step.get("run", ""))
+    suites_per_shard = []
+    for shard in replay["strategy"]["matrix"]["shard"]:
+        result = run_step(command, shard, tmp_path, binary)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert re.search(rf"^Shard {shard}/\d+: ", result.stdout, re.M), result.stdout
+        report = ET.parse(tmp_path / "out" / f"replay-{shard}.xml").getroot()
+        suites_per_shard.append([suite.get("name") for suite in report.iter("testsuite")])
+    merge = workflow["jobs"]["merge"]
+    merge_command = next(step["run"] for step in merge["steps"] if "junit merge" in step.get("run", ""))
+    result = run_step(merge_command, None, tmp_path, binary)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+    every_set = sorted(p.parent.name for p in (ROOT / "Captures").glob("*/manifest.yaml"))
+    flattened = [name for suites in suites_per_shard for name in suites]
+    assert sorted(flattened) == every_set, "the shards are not disjoint and complete"
+    merged = ET.parse(tmp_path / "replay.xml").getroot()
+    assert sorted(suite.get("name") for suite in merged.iter("testsuite")) == every_set
+    assert int(merged.get("tests")) == sum(1 for _ in merged.iter("testcase"))
+    assert merged.get("failures") == "0"
