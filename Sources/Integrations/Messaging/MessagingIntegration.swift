@@ -33,6 +33,17 @@ public struct MessagingIntegration: CoreIntegration {
          "timeout", "violation",
          "frame_emitted", "frame_matched", "frame_diverged", "summary"]
     }
+    /// A send and its completion (with `progress` as `sent` of `total`); an app-status or
+    /// open-app request and its answer.
+    public var correlations: [TraceCorrelation] {
+        [TraceCorrelation("send → completion", start: .init("api_call", where: "call", is: "send"),
+                          ends: [.init("completion")], key: "send",
+                          progress: .init(event: "progress", done: "sent", total: "total")),
+         TraceCorrelation("app_status → answer", start: .init("api_call", where: "call", is: "app_status"),
+                          ends: [.init("app_status")], key: "request"),
+         TraceCorrelation("open_app → answer", start: .init("api_call", where: "call", is: "open_app"),
+                          ends: [.init("open_app")], key: "request")]
+    }
 
     /// A ``MessagingAdapter`` over the capture's prescan, with the section's devices, calls and
     /// settings.

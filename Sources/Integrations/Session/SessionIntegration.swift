@@ -33,6 +33,24 @@ public struct SessionIntegration: CoreIntegration {
          "timeout", "violation",
          "frame_emitted", "frame_matched", "frame_unsent", "frame_diverged", "summary"]
     }
+    /// A message and its reply or failure, a user info and its delivery, a file and its end (with
+    /// `file_transfer_progress` as `completed` of `total`).
+    public var correlations: [TraceCorrelation] {
+        let messageEnds: [TraceCorrelation.EventPattern] = [
+            .init("did_receive_reply"), .init("did_receive_reply_data"), .init("message_delivered"), .init("message_failed")]
+        return [
+            // Messages and message data share one id counter, as user infos and complications do.
+            TraceCorrelation("message → reply", starts: [.init("api_call", where: "call", is: "send_message"),
+                                                           .init("api_call", where: "call", is: "send_message_data")],
+                             ends: messageEnds, key: "id"),
+            TraceCorrelation("user info → finished", starts: [.init("api_call", where: "call", is: "transfer_user_info"),
+                                                               .init("api_call", where: "call", is: "transfer_complication")],
+                             ends: [.init("user_info_transfer_did_finish")], key: "id"),
+            TraceCorrelation("transfer_file → finished", start: .init("api_call", where: "call", is: "transfer_file"),
+                             ends: [.init("file_transfer_did_finish")], key: "file",
+                             progress: .init(event: "file_transfer_progress", done: "completed", total: "total")),
+        ]
+    }
 
     /// A ``SessionAdapter`` for the section's role and settings.
     public func makeAdapter(_ context: IntegrationContext) throws(ReplayError) -> any CoreAdapter {

@@ -30,6 +30,14 @@ public struct WidgetIntegration: CoreIntegration {
          "file_removed", "mqtt_connect", "mqtt_subscribe", "mqtt_disconnect",
          "frame_emitted", "frame_matched", "frame_diverged", "summary"]
     }
+    /// A refresh and its result, a cloud request and its answer, an open-URL request and its end.
+    public var correlations: [TraceCorrelation] {
+        [TraceCorrelation("refresh → completed", start: .init("refresh_started"), ends: [.init("refresh_completed")], key: "refresh"),
+         TraceCorrelation("request → answer", start: .init("request_issued"),
+                          ends: [.init("request_succeeded"), .init("request_failed")], key: "id"),
+         TraceCorrelation("open_url → completed", start: .init("open_url_requested"),
+                          ends: [.init("open_url_completed"), .init("open_url_result_discarded")], key: "id")]
+    }
 
     /// A ``WidgetAdapter``.
     public func makeAdapter(_ context: IntegrationContext) throws(ReplayError) -> any CoreAdapter {

@@ -49,6 +49,10 @@ public protocol CoreIntegration: Sendable {
     /// The trace events it emits, for documentation and for checking the names an expectation
     /// uses. Empty when not declared.
     var emittedEvents: [String] { get }
+    /// Which of its events pair up as a request and its answer (a send and its completion, a
+    /// message and its reply), with the progress events between them: the slices and latency
+    /// plots of the timeline report and the Perfetto export. Default: none.
+    var correlations: [TraceCorrelation] { get }
     /// The adapter that replays one capture set through the core.
     /// - Throws: ``ReplayError`` when the section is invalid or the capture cannot be prescanned;
     ///   the error names the manifest file, the field and its line.
@@ -72,6 +76,8 @@ extension CoreIntegration {
     public var sectionFields: [IntegrationSetting] { [] }
     /// Not declared.
     public var emittedEvents: [String] { [] }
+    /// None declared.
+    public var correlations: [TraceCorrelation] { [] }
 }
 
 /// What an integration is given to make its adapter for one capture set.

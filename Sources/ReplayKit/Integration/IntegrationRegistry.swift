@@ -32,6 +32,16 @@ public struct IntegrationRegistry: Sendable {
     /// The registered core names, in order.
     public var names: [String] { integrations.map(\.name) }
 
+    /// Every integration's ``CoreIntegration/correlations``, by core name: what a
+    /// ``CorrelationTracker`` looks for in a trace of these cores.
+    public var correlations: [String: [TraceCorrelation]] {
+        var byCore: [String: [TraceCorrelation]] = [:]
+        for integration in integrations where !integration.correlations.isEmpty {
+            byCore[integration.name, default: []] += integration.correlations
+        }
+        return byCore
+    }
+
     /// The integration of the core called `name`.
     public func integration(named name: String) -> (any CoreIntegration)? {
         integrations.first { $0.name == name }
