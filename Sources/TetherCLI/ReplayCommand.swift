@@ -300,7 +300,7 @@ struct ReplayCommand: ParsableCommand {
         loadWarnings = loaded.warnings
         let checks = ReplayCheckOptions(timingToleranceNs: tolerance, maxDiffLines: maxDiffLines, updateBaseline: updateBaseline)
         if timeline != nil {
-            timeline = TimelineBuilder(interfaces: Self.interfaceNames(loaded))
+            timeline = TimelineBuilder(interfaces: Self.interfaceNames(loaded), correlations: options.integrations.correlations)
         }
         guard let trace else {
             return try replayAndCheck(loaded, options: options, checks: checks) { timeline?.observe($0) }

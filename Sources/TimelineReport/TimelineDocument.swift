@@ -243,6 +243,8 @@ public enum TimelineDocument {
         }
         json.raw("],")
         var plots: [TimelinePlot] = []
+        if let progress = report.timeline.progressPlot { plots.append(progress) }
+        if let latency = report.timeline.latencyPlot { plots.append(latency) }
         if let rate = report.timeline.ratePlot { plots.append(rate) }
         plots += report.timeline.extraPlots
         json.key("plots"); json.raw("[")

@@ -163,11 +163,16 @@ public struct TimelineBuilder: Sendable {
     /// Datapoints per source per 100 ms.
     private var rates: [String: [Int32]] = [:]
     private var rateOrder: [String] = []
-    /// Plots added from outside (correlated pairs).
+    /// Plots added from outside.
     public var extraPlots: [TimelinePlot] = []
+    /// The request/answer pairs the cores declare (`CoreIntegration.correlations`), for the
+    /// latency and progress plots.
+    private var correlations: CorrelationTracker
 
-    /// An empty timeline; `interfaces` names the capture's interfaces by index.
-    public init(interfaces: [Int: String] = [:]) {
+    /// An empty timeline; `interfaces` names the capture's interfaces by index, `correlations`
+    /// the pairs to find per core (`IntegrationRegistry.correlations`).
+    public init(interfaces: [Int: String] = [:], correlations: [String: [TraceCorrelation]] = [:]) {
+        self.correlations = CorrelationTracker(correlations)
         interfaceNames = interfaces
         for (index, name) in interfaces {
             interfaceLanes[index] = TimelineLane(name: name, kind: .interface)
@@ -204,6 +209,7 @@ public struct TimelineBuilder: Sendable {
     public mutating func observe(_ event: TraceEvent) {
         let index = position
         position += 1
+        correlations.observe(event, index: index)
         lastTimeNs = max(lastTimeNs, event.timeNs)
         corePositions[event.core, default: []].append(Int32(truncatingIfNeeded: index))
         if event.event == "fault_injected" {
@@ -281,6 +287,62 @@ public struct TimelineBuilder: Sendable {
             return TimelineSeries(name: source, timesUs: times, values: values)
         }
         return TimelinePlot(title: "ingest rate per stream (datapoints)", unit: "events/s", series: series)
+    }
+
+    /// The latency of each correlated pair (a point at its request's time, the time to its answer),
+    /// one series per correlation; unanswered requests are left out and counted in the series' name.
+    public var latencyPlot: TimelinePlot? {
+        let pairs = correlations.pairs
+        guard !pairs.isEmpty else { return nil }
+        var names: [String] = []
+        var byName: [String: [CorrelatedPair]] = [:]
+        for pair in pairs {
+            let name = "\(pair.core): \(pair.name)"
+            if byName[name] == nil { names.append(name) }
+            byName[name, default: []].append(pair)
+        }
+        let series = names.map { name -> TimelineSeries in
+            let list = byName[name] ?? []
+            let answered = list.filter { $0.latencyNs != nil }
+            let unanswered = list.count - answered.count
+            return TimelineSeries(
+                name: name + " (\(answered.count) pairs" + (unanswered > 0 ? ", \(unanswered) unanswered)" : ")"),
+                timesUs: answered.map { $0.startNs / 1000 }, values: answered.map { Double($0.latencyNs!) / 1e6 }, points: true)
+        }
+        return TimelinePlot(title: "latency of correlated pairs (request → answer)", unit: "ms", series: series)
+    }
+
+    /// Transfer progress (`done` / `total`, in percent) of each correlated request that reports
+    /// it: a line per request while there are at most 12, else points per correlation.
+    public var progressPlot: TimelinePlot? {
+        let progress = correlations.progress
+        guard !progress.isEmpty else { return nil }
+        var keys: [String] = []
+        var byKey: [String: [CorrelatedProgress]] = [:]
+        for point in progress {
+            let key = "\(point.core): \(point.name) \(point.key)"
+            if byKey[key] == nil { keys.append(key) }
+            byKey[key, default: []].append(point)
+        }
+        func percent(_ p: CorrelatedProgress) -> Double { p.total > 0 ? 100 * p.done / p.total : 0 }
+        if keys.count <= 12 {
+            return TimelinePlot(title: "transfer progress (sent / total)", unit: "%", series: keys.map { key in
+                let points = byKey[key] ?? []
+                return TimelineSeries(name: key, timesUs: points.map { $0.timeNs / 1000 }, values: points.map(percent))
+            })
+        }
+        var names: [String] = []
+        var byName: [String: [CorrelatedProgress]] = [:]
+        for point in progress {
+            let name = "\(point.core): \(point.name)"
+            if byName[name] == nil { names.append(name) }
+            byName[name, default: []].append(point)
+        }
+        return TimelinePlot(title: "transfer progress (sent / total)", unit: "%", series: names.map { name in
+            let points = byName[name] ?? []
+            return TimelineSeries(name: "\(name) (\(keys.count) requests)", timesUs: points.map { $0.timeNs / 1000 },
+                                  values: points.map(percent), points: true)
+        })
     }
 
     /// A trace event's fields as `key=value`, keys sorted, each value at most 160 characters.
