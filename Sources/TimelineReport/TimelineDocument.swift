@@ -59,7 +59,8 @@ public enum TimelineDocument {
     /// replaced by `_`, then `-2`, `-3`… when `taken` already has it.
     public static func pageName(for set: String, taken: Set<String>) -> String {
         let safe = String(set.unicodeScalars.map { scalar -> Character in
-            let ok = (scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar))) || "-_.".unicodeScalars.contains(scalar)
+            let digit = scalar.value >= 0x30 && scalar.value <= 0x39
+            let ok = (scalar.isASCII && (scalar.properties.isAlphabetic || digit)) || "-_.".unicodeScalars.contains(scalar)
             return ok ? Character(scalar) : "_"
         })
         let base = "set-" + (safe.isEmpty ? "unnamed" : safe)

@@ -77,7 +77,11 @@ public struct TimelineLane: Sendable {
 
     /// The details kept, by the item's index in the lane.
     public var keptDetails: [(item: Int, text: String)] {
-        details.flatMap { $0.kept.map { ($0.laneOrdinal, $0.text) } }.sorted { $0.item < $1.item }
+        var result: [(item: Int, text: String)] = []
+        for keeper in details {
+            for entry in keeper.kept { result.append((item: entry.laneOrdinal, text: entry.text)) }
+        }
+        return result.sorted { $0.item < $1.item }
     }
 
     /// For each kind, one detail kept per this many items (1: all).

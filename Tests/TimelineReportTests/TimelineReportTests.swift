@@ -89,7 +89,7 @@ private func event(_ t: Int64, _ core: String, _ name: String, _ fields: [String
         let html = String(decoding: TimelineDocument.page(report), as: UTF8.self)
         #expect(!html.contains("http://") && !html.contains("https://") && !html.contains("src="), "nothing is fetched")
         #expect(!html.contains("</script><b>"), "data cannot close its script element")
-        let start = try #require(html.range(of: "id=\"timeline-data\">\n"))
+        let start = try #require(html.range(of: "id=\"timeline-data\">"))
         let end = try #require(html.range(of: "</script>", range: start.upperBound..<html.endIndex))
         let json = try JSONSerialization.jsonObject(with: Data(html[start.upperBound..<end.lowerBound].utf8)) as? [String: Any]
         let expectations = try #require(json?["expectations"] as? [[String: Any]])

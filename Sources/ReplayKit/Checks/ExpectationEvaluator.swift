@@ -99,15 +99,29 @@ struct EvidenceSample {
     }
 
     /// Everything kept, in trace order.
-    var kept: [ExpectationEvidence] { head + tail[tailStart...] + tail[..<tailStart] }
+    var kept: [ExpectationEvidence] {
+        var result = head
+        result += tail[tailStart...]
+        result += tail[..<tailStart]
+        return result
+    }
     /// How many were seen and not kept.
     var omitted: Int { seen - head.count - tail.count }
 }
 
-/// `items` sorted by trace position, one per position, with the sample's count of the others.
+/// `items` sorted by trace position, one per position (an event kept in two roles keeps the one
+/// that says more: offending, a gap's end, a pair's side… before window edge, before matched), with
+/// the sample's count of the others.
 private func sortedEvidence(_ items: [ExpectationEvidence], omitted: Int = 0) -> (kept: [ExpectationEvidence], omitted: Int) {
+    func rank(_ role: ExpectationEvidence.Role) -> Int {
+        switch role {
+        case .matched: 2
+        case .window: 1
+        default: 0
+        }
+    }
     var seen = Set<Int>()
-    let sorted = items.sorted { $0.index < $1.index }.filter { seen.insert($0.index).inserted }
+    let sorted = items.sorted { ($0.index, rank($0.role)) < ($1.index, rank($1.role)) }.filter { seen.insert($0.index).inserted }
     return (sorted, omitted)
 }
 
@@ -230,8 +244,8 @@ private final class MaxGapCheck: ExpectationCheck {
 
     override func evidence(passed: Bool) -> (kept: [ExpectationEvidence], omitted: Int) {
         var items = windowEdges
-        if let (a, b) = gapEnds {
-            var start = a, end = b
+        if let ends = gapEnds {
+            var start = ends.0, end = ends.1
             start.role = .gapStart
             end.role = .gapEnd
             items += [start, end]
@@ -557,7 +571,7 @@ private final class OncePerCheck: ExpectationCheck {
     override func evidence(passed: Bool) -> (kept: [ExpectationEvidence], omitted: Int) {
         let all = ofEvents.kept.map { ($0, ofKeys[$0.index] ?? "") } + matchedEvents.kept.map { ($0, matchedKeys[$0.index] ?? "") }
         let chosen = passed ? all : all.filter { counts[$0.1, default: 0] != 1 || !seenExpected.contains($0.1) }
-        let items = chosen.prefix(ExpectationEvidence.limit).map(\.0)
+        let items = chosen.prefix(ExpectationEvidence.limit).map { $0.0 }
         return sortedEvidence(Array(items), omitted: ofEvents.seen + matchedEvents.seen - items.count)
     }
 
@@ -611,10 +625,11 @@ private final class LatencyCheck: ExpectationCheck {
     override func evidence(passed: Bool) -> (kept: [ExpectationEvidence], omitted: Int) {
         if !passed {
             // As in verdict(): the earliest failing start decides, answered out of bounds or unanswered.
-            var best: (ordinal: Int, items: [ExpectationEvidence])? = failure.map { ($0.ordinal, failureEvidence) }
+            var best: (ordinal: Int, items: [ExpectationEvidence])?
+            if let failure { best = (ordinal: failure.ordinal, items: failureEvidence) }
             for starts in waiting.values {
                 for start in starts where best.map({ start.ordinal < $0.ordinal }) ?? true {
-                    best = (start.ordinal, [ExpectationEvidence(index: start.index, timeNs: start.timeNs, role: .from)])
+                    best = (ordinal: start.ordinal, items: [ExpectationEvidence(index: start.index, timeNs: start.timeNs, role: .from)])
                 }
             }
             return sortedEvidence(best?.items ?? [])
