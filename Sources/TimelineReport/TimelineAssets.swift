@@ -355,10 +355,11 @@ enum TimelineAssets {
             const c = plot.canvas, ratio = window.devicePixelRatio || 1, W = Math.max(200, c.clientWidth), H = 160;
             if (c.width !== Math.round(W * ratio)) { c.width = Math.round(W * ratio); c.height = Math.round(H * ratio); }
             const g = c.getContext('2d'); g.setTransform(ratio, 0, 0, ratio, 0, 0); g.clearRect(0, 0, W, H);
-            const left = 220, w = W - left - 4, sx = w / (view.t1 - view.t0), sy = (H - 20) / plot.max;
+            const left = 221, w = W - left - 4, sx = w / (view.t1 - view.t0), sy = (H - 20) / plot.max;
             g.font = '11px system-ui, sans-serif'; g.fillStyle = '#555';
             g.fillText(plot.max.toPrecision(4) + ' ' + plot.unit, 6, 14); g.fillText('0', 6, H - 6);
             g.strokeStyle = '#ddd'; g.strokeRect(left, 4, w, H - 14);
+            g.save(); g.beginPath(); g.rect(left, 0, w, H); g.clip();
             plot.series.forEach(function (s) {
               g.strokeStyle = s.color; g.fillStyle = s.color; g.beginPath();
               const lo = Math.max(0, lowerBound(s.t, view.t0) - 1), hi = Math.min(s.t.length, lowerBound(s.t, view.t1) + 1);
@@ -371,6 +372,7 @@ enum TimelineAssets {
               }
               if (!s.points) g.stroke();
             });
+            g.restore();
           });
         }
 
