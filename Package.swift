@@ -97,6 +97,10 @@ let package = Package(
         // protocols, set loading, expectations, reports, JUnit, frame matching.
         .target(name: "ReplayKit", dependencies: ["BehaviourTrace", "CaptureKit", "CaptureSet", "Dissectors", "JSONBytes", .product(name: "DequeModule", package: "swift-collections")]),
 
+        // The timeline report of `tether replay --html`: a model built while a replay streams, and
+        // self-contained HTML pages (script, style and data inline). Knows no core and reads no capture.
+        .target(name: "TimelineReport", dependencies: ["BehaviourTrace", "ReplayKit", "CaptureSet"]),
+
         // Live sources: libpcap, the BlueZ monitor channel; the incremental recorder. BlueZ exists
         // on Linux only: elsewhere CBluetooth is not linked and the monitor channel refuses to open.
         .target(name: "LiveCapture", dependencies: [
@@ -166,6 +170,7 @@ let package = Package(
                 "LiveCapture", "LiveHosts", "MessagingCore", "SessionCore", "WidgetCore", "MonkeyC", "MQTT",
                 "IngestIntegration", "MessagingIntegration", "SessionIntegration", "WidgetIntegration", "TetherIntegrations",
                 "TraceExport",
+                "TimelineReport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -206,6 +211,7 @@ let package = Package(
                 .product(name: "Yams", package: "Yams"), .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
+        .testTarget(name: "TimelineReportTests", dependencies: ["TimelineReport", "ReplayKit", "BehaviourTrace", "CaptureSet"]),
         .testTarget(name: "TetherTestingTests", dependencies: ["TetherTesting", "ReplayKit", "BehaviourTrace", "TetherIntegrations", "CaptureSet"]),
         .testTarget(name: "LiveCaptureTests", dependencies: ["TetherTestSupport", "LiveCapture", "CaptureKit", "CaptureSet"]),
         .testTarget(name: "JSONBytesTests", dependencies: ["JSONBytes", "TetherTestSupport"]),

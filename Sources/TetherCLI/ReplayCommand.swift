@@ -5,6 +5,7 @@ import CaptureKit
 import CaptureSet
 import Dissectors
 import LiveHosts
+import TimelineReport
 
 /// `tether replay SET_OR_FOLDER…`: virtual-clock replay with checks, or `--realtime` re-sending.
 struct ReplayCommand: ParsableCommand {
@@ -30,8 +31,12 @@ struct ReplayCommand: ParsableCommand {
             their recorded pace scaled by --speed, and reports how far the sent gaps strayed from \
             the recorded ones (p50, p99, max) and the total drift.
 
+            --html DIR writes a timeline report into DIR (created when missing): index.html lists             the sets with their verdicts and durations, and each set's page shows its frames and             trace events on a zoomable timeline, its expectations linked to the events they             measured, its baseline differences and plots. Pages are self-contained and fetch             nothing (docs/timeline-report.md).
+
             Replay every committed set, as CI does, keeping a JUnit report:
               tether replay Captures --junit .build/replay-junit.xml
+            See a failing run in the browser (open .build/report/index.html):
+              tether replay Captures/ciq-clean --messaging-window-size 4 --frame-matching off --html .build/report
             Keep one set's trace and try a shorter idle timeout:
               tether replay Captures/plugin-faulty --trace t.jsonl --set ingest.idle_timeout_ms=5s
             The same with the core's own option:
@@ -55,6 +60,11 @@ struct ReplayCommand: ParsableCommand {
 
     @Option(name: .long, help: "Write a JUnit XML report to this file.")
     var junit: String?
+
+    @Option(name: .long, help: ArgumentHelp(
+        "Write a self-contained HTML timeline report into this folder (index.html and a page per set).",
+        valueName: "dir"))
+    var html: String?
 
     @Flag(name: .customLong("update-baseline"), help: "Accept this run's traces as the sets' baselines (writes baseline/<core>.jsonl and the manifest).")
     var updateBaseline = false
@@ -114,8 +124,8 @@ struct ReplayCommand: ParsableCommand {
             guard paths.count == 1, CaptureSetDirectory.isCaptureSet(paths[0]) else {
                 throw ValidationError("--realtime replays one capture set; give its folder, e.g. Captures/plugin-clean.")
             }
-            if trace != nil || junit != nil || updateBaseline || shard != nil {
-                throw ValidationError("--trace, --junit, --shard and --update-baseline belong to virtual replay; leave them out with --realtime.")
+            if trace != nil || junit != nil || html != nil || updateBaseline || shard != nil {
+                throw ValidationError("--trace, --junit, --html, --shard and --update-baseline belong to virtual replay; leave them out with --realtime.")
             }
         } else {
             if to != nil || speed != 1 {
@@ -130,6 +140,24 @@ struct ReplayCommand: ParsableCommand {
         }
         if let trace { try OutputFile.check(trace, option: "--trace") }
         if let junit { try OutputFile.check(junit, option: "--junit") }
+        if let html { try Self.checkReportFolder(html) }
+    }
+
+    /// `--html DIR`: a folder, or a name whose parent folder exists.
+    static func checkReportFolder(_ path: String) throws {
+        guard !path.isEmpty else {
+            throw ValidationError("--html is empty; give the folder to write the report into, e.g. --html .build/report.")
+        }
+        if FileIO.exists(path) {
+            guard FileIO.isDirectory(path) else {
+                throw ValidationError("--html \(path) is a file; give a folder to write index.html and the set pages into, e.g. --html \(path).report.")
+            }
+            return
+        }
+        let parent = FileIO.split(path.hasSuffix("/") ? String(path.dropLast()) : path).dir
+        guard FileIO.isDirectory(parent) else {
+            throw ValidationError("--html \(path): the folder \(parent) does not exist; create it first (mkdir -p \(parent)) or write elsewhere.")
+        }
     }
 
     func run() throws {
@@ -159,6 +187,7 @@ struct ReplayCommand: ParsableCommand {
             for set in sets {
                 if let trace { try OutputFile.refuseInside(trace, option: "--trace", set: set) }
                 if let junit { try OutputFile.refuseInside(junit, option: "--junit", set: set) }
+                if let html { try OutputFile.refuseInside(html, option: "--html", set: set) }
             }
         } catch let error as ValidationError {
             throw CommandFailure(message: error.message, exitCode: ExitCode.validationFailure.rawValue)
@@ -169,6 +198,8 @@ struct ReplayCommand: ParsableCommand {
         let tolerance = Int64((toleranceMs * 1_000_000).rounded())
         var outcomes: [CaptureSetOutcome] = []
         var errors: [(name: String, message: String)] = []
+        var report = html.map { HTMLReportWriter(folder: $0) }
+        if let html { try FileSystemWrites.makeDirectories(html) }
         let status = StatusLine()
         for (index, set) in sets.enumerated() {
             let name = CaptureSetDirectory(path: set).name
@@ -177,13 +208,15 @@ struct ReplayCommand: ParsableCommand {
             // The set's own warnings (unsealed, a link type the manifest contradicts) also come
             // out when the replay or the --trace file fails: they may be why.
             var loadWarnings: [String] = []
+            var timeline: TimelineBuilder? = html == nil ? nil : TimelineBuilder()
             do {
-                checked = try checkSet(at: set, options: options, tolerance: tolerance, loadWarnings: &loadWarnings)
+                checked = try checkSet(at: set, options: options, tolerance: tolerance, loadWarnings: &loadWarnings, timeline: &timeline)
             } catch let error as ReplayError {
                 status.clear()
                 for warning in loadWarnings { Terminal.warn("tether: warning: \(name): \(warning)") }
                 errors.append((name, error.description))
                 Terminal.warn("tether: \(name): \(error)")
+                try report?.add(TimelineSetReport(name: name, title: "", timeline: TimelineBuilder(), outcome: nil, errors: [error.description]))
                 continue
             } catch {
                 status.clear()
@@ -192,14 +225,28 @@ struct ReplayCommand: ParsableCommand {
             }
             status.clear()
             for warning in checked.run.warnings { Terminal.warn("tether: warning: \(name): \(warning)") }
+            let outcome: CaptureSetOutcome
+            var setErrors: [String] = []
             if let writers = checked.baselineWriters {
                 try writers.accept()
-                outcomes.append(CaptureSetOutcome(name: name, expectations: checked.expectations, baselines: []))
+                outcome = CaptureSetOutcome(name: name, expectations: checked.expectations, baselines: [])
             } else {
-                let (outcome, baselineErrors) = checked.outcome()
+                let (compared, baselineErrors) = checked.outcome()
                 errors += baselineErrors.map { (name, $0) }
-                outcomes.append(outcome)
+                setErrors = baselineErrors
+                outcome = compared
             }
+            outcomes.append(outcome)
+            if var timeline {
+                status.update(force: true) { "writing the report of \(name) (\(index + 1)/\(sets.count))" }
+                try Self.addFrames(of: checked.run, to: &timeline)
+                try report?.add(TimelineSetReport(
+                    name: name, title: checked.run.manifest.title, timeline: timeline, outcome: outcome, errors: setErrors))
+                status.clear()
+            }
+        }
+        if let report {
+            try report.finish()
         }
 
         StandardOutput.shared.write(Self.report(outcomes, errors: errors, setCount: sets.count, maxDiffLines: maxDiffLines))
@@ -215,6 +262,9 @@ struct ReplayCommand: ParsableCommand {
                 ]))
             }
             try report.write(to: junit)
+        }
+        if let html {
+            StandardOutput.shared.line("HTML report: \(FileIO.join(html, "index.html"))")
         }
         StandardOutput.shared.flush()
         if !errors.isEmpty || outcomes.contains(where: { !$0.passed }) {
@@ -277,11 +327,18 @@ struct ReplayCommand: ParsableCommand {
     /// the trace to --trace as it streams.
     /// - Throws: ``ReplayError`` when the set cannot be loaded or replayed (the set's error);
     ///   anything else when the --trace file cannot be written (the command's error).
-    func checkSet(at set: String, options: ReplayOptions, tolerance: Int64, loadWarnings: inout [String]) throws -> CheckedReplay {
+    func checkSet(
+        at set: String, options: ReplayOptions, tolerance: Int64, loadWarnings: inout [String], timeline: inout TimelineBuilder?
+    ) throws -> CheckedReplay {
         let loaded = try loadReplaySet(at: set, options: options)
         loadWarnings = loaded.warnings
         let checks = ReplayCheckOptions(timingToleranceNs: tolerance, maxDiffLines: maxDiffLines, updateBaseline: updateBaseline)
-        guard let trace else { return try replayAndCheck(loaded, options: options, checks: checks) }
+        if timeline != nil {
+            timeline = TimelineBuilder(interfaces: Self.interfaceNames(loaded), correlations: options.integrations.correlations)
+        }
+        guard let trace else {
+            return try replayAndCheck(loaded, options: options, checks: checks) { timeline?.observe($0) }
+        }
         return try OutputFile.write(to: trace) { temporary in
             let writer: TraceFileWriter
             do throws(TraceFileError) {
@@ -291,7 +348,10 @@ struct ReplayCommand: ParsableCommand {
             }
             let checked: CheckedReplay
             do {
-                checked = try replayAndCheck(loaded, options: options, checks: checks) { writer.write($0) }
+                checked = try replayAndCheck(loaded, options: options, checks: checks) { event in
+                    writer.write(event)
+                    timeline?.observe(event)
+                }
             } catch {
                 writer.discard()
                 throw error
@@ -302,6 +362,39 @@ struct ReplayCommand: ParsableCommand {
                 throw CommandFailure.failed("cannot write \(trace): \(error.reason). Check free disk space.")
             }
             return checked
+        }
+    }
+
+    // MARK: the HTML report
+
+    /// The interface lanes' names: `if N`, with the manifest's role and name when it gives them.
+    static func interfaceNames(_ set: LoadedCaptureSet) -> [Int: String] {
+        var names: [Int: String] = [:]
+        for interface in set.manifest.interfaces {
+            names[interface.index] = (["if \(interface.index)"] + [interface.role?.rawValue, interface.name].compactMap { $0 })
+                .joined(separator: " · ")
+        }
+        return names
+    }
+
+    /// Reads the set's capture once more and gives the timeline every frame with the one-line
+    /// dissection `tether inspect --frames` shows (one stateful dissector, as inspect uses).
+    static func addFrames(of run: ReplayRun, to timeline: inout TimelineBuilder) throws {
+        let set = run.captureSet
+        let reader = try CaptureFile.open(path: set.capturePath)
+        var dissector = FrameDissectorAdapter(
+            gattHandles: set.manifest.gattHandles,
+            mqttPorts: Set([1883] + set.manifest.interfaces.compactMap(\.brokerPort)))
+        var number = 0
+        var firstNs: Int64?
+        while let frame = try reader.next() {
+            number += 1
+            let first = firstNs ?? frame.timestampNs
+            firstNs = first
+            let interface = reader.interfaces[frame.interfaceIndex]
+            let dissected = dissector.dissect(frame, interface: interface)
+            timeline.frame(interface: frame.interfaceIndex, timeNs: frame.timestampNs &- first, number: number,
+                           direction: directionText(frame, dissected), summary: dissected.summary)
         }
     }
 
@@ -394,3 +487,24 @@ struct HostPort: Equatable {
 }
 
 extension FrameMatchingMode: ExpressibleByArgument {}
+
+/// `--html DIR`: each set's page written as soon as it is replayed (its timeline then dropped),
+/// and the index when every set is done.
+struct HTMLReportWriter {
+    let folder: String
+    private var entries: [TimelineIndexEntry] = []
+    private var pages: Set<String> = []
+
+    init(folder: String) { self.folder = folder }
+
+    mutating func add(_ report: TimelineSetReport) throws {
+        let page = TimelineDocument.pageName(for: report.name, taken: pages)
+        pages.insert(page)
+        try OutputFile.write(bytes: TimelineDocument.page(report), to: FileIO.join(folder, page))
+        entries.append(TimelineDocument.indexEntry(report, page: page))
+    }
+
+    func finish() throws {
+        try OutputFile.write(bytes: TimelineDocument.index(entries), to: FileIO.join(folder, "index.html"))
+    }
+}

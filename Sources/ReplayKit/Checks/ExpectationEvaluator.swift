@@ -17,6 +17,8 @@ public struct ExpectationEvaluator {
     /// The expectations checked, in manifest order.
     public let expectations: [Expectation]
     private let checks: [ExpectationCheck]
+    /// The position in the trace of the next event.
+    private var position = 0
 
     /// An evaluator for `expectations` that has seen no event yet.
     public init(_ expectations: [Expectation]) {
@@ -26,7 +28,8 @@ public struct ExpectationEvaluator {
 
     /// The next event of the trace.
     public mutating func observe(_ event: TraceEvent) {
-        for check in checks { check.observe(event) }
+        for check in checks { check.observe(event, at: position) }
+        position += 1
     }
 
     /// One result per expectation, in manifest order, for the events observed so far.
@@ -34,9 +37,11 @@ public struct ExpectationEvaluator {
         zip(expectations, checks).map { expectation, check in
             let label = expectation.displayName
             let (passed, expected, measured) = check.verdict()
+            let (evidence, omitted) = check.evidence(passed: passed)
             return ExpectationResult(
                 expectation: expectation, passed: passed, measured: measured,
-                message: "\(label): expected \(expected), measured \(measured)")
+                message: "\(label): expected \(expected), measured \(measured)",
+                evidence: evidence, evidenceOmitted: omitted)
         }
     }
 
@@ -61,10 +66,63 @@ public struct ExpectationEvaluator {
 /// One expectation's running state. A class, so that the state is updated in place (an enum's
 /// payload would be copied out and back on every event).
 class ExpectationCheck {
-    /// The next event of the trace.
-    func observe(_ event: TraceEvent) {}
+    /// The next event of the trace, at `index` in it.
+    func observe(_ event: TraceEvent, at index: Int) {}
     /// Whether it held, what was expected, what was measured.
     func verdict() -> (passed: Bool, expected: String, measured: String) { (false, "", "") }
+    /// The events that decide the verdict, in trace order, and how many measured events were not kept.
+    func evidence(passed: Bool) -> (kept: [ExpectationEvidence], omitted: Int) { ([], 0) }
+}
+
+/// The first and the last events of a run of matches, at most ``ExpectationEvidence/limit`` in all
+/// (half each), and how many there were.
+struct EvidenceSample {
+    private(set) var head: [ExpectationEvidence] = []
+    private var tail: [ExpectationEvidence] = []
+    private var tailStart = 0
+    private(set) var seen = 0
+    let half: Int
+
+    init(limit: Int = ExpectationEvidence.limit) { half = max(1, limit / 2) }
+
+    mutating func add(_ index: Int, _ timeNs: Int64, _ role: ExpectationEvidence.Role = .matched) {
+        let item = ExpectationEvidence(index: index, timeNs: timeNs, role: role)
+        seen += 1
+        if head.count < half {
+            head.append(item)
+        } else if tail.count < half {
+            tail.append(item)
+        } else {
+            tail[tailStart] = item
+            tailStart = (tailStart + 1) % half
+        }
+    }
+
+    /// Everything kept, in trace order.
+    var kept: [ExpectationEvidence] {
+        var result = head
+        result += tail[tailStart...]
+        result += tail[..<tailStart]
+        return result
+    }
+    /// How many were seen and not kept.
+    var omitted: Int { seen - head.count - tail.count }
+}
+
+/// `items` sorted by trace position, one per position (an event kept in two roles keeps the one
+/// that says more: offending, a gap's end, a pair's side… before window edge, before matched), with
+/// the sample's count of the others.
+private func sortedEvidence(_ items: [ExpectationEvidence], omitted: Int = 0) -> (kept: [ExpectationEvidence], omitted: Int) {
+    func rank(_ role: ExpectationEvidence.Role) -> Int {
+        switch role {
+        case .matched: 2
+        case .window: 1
+        default: 0
+        }
+    }
+    var seen = Set<Int>()
+    let sorted = items.sorted { ($0.index, rank($0.role)) < ($1.index, rank($1.role)) }.filter { seen.insert($0.index).inserted }
+    return (sorted, omitted)
 }
 
 private func formatTime(_ ns: Int64) -> String { Expectations.formatTime(ns) }
@@ -74,15 +132,21 @@ private final class CountCheck: ExpectationCheck {
     let selector: Expectation.Selector
     let bounds: Expectation.CountBounds
     var n = 0
+    var sample = EvidenceSample()
 
     init(_ selector: Expectation.Selector, _ bounds: Expectation.CountBounds) {
         self.selector = selector
         self.bounds = bounds
     }
 
-    override func observe(_ event: TraceEvent) {
-        if selector.matches(event) { n += 1 }
+    override func observe(_ event: TraceEvent, at index: Int) {
+        if selector.matches(event) {
+            n += 1
+            sample.add(index, event.timeNs)
+        }
     }
+
+    override func evidence(passed: Bool) -> (kept: [ExpectationEvidence], omitted: Int) { (sample.kept, sample.omitted) }
 
     override func verdict() -> (passed: Bool, expected: String, measured: String) {
         (bounds.contains(n), bounds.summary, "\(n)")
@@ -93,14 +157,18 @@ private final class AbsentCheck: ExpectationCheck {
     let selector: Expectation.Selector
     var n = 0
     var firstNs: Int64 = 0
+    var sample = EvidenceSample()
 
     init(_ selector: Expectation.Selector) { self.selector = selector }
 
-    override func observe(_ event: TraceEvent) {
+    override func observe(_ event: TraceEvent, at index: Int) {
         guard selector.matches(event) else { return }
         if n == 0 { firstNs = event.timeNs }
         n += 1
+        sample.add(index, event.timeNs, .offending)
     }
+
+    override func evidence(passed: Bool) -> (kept: [ExpectationEvidence], omitted: Int) { (sample.kept, sample.omitted) }
 
     override func verdict() -> (passed: Bool, expected: String, measured: String) {
         n == 0 ? (true, "none", "0") : (false, "none", "\(n) (first at \(formatTime(firstNs)))")
@@ -111,12 +179,18 @@ private final class AbsentCheck: ExpectationCheck {
 private final class OrderCheck: ExpectationCheck {
     let selectors: [Expectation.Selector]
     var found: [Int64] = []
+    var steps: [ExpectationEvidence] = []
 
     init(_ selectors: [Expectation.Selector]) { self.selectors = selectors }
 
-    override func observe(_ event: TraceEvent) {
-        if found.count < selectors.count, selectors[found.count].matches(event) { found.append(event.timeNs) }
+    override func observe(_ event: TraceEvent, at index: Int) {
+        if found.count < selectors.count, selectors[found.count].matches(event) {
+            found.append(event.timeNs)
+            steps.append(ExpectationEvidence(index: index, timeNs: event.timeNs, role: .matched))
+        }
     }
+
+    override func evidence(passed: Bool) -> (kept: [ExpectationEvidence], omitted: Int) { (steps, 0) }
 
     override func verdict() -> (passed: Bool, expected: String, measured: String) {
         let expected = "in order: " + selectors.map(\.summary).joined(separator: " → ")
@@ -142,6 +216,9 @@ private final class MaxGapCheck: ExpectationCheck {
     var previous: Int64 = 0
     var largest: Int64 = 0
     var largestAt: Int64 = 0
+    var previousEvidence: ExpectationEvidence?
+    var gapEnds: (ExpectationEvidence, ExpectationEvidence)?
+    var windowEdges: [ExpectationEvidence] = []
 
     init(_ selector: Expectation.Selector, maxMs: Double, start: Expectation.Selector?, end: Expectation.Selector?) {
         self.selector = selector
@@ -151,30 +228,48 @@ private final class MaxGapCheck: ExpectationCheck {
         phase = start == nil ? .inWindow : .waitingForStart
     }
 
-    private func add(_ t: Int64) {
+    private func add(_ t: Int64, index: Int) {
+        let here = ExpectationEvidence(index: index, timeNs: t, role: .matched)
         if times == 0 {
             largestAt = t
         } else if t &- previous > largest {
             largest = t &- previous
             largestAt = previous
+            if let previousEvidence { gapEnds = (previousEvidence, here) }
         }
         previous = t
+        previousEvidence = here
         times += 1
     }
 
-    override func observe(_ event: TraceEvent) {
+    override func evidence(passed: Bool) -> (kept: [ExpectationEvidence], omitted: Int) {
+        var items = windowEdges
+        if let ends = gapEnds {
+            var start = ends.0, end = ends.1
+            start.role = .gapStart
+            end.role = .gapEnd
+            items += [start, end]
+        } else if let previousEvidence {
+            items.append(previousEvidence)
+        }
+        return sortedEvidence(items)
+    }
+
+    override func observe(_ event: TraceEvent, at index: Int) {
         switch phase {
         case .waitingForStart:
             if start?.matches(event) == true {
-                add(event.timeNs)
+                add(event.timeNs, index: index)
+                windowEdges.append(ExpectationEvidence(index: index, timeNs: event.timeNs, role: .window))
                 phase = .inWindow
             }
         case .inWindow:
             if let end, end.matches(event) {
-                add(event.timeNs)
+                add(event.timeNs, index: index)
+                windowEdges.append(ExpectationEvidence(index: index, timeNs: event.timeNs, role: .window))
                 phase = .closed
             } else if selector.matches(event) {
-                add(event.timeNs)
+                add(event.timeNs, index: index)
             }
         case .closed:
             break
@@ -204,6 +299,9 @@ private final class RateCheck: ExpectationCheck {
     var n = 0
     var firstNs: Int64 = 0
     var lastNs: Int64 = 0
+    var sample = EvidenceSample()
+
+    override func evidence(passed: Bool) -> (kept: [ExpectationEvidence], omitted: Int) { (sample.kept, sample.omitted) }
 
     init(_ selector: Expectation.Selector, hz: Double, tolerancePercent: Double) {
         self.selector = selector
@@ -211,11 +309,12 @@ private final class RateCheck: ExpectationCheck {
         self.tolerancePercent = tolerancePercent
     }
 
-    override func observe(_ event: TraceEvent) {
+    override func observe(_ event: TraceEvent, at index: Int) {
         guard selector.matches(event) else { return }
         if n == 0 { firstNs = event.timeNs }
         lastNs = event.timeNs
         n += 1
+        sample.add(index, event.timeNs)
     }
 
     override func verdict() -> (passed: Bool, expected: String, measured: String) {
@@ -238,6 +337,12 @@ private final class AtCheck: ExpectationCheck {
     let toleranceMs: Double
     let target: Double
     var nearest: Int64?
+    var nearestIndex = 0
+
+    override func evidence(passed: Bool) -> (kept: [ExpectationEvidence], omitted: Int) {
+        guard let nearest else { return ([], 0) }
+        return ([ExpectationEvidence(index: nearestIndex, timeNs: nearest, role: .nearest)], 0)
+    }
 
     init(_ selector: Expectation.Selector, tMs: Double, toleranceMs: Double) {
         self.selector = selector
@@ -246,10 +351,11 @@ private final class AtCheck: ExpectationCheck {
         target = tMs * 1e6
     }
 
-    override func observe(_ event: TraceEvent) {
+    override func observe(_ event: TraceEvent, at index: Int) {
         guard selector.matches(event) else { return }
         if let nearest, !(abs(Double(event.timeNs) - target) < abs(Double(nearest) - target)) { return }
         nearest = event.timeNs
+        nearestIndex = index
     }
 
     override func verdict() -> (passed: Bool, expected: String, measured: String) {
@@ -269,6 +375,12 @@ private final class RangeCheck: ExpectationCheck {
     var low = Double.infinity
     var high = -Double.infinity
     var firstOutside: (timeNs: Int64, value: String)?
+    var offending: ExpectationEvidence?
+    var sample = EvidenceSample()
+
+    override func evidence(passed: Bool) -> (kept: [ExpectationEvidence], omitted: Int) {
+        sortedEvidence(sample.kept + (offending.map { [$0] } ?? []), omitted: sample.omitted)
+    }
 
     init(_ selector: Expectation.Selector, field: String, min: Double?, max: Double?) {
         self.selector = selector
@@ -277,19 +389,24 @@ private final class RangeCheck: ExpectationCheck {
         self.max = max
     }
 
-    override func observe(_ event: TraceEvent) {
+    override func observe(_ event: TraceEvent, at index: Int) {
         guard selector.matches(event) else { return }
         count += 1
+        sample.add(index, event.timeNs)
         guard let number = event.field(field)?.numericValue else {
             if firstOutside == nil {
                 firstOutside = (event.timeNs, event.field(field).map { "non-numeric \($0.compactText)" } ?? "missing")
+                offending = ExpectationEvidence(index: index, timeNs: event.timeNs, role: .offending)
             }
             return
         }
         low = Swift.min(low, number)
         high = Swift.max(high, number)
         let inside = (min.map { number >= $0 } ?? true) && (max.map { number <= $0 } ?? true)
-        if !inside && firstOutside == nil { firstOutside = (event.timeNs, formatNumber(number)) }
+        if !inside && firstOutside == nil {
+            firstOutside = (event.timeNs, formatNumber(number))
+            offending = ExpectationEvidence(index: index, timeNs: event.timeNs, role: .offending)
+        }
     }
 
     override func verdict() -> (passed: Bool, expected: String, measured: String) {
@@ -314,6 +431,12 @@ private final class EqualsCheck: ExpectationCheck {
     var checked = 0
     var failures = 0
     var firstFailure: (timeNs: Int64, got: TraceValue?)?
+    var offending: ExpectationEvidence?
+    var sample = EvidenceSample()
+
+    override func evidence(passed: Bool) -> (kept: [ExpectationEvidence], omitted: Int) {
+        sortedEvidence(sample.kept + (offending.map { [$0] } ?? []), omitted: sample.omitted)
+    }
 
     init(_ selector: Expectation.Selector, field: String, value: Expectation.Value, which: Expectation.Which) {
         self.selector = selector
@@ -322,7 +445,7 @@ private final class EqualsCheck: ExpectationCheck {
         self.which = which
     }
 
-    override func observe(_ event: TraceEvent) {
+    override func observe(_ event: TraceEvent, at index: Int) {
         guard selector.matches(event) else { return }
         switch which {
         case .first:
@@ -332,14 +455,20 @@ private final class EqualsCheck: ExpectationCheck {
             checked = 0
             failures = 0
             firstFailure = nil
+            offending = nil
+            sample = EvidenceSample()
         case .every:
             break
         }
         checked += 1
+        sample.add(index, event.timeNs)
         let got = event.field(field)
         if !value.matches(got) {
             failures += 1
-            if firstFailure == nil { firstFailure = (event.timeNs, got) }
+            if firstFailure == nil {
+                firstFailure = (event.timeNs, got)
+                offending = ExpectationEvidence(index: index, timeNs: event.timeNs, role: .offending)
+            }
         }
     }
 
@@ -367,6 +496,16 @@ private final class MonotonicCheck: ExpectationCheck {
     var last: [String: (value: Double, endsAtValue: Double?)] = [:]
     var order: [String] = []
     var failure: String?
+    /// Per group, its latest event; the failing event and the one before it in its group.
+    var lastEvent: [String: ExpectationEvidence] = [:]
+    var failureEvidence: [ExpectationEvidence] = []
+
+    override func evidence(passed: Bool) -> (kept: [ExpectationEvidence], omitted: Int) {
+        if !failureEvidence.isEmpty { return sortedEvidence(failureEvidence) }
+        // Each group's last event (the one whose value must reach the end), the first groups only.
+        let lasts = order.prefix(ExpectationEvidence.limit).compactMap { lastEvent[$0] }
+        return sortedEvidence(lasts, omitted: Swift.max(0, order.count - ExpectationEvidence.limit))
+    }
 
     init(_ selector: Expectation.Selector, field: String, per: String?, endsAt: Double?, endsAtField: String?) {
         self.selector = selector
@@ -376,19 +515,23 @@ private final class MonotonicCheck: ExpectationCheck {
         self.endsAtField = endsAtField
     }
 
-    override func observe(_ event: TraceEvent) {
+    override func observe(_ event: TraceEvent, at index: Int) {
         guard failure == nil, selector.matches(event) else { return }
         let group = per.map { event.field($0)?.compactText ?? "missing" } ?? ""
+        let here = ExpectationEvidence(index: index, timeNs: event.timeNs, role: .matched)
         guard let value = event.field(field)?.numericValue else {
             failure = "\(field) missing or not a number at \(formatTime(event.timeNs))"
+            failureEvidence = [ExpectationEvidence(index: index, timeNs: event.timeNs, role: .offending)]
             return
         }
         let previous = last[group]
         if let previous, value < previous.value {
+            failureEvidence = (lastEvent[group].map { [$0] } ?? []) + [ExpectationEvidence(index: index, timeNs: event.timeNs, role: .offending)]
             failure = "\(field) fell from \(formatNumber(previous.value)) to \(formatNumber(value)) at \(formatTime(event.timeNs))\(per.map { " (\($0) \(group))" } ?? "")"
             return
         }
         if previous == nil { order.append(group) }
+        lastEvent[group] = here
         last[group] = (value, endsAtField.flatMap { event.field($0)?.numericValue })
     }
 
@@ -419,6 +562,18 @@ private final class OncePerCheck: ExpectationCheck {
     var expectedKeys: [String] = []
     var seenExpected: Set<String> = []
     var counts: [String: Int] = [:]
+    /// The first events of each kind, with their key, to pick the problem keys' events from.
+    var ofEvents = EvidenceSample(limit: 2 * ExpectationEvidence.limit)
+    var ofKeys: [Int: String] = [:]
+    var matchedEvents = EvidenceSample(limit: 2 * ExpectationEvidence.limit)
+    var matchedKeys: [Int: String] = [:]
+
+    override func evidence(passed: Bool) -> (kept: [ExpectationEvidence], omitted: Int) {
+        let all = ofEvents.kept.map { ($0, ofKeys[$0.index] ?? "") } + matchedEvents.kept.map { ($0, matchedKeys[$0.index] ?? "") }
+        let chosen = passed ? all : all.filter { counts[$0.1, default: 0] != 1 || !seenExpected.contains($0.1) }
+        let items = chosen.prefix(ExpectationEvidence.limit).map { $0.0 }
+        return sortedEvidence(Array(items), omitted: ofEvents.seen + matchedEvents.seen - items.count)
+    }
 
     init(_ selector: Expectation.Selector, key: String, of: Expectation.Selector) {
         self.selector = selector
@@ -426,13 +581,18 @@ private final class OncePerCheck: ExpectationCheck {
         self.of = of
     }
 
-    override func observe(_ event: TraceEvent) {
+    override func observe(_ event: TraceEvent, at index: Int) {
         if of.matches(event) {
             let k = event.field(key)?.compactText ?? "missing"
             if seenExpected.insert(k).inserted { expectedKeys.append(k) }
+            if ofEvents.seen < ofEvents.half { ofKeys[index] = k }
+            ofEvents.add(index, event.timeNs, .from)
         }
         if selector.matches(event) {
-            counts[event.field(key)?.compactText ?? "missing", default: 0] += 1
+            let k = event.field(key)?.compactText ?? "missing"
+            counts[k, default: 0] += 1
+            if matchedEvents.seen < matchedEvents.half { matchedKeys[index] = k }
+            matchedEvents.add(index, event.timeNs)
         }
     }
 
@@ -457,7 +617,26 @@ private final class LatencyCheck: ExpectationCheck {
     let minMs: Double?
     let maxMs: Double?
     /// `from` events not answered yet, by their key's value: (ordinal among `from` events, time).
-    var waiting: [TraceValue?: [(ordinal: Int, timeNs: Int64, key: TraceValue?)]] = [:]
+    var waiting: [TraceValue?: [(ordinal: Int, timeNs: Int64, key: TraceValue?, index: Int)]] = [:]
+    /// The pair (or lone start) behind ``failure``; the first pairs measured within the bounds.
+    var failureEvidence: [ExpectationEvidence] = []
+    var pairs = EvidenceSample()
+
+    override func evidence(passed: Bool) -> (kept: [ExpectationEvidence], omitted: Int) {
+        if !passed {
+            // As in verdict(): the earliest failing start decides, answered out of bounds or unanswered.
+            var best: (ordinal: Int, items: [ExpectationEvidence])?
+            if let failure { best = (ordinal: failure.ordinal, items: failureEvidence) }
+            for starts in waiting.values {
+                for start in starts where best.map({ start.ordinal < $0.ordinal }) ?? true {
+                    best = (ordinal: start.ordinal, items: [ExpectationEvidence(index: start.index, timeNs: start.timeNs, role: .from)])
+                }
+            }
+            return sortedEvidence(best?.items ?? [])
+        }
+        return sortedEvidence(pairs.kept, omitted: pairs.omitted)
+    }
+
     var froms = 0
     var measured = 0
     var low = Double.infinity
@@ -472,21 +651,26 @@ private final class LatencyCheck: ExpectationCheck {
         self.maxMs = maxMs
     }
 
-    private func fail(_ ordinal: Int, _ measured: String) {
+    private func fail(_ ordinal: Int, _ measured: String, _ pair: [ExpectationEvidence]) {
         if let failure, failure.ordinal < ordinal { return }
         failure = (ordinal, measured)
+        failureEvidence = pair
     }
 
-    override func observe(_ event: TraceEvent) {
+    override func observe(_ event: TraceEvent, at index: Int) {
         if to.matches(event) {
             if let starts = waiting.removeValue(forKey: event.field(key)) {
                 for start in starts {
                     let ms = Double(event.timeNs - start.timeNs) / 1e6
+                    let pair = [ExpectationEvidence(index: start.index, timeNs: start.timeNs, role: .from),
+                                ExpectationEvidence(index: index, timeNs: event.timeNs, role: .to)]
                     if let minMs, ms < minMs {
-                        fail(start.ordinal, "\(formatNumber(ms)) ms for \(key) \(start.key?.compactText ?? "missing")")
+                        fail(start.ordinal, "\(formatNumber(ms)) ms for \(key) \(start.key?.compactText ?? "missing")", pair)
                     } else if let maxMs, ms > maxMs {
-                        fail(start.ordinal, "\(formatNumber(ms)) ms for \(key) \(start.key?.compactText ?? "missing")")
+                        fail(start.ordinal, "\(formatNumber(ms)) ms for \(key) \(start.key?.compactText ?? "missing")", pair)
                     } else {
+                        pairs.add(start.index, start.timeNs, .from)
+                        pairs.add(index, event.timeNs, .to)
                         measured += 1
                         low = Swift.min(low, ms)
                         high = Swift.max(high, ms)
@@ -499,7 +683,7 @@ private final class LatencyCheck: ExpectationCheck {
             froms += 1
             if let failure, failure.ordinal < ordinal { return }
             let k = event.field(key)
-            waiting[k, default: []].append((ordinal, event.timeNs, k))
+            waiting[k, default: []].append((ordinal, event.timeNs, k, index))
         }
     }
 

@@ -14,13 +14,74 @@ public struct ExpectationResult: Sendable, Hashable {
     /// One line saying what was expected and what was measured, e.g.
     /// `count(datapoint where name=v1/1/yaw): expected 1200, measured 1188`.
     public var message: String
+    /// The events it measured that decide the verdict, in trace order, at most
+    /// ``ExpectationEvidence/limit``: the offending event of an `absent`, the two ends of a
+    /// `max_gap`'s largest gap, the pair of a `latency` that broke its bound, the steps an `order`
+    /// found… (``ExpectationEvidence`` lists what each type keeps). What the timeline report links
+    /// an expectation to.
+    public var evidence: [ExpectationEvidence]
+    /// How many more events it measured than ``evidence`` keeps (0 when it keeps them all).
+    public var evidenceOmitted: Int
 
     /// Creates a result.
-    public init(expectation: Expectation, passed: Bool, measured: String, message: String) {
+    public init(expectation: Expectation, passed: Bool, measured: String, message: String,
+                evidence: [ExpectationEvidence] = [], evidenceOmitted: Int = 0) {
         self.expectation = expectation
         self.passed = passed
         self.measured = measured
         self.message = message
+        self.evidence = evidence
+        self.evidenceOmitted = evidenceOmitted
+    }
+}
+
+/// One trace event an expectation measured: its position in the trace and what it was to the
+/// check.
+///
+/// What each type keeps: `count`, `rate`, `range` and `equals` (every) the first and last
+/// matching events (up to half ``limit`` each), plus for `range`/`equals` the first event that
+/// broke the rule; `absent` the matching events (the first is the offending one); `order` the
+/// step each selector matched; `max_gap` the two ends of the largest gap (and the window's
+/// start and end events); `at` the nearest event; `monotonic` the event that fell and the one
+/// before it in its group; `once_per` the events of the keys that were not exactly once; `latency`
+/// the pair that broke the bound or the start that was never answered (otherwise the pairs
+/// measured).
+public struct ExpectationEvidence: Sendable, Hashable {
+    /// At most this many events are kept per expectation.
+    public static let limit = 256
+
+    /// What the event was to the check.
+    public enum Role: String, Sendable, Hashable, CaseIterable {
+        /// An event the selector matched.
+        case matched
+        /// The event that broke the expectation (the first outside a range, an `absent` match…).
+        case offending
+        /// The earlier end of the largest gap.
+        case gapStart = "gap_start"
+        /// The later end of the largest gap.
+        case gapEnd = "gap_end"
+        /// The event that opened or closed a `max_gap` window.
+        case window
+        /// A correlated pair's start (`latency`, `once_per`'s `of`).
+        case from
+        /// A correlated pair's end.
+        case to
+        /// The matching event nearest an `at`'s instant.
+        case nearest
+    }
+
+    /// The event's position in the trace, 0-based, counting every event of every core.
+    public var index: Int
+    /// The event's `t_ns`.
+    public var timeNs: Int64
+    /// What it was to the check.
+    public var role: Role
+
+    /// Creates a piece of evidence.
+    public init(index: Int, timeNs: Int64, role: Role) {
+        self.index = index
+        self.timeNs = timeNs
+        self.role = role
     }
 }
 
