@@ -92,14 +92,20 @@ struct TraceExportCommand: ParsableCommand {
         for path in traceFiles { try OutputFile.refuseOverwriting(out, option: "--out", protected: [path], reading: "a trace it reads") }
 
         var events: [TraceEvent] = []
+        let status = StatusLine()
         do {
             for path in traceFiles {
                 let reader = try TraceFileReader(path: path)
-                while let event = try reader.next() { events.append(event) }
+                while let event = try reader.next() {
+                    events.append(event)
+                    status.update { "reading \(FileIO.split(path).base): \(events.count) events" }
+                }
             }
         } catch {
+            status.clear()
             throw CommandFailure.failed("\(error)")
         }
+        status.clear()
         // Several cores' traces are merged by time; the sort is stable, so one file's order holds.
         if traceFiles.count > 1 {
             events = events.enumerated().sorted { ($0.element.timeNs, $0.offset) < ($1.element.timeNs, $1.offset) }.map(\.element)
@@ -125,7 +131,10 @@ struct TraceExportCommand: ParsableCommand {
             mqttPorts: Set([1883] + loaded.manifest.interfaces.compactMap(\.brokerPort)))
         var firstNs: Int64?
         var count = 0
+        let status = StatusLine()
+        defer { status.clear() }
         while let frame = try reader.next() {
+            status.update { "dissecting \(FileIO.split(loaded.capturePath).base): \(count) frames" }
             let interface = reader.interfaces[frame.interfaceIndex]
             let first = firstNs ?? frame.timestampNs
             firstNs = first

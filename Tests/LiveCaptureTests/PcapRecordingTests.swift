@@ -18,7 +18,9 @@ import Testing
 
         let payloads = (0..<20).map { Array("{\"t\": \"1700000000.000000\($0)\", \"n\": \($0)}".utf8) }
         for payload in payloads { try receiver.send(payload) }
-        let sawAll = await eventually { recorder.framesRecorded >= payloads.count }
+        // The datagrams wait in the capture's buffer until `run()`'s task gets a thread; in a full
+        // parallel test run on two cores that has taken over a minute, so the wait is generous.
+        let sawAll = await eventually(limit: .seconds(300)) { recorder.framesRecorded >= payloads.count }
         recorder.stop()
         let summary = try await running.value
         #expect(sawAll, "only \(recorder.framesRecorded) of \(payloads.count) datagrams were captured")
