@@ -75,6 +75,20 @@ public struct StreamingTraceDiff {
     /// has not reached.
     public var wantsA: Bool { a.count < b.count }
 
+    /// Whether the two sides agree so far: nothing is held, so the next pair of events, if
+    /// identical, is matched by ``addIdenticalPair()`` alone.
+    public var inStep: Bool { a.isEmpty && b.isEmpty }
+
+    /// The next event of A and the next of B, known to be identical (same identity, same time)
+    /// while the sides are ``inStep``: what `addB` then `addA` of the two would do, without
+    /// looking at them.
+    public mutating func addIdenticalPair() {
+        precondition(inStep, "an identical pair is only known while the sides agree")
+        countA += 1
+        countB += 1
+        report.matched += 1
+    }
+
     /// The next event of A, the baseline.
     public mutating func addA(_ event: TraceEvent) {
         countA += 1
@@ -262,10 +276,49 @@ public final class StreamingBaselineComparison {
     }
 
     /// The next event the replay made for this core.
+    ///
+    /// While the two sides agree, the event is written as its trace line and the baseline's
+    /// next line is compared with it byte for byte: the same bytes are the same event at the same
+    /// instant (a trace's encoding is canonical), so the line is not parsed. Only a line that
+    /// differs is parsed and goes through the comparison; the report is the same either way.
     public func replayed(_ event: TraceEvent) {
         guard failure == nil, !ignoringEvents.contains(event.event) else { return }
+        if diff.inStep, let reader {
+            event.encodeJSONLine(into: &expectedLine)
+            do {
+                while true {
+                    switch try reader.next(comparingWith: expectedLine) {
+                    case .identical:
+                        diff.addIdenticalPair()
+                        return
+                    case .event(let baseline):
+                        if ignoringEvents.contains(baseline.event) { continue }
+                        diff.addB(event)
+                        diff.addA(baseline)
+                        while diff.wantsA, readBaseline() {}
+                        return
+                    case .end:
+                        self.reader = nil
+                        diff.addB(event)
+                        return
+                    }
+                }
+            } catch {
+                fail(error)
+                return
+            }
+        }
         diff.addB(event)
         while diff.wantsA, readBaseline() {}
+    }
+
+    /// The line ``replayed(_:)`` compares the baseline's next line with; kept to reuse its storage.
+    private var expectedLine: [UInt8] = []
+
+    private func fail(_ error: any Error) {
+        failure = error
+        reader = nil
+        diff = StreamingTraceDiff(timingToleranceNs: 0, window: diff.window)  // what it held is of no use now
     }
 
     /// Reads one baseline event into the comparison; `false` at the end or on an error.
@@ -280,9 +333,7 @@ public final class StreamingBaselineComparison {
             self.reader = nil
             return false
         } catch {
-            failure = error
-            self.reader = nil
-            diff = StreamingTraceDiff(timingToleranceNs: 0, window: diff.window)  // what it held is of no use now
+            fail(error)
             return false
         }
     }

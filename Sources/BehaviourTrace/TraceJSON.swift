@@ -89,6 +89,16 @@ extension TraceEvent {
         return String(decoding: out.bytes, as: UTF8.self)
     }
 
+    /// Replaces the contents of `out` with ``jsonLine()``'s bytes, reusing its storage: what a
+    /// caller that encodes an event per step (a baseline comparison) uses instead of a `String`.
+    public func encodeJSONLine(into out: inout [UInt8]) {
+        var writer = TraceJSONBytes()
+        swap(&writer.bytes, &out)
+        writer.bytes.removeAll(keepingCapacity: true)
+        writer.appendEvent(self)
+        swap(&writer.bytes, &out)
+    }
+
     /// Appends the event's fields (every key but `t_ns`, `core` and `event`) to `out` as one
     /// compact JSON object, keys sorted as a trace line writes them: `{}` when it has none.
     public func appendFieldsJSON(to out: inout [UInt8]) {

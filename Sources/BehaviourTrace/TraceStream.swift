@@ -246,23 +246,56 @@ public final class TraceFileReader {
     ///   ``TraceFile/decode(_:file:)`` reports it); ``TraceFileError`` when reading fails.
     public func next() throws -> TraceEvent? {
         while true {
-            guard let line = try nextLine() else { return nil }
+            guard let range = try nextLine() else { return nil }
             defer { lineNumber += 1 }
-            if line.allSatisfy(TraceJSONParser.isWhitespace) { continue }
-            var parser = TraceJSONParser(bytes: line, line: lineNumber, file: path)
+            if pending[range].allSatisfy(TraceJSONParser.isWhitespace) { continue }
+            var parser = TraceJSONParser(bytes: Array(pending[range]), line: lineNumber, file: path)
             return try parser.parseEvent()
         }
     }
 
-    /// The bytes of the next line without its `\n`; the text after the last `\n` counts as a
+    /// What the next line of the file is, measured against the bytes of an expected line.
+    public enum LineComparison {
+        /// The next line is exactly the expected bytes: the event they encode, not parsed.
+        case identical
+        /// The next line differs from them: the event it holds, parsed.
+        case event(TraceEvent)
+        /// The file has no more events.
+        case end
+    }
+
+    /// The next event compared with `expected`, the line (without its newline) that
+    /// ``TraceEvent/jsonLine()`` writes for the event the caller expects: when the next line is
+    /// those very bytes, it is passed over without being parsed (``LineComparison/identical``),
+    /// which is what makes a baseline that agrees with its replay cheap to read. Blank lines
+    /// are skipped, as ``next()`` skips them.
+    /// - Throws: what ``next()`` throws.
+    public func next(comparingWith expected: [UInt8]) throws -> LineComparison {
+        while true {
+            guard let range = try nextLine() else { return .end }
+            defer { lineNumber += 1 }
+            let same = range.count == expected.count && (range.isEmpty || pending.withUnsafeBytes { file in
+                expected.withUnsafeBytes { line in
+                    memcmp(file.baseAddress! + range.lowerBound, line.baseAddress!, range.count) == 0
+                }
+            })
+            if same { return .identical }
+            if pending[range].allSatisfy(TraceJSONParser.isWhitespace) { continue }
+            var parser = TraceJSONParser(bytes: Array(pending[range]), line: lineNumber, file: path)
+            return .event(try parser.parseEvent())
+        }
+    }
+
+    /// Where the bytes of the next line (without its `\n`) are in `pending`, valid until the
+    /// next read; the text after the last `\n` counts as a
     /// line (empty when the file ends with one), as ``TraceFile/decode(_:file:)`` splits.
-    private func nextLine() throws -> [UInt8]? {
+    private func nextLine() throws -> Range<Int>? {
         var scanned = start
         let limit = maximumLineBytes
         while true {
             if let newline = pending[scanned...].firstIndex(of: 0x0A) {
                 if newline - start > limit { throw TraceLimits.lineTooLong(file: path, line: lineNumber) }
-                let line = Array(pending[start..<newline])
+                let line = start..<newline
                 start = newline + 1
                 return line
             }
@@ -270,7 +303,7 @@ public final class TraceFileReader {
                 if finished { return nil }
                 finished = true
                 if pending.count - start > limit { throw TraceLimits.lineTooLong(file: path, line: lineNumber) }
-                let line = Array(pending[start...])
+                let line = start..<pending.count
                 start = pending.count
                 return line
             }

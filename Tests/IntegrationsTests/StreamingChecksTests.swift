@@ -278,6 +278,31 @@ import TetherTestSupport
         }
     }
 
+    /// A baseline file read alongside the replay: lines identical to the replayed events are
+    /// passed over unparsed, the rest parsed. Random edits, blank lines and lines written in
+    /// another (valid) form, such as a hand-edited baseline has, give `compare`'s report exactly.
+    @Test func aBaselineFileComparedLineByLineGivesCompareExactly() throws {
+        var random = SplitMix64(seed: 0xBA5E)
+        let folder = try TemporaryFolder("streaming-tests")
+        for round in 0..<60 {
+            let a = Self.stream(Int.random(in: 0...300, using: &random))
+            let b = Self.mutate(a, edits: Int.random(in: 0...10, using: &random), &random)
+            let tolerance: Int64 = random.chance(0.5) ? 0 : 2_000_000
+            var text = ""
+            for event in a {
+                if random.chance(0.05) { text += "\n" }
+                let line = event.jsonLine()
+                // Same event, other bytes: a space after the first brace.
+                text += (random.chance(0.1) ? "{ " + line.dropFirst() : line) + "\n"
+            }
+            let path = folder.path("baseline-\(round).jsonl").path
+            try text.write(toFile: path, atomically: false, encoding: .utf8)
+            let comparison = try StreamingBaselineComparison(name: "ingest", baselinePath: path, timingToleranceNs: tolerance)
+            for event in b { comparison.replayed(event) }
+            #expect(try comparison.finish() == TraceDiff.compare(a, b, timingToleranceNs: tolerance), "round \(round)")
+        }
+    }
+
     /// Differences far apart in traces much longer than the window: each is settled on its own,
     /// and the report is still `compare`'s.
     @Test func sparseDifferencesInLongTracesGiveCompareWithASmallWindow() {
