@@ -104,7 +104,7 @@ extension SessionCore {
         }
         guard offset == received else {
             // Ahead of a gap: kept when within the window, so a reordered burst is not lost.
-            if offset < received + SessionLink.windowFrames * (link?.room ?? 0) {
+            if offset < received + (link?.window ?? SessionLink.windowFrames) * (link?.room ?? 0) {
                 item.ahead[offset] = AheadPiece(bytes: frame.bytes, needsAck: frame.flags.contains(.needsAck))
                 if frame.flags.contains(.needsAck) { sendAck(frame.channel, frame.id, received: UInt32(received)) }
             } else {
@@ -145,8 +145,8 @@ extension SessionCore {
             if !frame.flags.contains(.retransmission) {
                 violation(.duplicateFrame, "\(frame): bytes from \(offset) were already received (\(received) held)")
             }
-        } else if let room = link?.room, offset >= received + SessionLink.windowFrames * room {
-            violation(.outOfWindow, "\(frame): offset \(offset) is beyond the window (\(received) held, \(SessionLink.windowFrames) frames of \(room) bytes)")
+        } else if let room = link?.room, let window = link?.window, offset >= received + window * room {
+            violation(.outOfWindow, "\(frame): offset \(offset) is beyond the window (\(received) held, \(window) frames of \(room) bytes)")
         }
     }
 
@@ -247,6 +247,11 @@ extension SessionCore {
         guard var file = durable.peers[index].inboundFile, file.id == frame.id else {
             if let file = durable.peers[index].inboundFile, frame.id < file.id { return } // late, given up
             violation(.unexpectedFileChunk, "\(frame): no metadata of file #\(frame.id) was received; the chunk is ignored")
+            // ACK 0 of the chunks would restart the chunks, never the metadata: ACK 0 of the
+            // metadata tells the sender to start the file over with it (on the frames that ask).
+            if frame.flags.contains(.needsAck) || frame.flags.contains(.first) {
+                sendAck(.fileMetadata, frame.id, received: 0)
+            }
             return
         }
         if let total = frame.total, Int(total) != file.size {
@@ -270,7 +275,7 @@ extension SessionCore {
         }
         guard offset == file.received else {
             // Ahead of a gap: kept when within the window, written once the gap fills.
-            if offset < file.received + SessionLink.windowFrames * (link?.room ?? 0) {
+            if offset < file.received + (link?.window ?? SessionLink.windowFrames) * (link?.room ?? 0) {
                 link?.fileAhead[offset] = AheadPiece(bytes: frame.bytes, needsAck: frame.flags.contains(.needsAck))
                 if frame.flags.contains(.needsAck) { sendAck(.fileChunk, frame.id, received: UInt32(file.received)) }
             } else {

@@ -27,7 +27,11 @@ extension SessionCore {
         }
         guard var progress = link?.lanes[lane.rawValue] else { return }
         let room = session.room
-        let windowEnd = progress.acked + SessionLink.windowFrames * room
+        let windowEnd = progress.acked + session.window * room
+        // With a negotiated window the sender also asks for an ACK each time a frame reaches a
+        // multiple of half the window (in item bytes), so ACKs come back while the other half is on
+        // the wire; without one, only at the window's end, as link version 1 always did.
+        let ackStride = session.windowNegotiated ? max(1, session.window / 2) * room : 0
         var sent = false
         while true {
             var flags = progress.extraFlags
@@ -41,7 +45,9 @@ extension SessionCore {
             }
             let end = min(progress.payload.count, start + room)
             if end == progress.payload.count { flags.insert(.last) }
-            if end == progress.payload.count || end >= windowEnd { flags.insert(.needsAck) }
+            if end == progress.payload.count || end >= windowEnd || (ackStride > 0 && end / ackStride > start / ackStride) {
+                flags.insert(.needsAck)
+            }
             if end <= progress.highestSent { flags.insert(.retransmission) }
             let frame = SessionFrame(
                 channel: progress.channel, flags: flags, id: progress.id,
@@ -106,6 +112,15 @@ extension SessionCore {
     mutating func handleAck(channel: SessionChannel, id: UInt32, received: UInt32) {
         guard let lane = Lane(channel: channel) else {
             violation(.unexpectedAck, "ACK \(channel) #\(id): that channel is never acknowledged")
+            return
+        }
+        if channel == .fileMetadata, received == 0, let progress = link?.lanes[lane.rawValue], progress.id == id,
+           progress.channel == .fileChunk, let peer = link?.boundPeer, let index = durable.peerIndex(peer),
+           let file = durable.peers[index].fileQueue.first(where: { $0.id == id }) {
+            // The receiver has no metadata of the file whose chunks are on the wire (it lost or
+            // discarded it): start the file over with its metadata, under the same id.
+            link?.lanes[lane.rawValue] = LaneProgress(id: id, channel: .fileMetadata, payload: file.metadataPayload)
+            pump()
             return
         }
         guard var progress = link?.lanes[lane.rawValue], progress.id == id, progress.channel == channel else {

@@ -218,8 +218,9 @@ extension SessionCore {
         return status
     }
 
-    /// This side's handshake towards `peer`: its watermarks and partial file for that peer.
-    func ownHandshake(for peer: SessionDeviceID, nonce: UInt32) -> SessionHandshake {
+    /// This side's handshake towards `peer`: its watermarks and partial file for that peer, and the
+    /// window it states (`nil`: none).
+    func ownHandshake(for peer: SessionDeviceID, nonce: UInt32, window: UInt16? = nil) -> SessionHandshake {
         let record = peerRecord(peer)
         return SessionHandshake(
             identity: identity,
@@ -229,7 +230,22 @@ extension SessionCore {
             status: ownStatus,
             watermarks: record?.watermarks ?? SessionWatermarks(),
             fileResumeID: record?.inboundFile?.id ?? 0,
-            fileResumeOffset: UInt32(record?.inboundFile?.received ?? 0))
+            fileResumeOffset: UInt32(record?.inboundFile?.received ?? 0),
+            window: window)
+    }
+
+    /// The window this side states in a HELLO or WELCOME: its configured one, if any.
+    var statedWindow: UInt16? { configuration.windowFrames.map { UInt16(clamping: $0) } }
+
+    /// The window of a binding: the smaller stated one when both sides stated one, else 8.
+    mutating func bindWindow(own: UInt16?, peer: UInt16?) {
+        if let own, let peer {
+            link?.window = Int(min(own, peer))
+            link?.windowNegotiated = true
+        } else {
+            link?.window = SessionLink.windowFrames
+            link?.windowNegotiated = false
+        }
     }
 
     /// Phone: a fresh HELLO (new nonce) on the current link, restarting everything in flight.
@@ -244,7 +260,8 @@ extension SessionCore {
         let nonce = random.nonZero32()
         let deadline = clock + configuration.handshakeTimeout
         link?.phase = .handshaking(nonce: nonce, deadline: deadline)
-        sendControl(.hello(ownHandshake(for: peer, nonce: nonce)))
+        link?.helloCount = 1
+        sendControl(.hello(ownHandshake(for: peer, nonce: nonce, window: statedWindow)))
     }
 
     mutating func handleHello(_ hello: SessionHandshake) {
@@ -261,8 +278,9 @@ extension SessionCore {
             return
         }
         if case let .bound(peer, nonce) = link?.phase, peer == hello.identity, nonce == hello.nonce {
-            // The phone missed the WELCOME: answer again, keep everything.
-            sendControl(.welcome(ownHandshake(for: peer, nonce: nonce)))
+            // The phone missed the WELCOME: answer again, keep everything (the window included,
+            // whether or not this copy of the HELLO states one).
+            sendControl(.welcome(ownHandshake(for: peer, nonce: nonce, window: link?.welcomeWindow)))
             return
         }
         if link?.boundPeer != nil {
@@ -272,7 +290,11 @@ extension SessionCore {
         link?.phase = .bound(peer: hello.identity, nonce: hello.nonce)
         output.events.append(.handshakeCompleted(peer: hello.identity, peerEpoch: hello.epoch, peerIncarnation: hello.incarnation))
         applyPeerHandshake(hello)
-        let welcome = ownHandshake(for: hello.identity, nonce: hello.nonce)
+        // A WELCOME states a window only in answer to a HELLO that states one.
+        let window = hello.window == nil ? nil : statedWindow
+        link?.welcomeWindow = window
+        bindWindow(own: window, peer: hello.window)
+        let welcome = ownHandshake(for: hello.identity, nonce: hello.nonce, window: window)
         link?.announcedStatus = welcome.status
         sendControl(.welcome(welcome))
         cancelStaleResume(hello.fileResumeID)
@@ -303,6 +325,7 @@ extension SessionCore {
             return
         }
         link?.phase = .bound(peer: paired, nonce: nonce)
+        bindWindow(own: statedWindow, peer: welcome.window)
         let announced = ownStatus
         link?.announcedStatus = announced
         output.events.append(.handshakeCompleted(peer: paired, peerEpoch: welcome.epoch, peerIncarnation: welcome.incarnation))
@@ -536,7 +559,11 @@ extension SessionCore {
             output.events.append(.timeout(.handshake, deadline: deadline))
             let next = clock + configuration.handshakeTimeout
             link?.phase = .handshaking(nonce: nonce, deadline: next)
-            sendControl(.hello(ownHandshake(for: peer, nonce: nonce)))
+            // Every second HELLO states no window: a watch of the page before the window option
+            // refuses the longer HELLO (`malformed-control`), and answers the plain one.
+            let count = (link?.helloCount ?? 0) + 1
+            link?.helloCount = count
+            sendControl(.hello(ownHandshake(for: peer, nonce: nonce, window: count % 2 == 1 ? statedWindow : nil)))
         case .status:
             guard let session = link, let status = session.announcedStatus else {
                 link?.statusDeadline = nil

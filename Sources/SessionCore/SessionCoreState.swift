@@ -147,6 +147,17 @@ struct LinkSession: Sendable {
     /// The link was bound before the current handshake began: frames of that binding may still
     /// arrive and are dropped without a violation.
     var wasBound = false
+    /// The window of the current binding, in frames: the smaller of the two stated windows when
+    /// both HELLO and WELCOME stated one, else ``SessionLink/windowFrames``.
+    var window = SessionLink.windowFrames
+    /// Both sides stated a window: senders also ask for an ACK every half window.
+    var windowNegotiated = false
+    /// Watch: the window its WELCOME stated for the HELLO it is bound to (a repeated HELLO gets the
+    /// same answer). Phone: HELLOs sent for the outstanding nonce (every second resend states no
+    /// window, so a peer of the page before the window option, which refuses the longer HELLO as
+    /// `malformed-control`, still binds).
+    var welcomeWindow: UInt16?
+    var helloCount = 0
 
     init(frameLength: Int, phase: Phase) {
         self.frameLength = frameLength
@@ -178,6 +189,9 @@ struct LinkSession: Sendable {
         peerStatusSequence = 0
         announcedStatus = nil
         statusDeadline = nil
+        window = SessionLink.windowFrames
+        windowNegotiated = false
+        welcomeWindow = nil
     }
 }
 

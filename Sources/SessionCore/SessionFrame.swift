@@ -24,9 +24,13 @@ public enum SessionLink {
     /// The largest ATT attribute value (Core Specification Vol 3 Part F 3.2.9); a larger `maxPayload`
     /// is taken as 512.
     public static let maximumFrameLength = 512
-    /// Frames a sender may have beyond the receiver's acknowledged offset on one channel lane.
-    /// Fixed by the protocol, so the receiver can recognise an out-of-window frame.
+    /// Frames a sender may have beyond the receiver's acknowledged offset on one channel lane when
+    /// the handshake that bound the link did not negotiate a window (a peer that states none, as
+    /// every peer of link version 1 before the window option): what both sides use then.
     public static let windowFrames = 8
+    /// The largest window a side may state in its handshake (the option is a u16; Tether caps it so
+    /// that a receiver's buffer of frames ahead of a gap stays bounded: 4096 frames of 502 bytes).
+    public static let maximumWindowFrames = 4096
     /// The `received` value of an ACK meaning "the item is complete and delivered".
     public static let complete: UInt32 = .max
     /// Longest control item (channel 0x00) a receiver reassembles.
@@ -278,6 +282,8 @@ public struct SessionFrameError: Error, Sendable, Hashable, CustomStringConverti
         case incompleteItem(received: Int, total: UInt32)
         /// Bytes left over after the last field of a control item or a fixed-size payload.
         case trailingBytes(count: Int)
+        /// A handshake option whose length or value breaks its definition (`type`, what is wrong).
+        case invalidHandshakeOption(type: UInt8, reason: String)
         /// The Monkey C value inside the payload does not decode.
         case monkeyC(MonkeyCDecodingError)
         /// The payload decodes but is not a property-list dictionary (what is wrong, where).
@@ -328,6 +334,8 @@ public struct SessionFrameError: Error, Sendable, Hashable, CustomStringConverti
             what = "the frames end after \(received) of \(total) bytes; the item is incomplete"
         case .trailingBytes(let count):
             what = "\(count) bytes after the last field"
+        case let .invalidHandshakeOption(type, reason):
+            what = "handshake option 0x\(String(type, radix: 16)): \(reason)"
         case .monkeyC(let inner):
             what = "the Monkey C value does not decode: \(inner)"
         case .notAPropertyList(let reason):

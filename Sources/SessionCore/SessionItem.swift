@@ -55,7 +55,8 @@ public struct SessionWatermarks: Sendable, Hashable, Codable {
     }
 }
 
-/// HELLO (phone → watch, op 0x01) and WELCOME (watch → phone, op 0x02): the same 55-byte layout.
+/// HELLO (phone → watch, op 0x01) and WELCOME (watch → phone, op 0x02): the same 55-byte layout,
+/// optionally followed by options (`type u8 · length u8 · value`); option 0x01 is the window.
 public struct SessionHandshake: Sendable, Hashable, CustomStringConvertible {
     /// Protocol version, ``SessionLink/version``.
     public var version: UInt8
@@ -77,9 +78,14 @@ public struct SessionHandshake: Sendable, Hashable, CustomStringConvertible {
     public var fileResumeID: UInt32
     /// How many bytes of that file the sender holds: the receiver resumes there.
     public var fileResumeOffset: UInt32
+    /// The window the sender accepts (frames ahead of its acknowledged offset, 1…65535), carried as
+    /// option 0x01; `nil`: the sender states none, and the link keeps the window of 8 frames.
+    public var window: UInt16?
 
-    /// Bytes of a handshake item, op included.
+    /// Bytes of a handshake item without options, op included.
     public static let length = 55
+    /// Option type of the window: `01 02 <window u16>`.
+    public static let windowOption: UInt8 = 0x01
 
     /// Creates a handshake.
     public init(
@@ -91,7 +97,8 @@ public struct SessionHandshake: Sendable, Hashable, CustomStringConvertible {
         status: SessionPeerStatus,
         watermarks: SessionWatermarks = SessionWatermarks(),
         fileResumeID: UInt32 = 0,
-        fileResumeOffset: UInt32 = 0
+        fileResumeOffset: UInt32 = 0,
+        window: UInt16? = nil
     ) {
         self.version = version
         self.identity = identity
@@ -102,13 +109,14 @@ public struct SessionHandshake: Sendable, Hashable, CustomStringConvertible {
         self.watermarks = watermarks
         self.fileResumeID = fileResumeID
         self.fileResumeOffset = fileResumeOffset
+        self.window = window
     }
 
     /// `v1 <identity> incarnation 0x… epoch 0x… nonce 0x… <status> marks c/u/x/f resume id@offset`.
     public var description: String {
         "v\(version) \(identity) incarnation \(hex32(incarnation)) epoch \(hex32(epoch)) nonce \(hex32(nonce)) \(status) "
             + "marks \(watermarks.applicationContext)/\(watermarks.userInfo)/\(watermarks.complicationUserInfo)/\(watermarks.file) "
-            + "resume \(fileResumeID)@\(fileResumeOffset)"
+            + "resume \(fileResumeID)@\(fileResumeOffset)" + (window.map { " window \($0)" } ?? "")
     }
 }
 
@@ -164,6 +172,10 @@ public enum SessionControl: Sendable, Hashable, CustomStringConvertible {
             appendLittleEndian(handshake.watermarks.file, to: &output)
             appendLittleEndian(handshake.fileResumeID, to: &output)
             appendLittleEndian(handshake.fileResumeOffset, to: &output)
+            if let window = handshake.window {
+                output += [SessionHandshake.windowOption, 2]
+                appendLittleEndian(window, to: &output)
+            }
         case let .ack(channel, id, received):
             output.append(channel.rawValue)
             appendLittleEndian(id, to: &output)
@@ -186,6 +198,38 @@ public enum SessionControl: Sendable, Hashable, CustomStringConvertible {
         return output
     }
 
+    /// The options after a handshake's 55 bytes: each `type u8 · length u8 · value`, unknown types
+    /// skipped; returns the window (option 0x01, exactly 2 bytes, not 0) if stated.
+    static func handshakeWindow(_ payload: [UInt8], name: String) throws(SessionFrameError) -> UInt16? {
+        var window: UInt16?
+        var at = SessionHandshake.length
+        while at < payload.count {
+            guard at + 2 <= payload.count else {
+                throw SessionFrameError(frame: nil, offset: at, problem: .truncated(expected: "an option of \(name) (type, length)", needed: 2, available: payload.count - at))
+            }
+            let type = payload[at], length = Int(payload[at + 1])
+            guard at + 2 + length <= payload.count else {
+                throw SessionFrameError(frame: nil, offset: at + 2, problem: .truncated(
+                    expected: "the value of \(name)'s option 0x\(String(type, radix: 16))", needed: length, available: payload.count - at - 2))
+            }
+            if type == SessionHandshake.windowOption {
+                guard length == 2 else {
+                    throw SessionFrameError(frame: nil, offset: at, problem: .invalidHandshakeOption(type: type, reason: "the window is 2 bytes, not \(length)"))
+                }
+                guard window == nil else {
+                    throw SessionFrameError(frame: nil, offset: at, problem: .invalidHandshakeOption(type: type, reason: "the window is stated twice"))
+                }
+                let value = readLittleEndianUInt16(payload, at: at + 2)
+                guard value > 0 else {
+                    throw SessionFrameError(frame: nil, offset: at + 2, problem: .invalidHandshakeOption(type: type, reason: "a window of 0 frames"))
+                }
+                window = value
+            }
+            at += 2 + length
+        }
+        return window
+    }
+
     /// Reads a control item. Offsets in errors are into `payload`.
     /// - Throws: ``SessionFrameError`` (`frame` nil) when a known op has the wrong length.
     public static func decode(_ payload: [UInt8]) throws(SessionFrameError) -> SessionControl {
@@ -203,7 +247,12 @@ public enum SessionControl: Sendable, Hashable, CustomStringConvertible {
         }
         switch op {
         case 0x01, 0x02:
-            try exact(SessionHandshake.length, op == 0x01 ? "HELLO (55 bytes)" : "WELCOME (55 bytes)")
+            let name = op == 0x01 ? "HELLO" : "WELCOME"
+            if payload.count < SessionHandshake.length {
+                throw SessionFrameError(frame: nil, offset: payload.count, problem: .truncated(
+                    expected: "the rest of \(name) (55 bytes before its options)", needed: SessionHandshake.length - payload.count, available: 0))
+            }
+            let window = try handshakeWindow(payload, name: name)
             // Exactly 16 bytes by construction.
             let identity = SessionDeviceID(bytes: Array(payload[2..<18]))!
             let handshake = SessionHandshake(
@@ -219,7 +268,8 @@ public enum SessionControl: Sendable, Hashable, CustomStringConvertible {
                     complicationUserInfo: readLittleEndianUInt32(payload, at: 39),
                     file: readLittleEndianUInt32(payload, at: 43)),
                 fileResumeID: readLittleEndianUInt32(payload, at: 47),
-                fileResumeOffset: readLittleEndianUInt32(payload, at: 51))
+                fileResumeOffset: readLittleEndianUInt32(payload, at: 51),
+                window: window)
             return op == 0x01 ? .hello(handshake) : .welcome(handshake)
         case 0x03:
             try exact(10, "ACK (10 bytes)")

@@ -74,6 +74,12 @@ public struct SessionConfiguration: Sendable, Hashable {
     /// Largest file (default and upper limit 4,294,967,294 bytes: offsets are u32 and
     /// `0xFFFFFFFF` is the ACK's "complete").
     public var maximumFileBytes: Int
+    /// The window this side states in its handshake: how many frames it accepts ahead of its
+    /// acknowledged offset on one lane (1…``SessionLink/maximumWindowFrames``). The link uses the
+    /// smaller of the two stated windows, and acknowledges every half window, when both sides state
+    /// one; `nil` (the default) states none, so the link keeps today's 8 frames and its HELLO and
+    /// WELCOME are byte for byte those of link version 1 without options (docs/session-link.md, "Window").
+    public var windowFrames: Int?
 
     /// Creates a configuration; every value has the default named on its property. Timers shorter
     /// than 1 ns are taken as 1 ns; limits are clamped to what the wire can carry.
@@ -86,7 +92,8 @@ public struct SessionConfiguration: Sendable, Hashable {
         maximumMessageBytes: Int = 65_536,
         maximumUserInfoBytes: Int = 65_536,
         maximumApplicationContextBytes: Int = 262_144,
-        maximumFileBytes: Int = 4_294_967_294
+        maximumFileBytes: Int = 4_294_967_294,
+        windowFrames: Int? = nil
     ) {
         let tick = Duration.nanoseconds(1)
         self.handshakeTimeout = max(handshakeTimeout, tick)
@@ -99,6 +106,7 @@ public struct SessionConfiguration: Sendable, Hashable {
         self.maximumUserInfoBytes = min(max(0, maximumUserInfoBytes), wireLimit)
         self.maximumApplicationContextBytes = min(max(0, maximumApplicationContextBytes), wireLimit)
         self.maximumFileBytes = min(max(0, maximumFileBytes), 4_294_967_294)
+        self.windowFrames = windowFrames.map { min(max(1, $0), SessionLink.maximumWindowFrames) }
     }
 }
 

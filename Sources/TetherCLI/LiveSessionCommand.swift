@@ -77,6 +77,14 @@ struct LiveSessionCommand: ParsableCommand {
             transform: { try OptionValues.integer($0, option: "--complication-budget", range: 0...1000) })
     var complicationBudget: Int?
 
+    @Option(name: .long, help: "Frames this side accepts ahead of its acknowledged offset, stated in its handshake (1-4096; default: none stated, the link keeps 8).",
+            transform: { try OptionValues.integer($0, option: "--window", range: 1...4096) })
+    var window: Int?
+
+    @Option(name: .long, help: "The largest ATT MTU the BLE bridge asks for (phone) or accepts (watch) (23-517; default 247).",
+            transform: { try OptionValues.integer($0, option: "--mtu", range: 23...517) })
+    var mtu: Int?
+
 
     static let defaultPhone = "0ff1ce00-0000-4000-8000-000000000001"
     static let defaultWatch = "0ff1ce00-0000-4000-8000-0000000000a1"
@@ -105,9 +113,11 @@ struct LiveSessionCommand: ParsableCommand {
                                                   script: script, bridgeScript: bridge, storePath: store)
             options.bridgeLog = bridgeLog
             options.seed = seed
+            options.mtu = mtu
             let overrides = SessionOverrides(
                 messageReplyTimeoutMs: messageReplyTimeout.map { Int(($0 * 1000).rounded()) },
-                complicationTransfersPerWindow: complicationBudget)
+                complicationTransfersPerWindow: complicationBudget,
+                windowFrames: window)
             options.configuration = SessionAdapter.configuration(applying: overrides)
             options.log = printLine
             let outcome = try runLiveSession(options, recordSet: live.record, title: live.title,

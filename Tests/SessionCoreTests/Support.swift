@@ -122,14 +122,15 @@ struct Pair {
     var watchAutoReplies = true
 
     init(seed: UInt64, faults: LinkFaults = .clean, maxPayload: Int = 20, configuration: SessionConfiguration = .init(),
-         activate: Bool = true, connect: Bool = true) {
+         watchConfiguration: SessionConfiguration? = nil, activate: Bool = true, connect: Bool = true) {
         rng = SplitMix64(seed: seed)
         coreSeed = seed &* 31 &+ 7
         self.faults = faults
         self.maxPayload = maxPayload
         self.configuration = configuration
         phone = Host(core: SessionCore(role: .phone, identity: phoneID, configuration: configuration, randomSource: SeededSessionRandom(seed: coreSeed)))
-        watch = Host(core: SessionCore(role: .watch, identity: watchID, configuration: configuration, randomSource: SeededSessionRandom(seed: coreSeed &+ 1)))
+        watch = Host(core: SessionCore(role: .watch, identity: watchID, configuration: watchConfiguration ?? configuration,
+                                       randomSource: SeededSessionRandom(seed: coreSeed &+ 1)))
         apply(phone.core.setPairedDevice(watchID, now: now), to: .phone)
         apply(watch.core.setPairedDevice(phoneID, now: now), to: .watch)
         if activate {

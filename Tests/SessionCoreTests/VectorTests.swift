@@ -25,6 +25,11 @@ let welcomeHandshake = SessionHandshake(
     status: [.paired, .appInstalled, .reachable, .activated],
     watermarks: SessionWatermarks(applicationContext: 0, userInfo: 3, complicationUserInfo: 0, file: 1),
     fileResumeID: 2, fileResumeOffset: 40)
+var windowHelloHandshake: SessionHandshake {
+    var handshake = helloHandshake
+    handshake.window = 64
+    return handshake
+}
 let contextValue: MonkeyCValue = ["a": "b", "b": [1, 2]]
 let contextBytes = hex("abcdabcd000000080002610000026200da7ada7a000000230b00000002030000000003000000040300000004050000000201000000010100000002")
 let heartRate: MonkeyCValue = ["hr": 72]
@@ -91,6 +96,11 @@ let linkVectors: [LinkVector] = [
             SessionFrame(channel: .fileChunk, flags: [], id: 1, totalOrOffset: 10, bytes: Array(alphabet[10..<20])),
             SessionFrame(channel: .fileChunk, flags: [.last, .needsAck], id: 1, totalOrOffset: 20, bytes: Array(alphabet[20..<26])),
         ]),
+    LinkVector(
+        name: "HELLO with a window",
+        frames: ["00 03 01000000 3b000000 01 01 0ff1ce00000040008000000000000001 44332211 88776655 fecaad0b 1b 00000000 00000000 00000000 00000000 00000000 00000000 01 02 4000"],
+        channel: .control, flags: [.first, .last], id: 1, item: .control(.hello(windowHelloHandshake)),
+        decoded: [SessionFrame(channel: .control, flags: [.first, .last], id: 1, totalOrOffset: 59, bytes: SessionControl.hello(windowHelloHandshake).encode())]),
 ]
 
 @Suite struct VectorTests {

@@ -15,15 +15,19 @@ public struct SessionOverrides: Sendable, Hashable, Codable {
     public var complicationTransfersPerWindow: Int?
     /// The complication budget's window in seconds (86400).
     public var complicationBudgetWindowS: Int?
+    /// The window the core states in its handshake, in frames (none by default: the link keeps 8
+    /// frames, and the HELLO / WELCOME carry no window option; docs/session-link.md, "Window").
+    public var windowFrames: Int?
 
     /// Overrides; all `nil` means the core's defaults.
     public init(handshakeTimeoutMs: Int? = nil, retransmissionTimeoutMs: Int? = nil, messageReplyTimeoutMs: Int? = nil,
-                complicationTransfersPerWindow: Int? = nil, complicationBudgetWindowS: Int? = nil) {
+                complicationTransfersPerWindow: Int? = nil, complicationBudgetWindowS: Int? = nil, windowFrames: Int? = nil) {
         self.handshakeTimeoutMs = handshakeTimeoutMs
         self.retransmissionTimeoutMs = retransmissionTimeoutMs
         self.messageReplyTimeoutMs = messageReplyTimeoutMs
         self.complicationTransfersPerWindow = complicationTransfersPerWindow
         self.complicationBudgetWindowS = complicationBudgetWindowS
+        self.windowFrames = windowFrames
     }
 
     /// These overrides with every field `other` sets taken from `other`.
@@ -34,7 +38,8 @@ public struct SessionOverrides: Sendable, Hashable, Codable {
             retransmissionTimeoutMs: other.retransmissionTimeoutMs ?? retransmissionTimeoutMs,
             messageReplyTimeoutMs: other.messageReplyTimeoutMs ?? messageReplyTimeoutMs,
             complicationTransfersPerWindow: other.complicationTransfersPerWindow ?? complicationTransfersPerWindow,
-            complicationBudgetWindowS: other.complicationBudgetWindowS ?? complicationBudgetWindowS)
+            complicationBudgetWindowS: other.complicationBudgetWindowS ?? complicationBudgetWindowS,
+            windowFrames: other.windowFrames ?? windowFrames)
     }
 
     enum CodingKeys: String, CodingKey {
@@ -43,6 +48,7 @@ public struct SessionOverrides: Sendable, Hashable, Codable {
         case messageReplyTimeoutMs = "message_reply_timeout_ms"
         case complicationTransfersPerWindow = "complication_transfers_per_window"
         case complicationBudgetWindowS = "complication_budget_window_s"
+        case windowFrames = "window_frames"
     }
 }
 

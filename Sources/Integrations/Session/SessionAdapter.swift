@@ -55,7 +55,9 @@ public struct SessionAdapter: CoreAdapter {
         self.role = section.flatMap { SessionRole(rawValue: $0.role) }
         let settings = (section?.settings ?? SessionOverrides()).overridden(by: overrides)
         self.driver = SessionDriver(configuration: Self.configuration(applying: settings))
-        self.matcher = FrameMatcher(core: "session", reorderWindow: Self.reorderWindow, decode: SessionTrace.describeFrame)
+        // A stated window lets the recorded side run further ahead: twice it, as for the 8 frames.
+        let reorder = max(Self.reorderWindow, 2 * (settings.windowFrames ?? 0))
+        self.matcher = FrameMatcher(core: "session", reorderWindow: reorder, decode: SessionTrace.describeFrame)
         // Responder mode needs a notion of "the answer to a frame" the session link does not have
         // (both sides send on their own timers); strict is the faithful reading of the capture.
         self.matching = matching == .off ? .off : .strict
@@ -75,7 +77,8 @@ public struct SessionAdapter: CoreAdapter {
             complicationTransfersPerWindow: overrides.complicationTransfersPerWindow ?? base.complicationTransfersPerWindow,
             complicationBudgetWindow: overrides.complicationBudgetWindowS.map { .seconds($0) } ?? base.complicationBudgetWindow,
             maximumMessageBytes: base.maximumMessageBytes, maximumUserInfoBytes: base.maximumUserInfoBytes,
-            maximumApplicationContextBytes: base.maximumApplicationContextBytes, maximumFileBytes: base.maximumFileBytes)
+            maximumApplicationContextBytes: base.maximumApplicationContextBytes, maximumFileBytes: base.maximumFileBytes,
+            windowFrames: overrides.windowFrames ?? base.windowFrames)
     }
 
     /// API-call records raw; BLE interfaces the manifest gives to `session` dissected.

@@ -49,6 +49,8 @@ public final class SessionLiveHost {
         public var storePath: String
         /// Seed of the core's random numbers; `nil` draws one from the system.
         public var seed: UInt64?
+        /// The largest ATT MTU the bridge asks for (phone) or accepts (watch); `nil`: the bridge's default, 247.
+        public var mtu: Int?
         /// SessionCore settings.
         public var configuration: SessionConfiguration = .init()
         /// How long to keep handling the link after the last step.
@@ -143,6 +145,7 @@ public final class SessionLiveHost {
 
         var arguments: [String] = ["--profile", "session"]
         if options.role == .watch { arguments = ["--address", options.address] }
+        if let mtu = options.mtu { arguments += ["--mtu", String(mtu)] }
         let bridge = try BLEBridge(script: options.bridgeScript, transport: options.transport, extraArguments: arguments,
                                          stderrPath: options.bridgeLog)
         self.bridge = bridge
