@@ -17,6 +17,11 @@ public enum SessionSectionSchema {
                      kind: .milliseconds(1...3_600_000)),
         SectionField(key: "settings.complication_transfers_per_window", help: "Complication transfers per budget window.",
                      kind: .integer(0...1_000_000)),
+        // The bound is SessionLink.maximumWindowFrames (SessionCore is not imported here, so the
+        // fuzzer builds without it).
+        SectionField(key: "settings.window_frames", flag: "session-window-frames",
+                     help: "The window SessionCore states in its HELLO or WELCOME, in frames (1 to 4096; absent: none stated, the link's default of 8).",
+                     kind: .integer(1...4096)),
         SectionField(key: "frame_matching", help: "How emitted frames are checked: strict or off.", kind: .choice(["strict", "off"])),
     ]
 
