@@ -277,17 +277,17 @@ public final class StreamingBaselineComparison {
 
     /// The next event the replay made for this core.
     ///
-    /// While the two sides agree, the event is written as its trace line and the baseline's
-    /// next line is compared with it byte for byte: the same bytes are the same event at the same
+    /// While the two sides agree, the baseline's next line is checked against the event: when it
+    /// is exactly the line the trace writer writes for it (walked against a datapoint's values,
+    /// else compared with the written line byte for byte), it is the same event at the same
     /// instant (a trace's encoding is canonical), so the line is not parsed. Only a line that
     /// differs is parsed and goes through the comparison; the report is the same either way.
     public func replayed(_ event: TraceEvent) {
         guard failure == nil, !ignoringEvents.contains(event.event) else { return }
         if diff.inStep, let reader {
-            event.encodeJSONLine(into: &expectedLine)
             do {
                 while true {
-                    switch try reader.next(comparingWith: expectedLine) {
+                    switch try reader.next(comparingWith: event, scratch: &expectedLine) {
                     case .identical:
                         diff.addIdenticalPair()
                         return
@@ -312,7 +312,7 @@ public final class StreamingBaselineComparison {
         while diff.wantsA, readBaseline() {}
     }
 
-    /// The line ``replayed(_:)`` compares the baseline's next line with; kept to reuse its storage.
+    /// Where ``replayed(_:)`` writes an event's line to compare it; kept to reuse its storage.
     private var expectedLine: [UInt8] = []
 
     private func fail(_ error: any Error) {

@@ -268,22 +268,33 @@ public final class TraceFileReader {
         case end
     }
 
-    /// The next event compared with `expected`, the line (without its newline) that
-    /// ``TraceEvent/jsonLine()`` writes for the event the caller expects: when the next line is
-    /// those very bytes, it is passed over without being parsed (``LineComparison/identical``),
-    /// which is what makes a baseline that agrees with its replay cheap to read. Blank lines
-    /// are skipped, as ``next()`` skips them.
+    /// The next event compared with `expected`, the event the caller expects: when the next line
+    /// is exactly what ``TraceEvent/jsonLine()`` writes for it, the line is passed over without
+    /// being parsed (``LineComparison/identical``), which is what makes a baseline that agrees
+    /// with its replay cheap to read. An inline `datapoint` is checked by walking the line
+    /// against its values; any other event is written into `scratch` and compared byte for byte.
+    /// Blank lines are skipped, as ``next()`` skips them.
     /// - Throws: what ``next()`` throws.
-    public func next(comparingWith expected: [UInt8]) throws -> LineComparison {
+    public func next(comparingWith expected: TraceEvent, scratch: inout [UInt8]) throws -> LineComparison {
+        var written = false
         while true {
             guard let range = try nextLine() else { return .end }
             defer { lineNumber += 1 }
-            let same = range.count == expected.count && (range.isEmpty || pending.withUnsafeBytes { file in
-                expected.withUnsafeBytes { line in
-                    memcmp(file.baseAddress! + range.lowerBound, line.baseAddress!, range.count) == 0
+            var same = range.isEmpty ? false : pending.withUnsafeBytes { file in
+                TraceLineMatch.dataPoint(expected, line: UnsafeRawBufferPointer(rebasing: file[range]))
+            }
+            if same == nil {
+                if !written {
+                    expected.encodeJSONLine(into: &scratch)
+                    written = true
                 }
-            })
-            if same { return .identical }
+                same = range.count == scratch.count && (range.isEmpty || pending.withUnsafeBytes { file in
+                    scratch.withUnsafeBytes { line in
+                        memcmp(file.baseAddress! + range.lowerBound, line.baseAddress!, range.count) == 0
+                    }
+                })
+            }
+            if same == true { return .identical }
             if pending[range].allSatisfy(TraceJSONParser.isWhitespace) { continue }
             var parser = TraceJSONParser(bytes: Array(pending[range]), line: lineNumber, file: path)
             return .event(try parser.parseEvent())

@@ -1,0 +1,161 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#else
+import Darwin
+#endif
+
+/// Whether a trace line is the very line ``TraceEvent/jsonLine()`` writes for an event, decided by
+/// walking the line's bytes against the event's values, without writing the event out: what a
+/// baseline comparison does for nearly every line while a replay agrees with its baseline.
+///
+/// Only an ingest `datapoint` held inline (``DataPointFields``, nearly every event of a plugin
+/// replay) is walked: `{"t_ns":…,"core":"…","event":"…","name":"…","source":"…","time_ns":…,"type":"…","value":…}`
+/// with the value an integer, a double or a string. Anything else gives `nil`, and the caller
+/// writes the event out and compares bytes. `true` means the line parses to an event with the
+/// same time, core, name and fields (a double is compared by value, as event identity compares
+/// it); `false` means it is not the line the writer would write, and the caller parses it.
+enum TraceLineMatch {
+    static func dataPoint(_ event: TraceEvent, line: UnsafeRawBufferPointer) -> Bool? {
+        guard case .dataPoint(let point) = event.storage else { return nil }
+        var cursor = Cursor(line)
+        guard cursor.literal("{\"t_ns\":"), cursor.integer(event.timeNs),
+              cursor.literal(",\"core\":"), let core = cursor.string(event.core), core,
+              cursor.literal(",\"event\":"), let name = cursor.string(event.event), name,
+              cursor.literal(",\"name\":"), let pointName = cursor.string(point.name), pointName,
+              cursor.literal(",\"source\":"), let source = cursor.string(point.source), source,
+              cursor.literal(",\"time_ns\":"), cursor.integer(point.timeNs),
+              cursor.literal(",\"type\":"), let type = cursor.string(point.type), type,
+              cursor.literal(",\"value\":")
+        else {
+            // A string that needs escaping (nil above) is left to the writer's bytes.
+            return Cursor.needsEscaping(event.core) || Cursor.needsEscaping(event.event) || Cursor.needsEscaping(point.name)
+                || Cursor.needsEscaping(point.source) || Cursor.needsEscaping(point.type) ? nil : false
+        }
+        let value: Bool
+        switch point.value {
+        case .int(let number): value = cursor.integer(number)
+        case .double(let number): value = cursor.double(number)
+        case .string(let text):
+            guard let same = cursor.string(text) else { return nil }
+            value = same
+        default: return nil
+        }
+        return value && cursor.literal("}") && cursor.atEnd
+    }
+
+    /// A reading position in a line.
+    struct Cursor {
+        let bytes: UnsafeRawBufferPointer
+        var position = 0
+
+        init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+
+        var atEnd: Bool { position == bytes.count }
+
+        /// Whether `text` comes next (and steps over it).
+        mutating func literal(_ text: StaticString) -> Bool {
+            let count = text.utf8CodeUnitCount
+            guard bytes.count - position >= count else { return false }
+            let same = memcmp(bytes.baseAddress! + position, text.utf8Start, count) == 0
+            if same { position += count }
+            return same
+        }
+
+        /// Whether the next token is `value` as the writer writes an integer: `-` then digits,
+        /// no leading zero, followed by neither `.` nor an exponent.
+        mutating func integer(_ value: Int64) -> Bool {
+            let negative = value < 0
+            if negative {
+                guard position < bytes.count, bytes[position] == UInt8(ascii: "-") else { return false }
+                position += 1
+            }
+            var magnitude = value.magnitude
+            // The digits of the magnitude, most significant first, read and compared one by one.
+            var divisor: UInt64 = 1
+            while magnitude / divisor >= 10 { divisor *= 10 }
+            while divisor > 0 {
+                guard position < bytes.count else { return false }
+                let expected = UInt8(ascii: "0") + UInt8(magnitude / divisor)
+                guard bytes[position] == expected else { return false }
+                magnitude %= divisor
+                divisor /= 10
+                position += 1
+            }
+            if position < bytes.count {
+                let next = bytes[position]
+                if next == UInt8(ascii: ".") || next == UInt8(ascii: "e") || next == UInt8(ascii: "E")
+                    || (next >= UInt8(ascii: "0") && next <= UInt8(ascii: "9")) { return false }
+            }
+            return true
+        }
+
+        /// Whether the next token is a JSON number with a fraction or an exponent (what the
+        /// reader takes for a double) equal to `value`. The token must follow JSON's grammar
+        /// (`-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?`), as the reader demands.
+        mutating func double(_ value: Double) -> Bool {
+            guard value.isFinite else { return false }
+            let start = position
+            func digit() -> Bool { position < bytes.count && bytes[position] >= UInt8(ascii: "0") && bytes[position] <= UInt8(ascii: "9") }
+            func take(_ byte: Character) -> Bool {
+                guard position < bytes.count, bytes[position] == UInt8(ascii: byte.unicodeScalars.first!) else { return false }
+                position += 1
+                return true
+            }
+            _ = take("-")
+            guard digit() else { return false }
+            if take("0") {
+                if digit() { return false }
+            } else {
+                while digit() { position += 1 }
+            }
+            var isDouble = false
+            if take(".") {
+                isDouble = true
+                guard digit() else { return false }
+                while digit() { position += 1 }
+            }
+            if take("e") || take("E") {
+                isDouble = true
+                if !take("+") { _ = take("-") }
+                guard digit() else { return false }
+                while digit() { position += 1 }
+            }
+            return isDouble && Self.parse(bytes, start..<position) == value
+        }
+
+        /// A JSON number's text as a double; `nil` when strtod does not take all of it (the
+        /// caller then parses the line, which reports what is wrong).
+        static func parse(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>) -> Double? {
+            guard !range.isEmpty, range.count < 64 else { return nil }
+            return withUnsafeTemporaryAllocation(of: CChar.self, capacity: range.count + 1) { buffer -> Double? in
+                for (offset, index) in range.enumerated() { buffer[offset] = CChar(bitPattern: bytes[index]) }
+                buffer[range.count] = 0
+                var end: UnsafeMutablePointer<CChar>?
+                let value = strtod(buffer.baseAddress!, &end)
+                guard let end, end - buffer.baseAddress! == range.count else { return nil }
+                return value
+            }
+        }
+
+        /// Whether the next token is `text` as a JSON string: `nil` when `text` needs escaping
+        /// (the caller compares written bytes instead), else whether the quoted bytes are its
+        /// UTF-8 exactly.
+        mutating func string(_ text: String) -> Bool? {
+            var text = text
+            return text.withUTF8 { utf8 -> Bool? in
+                for byte in utf8 where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return nil }
+                guard bytes.count - position >= utf8.count + 2, bytes[position] == UInt8(ascii: "\""),
+                      bytes[position + 1 + utf8.count] == UInt8(ascii: "\"") else { return false }
+                guard utf8.isEmpty || memcmp(bytes.baseAddress! + position + 1, utf8.baseAddress!, utf8.count) == 0 else { return false }
+                position += utf8.count + 2
+                return true
+            }
+        }
+
+        static func needsEscaping(_ text: String) -> Bool {
+            text.utf8.contains { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }
+        }
+    }
+}
