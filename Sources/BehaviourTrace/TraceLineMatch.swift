@@ -64,29 +64,29 @@ enum TraceLineMatch {
         }
 
         /// Whether the next token is `value` as the writer writes an integer: `-` then digits,
-        /// no leading zero, followed by neither `.` nor an exponent.
+        /// no leading zero, followed by neither `.` nor an exponent. The digits are read into a
+        /// number (a multiply and an add each) rather than the value cut into digits, which takes
+        /// a division per digit.
         mutating func integer(_ value: Int64) -> Bool {
-            let negative = value < 0
-            if negative {
-                guard position < bytes.count, bytes[position] == UInt8(ascii: "-") else { return false }
+            let negative = position < bytes.count && bytes[position] == UInt8(ascii: "-")
+            guard negative == (value < 0) else { return false }
+            if negative { position += 1 }
+            let first = position
+            var magnitude: UInt64 = 0
+            while position < bytes.count {
+                let digit = bytes[position] &- UInt8(ascii: "0")
+                guard digit < 10 else { break }
+                let (times10, overflow1) = magnitude.multipliedReportingOverflow(by: 10)
+                let (sum, overflow2) = times10.addingReportingOverflow(UInt64(digit))
+                guard !overflow1, !overflow2 else { return false }
+                magnitude = sum
                 position += 1
             }
-            var magnitude = value.magnitude
-            // The digits of the magnitude, most significant first, read and compared one by one.
-            var divisor: UInt64 = 1
-            while magnitude / divisor >= 10 { divisor *= 10 }
-            while divisor > 0 {
-                guard position < bytes.count else { return false }
-                let expected = UInt8(ascii: "0") + UInt8(magnitude / divisor)
-                guard bytes[position] == expected else { return false }
-                magnitude %= divisor
-                divisor /= 10
-                position += 1
-            }
+            let count = position - first
+            guard count > 0, count == 1 || bytes[first] != UInt8(ascii: "0"), magnitude == value.magnitude else { return false }
             if position < bytes.count {
                 let next = bytes[position]
-                if next == UInt8(ascii: ".") || next == UInt8(ascii: "e") || next == UInt8(ascii: "E")
-                    || (next >= UInt8(ascii: "0") && next <= UInt8(ascii: "9")) { return false }
+                if next == UInt8(ascii: ".") || next == UInt8(ascii: "e") || next == UInt8(ascii: "E") { return false }
             }
             return true
         }
