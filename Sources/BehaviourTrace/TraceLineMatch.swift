@@ -13,11 +13,18 @@ import Darwin
 /// Only an ingest `datapoint` held inline (``DataPointFields``, nearly every event of a plugin
 /// replay) is walked: `{"t_ns":…,"core":"…","event":"…","name":"…","source":"…","time_ns":…,"type":"…","value":…}`
 /// with the value an integer, a double or a string. Anything else gives `nil`, and the caller
-/// writes the event out and compares bytes. `true` means the line parses to an event with the
-/// same time, core, name and fields (a double is compared by value, as event identity compares
-/// it); `false` means it is not the line the writer would write, and the caller parses it.
+/// writes the event out and compares bytes. `true` means the line is the writer's line for the
+/// event, so it parses to an event with the same time, core, name and fields; `false` means it is
+/// not, and the caller parses it (it may still be the same event spelled otherwise).
 enum TraceLineMatch {
     static func dataPoint(_ event: TraceEvent, line: UnsafeRawBufferPointer) -> Bool? {
+        var scratch = TraceJSONBytes()
+        return dataPoint(event, line: line, scratch: &scratch)
+    }
+
+    /// The same, with `scratch` to write a double's digits into (kept by the caller, so that its
+    /// storage is reused from line to line).
+    static func dataPoint(_ event: TraceEvent, line: UnsafeRawBufferPointer, scratch: inout TraceJSONBytes) -> Bool? {
         guard case .dataPoint(let point) = event.storage else { return nil }
         var cursor = Cursor(line)
         guard cursor.literal("{\"t_ns\":"), cursor.integer(event.timeNs),
@@ -36,7 +43,7 @@ enum TraceLineMatch {
         let value: Bool
         switch point.value {
         case .int(let number): value = cursor.integer(number)
-        case .double(let number): value = cursor.double(number)
+        case .double(let number): value = cursor.double(number, scratch: &scratch)
         case .string(let text):
             guard let same = cursor.string(text) else { return nil }
             value = same
@@ -91,67 +98,43 @@ enum TraceLineMatch {
             return true
         }
 
-        /// Whether the next token is a JSON number with a fraction or an exponent (what the
-        /// reader takes for a double) equal to `value`. The token must follow JSON's grammar
-        /// (`-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?`), as the reader demands.
-        mutating func double(_ value: Double) -> Bool {
+        /// Whether the next token is `value` written as the trace writer writes a double (its
+        /// shortest digits, `.0` added when they have no fraction): the digits are written into
+        /// `scratch` and compared, which costs less than reading the line's digits back into a
+        /// double. Another spelling of the same value is no match; the caller then parses it.
+        mutating func double(_ value: Double, scratch: inout TraceJSONBytes) -> Bool {
             guard value.isFinite else { return false }
-            let start = position
-            func digit() -> Bool { position < bytes.count && bytes[position] >= UInt8(ascii: "0") && bytes[position] <= UInt8(ascii: "9") }
-            func take(_ byte: Character) -> Bool {
-                guard position < bytes.count, bytes[position] == UInt8(ascii: byte.unicodeScalars.first!) else { return false }
-                position += 1
-                return true
+            scratch.bytes.removeAll(keepingCapacity: true)
+            scratch.appendDouble(value)
+            let count = scratch.bytes.count
+            guard bytes.count - position >= count else { return false }
+            let same = scratch.bytes.withUnsafeBytes { memcmp(bytes.baseAddress! + position, $0.baseAddress!, count) == 0 }
+            guard same else { return false }
+            position += count
+            if position < bytes.count {
+                let next = bytes[position]
+                if (next >= UInt8(ascii: "0") && next <= UInt8(ascii: "9")) || next == UInt8(ascii: "e") || next == UInt8(ascii: "E")
+                    || next == UInt8(ascii: ".") { return false }
             }
-            _ = take("-")
-            guard digit() else { return false }
-            if take("0") {
-                if digit() { return false }
-            } else {
-                while digit() { position += 1 }
-            }
-            var isDouble = false
-            if take(".") {
-                isDouble = true
-                guard digit() else { return false }
-                while digit() { position += 1 }
-            }
-            if take("e") || take("E") {
-                isDouble = true
-                if !take("+") { _ = take("-") }
-                guard digit() else { return false }
-                while digit() { position += 1 }
-            }
-            return isDouble && Self.parse(bytes, start..<position) == value
-        }
-
-        /// A JSON number's text as a double; `nil` when strtod does not take all of it (the
-        /// caller then parses the line, which reports what is wrong).
-        static func parse(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>) -> Double? {
-            guard !range.isEmpty, range.count < 64 else { return nil }
-            return withUnsafeTemporaryAllocation(of: CChar.self, capacity: range.count + 1) { buffer -> Double? in
-                for (offset, index) in range.enumerated() { buffer[offset] = CChar(bitPattern: bytes[index]) }
-                buffer[range.count] = 0
-                var end: UnsafeMutablePointer<CChar>?
-                let value = strtod(buffer.baseAddress!, &end)
-                guard let end, end - buffer.baseAddress! == range.count else { return nil }
-                return value
-            }
+            return true
         }
 
         /// Whether the next token is `text` as a JSON string: `nil` when `text` needs escaping
         /// (the caller compares written bytes instead), else whether the quoted bytes are its
         /// UTF-8 exactly.
         mutating func string(_ text: String) -> Bool? {
+            if let result = text.utf8.withContiguousStorageIfAvailable({ quoted($0) }) { return result }
             var text = text
-            return text.withUTF8 { utf8 -> Bool? in
-                for byte in utf8 where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return nil }
-                guard bytes.count - position >= utf8.count + 2, bytes[position] == UInt8(ascii: "\""),
-                      bytes[position + 1 + utf8.count] == UInt8(ascii: "\"") else { return false }
-                guard utf8.isEmpty || memcmp(bytes.baseAddress! + position + 1, utf8.baseAddress!, utf8.count) == 0 else { return false }
-                position += utf8.count + 2
-                return true
-            }
+            return text.withUTF8 { quoted($0) }
+        }
+
+        private mutating func quoted(_ utf8: UnsafeBufferPointer<UInt8>) -> Bool? {
+            for byte in utf8 where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return nil }
+            guard bytes.count - position >= utf8.count + 2, bytes[position] == UInt8(ascii: "\""),
+                  bytes[position + 1 + utf8.count] == UInt8(ascii: "\"") else { return false }
+            guard utf8.isEmpty || memcmp(bytes.baseAddress! + position + 1, utf8.baseAddress!, utf8.count) == 0 else { return false }
+            position += utf8.count + 2
+            return true
         }
 
         static func needsEscaping(_ text: String) -> Bool {

@@ -281,7 +281,7 @@ public final class TraceFileReader {
             guard let range = try nextLine() else { return .end }
             defer { lineNumber += 1 }
             var same = range.isEmpty ? false : pending.withUnsafeBytes { file in
-                TraceLineMatch.dataPoint(expected, line: UnsafeRawBufferPointer(rebasing: file[range]))
+                TraceLineMatch.dataPoint(expected, line: UnsafeRawBufferPointer(rebasing: file[range]), scratch: &numberScratch)
             }
             if same == nil {
                 if !written {
@@ -341,6 +341,9 @@ public final class TraceFileReader {
             return UnsafeRawPointer(found) - raw.baseAddress!
         }
     }
+
+    /// Where ``next(comparingWith:scratch:)`` writes a double's digits; kept to reuse its storage.
+    private var numberScratch = TraceJSONBytes()
 
     private var finished = false
     /// ``TraceLimits/maximumLineBytes`` when the file was opened (the environment is read once).
