@@ -13,6 +13,10 @@ public struct ByteSubstitution: Sendable, Hashable {
         case hex
         /// Not beside a digit or `.` (a dotted IPv4 address).
         case dotted
+        /// Text spelled in hex: the match starts on a byte of the hex run (an even number of hex
+        /// digits before it) and the bytes the digits around it spell are not letters, digits or
+        /// `_` (so `demo` in hex is not replaced inside `iotdemo` in hex).
+        case hexWord
     }
 
     /// The bytes looked for.
@@ -38,6 +42,21 @@ public struct ByteSubstitution: Sendable, Hashable {
         (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x46) || (byte >= 0x61 && byte <= 0x66) || byte == 0x3A
     }
 
+    private static func isHexDigit(_ byte: UInt8) -> Bool { byte != 0x3A && isHex(byte) }
+
+    private static func hexByte(_ high: UInt8, _ low: UInt8) -> UInt8? {
+        func value(_ c: UInt8) -> UInt8? {
+            switch c {
+            case 0x30...0x39: c - 0x30
+            case 0x41...0x46: c - 0x41 + 10
+            case 0x61...0x66: c - 0x61 + 10
+            default: nil
+            }
+        }
+        guard let h = value(high), let l = value(low) else { return nil }
+        return h << 4 | l
+    }
+
     private static func isDotted(_ byte: UInt8) -> Bool { (byte >= 0x30 && byte <= 0x39) || byte == 0x2E }
 
     func allows(_ bytes: [UInt8], at start: Int) -> Bool {
@@ -50,6 +69,13 @@ public struct ByteSubstitution: Sendable, Hashable {
         case .word: return clear(Self.isWord)
         case .hex: return clear(Self.isHex)
         case .dotted: return clear(Self.isDotted)
+        case .hexWord:
+            var run = 0
+            while start - run - 1 >= 0, Self.isHexDigit(bytes[start - run - 1]) { run += 1 }
+            guard run % 2 == 0 else { return false }
+            if run >= 2, let byte = Self.hexByte(bytes[start - 2], bytes[start - 1]), Self.isWord(byte) { return false }
+            if end + 1 < bytes.count, let byte = Self.hexByte(bytes[end], bytes[end + 1]), Self.isWord(byte) { return false }
+            return true
         case .wordOrLengthPrefix:
             if clear(Self.isWord) { return true }
             guard start >= 2, original.count <= 0xFFFF else { return false }

@@ -162,7 +162,7 @@ public struct RedactionMap: Sendable {
                     for upper in [false, true] {
                         result.append(ByteSubstitution(
                             Array(Hex.spell(entry.original, upper: upper, separator: "").utf8),
-                            Array(Hex.spell(entry.placeholder, upper: upper, separator: "").utf8), boundary: .none))
+                            Array(Hex.spell(entry.placeholder, upper: upper, separator: "").utf8), boundary: .hexWord))
                     }
                     let encoded = Percent.encode(entry.original)
                     if encoded != entry.original {

@@ -143,11 +143,11 @@ public enum SetRedactor {
             try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
         } catch { throw .file(path: output, reason: "cannot create the folder: \(error.localizedDescription)") }
         let newCapture = output + "/" + captureName
+        let parent = (newCapture as NSString).deletingLastPathComponent
         do {
-            let parent = (newCapture as NSString).deletingLastPathComponent
-            do {
-                try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
-            } catch { throw RedactionError.file(path: parent, reason: "cannot create the folder: \(error.localizedDescription)") }
+            try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
+        } catch { throw .file(path: parent, reason: "cannot create the folder: \(error.localizedDescription)") }
+        do throws(CaptureError) {
             let writer = try PcapngWriter(path: newCapture)
             for var interface in interfaces {
                 interface.statistics = InterfaceStatistics()

@@ -76,7 +76,7 @@ import TetherTestSupport
         _ = HCIRedaction.rewrite(&b, linkType: .bluetoothHCIH4WithPHDR, map: map)
         let placeholder = map.placeholder(for: Self.peer)!
         #expect(Array(a[14..<20]) == placeholder)
-        #expect(Array(b[15..<21]) == placeholder)
+        #expect(Array(b[13..<19]) == placeholder)
     }
 
     @Test func malformedFramesDoNotTrap() {

@@ -71,3 +71,16 @@ import Testing
         #expect(result.hasSuffix(" demonstration"))
     }
 }
+
+/// Strings spelled in hex (API-call file contents, trace bytes) are replaced as words too.
+@Suite struct HexSpelledStringTests {
+    @Test func hexSpelledValueInsideALongerWordIsKept() {
+        var map = RedactionMap()
+        let placeholder = map.string(.account, Array("demo".utf8))
+        // "iotdemo://x" and "/demo/" in hex.
+        var text = Array((Hex.spell(Array("iotdemo://x".utf8), upper: false, separator: "") + " " + Hex.spell(Array("/demo/".utf8), upper: false, separator: "")).utf8)
+        ByteSubstitution.apply(map.substitutions(of: [.account]), to: &text)
+        let expected = Hex.spell(Array("iotdemo://x".utf8), upper: false, separator: "") + " " + Hex.spell(Array("/".utf8) + placeholder + Array("/".utf8), upper: false, separator: "")
+        #expect(String(decoding: text, as: UTF8.self) == expected)
+    }
+}
