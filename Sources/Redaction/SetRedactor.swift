@@ -38,7 +38,7 @@ public struct RedactionReport: Sendable {
     public var lines: [String] {
         var lines: [String] = []
         let distinct = distinctValues
-        let summary = RedactedKind.allCases.compactMap { kind in distinct[kind].map { "\($0) \(kind.rawValue)\($0 == 1 ? "" : "s")" } }
+        let summary = RedactedKind.allCases.compactMap { kind in distinct[kind].map { "\($0) \(kind.rawValue)\($0 == 1 ? "" : kind == .address ? "es" : "s")" } }
         lines.append("redacted into \(output): \(summary.isEmpty ? "nothing to replace" : summary.joined(separator: ", "))")
         for file in counts.keys.sorted() {
             let perKind = counts[file, default: [:]]

@@ -67,7 +67,7 @@ private let repositoryRoot = URL(fileURLWithPath: #filePath)
     /// Every subcommand, as `tether` prints it.
     static let subcommands: [[String]] = [
         [], ["inspect"], ["import"], ["export"], ["annotate"], ["replay"], ["diff"], ["serve"], ["serve", "ingest"],
-        ["simulate"], ["simulate", "plugin"], ["record"], ["seal"], ["live"], ["live", "messaging"], ["live", "session"],
+        ["simulate"], ["simulate", "plugin"], ["record"], ["seal"], ["redact"], ["live"], ["live", "messaging"], ["live", "session"],
         ["live", "widget"],
     ]
 
