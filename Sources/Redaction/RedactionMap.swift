@@ -94,7 +94,11 @@ public struct RedactionMap: Sendable {
             if length >= prefix.count + digits.count {
                 return prefix + [UInt8](repeating: UInt8(ascii: "0"), count: length - prefix.count - digits.count) + digits
             }
-            // Too short for the prefix: the counter in letters, as many as fit.
+            // Too short for the whole prefix: its first letter, then the counter.
+            if length >= 1 + digits.count {
+                return [prefix[0]] + [UInt8](repeating: UInt8(ascii: "0"), count: length - 1 - digits.count) + digits
+            }
+            // Too short for a letter and the counter: the counter in letters, as many as fit.
             var letters: [UInt8] = []
             var m = n
             for _ in 0..<length {

@@ -144,7 +144,13 @@ import TetherTestSupport
             case .ip:
                 needles.append(entry.original)
             default:
-                // Word-bounded in text: the search looks for the value as a word would stand.
+                // A value of five bytes or more must not appear anywhere; a shorter one (the
+                // account `demo`) may be part of a longer word (`iotdemo://`), so it is looked for
+                // as a word would stand.
+                if entry.original.count >= 5 {
+                    needles.append(entry.original)
+                    needles.append(Array(Hex.spell(entry.original, upper: false, separator: "").utf8))
+                }
                 needles.append(Array("\"".utf8) + entry.original + Array("\"".utf8))
                 needles.append(Array(": ".utf8) + entry.original + Array("\n".utf8))
                 needles.append(Array("/".utf8) + entry.original + Array("/".utf8))
