@@ -182,7 +182,7 @@ let package = Package(
         .testTarget(name: "DissectorsTests", dependencies: ["TetherTestSupport", "Dissectors", "CaptureKit", "MQTT"]),
         .testTarget(
             name: "RedactionTests",
-            dependencies: ["TetherTestSupport", "Redaction", "CaptureKit", "CaptureSet", "Dissectors", "ReplayKit", "BehaviourTrace", "TetherIntegrations"]
+            dependencies: ["TetherTestSupport", "Redaction", "CaptureKit", "CaptureSet", "Dissectors", "MQTT", "ReplayKit", "BehaviourTrace", "TetherIntegrations"]
         ),
         .testTarget(name: "MQTTTests", dependencies: ["TetherTestSupport", "MQTT"]),
         .testTarget(name: "IngestCoreTests", dependencies: ["TetherTestSupport", "IngestCore"]),

@@ -129,10 +129,15 @@ public enum SetRedactor {
                 }
             }
         }
+        var namedHandles: [UInt16: (service: String?, characteristic: String)] = [:]
+        for handle in manifest.gattHandles { namedHandles[handle.handle] = (handle.serviceUUID, handle.characteristicUUID) }
+        let nameReads = options.keepNames ? [] : GATTRedaction.discover(frames, interfaces: interfaces, namedHandles: namedHandles, into: &map)
         TextRedaction.discover(manifest: manifest, into: &map, keepNames: options.keepNames)
         // Client ids after accounts: a client id made from an account follows it.
         MQTTRedaction.discover(frames, interfaces: interfaces, ports: mqttPorts, into: &map)
         let table = TextRedaction.Table(map)
+        let names = map.entries.filter { $0.kind == .name }.map { ByteSubstitution($0.original, $0.placeholder, boundary: .none) }
+            .sorted { $0.original.count > $1.original.count }
 
         // Pass 2: write the capture.
         var counts: [String: [RedactedKind: Int]] = [:]
@@ -161,6 +166,9 @@ public enum SetRedactor {
                 let before = frame.data.count
                 if HCIRedaction.reads(linkType) {
                     add(captureName, HCIRedaction.rewrite(&frame.data, linkType: linkType, map: map))
+                    if nameReads.contains(frame.number) {
+                        add(captureName, [.name: GATTRedaction.rewrite(&frame.data, linkType: linkType, names: names)])
+                    }
                 } else if linkType == .user0 || linkType == .user1 {
                     add(captureName, TextRedaction.rewrite(&frame.data, table: table))
                     frame.originalLength = frame.originalLength - before + frame.data.count
