@@ -22,6 +22,9 @@ public struct RedactionReport: Sendable {
     public var output: String
     /// File (relative to the set) → kind → replacements.
     public var counts: [String: [RedactedKind: Int]]
+    /// What the capture reader warned about (a cut-off last block, chiefly): the redacted set has
+    /// the frames before it, as every other command reads them.
+    public var warnings: [String] = []
     /// The table, original → placeholder. Held for tests and never printed: printing it would
     /// put the originals where the redaction was meant to keep them out.
     public var map: RedactionMap
@@ -107,6 +110,7 @@ public enum SetRedactor {
             while let frame = try reader.next() { frames.append(frame) }
         } catch { throw .capture(error) }
         let interfaces = reader.interfaces
+        let warnings = reader.warnings.filter { $0.kind != .skippedUnknown }.map(\.description)
         let captureName = String(capturePath.dropFirst(set.count).drop { $0 == "/" })
 
         // Pass 1: find the values.
@@ -191,6 +195,9 @@ public enum SetRedactor {
                     }
                     add(captureName, frameCounts)
                 }
+                for index in frame.customOptions.indices where frame.customOptions[index].isUTF8 {
+                    add(captureName, TextRedaction.rewrite(&frame.customOptions[index].value, table: table))
+                }
                 frame.comments = frame.comments.map { comment in
                     let (text, n) = TextRedaction.rewrite(comment, table: table)
                     add(captureName, n)
@@ -221,7 +228,7 @@ public enum SetRedactor {
             }
             try CaptureSetDirectory.saveManifest(redacted, to: output)
         } catch { throw .captureSet(error) }
-        return RedactionReport(output: output, counts: counts, map: map)
+        return RedactionReport(output: output, counts: counts, warnings: warnings, map: map)
     }
 
     /// Refuses an `output` inside `set` or an existing folder that is not empty.
@@ -239,6 +246,8 @@ public enum SetRedactor {
         if full == resolvedSet || full.hasPrefix(resolvedSet + "/") {
             throw .outputInsideSet(output: output, set: set)
         }
+        // No command makes a set inside another (docs/capture-set.md).
+        do { try CaptureSetDirectory.checkNotInsideSet(output) } catch { throw .captureSet(error) }
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: output, isDirectory: &isDirectory) {
             let contents = (try? FileManager.default.contentsOfDirectory(atPath: output)) ?? ["?"]

@@ -310,6 +310,7 @@ struct RecordCommand: AsyncParsableCommand {
             } catch {
                 throw CommandFailure.failed("the recording is in \(summary.setPath), but redacting it failed: \(error) Run `tether redact \(summary.setPath) --out \(self.out)` once the cause is fixed.")
             }
+            for warning in report.warnings { Terminal.warn("tether: warning: \(warning)") }
             for line in report.lines { out.line(line) }
             do {
                 try FileManager.default.removeItem(atPath: summary.setPath)

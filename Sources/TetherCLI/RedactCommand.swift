@@ -49,6 +49,7 @@ struct RedactCommand: ParsableCommand {
         } catch {
             throw CommandFailure.failed("cannot redact \(set): \(error)")
         }
+        for warning in report.warnings { Terminal.warn("tether: warning: \(warning)") }
         for line in report.lines { print(line) }
         print("Next: tether replay \(out), then tether inspect \(out) --frames")
     }

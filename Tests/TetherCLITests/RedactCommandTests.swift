@@ -72,4 +72,28 @@ import TetherTestSupport
         try Tools.tetherSucceeds(["redact", Self.set("widget-write-race"), "--out", out])
         try Tools.tetherSucceeds(["replay", out])
     }
+
+    @Test func refusesAnOutputInsideAnotherSet() throws {
+        let folder = try TemporaryFolder("redact-cli-other-set")
+        let other = folder.path("plugin-clean").path
+        try Tools.tetherSucceeds(["redact", Self.set("plugin-clean"), "--out", other])
+        let result = try Tools.tether(["redact", Self.set("ciq-clean"), "--out", other + "/nested"])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("plugin-clean"), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: other + "/nested"))
+    }
+
+    @Test func aCutOffCaptureIsRedactedUpToItsLastWholeFrameWithAWarning() throws {
+        let folder = try TemporaryFolder("redact-cli-cut")
+        let damaged = folder.path("ciq-cut").path
+        try FileManager.default.copyItem(atPath: Self.set("ciq-clean"), toPath: damaged)
+        let capture = URL(fileURLWithPath: damaged + "/capture.pcapng")
+        let bytes = try Data(contentsOf: capture)
+        try bytes.prefix(bytes.count - 37).write(to: capture)
+        let out = folder.path("ciq-cut-redacted").path
+        let result = try Tools.tether(["redact", damaged, "--out", out])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("warning"), "\(result.stderr)")
+        #expect(result.stdout.contains("redacted into"))
+    }
 }
