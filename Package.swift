@@ -213,7 +213,7 @@ let package = Package(
         .testTarget(name: "JSONBytesTests", dependencies: ["JSONBytes", "TetherTestSupport"]),
         .testTarget(
             name: "TetherCLITests",
-            dependencies: ["TetherTestSupport", "TetherCLI", "TetherIntegrations", "CaptureKit", "CaptureSet", "Dissectors", "ReplayKit", "BehaviourTrace", "IngestCore", "IngestStore", "LiveHosts", "IngestIntegration", "MessagingIntegration", "SessionIntegration", "WidgetIntegration"],
+            dependencies: ["TetherTestSupport", "TetherCLI", "TetherIntegrations", "CaptureKit", "CaptureSet", "Dissectors", "ReplayKit", "BehaviourTrace", "IngestCore", "IngestStore", "LiveHosts", "IngestIntegration", "MessagingIntegration", "SessionIntegration", "WidgetIntegration", "Redaction"],
             exclude: ["Golden"]
         ),
     ]

@@ -1,4 +1,5 @@
 import BehaviourTrace
+import CaptureKit
 import CaptureSet
 import Foundation
 import ReplayKit
@@ -43,12 +44,12 @@ import TetherTestSupport
         #expect(Self.sets.count >= 25)
     }
 
-    @Test(arguments: sets)
-    func redactedCopyReplaysWithTheSameVerdicts(_ name: String) throws {
+    @Test(arguments: sets, [false, true])
+    func redactedCopyReplaysWithTheSameVerdicts(_ name: String, ip: Bool) throws {
         let folder = try TemporaryFolder("redact-verdicts")
         let original = Self.captures.appendingPathComponent(name).path
         let copy = folder.path(name).path
-        _ = try SetRedactor.redact(set: original, to: copy)
+        _ = try SetRedactor.redact(set: original, to: copy, options: RedactionOptions(ip: ip))
         let before = try Self.verdicts(original)
         let after = try Self.verdicts(copy)
         #expect(before.expectations.map { $0.hasSuffix("true") } == after.expectations.map { $0.hasSuffix("true") }, "\(name): \(before) vs \(after)")
@@ -56,12 +57,21 @@ import TetherTestSupport
         #expect(before.expectations.count == after.expectations.count)
     }
 
-    @Test(arguments: sets)
-    func redactedCopyHoldsNoneOfTheOriginalValues(_ name: String) throws {
+    @Test(arguments: sets, [false, true])
+    func redactedCopyHoldsNoneOfTheOriginalValues(_ name: String, ip: Bool) throws {
         let folder = try TemporaryFolder("redact-leaks")
         let copy = folder.path(name).path
-        let report = try SetRedactor.redact(set: Self.captures.appendingPathComponent(name).path, to: copy)
+        let report = try SetRedactor.redact(set: Self.captures.appendingPathComponent(name).path, to: copy, options: RedactionOptions(ip: ip))
         let needles = Self.needles(report.map)
+        let (interfaces, frames) = try Self.frames(copy + "/capture.pcapng")
+        let originalIPs = Set(report.map.originals(of: .ip))
+        for frame in frames {
+            let linkType = interfaces[frame.interfaceIndex].linkType
+            guard let layout = IPRedaction.layout(frame.data, linkType: linkType) else { continue }
+            for offset in layout.addressOffsets where originalIPs.contains(Array(frame.data[offset..<(offset + layout.addressLength)])) {
+                Issue.record("\(name): frame \(frame.number) still has an original IP address at offset \(offset)")
+            }
+        }
         for file in try Self.files(under: copy) {
             let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: file)))
             if let found = ByteSubstitution.containsAny(needles, in: bytes) {
@@ -142,7 +152,12 @@ import TetherTestSupport
                     }
                 }
             case .ip:
-                needles.append(entry.original)
+                // Four raw bytes turn up by chance (a checksum beside an urgent pointer): the raw
+                // addresses are checked in the IP headers instead (`ipHeadersHold`), the text here.
+                if entry.original.count == 4 {
+                    needles.append(Array((entry.original.map(String.init).joined(separator: ".") + "\"").utf8))
+                    needles.append(Array((entry.original.map(String.init).joined(separator: ".") + ":").utf8))
+                }
             default:
                 // A value of five bytes or more must not appear anywhere; a shorter one (the
                 // account `demo`) may be part of a longer word (`iotdemo://`), so it is looked for
@@ -158,6 +173,13 @@ import TetherTestSupport
             }
         }
         return needles
+    }
+
+    static func frames(_ path: String) throws -> (interfaces: [CaptureInterface], frames: [CaptureFrame]) {
+        let reader = try CaptureFile.open(path: path)
+        var frames: [CaptureFrame] = []
+        while let frame = try reader.next() { frames.append(frame) }
+        return (reader.interfaces, frames)
     }
 
     static func files(under folder: String) throws -> [String] {

@@ -1,4 +1,5 @@
 import Foundation
+import Redaction
 import Testing
 import TetherTestSupport
 
@@ -95,5 +96,46 @@ import TetherTestSupport
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stderr.contains("warning"), "\(result.stderr)")
         #expect(result.stdout.contains("redacted into"))
+    }
+
+    static let committedSets: [String] = {
+        let captures = Tools.repositoryRoot.appendingPathComponent("Captures").path
+        return ((try? FileManager.default.contentsOfDirectory(atPath: captures)) ?? [])
+            .filter { FileManager.default.fileExists(atPath: "\(captures)/\($0)/manifest.yaml") }.sorted()
+    }()
+
+    /// Every spelling `inspect` could show an original value in: addresses as `f0:f0:…` and bare
+    /// hex in both byte orders, keys in hex, strings of five bytes or more as they are and in hex.
+    static func spellings(_ report: RedactionReport) -> [String] {
+        func hex(_ bytes: [UInt8], _ separator: String) -> String { bytes.map { String(format: "%02x", $0) }.joined(separator: separator) }
+        var spellings: [String] = []
+        for entry in report.map.entries {
+            switch entry.kind {
+            case .address:
+                for order in [entry.original, entry.original.reversed()] { spellings += [hex(order, ":"), hex(order, "")] }
+            case .key:
+                spellings += [hex(entry.original, ""), hex(entry.original.reversed(), "")]
+            case .ip:
+                if entry.original.count == 4 { spellings.append(entry.original.map(String.init).joined(separator: ".")) }
+            default:
+                if entry.original.count >= 5 {
+                    spellings += [String(decoding: entry.original, as: UTF8.self).lowercased(), hex(entry.original, "")]
+                }
+            }
+        }
+        return spellings
+    }
+
+    @Test(arguments: committedSets)
+    func inspectOfEveryRedactedSetShowsNoneOfTheOriginalValues(_ name: String) throws {
+        let folder = try TemporaryFolder("redact-cli-inspect-all")
+        let out = folder.path(name).path
+        let report = try SetRedactor.redact(set: Self.set(name), to: out, options: RedactionOptions(ip: true))
+        let text = try Tools.tetherSucceeds(["inspect", out, "--frames"]).stdout.lowercased()
+        let json = try Tools.tetherSucceeds(["inspect", out, "--frames", "--json"]).stdout.lowercased()
+        for spelling in Self.spellings(report) {
+            #expect(!text.contains(spelling), "\(name): inspect --frames shows \(spelling)")
+            #expect(!json.contains(spelling), "\(name): inspect --frames --json shows \(spelling)")
+        }
     }
 }
