@@ -86,7 +86,7 @@ enum HCIRedaction {
         let opcode = UInt16(d[s]) | UInt16(d[s + 1]) << 8
         let p = s + 3
         switch opcode {
-        case 0x0405, 0x0409, 0x040A, 0x040C, 0x0419: address(p, String(format16: opcode), &out)
+        case 0x0405, 0x0409, 0x040A, 0x040C, 0x0419: address(p, commandName(opcode), &out)
         case 0x040B: address(p, "Link Key Request Reply", &out); key(p + 6, "Link Key Request Reply", &out)
         case 0x0C13: name(d, p, max: 248, "Write Local Name", &out)
         case 0x2005: address(p, "LE Set Random Address", &out)
@@ -217,9 +217,9 @@ enum HCIRedaction {
     }
 }
 
-extension String {
-    /// `0x040b`-style spelling of an HCI opcode.
-    init(format16 value: UInt16) {
-        self = "HCI command 0x" + Hex.spell([UInt8(value >> 8), UInt8(value & 0xFF)], upper: false, separator: "")
+extension HCIRedaction {
+    /// `HCI command 0x040b`: how a command without a name here is named in messages.
+    static func commandName(_ opcode: UInt16) -> String {
+        "HCI command 0x" + Hex.spell([UInt8(opcode >> 8), UInt8(opcode & 0xFF)], upper: false, separator: "")
     }
 }

@@ -19,7 +19,7 @@ public enum RedactedKind: String, Sendable, Hashable, CaseIterable, Comparable {
 
     /// Orders kinds as they are declared.
     public static func < (lhs: RedactedKind, rhs: RedactedKind) -> Bool {
-        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
+        (allCases.firstIndex(of: lhs) ?? 0) < (allCases.firstIndex(of: rhs) ?? 0)
     }
 }
 
@@ -30,8 +30,18 @@ public enum RedactedKind: String, Sendable, Hashable, CaseIterable, Comparable {
 /// always gets the same placeholder within one set. Every placeholder has its original's length, so
 /// lengths, TCP sequence numbers and offsets stay valid.
 public struct RedactionMap: Sendable {
-    /// Original bytes → placeholder bytes, per kind, in the order they were first seen.
-    public private(set) var entries: [(kind: RedactedKind, original: [UInt8], placeholder: [UInt8])] = []
+    /// One original value and its placeholder.
+    public struct Entry: Sendable, Hashable {
+        /// What the value is.
+        public var kind: RedactedKind
+        /// The value as found (an address or key in wire order).
+        public var original: [UInt8]
+        /// What replaces it: the same length.
+        public var placeholder: [UInt8]
+    }
+
+    /// Every value registered, in the order first seen.
+    public private(set) var entries: [Entry] = []
     private var index: [[UInt8]: Int] = [:]
     private var counters: [RedactedKind: Int] = [:]
 
@@ -190,7 +200,7 @@ public struct RedactionMap: Sendable {
 
     private mutating func register(_ kind: RedactedKind, _ original: [UInt8], _ placeholder: [UInt8]) -> [UInt8] {
         index[original] = entries.count
-        entries.append((kind, original, placeholder))
+        entries.append(Entry(kind: kind, original: original, placeholder: placeholder))
         return placeholder
     }
 }
