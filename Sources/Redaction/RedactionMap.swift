@@ -43,6 +43,7 @@ public struct RedactionMap: Sendable {
     /// Every value registered, in the order first seen.
     public private(set) var entries: [Entry] = []
     private var index: [[UInt8]: Int] = [:]
+    private var placeholders: Set<[UInt8]> = []
     private var counters: [RedactedKind: Int] = [:]
 
     /// An empty map.
@@ -68,7 +69,7 @@ public struct RedactionMap: Sendable {
         if let known = placeholder(for: wire) { return known }
         let top = wire[5] & 0xC0
         let made = fresh(.address) { n in
-            [UInt8(n & 0xFF), UInt8((n >> 8) & 0xFF), 0x00, 0x00, 0x00, top | 0x2D]
+            [UInt8(n & 0xFF), UInt8((n >> 8) & 0xFF), UInt8((n >> 16) & 0xFF), UInt8((n >> 24) & 0xFF), 0x00, top | 0x2D]
         }
         return register(.address, wire, made)
     }
@@ -79,7 +80,7 @@ public struct RedactionMap: Sendable {
         guard bytes.count == 16, bytes.contains(where: { $0 != 0 }) else { return bytes }
         if let known = placeholder(for: bytes) { return known }
         let made = fresh(.key) { n in
-            [UInt8(n & 0xFF), UInt8((n >> 8) & 0xFF)] + [UInt8](repeating: 0, count: 13) + [0x4B]
+            [UInt8(n & 0xFF), UInt8((n >> 8) & 0xFF), UInt8((n >> 16) & 0xFF), UInt8((n >> 24) & 0xFF)] + [UInt8](repeating: 0, count: 11) + [0x4B]
         }
         return register(.key, bytes, made)
     }
@@ -129,9 +130,13 @@ public struct RedactionMap: Sendable {
         let made = fresh(.ip) { n in
             if bytes.count == 4 {
                 let nets: [[UInt8]] = [[192, 0, 2], [198, 51, 100], [203, 0, 113]]
-                return nets[(n - 1) / 254 % 3] + [UInt8((n - 1) % 254 + 1)]
+                if n <= 3 * 254 { return nets[(n - 1) / 254] + [UInt8((n - 1) % 254 + 1)] }
+                // Beyond the documentation ranges: the reserved 240.0.0.0/4.
+                let m = n - 3 * 254
+                return [0xF0 | UInt8((m >> 24) & 0x0F), UInt8((m >> 16) & 0xFF), UInt8((m >> 8) & 0xFF), UInt8(m & 0xFF)]
             }
-            return [0x20, 0x01, 0x0D, 0xB8] + [UInt8](repeating: 0, count: 10) + [UInt8((n >> 8) & 0xFF), UInt8(n & 0xFF)]
+            return [0x20, 0x01, 0x0D, 0xB8] + [UInt8](repeating: 0, count: 8)
+                + [UInt8((n >> 24) & 0xFF), UInt8((n >> 16) & 0xFF), UInt8((n >> 8) & 0xFF), UInt8(n & 0xFF)]
         }
         return register(.ip, bytes, made)
     }
@@ -188,19 +193,24 @@ public struct RedactionMap: Sendable {
         return result.sorted { $0.original.count > $1.original.count }
     }
 
+    /// The next placeholder of `kind` that is neither an original nor another placeholder. A
+    /// space that runs out (26 one-letter names) gives up after 4096 tries and reuses one: two
+    /// originals then share a placeholder, which leaks nothing.
     private mutating func fresh(_ kind: RedactedKind, _ make: (Int) -> [UInt8]) -> [UInt8] {
-        while true {
+        var candidate: [UInt8] = []
+        for _ in 0..<4096 {
             let n = counters[kind, default: 0] + 1
             counters[kind] = n
-            let candidate = make(n)
-            // A placeholder never equals an original value (or another placeholder).
-            if index[candidate] == nil, !entries.contains(where: { $0.placeholder == candidate }) { return candidate }
+            candidate = make(n)
+            if index[candidate] == nil, !placeholders.contains(candidate) { return candidate }
         }
+        return candidate
     }
 
     private mutating func register(_ kind: RedactedKind, _ original: [UInt8], _ placeholder: [UInt8]) -> [UInt8] {
         index[original] = entries.count
         entries.append(Entry(kind: kind, original: original, placeholder: placeholder))
+        placeholders.insert(placeholder)
         return placeholder
     }
 }

@@ -193,3 +193,49 @@ import TetherTestSupport
         return files
     }
 }
+
+/// Whole sets of unusual content: random frames on every link type, names kept on request.
+@Suite struct SetRedactorInputTests {
+    @Test func randomFramesOnEveryLinkTypeAreRedactedWithoutTrapping() throws {
+        let folder = try TemporaryFolder("redact-random")
+        let set = folder.path("random").path
+        try FileManager.default.copyItem(atPath: CommittedSetsTests.captures.appendingPathComponent("ciq-clean").path, toPath: set)
+        let writer = try PcapngWriter(path: set + "/capture.pcapng")
+        let linkTypes: [LinkType] = [.bluetoothHCIH4WithPHDR, .bluetoothHCIH4, .bluetoothLinuxMonitor, .ethernet, .linuxSLL, .linuxSLL2, .raw, .ipv4, .ipv6, .null, .user0, .user1]
+        for linkType in linkTypes { _ = try writer.addInterface(CaptureInterface(linkType: linkType)) }
+        var random = SplitMix64(state: 2121)
+        for number in 1...5000 {
+            let interface = Int(random.next() % UInt64(linkTypes.count))
+            let length = Int(random.next() % 96)
+            var data = (0..<length).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+            // Plausible heads now and then, so the deeper layers are reached.
+            if length > 20, random.next() % 2 == 0 {
+                switch linkTypes[interface] {
+                case .bluetoothHCIH4WithPHDR: data[4] = [0x01, 0x02, 0x04][Int(random.next() % 3)]
+                case .ethernet: data[12] = 0x08; data[13] = 0x00; data[14] = 0x45
+                case .raw, .ipv4: data[0] = 0x45
+                default: break
+                }
+            }
+            try writer.write(CaptureFrame(number: number, interfaceIndex: interface, timestampNs: Int64(number) * 1000, originalLength: length, data: data))
+        }
+        try writer.close()
+        let report = try SetRedactor.redact(set: set, to: folder.path("out").path, options: RedactionOptions(ip: true))
+        let reader = try CaptureFile.open(path: folder.path("out").path + "/capture.pcapng")
+        var frames = 0
+        while try reader.next() != nil { frames += 1 }
+        #expect(frames == 5000)
+        #expect(report.output == folder.path("out").path)
+    }
+
+    @Test func keepNamesKeepsDeviceNames() throws {
+        let folder = try TemporaryFolder("redact-keep-names")
+        let copy = folder.path("ciq-clean").path
+        let report = try SetRedactor.redact(
+            set: CommittedSetsTests.captures.appendingPathComponent("ciq-clean").path, to: copy, options: RedactionOptions(keepNames: true))
+        #expect(report.map.originals(of: .name).isEmpty)
+        let manifest = try String(contentsOfFile: copy + "/manifest.yaml", encoding: .utf8)
+        #expect(manifest.contains("name: watch-1"))
+        #expect(!manifest.contains("F0:F0:F0:F0:F0:F0"))
+    }
+}

@@ -84,3 +84,18 @@ import Testing
         #expect(String(decoding: text, as: UTF8.self) == expected)
     }
 }
+
+/// A table with many values: every placeholder distinct, and no endless search when a space runs out.
+@Suite struct LargeRedactionMapTests {
+    @Test func thousandsOfIPv4AddressesGetDistinctPlaceholders() {
+        var map = RedactionMap()
+        var seen: Set<[UInt8]> = []
+        for n in 0..<5000 { seen.insert(map.ip([10, UInt8(n >> 8), UInt8(n & 0xFF), 7])) }
+        #expect(seen.count == 5000)
+    }
+
+    @Test func manyOneLetterNamesEndWithoutAnEndlessSearch() {
+        var map = RedactionMap()
+        for byte in UInt8(0x21)...UInt8(0x7E) { #expect(map.string(.name, [byte]).count == 1) }
+    }
+}
