@@ -63,6 +63,9 @@ let package = Package(
         .target(name: "Dissectors", dependencies: ["CaptureKit", "MQTT"]),
         // MQTT 3.1.1 and 5 control packets: decoding, encoding, framing a byte stream. No I/O.
         .target(name: "MQTT"),
+        // Redaction of a capture set: addresses, names, keys, MQTT credentials (and IP addresses)
+        // replaced consistently across the capture, the manifest and the traces.
+        .target(name: "Redaction", dependencies: ["CaptureKit", "CaptureSet", "Dissectors", "MQTT"]),
 
         // The cores: pure Swift, no I/O, no clock.
         // The seeded and system random sources the cores take as inputs (one SplitMix64 for all).
@@ -168,7 +171,7 @@ let package = Package(
             dependencies: [
                 "CaptureKit", "CaptureSet", "Dissectors", "IngestCore", "IngestStore", "ReplayKit", "BehaviourTrace",
                 "LiveCapture", "LiveHosts", "MessagingCore", "SessionCore", "WidgetCore", "MonkeyC", "MQTT",
-                "IngestIntegration", "MessagingIntegration", "SessionIntegration", "WidgetIntegration", "TetherIntegrations",
+                "IngestIntegration", "MessagingIntegration", "SessionIntegration", "WidgetIntegration", "TetherIntegrations", "Redaction",
                 "TraceExport",
                 "TimelineReport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -186,6 +189,10 @@ let package = Package(
         .testTarget(name: "CaptureKitTests", dependencies: ["TetherTestSupport", "CaptureKit"]),
         .testTarget(name: "CaptureSetTests", dependencies: ["CaptureSet", "CaptureKit"]),
         .testTarget(name: "DissectorsTests", dependencies: ["TetherTestSupport", "Dissectors", "CaptureKit", "MQTT"]),
+        .testTarget(
+            name: "RedactionTests",
+            dependencies: ["TetherTestSupport", "Redaction", "CaptureKit", "CaptureSet", "Dissectors", "MQTT", "ReplayKit", "BehaviourTrace", "TetherIntegrations"]
+        ),
         .testTarget(name: "MQTTTests", dependencies: ["TetherTestSupport", "MQTT"]),
         .testTarget(name: "IngestCoreTests", dependencies: ["TetherTestSupport", "IngestCore"]),
         .testTarget(name: "MonkeyCTests", dependencies: ["TetherTestSupport", "MonkeyC"]),
@@ -217,7 +224,7 @@ let package = Package(
         .testTarget(name: "JSONBytesTests", dependencies: ["JSONBytes", "TetherTestSupport"]),
         .testTarget(
             name: "TetherCLITests",
-            dependencies: ["TetherTestSupport", "TetherCLI", "TetherIntegrations", "CaptureKit", "CaptureSet", "Dissectors", "ReplayKit", "BehaviourTrace", "IngestCore", "IngestStore", "LiveHosts", "IngestIntegration", "MessagingIntegration", "SessionIntegration", "WidgetIntegration"],
+            dependencies: ["TetherTestSupport", "TetherCLI", "TetherIntegrations", "CaptureKit", "CaptureSet", "Dissectors", "ReplayKit", "BehaviourTrace", "IngestCore", "IngestStore", "LiveHosts", "IngestIntegration", "MessagingIntegration", "SessionIntegration", "WidgetIntegration", "Redaction"],
             exclude: ["Golden"]
         ),
     ]

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Redaction
 import CaptureSet
 import Dispatch
 import Foundation
@@ -71,6 +72,10 @@ struct RecordCommand: AsyncParsableCommand {
               tether record --tcp lo:1883 --app-group /tmp/demo-group --out Captures/widget-run
             Record adapter hci0 on a machine with BlueZ:
               tether record --ble hci0 --out Captures/phone-hci0 --duration 60
+
+            With --redact, --out gets a redacted copy (tether redact: addresses, names, keys, MQTT \
+            credentials replaced) and the unredacted recording is removed:
+              tether record --ble tcp:127.0.0.1:9001 --out Captures/shared-run --duration 30 --redact
             """
     )
 
@@ -107,6 +112,20 @@ struct RecordCommand: AsyncParsableCommand {
 
     @Option(name: .long, help: "A BPF filter to use instead of `udp port PORT` (for --udp).")
     var filter: String?
+
+    @Flag(name: .long, help: "Redact the finished recording (as `tether redact`): --out gets the redacted set; the unredacted one is recorded beside it in a hidden folder and removed once the redaction succeeded.")
+    var redact = false
+
+    /// Where the recorder writes: `--out`, or with `--redact` a hidden folder beside it that only
+    /// the redaction reads.
+    var recordingPath: String {
+        guard redact else { return out }
+        let trimmed = out.hasSuffix("/") ? String(out.dropLast()) : out
+        let slash = trimmed.lastIndex(of: "/")
+        let parent = slash.map { String(trimmed[...$0]) } ?? ""
+        let name = slash.map { String(trimmed[trimmed.index(after: $0)...]) } ?? trimmed
+        return parent + "." + name + ".unredacted"
+    }
 
     /// What `--ble` asks for.
     enum BLESource: Equatable {
@@ -175,6 +194,9 @@ struct RecordCommand: AsyncParsableCommand {
         guard !FileIO.exists(out) else {
             throw ValidationError("\(out) already exists. Choose a new set name under Captures/, or remove the old set.")
         }
+        if redact, FileIO.exists(recordingPath) {
+            throw ValidationError("\(recordingPath) (where --redact records before redacting) already exists: an earlier recording that was not redacted? Redact it with `tether redact \(recordingPath) --out NEW` or remove it.")
+        }
         try OutputFile.refuseNewSetInsideSet(out, option: "--out")
         if let duration, !(duration > 0 && duration.isFinite) {
             throw ValidationError("--duration must be a positive number of seconds (got \(duration)); leave it out to record until Ctrl-C.")
@@ -183,7 +205,7 @@ struct RecordCommand: AsyncParsableCommand {
 
     /// The request this command line makes.
     func request() throws -> RecordingRequest {
-        var request = RecordingRequest(setPath: out)
+        var request = RecordingRequest(setPath: recordingPath)
         request.title = title
         request.description = description
         if let udp, let (device, port) = Self.parseUDP(udp) { request.udp = (device, port, filter) }
@@ -281,7 +303,23 @@ struct RecordCommand: AsyncParsableCommand {
         out.line("Dropped in total: \(summary.totalDropped)")
         if !summary.annotations.isEmpty { out.line("Annotations: \(summary.annotations.count)") }
         for notice in summary.notices { out.line("Note: \(notice)") }
-        out.line("Next: tether inspect \(summary.setPath) --frames, then tether replay \(summary.setPath) --update-baseline")
+        if redact {
+            let report: RedactionReport
+            do {
+                report = try SetRedactor.redact(set: summary.setPath, to: self.out)
+            } catch {
+                throw CommandFailure.failed("the recording is in \(summary.setPath), but redacting it failed: \(error) Run `tether redact \(summary.setPath) --out \(self.out)` once the cause is fixed.")
+            }
+            for warning in report.warnings { Terminal.warn("tether: warning: \(warning)") }
+            for line in report.lines { out.line(line) }
+            do {
+                try FileManager.default.removeItem(atPath: summary.setPath)
+            } catch {
+                throw CommandFailure.failed("redacted into \(self.out), but the unredacted recording \(summary.setPath) could not be removed (\(error.localizedDescription)): remove it by hand before sharing the folder.")
+            }
+        }
+        let finalPath = redact ? self.out : summary.setPath
+        out.line("Next: tether inspect \(finalPath) --frames, then tether replay \(finalPath) --update-baseline")
         if let failure = session.tap?.recordingFailure {
             throw CommandFailure.failed("the H4 tap stopped recording part-way: \(failure) The set holds the packets before that.")
         }

@@ -67,8 +67,8 @@ private let repositoryRoot = URL(fileURLWithPath: #filePath)
     /// Every subcommand, as `tether` prints it.
     static let subcommands: [[String]] = [
         [], ["inspect"], ["import"], ["export"], ["annotate"], ["replay"], ["diff"], ["serve"], ["serve", "ingest"],
-        ["simulate"], ["simulate", "plugin"], ["record"], ["seal"], ["live"], ["live", "messaging"], ["live", "session"],
-        ["live", "widget"],
+        ["simulate"], ["simulate", "plugin"], ["record"], ["seal"], ["redact"], ["live"], ["live", "messaging"], ["live", "session"],
+        ["live", "widget"], ["trace"], ["trace", "export"], ["junit"], ["junit", "merge"],
     ]
 
     static func goldenFile(_ path: [String]) -> URL {
