@@ -76,10 +76,20 @@ public func replayAndCheck(
             }
         }
     }
+    var lastCore = ""
+    var lastComparison: StreamingBaselineComparison?
     let run = try replaySet(loaded, options: options) { event in
         observe(event)
         evaluator.observe(event)
-        if !comparing.isEmpty { comparing[event.core]?.replayed(event) }
+        if !comparing.isEmpty {
+            // Runs of events come from one core: its comparison is looked up once per run, not
+            // hashed for every event.
+            if event.core != lastCore {
+                lastCore = event.core
+                lastComparison = comparing[event.core]
+            }
+            lastComparison?.replayed(event)
+        }
         writers?.write(event)
     }
     return CheckedReplay(run: run, expectations: evaluator.results(), comparisons: comparisons, baselineWriters: writers)
