@@ -13,8 +13,11 @@ public struct CRC16ARC: Sendable, Hashable {
     /// Adds `bytes` to the checksum.
     public mutating func update(_ bytes: some Sequence<UInt8>) {
         var crc = value
-        for byte in bytes {
-            crc = (crc >> 8) ^ CRC16ARC.table[Int(UInt8(truncatingIfNeeded: crc) ^ byte)]
+        // The table read through a buffer pointer: its index is a byte, always inside it.
+        CRC16ARC.table.withUnsafeBufferPointer { table in
+            for byte in bytes {
+                crc = (crc >> 8) ^ table[Int(UInt8(truncatingIfNeeded: crc) ^ byte)]
+            }
         }
         value = crc
     }
