@@ -30,7 +30,14 @@ build_c() {
 }
 
 # build_swift PRODUCT: release build of one product; sets SWIFT_BIN to the products' folder.
+# With TETHER_BENCH_BIN=FOLDER nothing is built and that folder's binaries are timed instead (a
+# build of an earlier commit kept aside, for a before/after table from the same script).
 build_swift() {
+    if [ -n "${TETHER_BENCH_BIN:-}" ]; then
+        echo "using $1 from $TETHER_BENCH_BIN (TETHER_BENCH_BIN; not rebuilt)" >&2
+        SWIFT_BIN=$TETHER_BENCH_BIN
+        return
+    fi
     echo "building $1 (release, scratch path $SCRATCH)…" >&2
     (cd "$PACKAGE" && swift build -c release --scratch-path "$SCRATCH" --product "$1" 2>&1 \
         | { grep -v "^warning: 'main': Source files for target" >&2 || true; })

@@ -34,13 +34,18 @@ public struct FrameView {
     public var originalLength: Int
     /// Valid only inside the closure given to ``CaptureReader/withNextFrame(_:)``.
     public var data: UnsafeRawBufferPointer
+    /// The pcapng `epb_flags`, as ``CaptureFrame/flags`` (`nil` when the block has none or the
+    /// format has no such field). A reader whose ``CaptureReader/next()`` gives flags gives them
+    /// here too: replay dissects borrowed frames, and LINKTYPE 187 takes its direction from them.
+    public var flags: UInt32?
 
     /// A view over borrowed bytes; see ``CaptureReader/withNextFrame(_:)``.
-    public init(number: Int, interfaceIndex: Int, timestampNs: Int64, originalLength: Int, data: UnsafeRawBufferPointer) {
+    public init(number: Int, interfaceIndex: Int, timestampNs: Int64, originalLength: Int, data: UnsafeRawBufferPointer, flags: UInt32? = nil) {
         self.number = number
         self.interfaceIndex = interfaceIndex
         self.timestampNs = timestampNs
         self.originalLength = originalLength
         self.data = data
+        self.flags = flags
     }
 }

@@ -459,7 +459,7 @@ public final class PcapngReader: CaptureReader {
         guard try advance(collect: false) else { return false }
         try body(FrameView(
             number: frameNumber, interfaceIndex: currentInterface, timestampNs: currentTimestamp,
-            originalLength: currentOriginal, data: currentData))
+            originalLength: currentOriginal, data: currentData, flags: currentFlags))
         return true
     }
 }

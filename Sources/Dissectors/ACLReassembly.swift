@@ -23,6 +23,10 @@ struct ACLReassembler: Sendable {
     struct Outcome: Sendable, Hashable {
         /// The L2CAP PDU (basic header included) this fragment completed.
         var pdu: [UInt8]?
+        /// `true` when the fragment was a whole PDU by itself and the caller asked to borrow it
+        /// (``ACLReassembler/add(_:data:key:dataOffset:borrowingWholePDU:)``): the PDU is then the
+        /// fragment's own bytes, and ``pdu`` stays `nil` (no copy).
+        var pduIsFragment = false
         /// Bytes held so far and the PDU's total when known, for a fragment that did not complete.
         var progress: (have: Int, of: Int?)? {
             get { progressHave.map { ($0, progressOf) } }
@@ -61,9 +65,14 @@ struct ACLReassembler: Sendable {
     var inProgressCount: Int { partials.count }
 
     /// Adds one ACL packet's data. `dataOffset` is where the data starts in the frame, for problems.
-    mutating func add(_ header: HCIACLHeader, data: UnsafeRawBufferPointer, key: Key, dataOffset: Int) -> Outcome {
+    ///
+    /// With `borrowingWholePDU`, a start fragment that holds a whole PDU by itself (the usual case
+    /// on an LE link) is not copied: the outcome says ``Outcome/pduIsFragment`` and the caller
+    /// reads the PDU from `data`. Everything else (state, problems) is as without it.
+    mutating func add(_ header: HCIACLHeader, data: UnsafeRawBufferPointer, key: Key, dataOffset: Int, borrowingWholePDU: Bool = false) -> Outcome {
         var outcome = Outcome()
-        let handleText = hex(key.connection.handle, digits: 4)
+        // Only problems name the handle: formatted when one is made, not for every fragment.
+        var handleText: String { hex(key.connection.handle, digits: 4) }
         var partial: Partial
         if header.isContinuation {
             guard let existing = partials[key] else {
@@ -81,6 +90,13 @@ struct ACLReassembler: Sendable {
                     layer: "ACL", offset: dataOffset - HCIACLHeader.length,
                     expected: "the rest of the L2CAP PDU in progress on handle \(handleText)",
                     found: "a new start fragment; the unfinished PDU (\(stale.bytes.count) of \(stale.expected.map(String.init) ?? "?") bytes) was dropped")
+            }
+            if borrowingWholePDU, let length = data.u16le(at: 0), data.count == 4 + Int(length) {
+                // Whole in one fragment: nothing to hold, nothing to copy.
+                if outcome.problem != nil { partials[key] = nil }
+                nextSequence &+= 1
+                outcome.pduIsFragment = true
+                return outcome
             }
             partial = Partial(bytes: Array(data), sequence: nextSequence)
             nextSequence &+= 1

@@ -40,7 +40,24 @@ struct ATTSession: Sendable {
     /// Connections whose state is kept at once; the least recently used is forgotten beyond this,
     /// so garbage input with random handles cannot grow memory without bound.
     let maxConnections: Int
-    private(set) var databases: [ConnectionKey: GATTDatabase] = [:]
+    private(set) var databases: [ConnectionKey: GATTDatabase] = [:] {
+        // Any change to any database (discovery, a manifest's handles, a disconnection) makes the
+        // names worked out so far stale.
+        didSet { names.removeAll(keepingCapacity: true) }
+    }
+    /// The UUID texts ``GATTDatabase/locate(_:)`` gives each handle, per connection, as worked out
+    /// from the database as it is now: an ATT record names its handle from here, so the database
+    /// is searched and the UUIDs written out once per handle, not once per PDU. At most
+    /// ``maxNamedHandles`` per connection (garbage input may name every handle there is).
+    private var names: [ConnectionKey: [UInt16: HandleNames]] = [:]
+    static let maxNamedHandles = 256
+
+    /// What a record carries about its handle.
+    struct HandleNames: Sendable {
+        var service: String?
+        var characteristic: String?
+        var descriptor: String?
+    }
     /// When `false`, single-PDU results carry an empty summary: replay reads the records only, and
     /// formatting a line for every ATT PDU was a tenth of its dissection time.
     var producesSummaries = true
@@ -71,10 +88,10 @@ struct ATTSession: Sendable {
     }
 
     /// Dissects one ATT PDU (the L2CAP payload on CID 4). `context` names where offsets count from.
-    mutating func dissect(_ pdu: UnsafeRawBufferPointer, connection: ConnectionKey, direction: HCIDirection, context: String) -> Result {
+    mutating func dissect(_ pdu: UnsafeRawBufferPointer, connection: ConnectionKey, direction: HCIDirection, context: @autoclosure () -> String) -> Result {
         touch(connection)
         guard let opcodeByte = pdu.u8(at: 0) else {
-            let problem = DissectionProblem.short("ATT", at: 0, need: 1, what: "ATT opcode", have: 0, context: context)
+            let problem = DissectionProblem.short("ATT", at: 0, need: 1, what: "ATT opcode", have: 0, context: context())
             return Result(summary: "ATT empty PDU", problem: problem)
         }
         let opcode = ATTOpcode(rawValue: opcodeByte)
@@ -85,15 +102,15 @@ struct ATTSession: Sendable {
         func make(_ handle: UInt16?, _ value: [UInt8], in database: GATTDatabase) -> ATTRecord {
             var record = ATTRecord(connectionHandle: connection.handle, direction: direction, opcode: opcodeByte, handle: handle, value: value)
             if let handle {
-                let location = database.locate(handle)
-                record.serviceUUID = location.service?.description
-                record.characteristicUUID = location.characteristic?.description
-                record.descriptorUUID = location.descriptor?.description
+                let named = self.names(of: handle, connection: connection, in: database)
+                record.serviceUUID = named.service
+                record.characteristicUUID = named.characteristic
+                record.descriptorUUID = named.descriptor
             }
             return record
         }
         func short(_ need: Int, _ what: String) -> Result {
-            let problem = DissectionProblem.short("ATT", at: 0, need: need, what: "\(opcode.name) (\(what))", have: pdu.count, context: context)
+            let problem = DissectionProblem.short("ATT", at: 0, need: need, what: "\(opcode.name) (\(what))", have: pdu.count, context: context())
             return Result(summary: "ATT \(opcode.name) [malformed]", problem: problem)
         }
         func params(from offset: Int) -> [UInt8] { pdu.bytes(at: offset, count: pdu.count - offset) ?? [] }
@@ -136,7 +153,7 @@ struct ATTSession: Sendable {
                 var result = single(nil, params(from: 1))
                 result.problem = DissectionProblem(
                     layer: "ATT", offset: 1, expected: "Find Information format 1 (16-bit UUIDs) or 2 (128-bit)",
-                    found: "format \(format)", context: context)
+                    found: "format \(format)", context: context())
                 return result
             }
             requests[theirs] = nil
@@ -151,7 +168,7 @@ struct ATTSession: Sendable {
             if offset != pdu.count {
                 result.problem = DissectionProblem(
                     layer: "ATT", offset: offset, expected: "whole \(2 + uuidLength)-byte handle/UUID pairs",
-                    found: "\(pdu.count - offset) bytes left over", context: context)
+                    found: "\(pdu.count - offset) bytes left over", context: context())
             }
             return result
 
@@ -181,7 +198,7 @@ struct ATTSession: Sendable {
             if offset != pdu.count {
                 result.problem = DissectionProblem(
                     layer: "ATT", offset: offset, expected: "whole 4-byte handle ranges",
-                    found: "\(pdu.count - offset) bytes left over", context: context)
+                    found: "\(pdu.count - offset) bytes left over", context: context())
             }
             return result
 
@@ -202,7 +219,7 @@ struct ATTSession: Sendable {
                 var result = single(nil, params(from: 1))
                 result.problem = DissectionProblem(
                     layer: "ATT", offset: 1, expected: "an entry length of at least \(minimum)",
-                    found: "length \(length)", context: context)
+                    found: "length \(length)", context: context())
                 return result
             }
             var updated = database
@@ -232,7 +249,7 @@ struct ATTSession: Sendable {
             if offset != pdu.count {
                 result.problem = DissectionProblem(
                     layer: "ATT", offset: offset, expected: "whole \(length)-byte entries",
-                    found: "\(pdu.count - offset) bytes left over", context: context)
+                    found: "\(pdu.count - offset) bytes left over", context: context())
             }
             return result
 
@@ -302,7 +319,7 @@ struct ATTSession: Sendable {
                 else {
                     problem = DissectionProblem(
                         layer: "ATT", offset: offset, expected: "a handle, a length and that many value bytes",
-                        found: "\(pdu.count - offset) bytes", context: context)
+                        found: "\(pdu.count - offset) bytes", context: context())
                     break
                 }
                 records.append(make(handle, value, in: database))
@@ -348,6 +365,18 @@ struct ATTSession: Sendable {
 
     private static func abbreviate(_ uuid: String) -> String {
         uuid.count == 36 ? String(uuid.prefix(8)) + "-…" : uuid
+    }
+
+    /// `handle`'s UUID texts in `database` (the connection's database as it is now, or an empty one
+    /// when it has none), from ``names`` when worked out before.
+    private mutating func names(of handle: UInt16, connection: ConnectionKey, in database: GATTDatabase) -> HandleNames {
+        if let known = names[connection]?[handle] { return known }
+        let location = database.locate(handle)
+        let named = HandleNames(service: location.service?.description, characteristic: location.characteristic?.description,
+                                descriptor: location.descriptor?.description)
+        if names[connection]?.count ?? 0 >= Self.maxNamedHandles { names[connection] = nil }
+        names[connection, default: [:]][handle] = named
+        return named
     }
 
     private mutating func touch(_ connection: ConnectionKey) {

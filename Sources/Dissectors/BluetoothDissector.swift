@@ -7,6 +7,12 @@ import CaptureKit
 struct BluetoothDissector: Sendable {
     var acl = ACLReassembler()
     var att = ATTSession()
+    /// When `false`, HCI events, commands and ACL fragments carry an empty summary (as ATT PDUs
+    /// do, see ``ATTSession/producesSummaries``): replay reads links and records only. Problems,
+    /// links and records are the same either way.
+    var producesSummaries = true {
+        didSet { att.producesSummaries = producesSummaries }
+    }
 
     mutating func dissect(_ data: UnsafeRawBufferPointer, linkType: LinkType, flags: UInt32?) -> DissectedFrame {
         switch linkType {
@@ -67,7 +73,7 @@ struct BluetoothDissector: Sendable {
         case .command:
             switch HCICommandHeader.parse(data, at: offset) {
             case .failure(let problem): return failed(problem)
-            case .success(let header): return DissectedFrame(summary: "HCI Command \(header.name)", direction: direction)
+            case .success(let header): return DissectedFrame(summary: producesSummaries ? "HCI Command \(header.name)" : "", direction: direction)
             }
         case .event:
             switch HCIEventHeader.parse(data, at: offset) {
@@ -101,8 +107,11 @@ struct BluetoothDissector: Sendable {
     }
 
     private mutating func event(_ header: HCIEventHeader, parameters: UnsafeRawBufferPointer, parametersOffset: Int, direction: HCIDirection, adapter: UInt16) -> DissectedFrame {
-        let name = HCINames.eventName(header.code) ?? hex(header.code, digits: 2)
-        var summary = "HCI Event \(name)"
+        // The event's name and the summary are text for `tether inspect`; replay asks for neither
+        // (every sent ACL packet earns a Number Of Completed Packets event).
+        let summaries = producesSummaries
+        var name: String { HCINames.eventName(header.code) ?? hex(header.code, digits: 2) }
+        var summary = summaries ? "HCI Event \(name)" : ""
         var problem: DissectionProblem?
         var linkChange: HCILinkChange?
         func need(_ count: Int, _ what: String) {
@@ -111,36 +120,36 @@ struct BluetoothDissector: Sendable {
         switch header.code {
         case HCIEventHeader.commandComplete:
             if let opcode = parameters.u16le(at: 1) {
-                summary += " (\(HCICommandHeader(opcode: opcode, parameterLength: 0).name))"
-                if let status = parameters.u8(at: 3), status != 0 { summary += " status \(hex(status, digits: 2))" }
+                if summaries { summary += " (\(HCICommandHeader(opcode: opcode, parameterLength: 0).name))" }
+                if summaries, let status = parameters.u8(at: 3), status != 0 { summary += " status \(hex(status, digits: 2))" }
             } else {
                 need(3, "Num_HCI_Command_Packets and command opcode")
             }
         case HCIEventHeader.commandStatus:
             if let status = parameters.u8(at: 0), let opcode = parameters.u16le(at: 2) {
-                summary += " (\(HCICommandHeader(opcode: opcode, parameterLength: 0).name))"
-                if status != 0 { summary += " status \(hex(status, digits: 2))" }
+                if summaries { summary += " (\(HCICommandHeader(opcode: opcode, parameterLength: 0).name))" }
+                if summaries, status != 0 { summary += " status \(hex(status, digits: 2))" }
             } else {
                 need(4, "status, Num_HCI_Command_Packets and command opcode")
             }
         case HCIEventHeader.disconnectionComplete:
             if let status = parameters.u8(at: 0), let handleField = parameters.u16le(at: 1), let reason = parameters.u8(at: 3) {
                 let handle = handleField & 0x0FFF
-                summary += " handle \(hex(handle, digits: 4)) reason \(hex(reason, digits: 2))"
+                if summaries { summary += " handle \(hex(handle, digits: 4)) reason \(hex(reason, digits: 2))" }
                 if status == 0 {
                     let connection = ConnectionKey(adapter: adapter, handle: handle)
                     acl.drop(connection)
                     att.drop(connection)
                     linkChange = .disconnected(connectionHandle: handle, reason: reason)
                 } else {
-                    summary += " status \(hex(status, digits: 2))"
+                    if summaries { summary += " status \(hex(status, digits: 2))" }
                 }
             } else {
                 need(4, "status, connection handle and reason")
             }
         case HCIEventHeader.leMeta:
             if let subevent = parameters.u8(at: 0) {
-                summary += " (\(HCINames.leSubeventName(subevent) ?? "subevent \(hex(subevent, digits: 2))"))"
+                if summaries { summary += " (\(HCINames.leSubeventName(subevent) ?? "subevent \(hex(subevent, digits: 2))"))" }
                 // LE Connection Complete (0x01) and LE Enhanced Connection Complete (0x0A, 0x29 for v2)
                 // share the prefix: status, handle, role, peer address type, peer address (6, LE).
                 if subevent == 0x01 || subevent == 0x0A || subevent == 0x29 {
@@ -150,9 +159,9 @@ struct BluetoothDissector: Sendable {
                         let peer = bluetoothAddress(address)
                         if status == 0 {
                             linkChange = .connected(connectionHandle: handle, peerAddress: peer, role: role)
-                            summary += " handle \(hex(handle, digits: 4)) peer \(peer)"
+                            if summaries { summary += " handle \(hex(handle, digits: 4)) peer \(peer)" }
                         } else {
-                            summary += " status \(hex(status, digits: 2))"
+                            if summaries { summary += " status \(hex(status, digits: 2))" }
                         }
                     } else {
                         need(12, "status, connection handle, role and peer address")
@@ -172,25 +181,34 @@ struct BluetoothDissector: Sendable {
     private mutating func aclData(_ header: HCIACLHeader, payload: UnsafeRawBufferPointer, payloadOffset: Int, direction: HCIDirection, adapter: UInt16) -> DissectedFrame {
         let connection = ConnectionKey(adapter: adapter, handle: header.handle)
         let key = ACLReassembler.Key(connection: connection, direction: direction)
-        let outcome = acl.add(header, data: payload, key: key, dataOffset: payloadOffset)
-        let handleText = hex(header.handle, digits: 4)
-        guard let pdu = outcome.pdu else {
-            if let (have, total) = outcome.progress {
-                let of = total.map { " of \($0)" } ?? ""
-                return DissectedFrame(
-                    summary: "ACL fragment handle \(handleText) (\(have)\(of) bytes)", direction: direction,
-                    problem: outcome.problem?.description)
+        // A PDU whole in its one fragment is read where it lies in the frame, not copied.
+        let outcome = acl.add(header, data: payload, key: key, dataOffset: payloadOffset, borrowingWholePDU: true)
+        var handleText: String { hex(header.handle, digits: 4) }
+        var frame: Partial
+        let wasSingle: Bool
+        // Only a problem shows it: made when one is, not for every PDU.
+        var context: String { Self.reassembledContext(handle: header.handle) }
+        if outcome.pduIsFragment {
+            wasSingle = header.dataLength == payload.count && !header.isContinuation
+            frame = l2cap(payload, connection: connection, direction: direction, context: context)
+        } else if let pdu = outcome.pdu {
+            // A PDU that came whole in this frame gets frame offsets; a reassembled one gets offsets
+            // within the PDU, said so in the problem text.
+            wasSingle = header.dataLength == pdu.count && !header.isContinuation
+            frame = pdu.withUnsafeBytes { buffer in
+                l2cap(buffer, connection: connection, direction: direction, context: context)
             }
-            return DissectedFrame(
-                summary: "ACL handle \(handleText) \(payload.count) bytes (dropped)", direction: direction,
-                problem: outcome.problem?.description)
-        }
-        // A PDU that came whole in this frame gets frame offsets; a reassembled one gets offsets
-        // within the PDU, said so in the problem text.
-        let wasSingle = header.dataLength == pdu.count && !header.isContinuation
-        let context = "the L2CAP PDU on handle \(handleText) reassembled from ACL fragments"
-        var frame = pdu.withUnsafeBytes { buffer in
-            l2cap(buffer, connection: connection, direction: direction, context: context)
+        } else {
+            let summary: String
+            if !producesSummaries {
+                summary = ""
+            } else if let (have, total) = outcome.progress {
+                let of = total.map { " of \($0)" } ?? ""
+                summary = "ACL fragment handle \(handleText) (\(have)\(of) bytes)"
+            } else {
+                summary = "ACL handle \(handleText) \(payload.count) bytes (dropped)"
+            }
+            return DissectedFrame(summary: summary, direction: direction, problem: outcome.problem?.description)
         }
         if wasSingle, let problem = frame.problemValue {
             var rebased = problem
@@ -208,6 +226,11 @@ struct BluetoothDissector: Sendable {
         return result
     }
 
+    /// Where a problem's offsets count from when they are not frame offsets.
+    static func reassembledContext(handle: UInt16) -> String {
+        "the L2CAP PDU on handle \(hex(handle, digits: 4)) reassembled from ACL fragments"
+    }
+
     /// A dissected frame whose problem can still be moved to frame offsets.
     private struct Partial {
         var dissected: DissectedFrame
@@ -216,9 +239,9 @@ struct BluetoothDissector: Sendable {
         }
     }
 
-    private mutating func l2cap(_ pdu: UnsafeRawBufferPointer, connection: ConnectionKey, direction: HCIDirection, context: String) -> Partial {
+    private mutating func l2cap(_ pdu: UnsafeRawBufferPointer, connection: ConnectionKey, direction: HCIDirection, context: @autoclosure () -> String) -> Partial {
         let header: L2CAPBasicHeader
-        switch L2CAPBasicHeader.parse(pdu, context: context) {
+        switch L2CAPBasicHeader.parse(pdu, context: context()) {
         case .failure(let problem):
             var partial = Partial(dissected: DissectedFrame(summary: "L2CAP [malformed]", direction: direction))
             partial.problemValue = problem
@@ -229,7 +252,7 @@ struct BluetoothDissector: Sendable {
         switch header.channelID {
         case L2CAPBasicHeader.attChannel:
             // Offsets inside ATT count from the ATT opcode; shift them to the PDU's start.
-            let result = att.dissect(payload, connection: connection, direction: direction, context: context)
+            let result = att.dissect(payload, connection: connection, direction: direction, context: context())
             var partial = Partial(dissected: DissectedFrame(summary: result.summary, direction: direction, att: result.records))
             if var problem = result.problem {
                 problem.offset += L2CAPBasicHeader.length

@@ -34,9 +34,9 @@ public struct FrameDissector: Sendable {
     /// Whether ATT PDUs get their one-line ``DissectedFrame/summary`` (`tether inspect` shows it).
     /// Replay turns it off: it reads the records, links and datagrams only. Records are the same either way.
     public var producesSummaries: Bool {
-        get { bluetooth.att.producesSummaries }
+        get { bluetooth.producesSummaries }
         set {
-            bluetooth.att.producesSummaries = newValue
+            bluetooth.producesSummaries = newValue
             ipSummaries = newValue
         }
     }

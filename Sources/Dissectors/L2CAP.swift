@@ -10,12 +10,13 @@ struct L2CAPBasicHeader: Sendable, Hashable {
     var payloadLength: Int
     var channelID: UInt16
 
-    static func parse(_ buffer: UnsafeRawBufferPointer, context: String?) -> Result<L2CAPBasicHeader, DissectionProblem> {
+    /// `context` is only read for a problem (replay parses every PDU and reports none).
+    static func parse(_ buffer: UnsafeRawBufferPointer, context: @autoclosure () -> String?) -> Result<L2CAPBasicHeader, DissectionProblem> {
         guard let length = buffer.u16le(at: 0), let cid = buffer.u16le(at: 2) else {
-            return .failure(.short("L2CAP", at: 0, need: Self.length, what: "basic header", have: buffer.count, context: context))
+            return .failure(.short("L2CAP", at: 0, need: Self.length, what: "basic header", have: buffer.count, context: context()))
         }
         guard buffer.has(Int(length), at: Self.length) else {
-            return .failure(.short("L2CAP", at: Self.length, need: Int(length), what: "payload as the basic header says", have: buffer.count - Self.length, context: context))
+            return .failure(.short("L2CAP", at: Self.length, need: Int(length), what: "payload as the basic header says", have: buffer.count - Self.length, context: context()))
         }
         return .success(L2CAPBasicHeader(payloadLength: Int(length), channelID: cid))
     }

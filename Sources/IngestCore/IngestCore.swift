@@ -356,10 +356,11 @@ public struct IngestCore: Sendable {
     /// When to call ``handleTimeout(now:)`` next: the earliest flush deadline or idle timeout of
     /// any open stream, exactly; nil when no stream is open.
     public var nextDeadline: Duration? {
+        // Asked before every frame replay feeds: each stream is read in place, not copied out.
         var earliest: Int64?
-        for stream in streams.values {
-            var deadline = stream.idleDeadline(idleNs: idleNs)
-            if let flush = stream.flushDeadline(flushNs: flushNs) { deadline = min(deadline, flush) }
+        for index in streams.values.indices {
+            var deadline = streams.values[index].idleDeadline(idleNs: idleNs)
+            if let flush = streams.values[index].flushDeadline(flushNs: flushNs) { deadline = min(deadline, flush) }
             earliest = min(earliest ?? deadline, deadline)
         }
         return earliest.map { .nanoseconds($0) }

@@ -15,7 +15,8 @@ import MonkeyC
 extension MessagingCore {
     mutating func handleControl(_ control: LinkControl, connection: UInt8, deviceAt index: Int, now: Duration) -> [MessagingAction] {
         let device = devices[index].device.uuid
-        let summary = LinkPacket.control(connection: connection, control).summary
+        // Only a violation's detail names the packet: written out then, not for every packet.
+        var summary: String { LinkPacket.control(connection: connection, control).summary }
         guard let (channel, held) = devices[index].openChannel(connection: connection) else {
             return [.event(.violation(device, .unknownConnection, detail: "\(summary): no app holds connection \(connection)"))]
         }
@@ -112,7 +113,8 @@ extension MessagingCore {
 
     mutating func handleData(sequence: UInt8, connection: UInt8, payload: [UInt8], deviceAt index: Int, now: Duration) -> [MessagingAction] {
         let device = devices[index].device.uuid
-        let summary = LinkPacket.data(sequence: sequence, connection: connection, payload: payload).summary
+        // Only a violation's detail names the packet: written out then, not for every packet.
+        var summary: String { LinkPacket.data(sequence: sequence, connection: connection, payload: payload).summary }
         guard let (channel, held) = devices[index].openChannel(connection: connection) else {
             return [.event(.violation(device, .unknownConnection, detail: "\(summary): no app holds connection \(connection)"))]
         }

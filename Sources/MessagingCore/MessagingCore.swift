@@ -66,9 +66,11 @@ public struct MessagingCore: Sendable {
 
     /// When ``handleTimeout(now:)`` should be called next; `nil` when nothing waits.
     public var nextDeadline: Duration? {
+        // Asked before every frame replay feeds: read in place, without copying a device's record
+        // or gathering its deadlines into an array.
         var earliest: Duration?
-        for record in devices {
-            for deadline in record.deadlines where earliest.map({ deadline < $0 }) ?? true {
+        for index in devices.indices {
+            if let deadline = devices[index].earliestDeadline, earliest.map({ deadline < $0 }) ?? true {
                 earliest = deadline
             }
         }

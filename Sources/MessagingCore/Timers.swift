@@ -140,16 +140,19 @@ extension MessagingCore {
 }
 
 extension DeviceRecord {
-    /// Every armed timer's deadline on this device.
-    var deadlines: [Duration] {
-        var result: [Duration] = []
-        if let inFlight { result.append(inFlight.deadline) }
-        for channel in channels {
-            guard case .open(let open) = channel.state else { continue }
-            if let transfer = open.outbound { result.append(transfer.deadline) }
-            if let transfer = open.inbound { result.append(transfer.deadline) }
+    /// The earliest deadline of an armed timer on this device: the in-flight command's, and each
+    /// open channel's outbound and inbound transfers'.
+    var earliestDeadline: Duration? {
+        var earliest = inFlight?.deadline
+        func consider(_ deadline: Duration?) {
+            if let deadline, earliest.map({ deadline < $0 }) ?? true { earliest = deadline }
         }
-        return result
+        for index in channels.indices {
+            guard case .open(let open) = channels[index].state else { continue }
+            consider(open.outbound?.deadline)
+            consider(open.inbound?.deadline)
+        }
+        return earliest
     }
 }
 

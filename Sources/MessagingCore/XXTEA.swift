@@ -44,15 +44,22 @@ public enum XXTEA {
         precondition(n >= 2 && key.count == 4, "XXTEA.encipher: needs at least 2 words and a 4-word key")
         var cycles = 6 + 52 / n
         var sum: UInt32 = 0
-        var z = block[n - 1]
-        while cycles > 0 {
-            cycles -= 1
-            sum &+= delta
-            let e = Int((sum >> 2) & 3)
-            for p in 0..<n {
-                let y = block[(p + 1) % n]
-                block[p] &+= mix(y: y, z: z, sum: sum, key: key[(p & 3) ^ e])
-                z = block[p]
+        // Through buffer pointers, with the wrap-around of the last word written out rather than
+        // a division per word: every message the core sends goes through here.
+        block.withUnsafeMutableBufferPointer { block in
+            key.withUnsafeBufferPointer { key in
+                var z = block[n - 1]
+                while cycles > 0 {
+                    cycles -= 1
+                    sum &+= delta
+                    let e = Int((sum >> 2) & 3)
+                    for p in 0..<(n - 1) {
+                        block[p] &+= mix(y: block[p + 1], z: z, sum: sum, key: key[(p & 3) ^ e])
+                        z = block[p]
+                    }
+                    block[n - 1] &+= mix(y: block[0], z: z, sum: sum, key: key[((n - 1) & 3) ^ e])
+                    z = block[n - 1]
+                }
             }
         }
     }

@@ -56,7 +56,7 @@ public enum MonkeyCSerialization {
     ///   nests deeper than ``maximumNestingDepth``, or a count or block exceeds `u32`.
     public static func encode(_ value: MonkeyCValue) throws(MonkeyCEncodingError) -> [UInt8] {
         var strings: [UInt8] = []
-        var stringOffsets: [[UInt8]: UInt32] = [:]
+        var stringOffsets: [StringTableKey: UInt32] = [:]
         var objects: [UInt8] = []
 
         // Breadth-first: a FIFO of (value, depth); children are appended as their parent is written.
@@ -90,13 +90,13 @@ public enum MonkeyCSerialization {
             case .string(let text):
                 let utf8 = Array(text.utf8)
                 let offset: UInt32
-                if let known = stringOffsets[utf8] {
+                if let known = stringOffsets[StringTableKey(utf8: utf8)] {
                     offset = known
                 } else {
                     guard utf8.count <= Int(UInt16.max) - 1 else { throw .stringTooLong(utf8Count: utf8.count) }
                     guard strings.count <= Int(UInt32.max) else { throw .blockTooLarge(byteCount: strings.count) }
                     offset = UInt32(strings.count)
-                    stringOffsets[utf8] = offset
+                    stringOffsets[StringTableKey(utf8: utf8)] = offset
                     appendBigEndian(UInt16(utf8.count + 1), to: &strings)
                     strings.append(contentsOf: utf8)
                     strings.append(0)
@@ -379,5 +379,17 @@ private struct Decoder {
     func readUInt64(at position: Int, end: Int, what: String) throws(MonkeyCDecodingError) -> UInt64 {
         let start = try read(8, at: position, end: end, what: what)
         return bytes[start..<(start + 8)].reduce(0) { $0 << 8 | UInt64($1) }
+    }
+}
+
+/// A string table entry's UTF-8 bytes as a dictionary key: equal when the bytes are (so two
+/// canonically equivalent spellings keep their own entries, as with `[UInt8]` keys), hashed as one
+/// block of bytes rather than byte by byte as `[UInt8]` hashes itself (the encoder looks up every
+/// string of every message).
+struct StringTableKey: Hashable {
+    var utf8: [UInt8]
+
+    func hash(into hasher: inout Hasher) {
+        utf8.withUnsafeBytes { hasher.combine(bytes: $0) }
     }
 }

@@ -85,7 +85,10 @@ enum GenerateMessagingSession {
 /// through the messaging adapter, in stages that show where the time goes. One `stage=…` line each:
 ///
 /// - `read`: CaptureKit's fast path over every frame: the floor any replay pays;
-/// - `dissect`: every BLE frame through ``FrameDissector`` (HCI → ACL → L2CAP → ATT, GATT names);
+/// - `dissect`: every BLE frame through ``FrameDissector`` (HCI → ACL → L2CAP → ATT, GATT names),
+///   owned frames and one-line summaries, as `tether inspect --frames` runs it;
+/// - `dissect-replay`: the same frames as replay dissects them: borrowed from the reader, through
+///   ``ReplayEngine/replayDissector(namedHandles:)`` (no summaries);
 /// - `prescan`: ``MessagingCapturePrescan/scan(capturePath:interfaces:gattHandles:watchPackets:)`` as strict replay runs it, the pass that
 ///   recovers the recorded keys before replay;
 /// - `replay`: the ``ReplayEngine`` with the ``MessagingAdapter`` (given the prescan), every phone
@@ -128,6 +131,23 @@ enum ReplayMessagingHour {
                 dissectors[frame.interfaceIndex] = dissector
             }
             report(["stage": "dissect", "att_records": "\(records)", "seconds": fixed(monotonicSeconds() - start, 6)])
+        }
+
+        // Stage 2b: the same as replay dissects (borrowed frames, no summaries).
+        start = monotonicSeconds()
+        do {
+            let reader = try CaptureFile.open(path: loaded.capturePath)
+            var dissectors: [Int: FrameDissector] = [:]
+            var records = 0
+            while try reader.withNextFrame({ view in
+                guard manifest.interface(index: view.interfaceIndex)?.role == .bleHCI else { return }
+                let linkType = reader.interfaces[view.interfaceIndex].linkType
+                if dissectors[view.interfaceIndex] == nil {
+                    dissectors[view.interfaceIndex] = ReplayEngine.replayDissector(namedHandles: named)
+                }
+                records += dissectors[view.interfaceIndex]!.dissect(bytes: view.data, flags: view.flags, linkType: linkType).att.count
+            }) {}
+            report(["stage": "dissect-replay", "att_records": "\(records)", "seconds": fixed(monotonicSeconds() - start, 6)])
         }
 
         // Stage 3: the prescan.

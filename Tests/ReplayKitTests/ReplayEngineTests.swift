@@ -31,7 +31,7 @@ fileprivate final class MemoryReader: CaptureReader {
         guard let frame = try next() else { return false }
         try frame.data.withUnsafeBytes { bytes in
             try body(FrameView(number: frame.number, interfaceIndex: frame.interfaceIndex, timestampNs: frame.timestampNs,
-                               originalLength: frame.originalLength, data: bytes))
+                               originalLength: frame.originalLength, data: bytes, flags: frame.flags))
         }
         return true
     }

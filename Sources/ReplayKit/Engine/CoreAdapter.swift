@@ -138,9 +138,9 @@ public protocol CoreAdapter {
     /// The core's name in the trace (`ingest`, `messaging`, `session`, `widget`, or a user's own):
     /// the name of the ``CoreIntegration`` that made the adapter.
     var core: String { get }
-    /// `true` when ``input(for:)`` may answer ``ReplayInput/dissected`` for some interface. The
-    /// engine then reads owned frames (with their pcapng flags, which carry HCI direction) instead
-    /// of the borrowed fast path. Defaults to `false`.
+    /// `true` when ``input(for:)`` may answer ``ReplayInput/dissected`` for some interface.
+    /// Defaults to `false`. The engine reads borrowed frames either way (their views carry the
+    /// pcapng flags, which give HCI direction), so this is informational.
     var dissectsFrames: Bool { get }
     /// Whether and how this adapter wants the frames of `interface`. Asked once per interface,
     /// when its first frame arrives.

@@ -146,24 +146,13 @@ public struct ReplayEngine {
                                         uniquingKeysWith: { first, _ in first })
         state.manifestInterfaces = Dictionary(manifestInterfaces.map { ($0.index, $0) }, uniquingKeysWith: { first, _ in first })
         var summary = ReplaySummary()
-        // Owned frames carry `epb_flags` (HCI direction on LINKTYPE 187) for the dissectors; the
-        // borrowed fast path avoids a copy per frame when no adapter dissects.
-        let owned = adapters.contains { $0.dissectsFrames }
-
+        // Frames are borrowed from the reader, never copied: the view carries `epb_flags` (HCI
+        // direction on LINKTYPE 187) for the dissectors, which read the borrowed bytes too.
         do {
-            if owned {
-                while !state.halted, let frame = try reader.next() {
-                    frame.data.withUnsafeBytes { bytes in
-                        process(FrameHeader(number: frame.number, interfaceIndex: frame.interfaceIndex, timestampNs: frame.timestampNs),
-                                bytes: bytes, owned: frame, reader: reader, state: &state, summary: &summary, emit: emit)
-                    }
-                }
-            } else {
-                while !state.halted, try reader.withNextFrame({ view in
-                    process(FrameHeader(number: view.number, interfaceIndex: view.interfaceIndex, timestampNs: view.timestampNs),
-                            bytes: view.data, owned: nil, reader: reader, state: &state, summary: &summary, emit: emit)
-                }) {}
-            }
+            while !state.halted, try reader.withNextFrame({ view in
+                process(FrameHeader(number: view.number, interfaceIndex: view.interfaceIndex, timestampNs: view.timestampNs, flags: view.flags),
+                        bytes: view.data, reader: reader, state: &state, summary: &summary, emit: emit)
+            }) {}
         } catch let error as CaptureError {
             throw error
         } catch {
@@ -209,7 +198,7 @@ public struct ReplayEngine {
 
     /// One frame: fire what is due before it, then hand it to every adapter that wants it.
     private mutating func process(
-        _ header: FrameHeader, bytes: UnsafeRawBufferPointer, owned: CaptureFrame?, reader: any CaptureReader,
+        _ header: FrameHeader, bytes: UnsafeRawBufferPointer, reader: any CaptureReader,
         state: inout RunState, summary: inout ReplaySummary, emit: (TraceEvent) -> Void
     ) {
         summary.framesRead += 1
@@ -249,10 +238,7 @@ public struct ReplayEngine {
 
         var dissected: DissectedFrame?
         if wanted == .dissected {
-            let frame = owned ?? CaptureFrame(
-                number: header.number, interfaceIndex: index, timestampNs: header.timestampNs,
-                originalLength: bytes.count, data: Array(bytes))
-            dissected = state.dissect(frame, interface: route.interface)
+            dissected = state.dissect(bytes, flags: header.flags, interface: route.interface)
         }
         var apiCall: APICallRecord?
         var recipient: String?
@@ -361,6 +347,8 @@ struct FrameHeader {
     var number: Int
     var interfaceIndex: Int
     var timestampNs: Int64
+    /// The pcapng `epb_flags`, when the block has them.
+    var flags: UInt32?
 }
 
 /// Which adapters want an interface's frames, decided once per interface.
@@ -406,7 +394,7 @@ struct RunState {
         return route
     }
 
-    mutating func dissect(_ frame: CaptureFrame, interface: ReplayInterface) -> DissectedFrame {
+    mutating func dissect(_ bytes: UnsafeRawBufferPointer, flags: UInt32?, interface: ReplayInterface) -> DissectedFrame {
         // Mutated in place: a copy taken out of the dictionary would copy the dissector's state
         // (reassembly buffers, GATT databases) on every frame.
         if dissectors[interface.index] == nil {
@@ -415,7 +403,7 @@ struct RunState {
             if let port = interface.parameter("broker_port", as: UInt16.self) { dissector.mqttPorts.insert(port) }
             dissectors[interface.index] = dissector
         }
-        return dissectors[interface.index, default: Self.replayDissector(namedHandles)].dissect(frame, linkType: interface.linkType)
+        return dissectors[interface.index, default: Self.replayDissector(namedHandles)].dissect(bytes: bytes, flags: flags, linkType: interface.linkType)
     }
 
     /// Adapters read records, links and datagrams, never the one-line summaries.
