@@ -165,10 +165,12 @@ class Op(enum.IntEnum):
 
 OP_NAMES = {Op.HELLO: "HELLO", Op.WELCOME: "WELCOME", Op.ACK: "ACK", Op.ERROR: "ERROR",
             Op.CANCEL: "CANCEL", Op.STATUS: "STATUS", Op.STATUS_ACK: "STATUS-ACK"}
-#: The length of each control item, op included.
+#: The length of each control item, op included (HELLO and WELCOME: at least, options follow).
 CONTROL_LENGTHS = {Op.HELLO: 55, Op.WELCOME: 55, Op.ACK: 10, Op.ERROR: 8, Op.CANCEL: 6,
                    Op.STATUS: 6, Op.STATUS_ACK: 5}
 VERSION = 1
+#: The handshake option stating a window (session-link.md page version 2, "Options").
+WINDOW_OPTION = 0x01
 
 # Status flags (HELLO, WELCOME, STATUS).
 PAIRED = 0x01
@@ -216,14 +218,20 @@ class Handshake:
     resume_id: int = 0
     resume_offset: int = 0
     version: int = VERSION
+    #: The window option (page version 2), frames the sender accepts ahead; None: no option.
+    window: int | None = None
 
     def encode(self, op: int) -> bytes:
-        """The 55-byte control item with `op` (HELLO or WELCOME)."""
-        return (bytes([op, self.version]) + self.identity.bytes
+        """The control item with `op` (HELLO or WELCOME): 55 bytes, then the window option
+        (`01 02` and the window as u16) when one is stated."""
+        item = (bytes([op, self.version]) + self.identity.bytes
                 + struct.pack("<IIIB", self.incarnation, self.epoch, self.nonce, self.status)
                 + struct.pack("<6I", self.watermark_context, self.watermark_user_info,
                               self.watermark_complication, self.watermark_file,
                               self.resume_id, self.resume_offset))
+        if self.window is not None:
+            item += bytes([WINDOW_OPTION, 2]) + struct.pack("<H", self.window)
+        return item
 
 
 def hello(handshake: Handshake) -> bytes:

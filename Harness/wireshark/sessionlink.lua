@@ -133,6 +133,8 @@ local F = {
     wm_file        = ProtoField.uint32("tsl.control.watermark.file", "Watermark file", base.DEC),
     resume_id      = ProtoField.uint32("tsl.control.resume_id", "File resume id", base.DEC),
     resume_offset  = ProtoField.uint32("tsl.control.resume_offset", "File resume offset", base.DEC),
+    window         = ProtoField.uint16("tsl.control.window", "Window (frames)", base.DEC),
+    option_type    = ProtoField.uint8("tsl.control.option", "Handshake option", base.HEX),
     ctl_channel    = ProtoField.uint8("tsl.control.channel", "Channel", base.HEX, CHANNEL_NAMES),
     ctl_id         = ProtoField.uint32("tsl.control.id", "Item id", base.DEC),
     received       = ProtoField.uint32("tsl.control.received", "Received", base.DEC),
@@ -144,7 +146,7 @@ tsl.fields = {
     F.expects_reply, F.current_compl, F.reserved, F.id, F.total, F.offset, F.data, F.value,
     F.in_reply_to, F.file_size, F.op, F.version, F.identity, F.incarnation, F.epoch, F.nonce,
     F.status, F.paired, F.installed, F.complication, F.reachable, F.activated, F.wm_context,
-    F.wm_user_info, F.wm_complication, F.wm_file, F.resume_id, F.resume_offset, F.ctl_channel,
+    F.wm_user_info, F.wm_complication, F.wm_file, F.resume_id, F.resume_offset, F.window, F.option_type, F.ctl_channel,
     F.ctl_id, F.received, F.code, F.sequence,
 }
 
@@ -626,7 +628,9 @@ local function dissect_control(item, size, tree, direction)
         return string.format("control op 0x%02x (unknown)", op), true
     end
     local length = CONTROL_LENGTHS[op]
-    if size ~= length then
+    -- HELLO and WELCOME are 55 bytes and then their options (page version 2); the rest are fixed.
+    local handshake = op == OP_HELLO or op == OP_WELCOME
+    if (handshake and size < length) or (not handshake and size ~= length) then
         op_item:add_proto_expert_info(E.malformed_control, string.format(
             "%s is %d bytes, op included; this one has %d (malformed-control)", name, length, size))
         return string.format("%s [malformed control: %d of %d bytes]", name, size, length), true
@@ -657,6 +661,28 @@ local function dissect_control(item, size, tree, direction)
         end
         local info = string.format("%s epoch=0x%08x nonce=0x%08x identity=%s", name,
             item(22, 4):le_uint(), item(26, 4):le_uint(), uuid_text(item(2, 16)))
+        -- Options: type u8, length u8, value. Unknown types are skipped; a cut-short option or a
+        -- window of the wrong length makes the item malformed-control.
+        local offset = 55
+        while offset < size do
+            if size - offset < 2 or size - offset - 2 < item(offset + 1, 1):uint() then
+                op_item:add_proto_expert_info(E.malformed_control, string.format(
+                    "%s option at byte %d is cut short (malformed-control)", name, offset))
+                return info .. " [malformed option]", true
+            end
+            local option_type, option_length = item(offset, 1):uint(), item(offset + 1, 1):uint()
+            tree:add(F.option_type, item(offset, 1))
+            if option_type == 1 then
+                if option_length ~= 2 or item(offset + 2, 2):le_uint() == 0 then
+                    op_item:add_proto_expert_info(E.malformed_control, string.format(
+                        "%s window option must be 2 bytes, 1-65535 (malformed-control)", name))
+                    return info .. " [malformed option]", true
+                end
+                tree:add_le(F.window, item(offset + 2, 2))
+                info = info .. string.format(" window=%d", item(offset + 2, 2):le_uint())
+            end
+            offset = offset + 2 + option_length
+        end
         if version ~= LINK_VERSION then info = info .. string.format(" [version %d]", version) end
         return info, version ~= LINK_VERSION
     end
