@@ -217,20 +217,16 @@ public struct ChromeTraceWriter {
         out.append(UInt8(ascii: "\n"))
     }
 
+    /// A metadata event: a track's `name` (text) or its `sort_index` (number).
     private mutating func metadata(_ name: String, pid: Int, tid: Int, value: String) {
-        begin()
-        literal(#"{"ph":"M","pid":"#)
-        appendInt(pid)
-        literal(#","tid":"#)
-        appendInt(tid)
-        literal(#","name":"#)
-        JSONStringEscaping.append(name, to: &out)
-        literal(#","args":{"name":"#)
-        JSONStringEscaping.append(value, to: &out)
-        literal("}}")
+        metadata(name, pid: pid, tid: tid, args: ["name": .string(value)])
     }
 
     private mutating func metadata(_ name: String, pid: Int, tid: Int, number: Int) {
+        metadata(name, pid: pid, tid: tid, args: ["sort_index": .int(Int64(number))])
+    }
+
+    private mutating func metadata(_ name: String, pid: Int, tid: Int, args: [String: TraceValue]) {
         begin()
         literal(#"{"ph":"M","pid":"#)
         appendInt(pid)
@@ -238,9 +234,9 @@ public struct ChromeTraceWriter {
         appendInt(tid)
         literal(#","name":"#)
         JSONStringEscaping.append(name, to: &out)
-        literal(#","args":{"sort_index":"#)
-        appendInt(number)
-        literal("}}")
+        literal(#","args":"#)
+        out.append(contentsOf: JSONLiteral.value(.object(args)).utf8)
+        out.append(UInt8(ascii: "}"))
     }
 
     private mutating func appendNameCategoryArgs(name: String, category: String, args: [String: TraceValue]) {
