@@ -54,13 +54,7 @@ public struct ChromeTraceWriter {
         let tid = thread(forCore: event.core)
         var name = event.event
         if event.event == "api_call", case .string(let call)? = event.field("call") { name = "call " + call }
-        begin()
-        literal(#"{"ph":"i","s":"t","pid":"#)
-        appendInt(Self.coresProcess)
-        literal(#","tid":"#)
-        appendInt(tid)
-        literal(#","ts":"#)
-        appendMicroseconds(event.timeNs)
+        beginInstant(pid: Self.coresProcess, tid: tid, timeNs: event.timeNs)
         literal(#","cat":"#)
         JSONStringEscaping.append(event.core, to: &out)
         literal(#","name":"#)
@@ -83,13 +77,7 @@ public struct ChromeTraceWriter {
             metadata("thread_name", pid: Self.interfacesProcess, tid: tid, value: "interface \(interface) (\(interfaceName))")
             metadata("thread_sort_index", pid: Self.interfacesProcess, tid: tid, number: tid)
         }
-        begin()
-        literal(#"{"ph":"i","s":"t","pid":"#)
-        appendInt(Self.interfacesProcess)
-        literal(#","tid":"#)
-        appendInt(tid)
-        literal(#","ts":"#)
-        appendMicroseconds(timeNs)
+        beginInstant(pid: Self.interfacesProcess, tid: tid, timeNs: timeNs)
         literal(#","cat":"frame","name":"#)
         JSONStringEscaping.append(summary.isEmpty ? "frame" : summary, to: &out)
         literal(#","args":{"length":"#)
@@ -211,6 +199,17 @@ public struct ChromeTraceWriter {
     }
 
     // MARK: JSON
+
+    /// `{"ph":"i","s":"t","pid":…,"tid":…,"ts":…` of a thread-scoped instant; the caller writes the rest.
+    private mutating func beginInstant(pid: Int, tid: Int, timeNs: Int64) {
+        begin()
+        literal(#"{"ph":"i","s":"t","pid":"#)
+        appendInt(pid)
+        literal(#","tid":"#)
+        appendInt(tid)
+        literal(#","ts":"#)
+        appendMicroseconds(timeNs)
+    }
 
     private mutating func begin() {
         if first { first = false } else { out.append(UInt8(ascii: ",")) }
