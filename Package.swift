@@ -98,7 +98,7 @@ let package = Package(
         .target(name: "MonkeyCTrace", dependencies: ["MonkeyC", "BehaviourTrace"]),
         // Virtual-clock replay that knows no core: the engine, the adapter and integration
         // protocols, set loading, expectations, reports, JUnit, frame matching.
-        .target(name: "ReplayKit", dependencies: ["BehaviourTrace", "CaptureKit", "CaptureSet", "Dissectors", "JSONBytes", .product(name: "DequeModule", package: "swift-collections")]),
+        .target(name: "ReplayKit", dependencies: ["BehaviourTrace", "CaptureKit", "CaptureSet", "CoreRandom", "Dissectors", "JSONBytes", "MQTT", .product(name: "DequeModule", package: "swift-collections")]),
 
         // The timeline report of `tether replay --html`: a model built while a replay streams, and
         // self-contained HTML pages (script, style and data inline). Knows no core and reads no capture.

@@ -93,6 +93,11 @@ struct ReplayCommand: ParsableCommand {
         valueName: "i/n"))
     var shard: String?
 
+    @Option(name: .customLong("fault"), help: ArgumentHelp(
+        "Apply a fault between the capture and the cores (repeatable; docs/faults.md), e.g. drop:frame=412, delay:frame=412:by=6s, duplicate:frame=412, disconnect:at=1.5s:reconnect=2s, drop:p=0.05:seed=7, reorder:window=3:seed=7, jitter:max=40ms:seed=7.",
+        valueName: "fault"))
+    var faults: [String] = []
+
     @Flag(name: .long, help: "Send the captured ingest datagrams over real UDP at their recorded pace instead.")
     var realtime = false
 
@@ -108,6 +113,7 @@ struct ReplayCommand: ParsableCommand {
             throw ValidationError("Give a capture set or a folder of sets, e.g. `tether replay Captures`.")
         }
         _ = try parsedSettings()
+        _ = try parsedFaults()
         guard toleranceMs >= 0, toleranceMs.isFinite else {
             throw ValidationError("--tolerance-ms must be 0 or more (got \(toleranceMs)).")
         }
@@ -124,8 +130,8 @@ struct ReplayCommand: ParsableCommand {
             guard paths.count == 1, CaptureSetDirectory.isCaptureSet(paths[0]) else {
                 throw ValidationError("--realtime replays one capture set; give its folder, e.g. Captures/plugin-clean.")
             }
-            if trace != nil || junit != nil || html != nil || updateBaseline || shard != nil {
-                throw ValidationError("--trace, --junit, --html, --shard and --update-baseline belong to virtual replay; leave them out with --realtime.")
+            if trace != nil || junit != nil || html != nil || updateBaseline || shard != nil || !faults.isEmpty {
+                throw ValidationError("--trace, --junit, --html, --shard, --fault and --update-baseline belong to virtual replay; leave them out with --realtime.")
             }
         } else {
             if to != nil || speed != 1 {
@@ -193,8 +199,9 @@ struct ReplayCommand: ParsableCommand {
             throw CommandFailure(message: error.message, exitCode: ExitCode.validationFailure.rawValue)
         }
 
-        let options = ReplayOptions(
+        var options = ReplayOptions(
             integrations: CLIIntegrations.registry, verify: !noVerify, settings: try parsedSettings(), frameMatching: frameMatching)
+        options.faults = try parsedFaults()
         let tolerance = Int64((toleranceMs * 1_000_000).rounded())
         var outcomes: [CaptureSetOutcome] = []
         var errors: [(name: String, message: String)] = []
@@ -311,6 +318,17 @@ struct ReplayCommand: ParsableCommand {
         StandardOutput.shared.line("Shard \(shard): \(mine.sets.count) of \(sets.count) set(s), \(Format.fixed(share, 1))% of the estimated work"
                                    + (mine.sets.isEmpty ? " (more shards than sets: nothing to replay)" : ""))
         return mine.sets
+    }
+
+    /// The `--fault` values, read.
+    func parsedFaults() throws -> [Fault] {
+        try faults.map { text in
+            do throws(FaultSpecError) {
+                return try Fault(parsing: text)
+            } catch {
+                throw ValidationError("--fault: \(error)")
+            }
+        }
     }
 
     /// The `--set` values and the cores' own options, checked against the registry.

@@ -68,7 +68,8 @@ public struct MessagingAdapter: CoreAdapter {
     /// An adapter for a set with the given manifest section, settings and capture prescan.
     public init(
         section: ManifestMessaging = .init(), overrides: MessagingOverrides? = nil, matching: FrameMatchingMode = .strict,
-        prescan: MessagingCapturePrescan = .init(), gattHandles: [ManifestGATTHandle] = [], hasAPICallsInterface: Bool = false
+        prescan: MessagingCapturePrescan = .init(), gattHandles: [ManifestGATTHandle] = [], faults: PeerFrameFaults = .init(),
+        hasAPICallsInterface: Bool = false
     ) {
         self.assumeBluetoothReady = !hasAPICallsInterface
         let settings = (section.settings ?? MessagingOverrides()).overridden(by: overrides)
@@ -84,7 +85,7 @@ public struct MessagingAdapter: CoreAdapter {
             if let address = device.address { deviceByPeer[address.uppercased()] = device.uuid }
         }
         self.manualCalls = section.apiCalls.sorted { $0.tMs < $1.tMs }
-        if matching == .responder { responder = MessagingResponder(prescan: prescan) }
+        if matching == .responder { responder = MessagingResponder(prescan: prescan, faults: faults) }
     }
 
     /// Seeds the keys a replayed core draws beyond the captured ones.

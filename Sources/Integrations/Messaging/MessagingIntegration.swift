@@ -60,7 +60,7 @@ public struct MessagingIntegration: CoreIntegration {
             throw .capture(error)
         }
         return MessagingAdapter(
-            section: section, matching: matching, prescan: prescan, gattHandles: manifest.gattHandles,
+            section: section, matching: matching, prescan: prescan, gattHandles: manifest.gattHandles, faults: context.faults,
             hasAPICallsInterface: manifest.interfaces.contains { $0.role == .apiCalls })
     }
 }

@@ -10,6 +10,8 @@ import MessagingCore
 /// type 2), an ack request (ack type 3), and a data packet with seq 14 (ack type 1: the watch
 /// acknowledges after seq 14, whatever window the phone keeps, so a phone that waits earlier times
 /// out as it would against the real watch). Captured answers are taken in capture order per kind.
+/// Under faults, each answer follows the fate ``PeerFrameFaults`` gives the frame it was captured
+/// in: `drop:frame=192` loses the ack captured in frame 192 when the core's write asks for it.
 struct MessagingResponder: Sendable {
     enum AnswerKind: Hashable, Sendable {
         case command(UInt8)
@@ -27,8 +29,10 @@ struct MessagingResponder: Sendable {
     private var cursors: [AnswerKind: Int] = [:]
     private var deliveries: [Delivery] = []
     private var order = 0
+    private let faults: PeerFrameFaults
 
-    init(prescan: MessagingCapturePrescan) {
+    init(prescan: MessagingCapturePrescan, faults: PeerFrameFaults = .init()) {
+        self.faults = faults
         for packet in prescan.watchPackets {
             if let kind = Self.answerKind(ofWatchPacket: packet.bytes) { answers[kind, default: []].append(packet) }
         }
@@ -45,8 +49,12 @@ struct MessagingResponder: Sendable {
         guard let list = answers[kind], cursor < list.count else { return }
         cursors[kind] = cursor + 1
         let answer = list[cursor]
-        order += 1
-        deliveries.append(Delivery(timeNs: timeNs + max(0, answer.delayAfterWriteNs ?? 0), order: order, device: device, bytes: answer.bytes))
+        // The run's faults decide for the captured frame this answer comes from: lost, late, twice.
+        let at = timeNs + max(0, answer.delayAfterWriteNs ?? 0)
+        for delay in faults.deliveries(ofFrame: answer.frame, kind: .notification, capturedAt: .nanoseconds(answer.timeNs)) {
+            order += 1
+            deliveries.append(Delivery(timeNs: at + delay.replayNanoseconds, order: order, device: device, bytes: answer.bytes))
+        }
         deliveries.sort { ($0.timeNs, $0.order) < ($1.timeNs, $1.order) }
     }
 

@@ -33,6 +33,9 @@ public struct ReplaySummary: Sendable, Hashable {
     public var scheduledCallsDelivered: Int = 0
     /// Cores the engine stopped because their timers ran away; the replay stopped with them.
     public var runawayTimers: [RunawayTimers] = []
+    /// `fault_injected` events written: how many times the run's faults changed what reached
+    /// the cores (docs/faults.md).
+    public var faultsApplied: Int = 0
 
     /// An empty summary.
     public init() {}
@@ -128,6 +131,9 @@ public struct ReplayEngine {
     /// Cores whose captured `api-calls` records are not delivered (``scheduledCalls`` drive them
     /// instead).
     public var replacedCallCores: Set<String> = []
+    /// Faults applied between the capture and the cores (docs/faults.md): lost, late, repeated,
+    /// reordered or altered peer frames, and links that drop. Empty: the capture as recorded.
+    public var faults: [Fault] = []
 
     /// An engine over `adapters`; `manifestInterfaces` give interfaces their roles.
     public init(adapters: [any CoreAdapter], manifestInterfaces: [ManifestInterface] = [], gattHandles: [ManifestGATTHandle] = [], drainHorizon: Duration = .seconds(600)) {
@@ -145,6 +151,7 @@ public struct ReplayEngine {
         state.namedHandles = Dictionary(gattHandles.map { ($0.handle, (service: $0.serviceUUID, characteristic: $0.characteristicUUID)) },
                                         uniquingKeysWith: { first, _ in first })
         state.manifestInterfaces = Dictionary(manifestInterfaces.map { ($0.index, $0) }, uniquingKeysWith: { first, _ in first })
+        if !faults.isEmpty { state.injector = FaultInjector(faults: faults) }
         var summary = ReplaySummary()
         // Frames are borrowed from the reader, never copied: the view carries `epb_flags` (HCI
         // direction on LINKTYPE 187) for the dissectors, which read the borrowed bytes too.
@@ -163,7 +170,9 @@ public struct ReplayEngine {
 
         // The drain runs on past the last frame, and past the last scheduled call.
         let lastCall = scheduledCalls.last.map { max($0.at, state.clock) } ?? state.clock
-        let (horizon, overflow) = max(lastCall, state.clock).replayNanoseconds.addingReportingOverflow(drainHorizon.replayNanoseconds)
+        // …and past the last frame a fault made late.
+        let lastLate = state.pending.compactMap(\.at).max() ?? state.clock
+        let (horizon, overflow) = max(lastCall, lastLate, state.clock).replayNanoseconds.addingReportingOverflow(drainHorizon.replayNanoseconds)
         advance(through: .nanoseconds(overflow ? Int64.max : horizon), state: &state, summary: &summary, emit: emit)
         if state.nextCall < scheduledCalls.count {
             summary.warnings.append("\(scheduledCalls.count - state.nextCall) scheduled call(s) fell after the drain horizon and were not delivered.")
@@ -171,6 +180,10 @@ public struct ReplayEngine {
         for core in Set(scheduledCalls.map(\.core)) where !adapters.contains(where: { $0.core == core }) {
             summary.warnings.append("scheduled calls for core \(core) were not delivered: this replay does not run that core.")
         }
+        if !state.pending.isEmpty {
+            summary.warnings.append("\(state.pending.count) frame(s) a fault made late fell after the drain horizon and were not delivered.")
+        }
+        summary.faultsApplied = state.injector?.applied ?? 0
         summary.endTimeNs = state.clock.replayNanoseconds
         for i in adapters.indices {
             for event in adapters[i].finish(now: state.clock) { emit(event) }
@@ -237,8 +250,29 @@ public struct ReplayEngine {
         guard let wanted = route.inputs.max(), wanted != .ignore else { return }
 
         var dissected: DissectedFrame?
-        if wanted == .dissected {
+        let faulted = state.injector != nil && !route.interface.carriesAPICalls
+        if wanted == .dissected || faulted {
             dissected = state.dissect(bytes, flags: header.flags, interface: route.interface)
+        }
+        if faulted, var injector = state.injector {
+            let decision = injector.decide(number: header.number, at: frameTime, bytes: bytes, flags: header.flags,
+                                           dissected: dissected, interface: route.interface, emit: emit)
+            let releases = decision.held == nil ? [] : injector.fullBlocks(at: frameTime)
+            state.injector = injector
+            if !decision.untouched {
+                let given = wanted == .dissected ? dissected : nil
+                for delivery in decision.deliveries {
+                    state.enqueue(PendingFrame(
+                        at: decision.held == nil ? frameTime + delivery.delay : nil, extraDelay: delivery.delay, ticket: decision.held,
+                        number: header.number, timestampNs: header.timestampNs, interfaceIndex: index,
+                        bytes: delivery.replacement?.bytes ?? Array(bytes), flags: delivery.replacement?.flags ?? header.flags,
+                        redissect: delivery.replacement != nil, dissected: given))
+                }
+                for release in releases { state.release(release) }
+                // What is due now (a duplicate, an undelayed copy) goes at once, after this frame's instant.
+                deliverPending(through: frameTime, state: &state, summary: &summary, emit: emit)
+                return
+            }
         }
         var apiCall: APICallRecord?
         var recipient: String?
@@ -261,25 +295,81 @@ public struct ReplayEngine {
         }
         let frame = ReplayFrame(
             number: header.number, virtualTimeNs: virtualNs, timestampNs: header.timestampNs,
-            interface: route.interface, bytes: bytes, dissected: dissected, apiCall: apiCall
+            interface: route.interface, bytes: bytes, dissected: wanted == .dissected ? dissected : nil, apiCall: apiCall
         )
+        feed(frame, route: route, recipient: recipient, state: &state, summary: &summary, emit: emit)
+    }
+
+    /// Hands one frame to every adapter its route names (only `recipient`'s, when given).
+    private mutating func feed(_ frame: ReplayFrame, route: InterfaceRoute, recipient: String?, state: inout RunState,
+                               summary: inout ReplaySummary, emit: (TraceEvent) -> Void) {
         for i in adapters.indices where route.inputs[i] != .ignore {
             if let recipient, adapters[i].core != recipient { continue }
-            adapters[i].frame(frame, now: frameTime, emit: emit)
+            adapters[i].frame(frame, now: state.clock, emit: emit)
             state.consecutiveTimeouts[i] = 0
         }
         summary.framesFed += 1
     }
 
+    /// Delivers the frames faults made late (or repeated, or altered) that are due at or before
+    /// `limit`, in time order, each after the deadlines due at its instant.
+    private mutating func deliverPending(through limit: Duration, state: inout RunState, summary: inout ReplaySummary, emit: (TraceEvent) -> Void) {
+        while !state.halted, let first = state.pending.first, let at = first.at, at <= limit {
+            state.pending.removeFirst()
+            fireDeadlines(through: at, state: &state, summary: &summary, emit: emit)
+            if state.halted { return }
+            state.clock = max(state.clock, at)
+            deliver(first, state: &state, summary: &summary, emit: emit)
+        }
+    }
+
+    /// One late or altered captured frame, or a frame a fault put on a link, to the adapters of its
+    /// interface.
+    private mutating func deliver(_ pending: PendingFrame, state: inout RunState, summary: inout ReplaySummary, emit: (TraceEvent) -> Void) {
+        guard let route = state.knownRoute(pending.interfaceIndex) else { return }
+        guard let wanted = route.inputs.max(), wanted != .ignore else { return }
+        pending.bytes.withUnsafeBytes { bytes in
+            var dissected = pending.dissected
+            if pending.redissect, wanted == .dissected {
+                dissected = state.dissect(bytes, flags: pending.flags, interface: route.interface)
+            }
+            let frame = ReplayFrame(
+                number: pending.number, virtualTimeNs: state.clock.replayNanoseconds, timestampNs: pending.timestampNs,
+                interface: route.interface, bytes: bytes, dissected: dissected, apiCall: nil)
+            feed(frame, route: route, recipient: nil, state: &state, summary: &summary, emit: emit)
+        }
+    }
+
     /// Fires every deadline and delivers every scheduled call at or before `limit`, in time order;
     /// at one instant, deadlines first.
     private mutating func advance(through limit: Duration, state: inout RunState, summary: inout ReplaySummary, emit: (TraceEvent) -> Void) {
-        while !state.halted, state.nextCall < scheduledCalls.count {
+        while !state.halted {
+            // Three sources besides the adapters' own deadlines, each fired after the deadlines of
+            // its instant: the faults' timers (a link drops, a reorder block closes), the frames
+            // faults made late, then the scheduled calls.
+            let faultAt = state.injector?.nextDeadline.map { max($0, state.clock) }
+            let pendingAt = state.pending.first?.at.map { max($0, state.clock) }
+            let callAt = state.nextCall < scheduledCalls.count ? max(scheduledCalls[state.nextCall].at, state.clock) : nil
+            guard let next = [faultAt, pendingAt, callAt].compactMap({ $0 }).min(), next <= limit else { break }
+            fireDeadlines(through: next, state: &state, summary: &summary, emit: emit)
+            if state.halted { break }
+            state.clock = max(state.clock, next)
+            if faultAt == next, var injector = state.injector {
+                let (frames, releases) = injector.fire(now: next, emit: emit)
+                state.injector = injector
+                for release in releases { state.release(release) }
+                for linkFrame in frames {
+                    deliver(PendingFrame(at: next, extraDelay: .zero, ticket: nil, number: 0, timestampNs: 0, interfaceIndex: linkFrame.interfaceIndex,
+                                         bytes: linkFrame.frame.bytes, flags: linkFrame.frame.flags, redissect: true, dissected: nil),
+                            state: &state, summary: &summary, emit: emit)
+                }
+                continue
+            }
+            if pendingAt == next {
+                deliverPending(through: next, state: &state, summary: &summary, emit: emit)
+                continue
+            }
             let call = scheduledCalls[state.nextCall]
-            let at = max(call.at, state.clock)
-            guard at <= limit else { break }
-            fireDeadlines(through: at, state: &state, summary: &summary, emit: emit)
-            state.clock = max(state.clock, at)
             state.nextCall += 1
             guard let i = adapters.firstIndex(where: { $0.core == call.core }) else { continue }
             let interface = ReplayInterface(index: -1, linkType: .user0, name: "scheduled-calls", role: .apiCalls)
@@ -351,6 +441,34 @@ struct FrameHeader {
     var flags: UInt32?
 }
 
+/// A frame a fault made late, repeated, altered or held back, copied out of the reader's buffer.
+struct PendingFrame {
+    /// When it reaches the cores; `nil` while a reorder block holds it.
+    var at: Duration?
+    /// The delay faults added on top of a reorder block's release.
+    var extraDelay: Duration
+    /// The reorder ticket holding it.
+    var ticket: Int?
+    var number: Int
+    var timestampNs: Int64
+    var interfaceIndex: Int
+    var bytes: [UInt8]
+    var flags: UInt32?
+    /// The bytes are not the captured ones: dissect them when delivered.
+    var redissect: Bool
+    var dissected: DissectedFrame?
+    var order = 0
+
+    static func precedes(_ a: PendingFrame, _ b: PendingFrame) -> Bool {
+        switch (a.at, b.at) {
+        case let (x?, y?): return (x, a.order) < (y, b.order)
+        case (_?, nil): return true
+        case (nil, _?): return false
+        case (nil, nil): return a.order < b.order
+        }
+    }
+}
+
 /// Which adapters want an interface's frames, decided once per interface.
 struct InterfaceRoute {
     var interface: ReplayInterface
@@ -373,6 +491,37 @@ struct RunState {
     var dissectors: [Int: FrameDissector] = [:]
     /// The manifest's `gatt_handles`, given to every interface's dissector.
     var namedHandles: [UInt16: (service: String?, characteristic: String)] = [:]
+    /// The run's faults, when it has any.
+    var injector: FaultInjector?
+    /// Frames faults made late, repeated or altered, by instant (held reorder frames, without
+    /// one, last).
+    var pending: [PendingFrame] = []
+    private var pendingOrder = 0
+
+    /// Queues a frame, keeping `pending` sorted by instant and, within one, by arrival.
+    mutating func enqueue(_ frame: PendingFrame) {
+        var frame = frame
+        pendingOrder += 1
+        frame.order = pendingOrder
+        let index = pending.firstIndex { PendingFrame.precedes(frame, $0) } ?? pending.endIndex
+        pending.insert(frame, at: index)
+    }
+
+    /// A reorder block let go: its held frames get the release instant, in the block's order.
+    mutating func release(_ release: FaultInjector.Release) {
+        for ticket in release.tickets {
+            guard let index = pending.firstIndex(where: { $0.ticket == ticket }) else { continue }
+            var frame = pending.remove(at: index)
+            frame.at = release.at + frame.extraDelay
+            frame.ticket = nil
+            enqueue(frame)
+        }
+    }
+
+    /// The route of an interface that has had a frame.
+    func knownRoute(_ index: Int) -> InterfaceRoute? {
+        index >= 0 && index < routes.count ? routes[index] : nil
+    }
 
     init(adapterCount: Int) {
         consecutiveTimeouts = Array(repeating: 0, count: adapterCount)

@@ -19,6 +19,16 @@ public struct ReplayOptions: Sendable {
     public var scheduledCalls: [ScheduledAPICall] = []
     /// Cores whose captured API calls are not delivered (``ReplayEngine/replacedCallCores``).
     public var replacedCallCores: Set<String> = []
+    /// Faults applied between the capture and the cores (``ReplayEngine/faults``, docs/faults.md).
+    /// With a fault and no ``frameMatching``, cores replay in ``FrameMatchingMode/responder`` mode:
+    /// a fault changes what a core does next, and the recorded peer must answer what it does.
+    public var faults: [Fault] = []
+
+    /// The frame matching a replay uses: the command line's, else `responder` under faults, else
+    /// each manifest's.
+    public var effectiveFrameMatching: FrameMatchingMode? {
+        frameMatching ?? (faults.isEmpty ? nil : .responder)
+    }
 
     /// Defaults: verify, the manifest's settings, a ten-minute drain.
     public init(
@@ -201,7 +211,8 @@ public func replayAdapters(for set: LoadedCaptureSet, options: ReplayOptions) th
             let base = section ?? ManifestSection(name: name, value: .mapping([], line: nil))
             section = base.setting(setting.key.split(separator: ".").map(String.init), to: setting.value)
         }
-        let context = IntegrationContext(captureSet: set, section: section, frameMatching: options.frameMatching)
+        let context = IntegrationContext(captureSet: set, section: section, frameMatching: options.effectiveFrameMatching,
+                                         faults: PeerFrameFaults(options.faults))
         adapters.append(try integration.makeAdapter(context))
     }
     try checkExpectationNames(manifest.expectations, selected: selected, manifestPath: manifestPath,
@@ -280,6 +291,7 @@ public func replaySet(_ set: LoadedCaptureSet, options: ReplayOptions, emit: (Tr
         engine.unlabelledAPICallsCore = unlabelled
         engine.scheduledCalls = options.scheduledCalls
         engine.replacedCallCores = options.replacedCallCores
+        engine.faults = options.faults
         summary = try engine.run(reader: reader, emit: emit)
     } catch {
         throw .capture(error)

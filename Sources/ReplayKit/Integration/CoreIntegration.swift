@@ -89,12 +89,16 @@ public struct IntegrationContext: Sendable {
     public var section: ManifestSection?
     /// The frame matching the command line asked for, winning over the section's.
     public var frameMatching: FrameMatchingMode?
+    /// The run's per-frame faults: a responder that delivers captured answers itself applies them
+    /// to each answer it takes from a frame (``PeerFrameFaults``).
+    public var faults: PeerFrameFaults
 
     /// A context for one set.
-    public init(captureSet: LoadedCaptureSet, section: ManifestSection?, frameMatching: FrameMatchingMode? = nil) {
+    public init(captureSet: LoadedCaptureSet, section: ManifestSection?, frameMatching: FrameMatchingMode? = nil, faults: PeerFrameFaults = .init()) {
         self.captureSet = captureSet
         self.section = section
         self.frameMatching = frameMatching
+        self.faults = faults
     }
 
     /// The set's manifest.

@@ -1,0 +1,225 @@
+/// Why a fault's text could not be read: the text, what is wrong with it, and what to write.
+public struct FaultSpecError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The fault as given.
+    public var text: String
+    /// What is wrong.
+    public var problem: String
+
+    /// An error about `text`.
+    public init(text: String, problem: String) {
+        self.text = text
+        self.problem = problem
+    }
+
+    /// `fault "drop:frame=x": frame=x is not a frame number …; docs/faults.md lists the faults.`
+    public var description: String {
+        "fault \"\(text)\": \(problem). docs/faults.md lists the faults, e.g. drop:frame=412, delay:frame=412:by=6s, disconnect:at=1.5s, drop:p=0.05:seed=7."
+    }
+}
+
+extension Fault {
+    /// The fault kinds `--fault` takes.
+    public static let kinds = ["drop", "delay", "duplicate", "disconnect", "reorder", "jitter", "truncate", "att-error"]
+
+    /// Reads a fault from its text form (`drop:frame=412`, `delay:frame=412:by=6s`,
+    /// `disconnect:at=1.5s:reconnect=2s`, `drop:p=0.05:seed=7`, `reorder:window=3:seed=7`,
+    /// `jitter:max=40ms:seed=7`, `truncate:kind=datagram:bytes=20`, `att-error:frame=88:code=0x0E`).
+    /// Selector keys (`frame`, `frames=A-B`, `from`, `to`, `kind`) go with every kind but
+    /// `disconnect`.
+    /// - Throws: ``FaultSpecError`` naming the text and what to write instead.
+    public init(parsing text: String) throws(FaultSpecError) {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+        let kind = parts[0].trimmingSpaces
+        guard Self.kinds.contains(kind) else {
+            throw FaultSpecError(text: text, problem: "\"\(kind)\" is not a fault kind (kinds: \(Self.kinds.joined(separator: ", ")))")
+        }
+        var values: [String: String] = [:]
+        for part in parts.dropFirst() {
+            guard let equals = part.firstIndex(of: "="), equals != part.startIndex else {
+                throw FaultSpecError(text: text, problem: "\"\(part)\" is not KEY=VALUE")
+            }
+            let key = String(part[..<equals]).trimmingSpaces
+            guard values[key] == nil else { throw FaultSpecError(text: text, problem: "\(key) is given twice") }
+            values[key] = String(part[part.index(after: equals)...]).trimmingSpaces
+        }
+        var reader = FaultValues(text: text, values: values)
+        switch kind {
+        case "disconnect":
+            let at = try reader.duration("at", required: true) ?? .zero
+            let again = try reader.duration("reconnect")
+            try reader.finish(allowed: ["at", "reconnect"])
+            self = .disconnect(at: at, reconnectAfter: again)
+            return
+        default:
+            break
+        }
+        let selector = try reader.selector()
+        switch kind {
+        case "drop":
+            if let p = try reader.probability("p") {
+                let seed = try reader.seed()
+                try reader.finish(allowed: FaultValues.selectorKeys + ["p", "seed"])
+                self = .randomDrop(selector, probability: p, seed: seed)
+            } else {
+                try reader.finish(allowed: FaultValues.selectorKeys)
+                try Self.requireNarrowed(selector, text: text, kind: kind)
+                self = .drop(selector)
+            }
+        case "delay":
+            let by = try reader.duration("by", required: true) ?? .zero
+            try reader.finish(allowed: FaultValues.selectorKeys + ["by"])
+            self = .delay(selector, by: by)
+        case "duplicate":
+            try reader.finish(allowed: FaultValues.selectorKeys)
+            self = .duplicate(selector)
+        case "reorder":
+            let window = try reader.integer("window", range: 2...1_000, required: true) ?? 2
+            let hold = try reader.duration("hold") ?? .milliseconds(100)
+            let seed = try reader.seed()
+            try reader.finish(allowed: FaultValues.selectorKeys + ["window", "hold", "seed"])
+            self = .reorder(selector, window: window, hold: hold, seed: seed)
+        case "jitter":
+            let max = try reader.duration("max", required: true) ?? .zero
+            let seed = try reader.seed()
+            try reader.finish(allowed: FaultValues.selectorKeys + ["max", "seed"])
+            self = .jitter(selector, max: max, seed: seed)
+        case "truncate":
+            let bytes = try reader.integer("bytes", range: 0...65_535, required: true) ?? 0
+            try reader.finish(allowed: FaultValues.selectorKeys + ["bytes"])
+            self = .truncate(selector, bytes: bytes)
+        default: // att-error
+            let code = try reader.integer("code", range: 1...255) ?? 0x0E
+            try reader.finish(allowed: FaultValues.selectorKeys + ["code"])
+            self = .attError(selector, code: UInt8(code))
+        }
+    }
+
+    /// A plain `drop` of every peer frame would leave the core with nothing: refused, because it is
+    /// almost always a forgotten `frame=`.
+    private static func requireNarrowed(_ selector: FrameSelector, text: String, kind: String) throws(FaultSpecError) {
+        if selector == .all {
+            throw FaultSpecError(text: text, problem: "\(kind) needs a selector (frame=N, frames=A-B, from=/to=, kind=) or p=PROBABILITY")
+        }
+    }
+}
+
+/// The KEY=VALUE pairs of one fault, read and checked one by one.
+private struct FaultValues {
+    static let selectorKeys = ["frame", "frames", "from", "to", "kind"]
+    let text: String
+    var values: [String: String]
+    var used: Set<String> = []
+
+    init(text: String, values: [String: String]) {
+        self.text = text
+        self.values = values
+    }
+
+    mutating func take(_ key: String) -> String? {
+        used.insert(key)
+        return values[key]
+    }
+
+    mutating func duration(_ key: String, required: Bool = false) throws(FaultSpecError) -> Duration? {
+        guard let value = take(key) else {
+            if required { throw FaultSpecError(text: text, problem: "it needs \(key)=DURATION (e.g. \(key)=6s or \(key)=40ms)") }
+            return nil
+        }
+        guard let duration = FaultValues.parseDuration(value) else {
+            throw FaultSpecError(text: text, problem: "\(key)=\(value) is not a duration; write a number with a unit: ns, us, ms, s or m (e.g. 1.5s, 40ms)")
+        }
+        return duration
+    }
+
+    /// A non-negative decimal with a unit, at most a day.
+    static func parseDuration(_ text: String) -> Duration? {
+        let units: [(String, Double)] = [("ns", 1), ("us", 1_000), ("ms", 1_000_000), ("s", 1_000_000_000), ("m", 60_000_000_000)]
+        for (unit, scale) in units where text.hasSuffix(unit) {
+            let number = text.dropLast(unit.count)
+            // "ms" also ends in "s": the longest unit is tried first by the order above.
+            guard !number.isEmpty, number.allSatisfy({ $0.isNumber || $0 == "." }), let value = Double(number), value.isFinite, value >= 0 else { return nil }
+            let ns = (value * scale).rounded()
+            guard ns <= 86_400e9 else { return nil }
+            return .nanoseconds(Int64(ns))
+        }
+        return nil
+    }
+
+    mutating func integer(_ key: String, range: ClosedRange<Int>, required: Bool = false) throws(FaultSpecError) -> Int? {
+        guard let value = take(key) else {
+            if required { throw FaultSpecError(text: text, problem: "it needs \(key)=N (\(range.lowerBound)…\(range.upperBound))") }
+            return nil
+        }
+        let parsed = value.lowercased().hasPrefix("0x") ? Int(value.dropFirst(2), radix: 16) : Int(value)
+        guard let number = parsed, range.contains(number) else {
+            throw FaultSpecError(text: text, problem: "\(key)=\(value) is not a whole number from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return number
+    }
+
+    mutating func probability(_ key: String) throws(FaultSpecError) -> Double? {
+        guard let value = take(key) else { return nil }
+        guard let p = Double(value), p.isFinite, p >= 0, p <= 1 else {
+            throw FaultSpecError(text: text, problem: "\(key)=\(value) is not a probability from 0 to 1 (e.g. p=0.05)")
+        }
+        return p
+    }
+
+    mutating func seed() throws(FaultSpecError) -> UInt64 {
+        guard let value = take("seed") else {
+            throw FaultSpecError(text: text, problem: "a random fault needs seed=N, so the run can be repeated exactly")
+        }
+        guard let seed = UInt64(value) else {
+            throw FaultSpecError(text: text, problem: "seed=\(value) is not a whole number from 0 to 18446744073709551615")
+        }
+        return seed
+    }
+
+    mutating func selector() throws(FaultSpecError) -> FrameSelector {
+        var selector = FrameSelector()
+        if let frame = take("frame") {
+            guard let n = Int(frame), n >= 1 else {
+                throw FaultSpecError(text: text, problem: "frame=\(frame) is not a frame number (1 or more, as `tether inspect --frames` numbers them)")
+            }
+            selector.frames = n...n
+        }
+        if let frames = take("frames") {
+            guard selector.frames == nil else { throw FaultSpecError(text: text, problem: "give frame= or frames=, not both") }
+            let ends = frames.split(separator: "-", omittingEmptySubsequences: false)
+            guard ends.count == 2, let a = Int(ends[0]), let b = Int(ends[1]), a >= 1, a <= b else {
+                throw FaultSpecError(text: text, problem: "frames=\(frames) is not a range A-B of frame numbers with A ≤ B")
+            }
+            selector.frames = a...b
+        }
+        let from = try duration("from")
+        let to = try duration("to")
+        if from != nil || to != nil {
+            let lower = from ?? .zero
+            let upper = to ?? .nanoseconds(Int64.max)
+            guard lower <= upper else { throw FaultSpecError(text: text, problem: "from= is later than to=") }
+            selector.window = lower...upper
+        }
+        if let kind = take("kind") {
+            guard let parsed = PeerFrameKind(rawValue: kind) else {
+                throw FaultSpecError(text: text, problem: "kind=\(kind) is not a peer frame kind (kinds: \(PeerFrameKind.allCases.map(\.rawValue).joined(separator: ", ")))")
+            }
+            selector.kind = parsed
+        }
+        return selector
+    }
+
+    func finish(allowed: [String]) throws(FaultSpecError) {
+        for key in values.keys.sorted() where !allowed.contains(key) {
+            throw FaultSpecError(text: text, problem: "\(key)= does not go with this fault (it takes: \(allowed.joined(separator: ", ")))")
+        }
+    }
+}
+
+extension String {
+    var trimmingSpaces: String {
+        var s = Substring(self)
+        while s.first == " " { s = s.dropFirst() }
+        while s.last == " " { s = s.dropLast() }
+        return String(s)
+    }
+}

@@ -1,0 +1,69 @@
+/// The per-frame part of a run's faults, stateless: whether a given peer frame is lost, late or
+/// repeated. The engine applies it to the frames it feeds; a responder that delivers captured
+/// answers itself (``FrameMatchingMode/responder``) applies it to each answer it takes from
+/// frame N, so `drop:frame=N` loses that answer whoever delivers it.
+///
+/// The engine writes the `fault_injected` event for frame N at its captured instant; a responder
+/// only follows the decision.
+public struct PeerFrameFaults: Sendable, Hashable {
+    /// The run's faults.
+    public var faults: [Fault]
+
+    /// The per-frame view of `faults`.
+    public init(_ faults: [Fault] = []) {
+        self.faults = faults
+    }
+
+    /// No fault.
+    public var isEmpty: Bool { faults.isEmpty }
+
+    /// What one fault does to the timing of one peer frame.
+    enum Timing {
+        case lost
+        case late(Duration)
+        case repeated
+    }
+
+    /// The timing effect of `fault` on peer frame `number` of `kind` captured at `time`; `nil`
+    /// when it leaves the frame's timing alone (another kind of fault, or not selected).
+    static func timing(of fault: Fault, frame number: Int, kind: PeerFrameKind, at time: Duration) -> Timing? {
+        guard let selector = fault.selector, selector.matches(number: number, at: time, kind: kind) else { return nil }
+        switch fault {
+        case .drop: return .lost
+        case .randomDrop(_, let p, let seed): return unit(seed: seed, frame: number) < p ? .lost : nil
+        case .delay(_, let by): return .late(by)
+        case .duplicate: return .repeated
+        case .jitter(_, let max, let seed):
+            let ns = Int64(unit(seed: seed, frame: number) * Double(max.replayNanoseconds + 1))
+            return .late(.nanoseconds(Swift.min(ns, max.replayNanoseconds)))
+        case .disconnect, .reorder, .truncate, .attError: return nil
+        }
+    }
+
+    /// The delays after its captured (or answering) instant at which peer frame `number` reaches
+    /// the core: `[]` lost, `[0]` untouched, `[0, 0]` duplicated, `[6 s]` late.
+    public func deliveries(ofFrame number: Int, kind: PeerFrameKind, capturedAt time: Duration) -> [Duration] {
+        var delays: [Duration] = [.zero]
+        for fault in faults {
+            switch Self.timing(of: fault, frame: number, kind: kind, at: time) {
+            case .lost?: return []
+            case .late(let by)?: delays = delays.map { $0 + by }
+            case .repeated?: delays += delays
+            case nil: break
+            }
+        }
+        return delays
+    }
+
+    /// A number in [0, 1) from a seed and a frame number, the same on every run and machine.
+    static func unit(seed: UInt64, frame: Int) -> Double {
+        var state = seed ^ (UInt64(truncatingIfNeeded: frame) &* 0xD6E8_FEB8_6659_FD93)
+        // SplitMix64's output function, once: enough to decorrelate neighbouring frame numbers.
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        z ^= z >> 31
+        return Double(z >> 11) / Double(1 << 53)
+    }
+}
