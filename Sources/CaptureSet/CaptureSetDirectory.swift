@@ -221,6 +221,23 @@ public struct CaptureSetDirectory: Sendable, Hashable {
         for core in manifest.baselines.keys.sorted() {
             try checkRelative(manifest.baselines[core, default: ""], field: "baselines.\(core)", set: setName)
         }
+        var scenarioNames: Set<String> = []
+        for (index, scenario) in manifest.scenarios.enumerated() {
+            let field = "scenarios[\(index)]"
+            guard !scenario.name.isEmpty, scenario.name.utf8.allSatisfy({ (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D || $0 == 0x5F }) else {
+                throw .invalidManifest(path: path, field: "\(field).name",
+                                       problem: "\"\(scenario.name)\" is not a scenario name: use lower case letters, digits, - and _ (it names the scenario's baseline folder)")
+            }
+            guard scenarioNames.insert(scenario.name).inserted else {
+                throw .invalidManifest(path: path, field: "\(field).name", problem: "a scenario called \"\(scenario.name)\" comes earlier; give each a name of its own")
+            }
+            guard !scenario.faults.isEmpty else {
+                throw .invalidManifest(path: path, field: "\(field).faults", problem: "is empty; a scenario is the set replayed with faults (e.g. faults: [drop:frame=192])")
+            }
+            for core in scenario.baselines.keys.sorted() {
+                try checkRelative(scenario.baselines[core, default: ""], field: "\(field).baselines.\(core)", set: setName)
+            }
+        }
         if let digest = manifest.captureSha256, !isHexDigest(digest) {
             throw .invalidManifest(path: path, field: "capture_sha256", problem: "expected 64 hex digits, found \"\(digest)\"")
         }

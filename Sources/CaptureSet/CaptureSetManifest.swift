@@ -49,6 +49,9 @@ public struct CaptureSetManifest: Codable, Sendable, Equatable {
     /// Accepted behaviour traces: core name (`ingest`, `messaging`, `session`, `widget`) → path relative to
     /// the set folder (normally `baseline/<core>.jsonl`).
     public var baselines: [String: String]
+    /// Fault scenarios replayed besides the set itself, each with its own faults, expectations and
+    /// baselines (docs/faults.md).
+    public var scenarios: [ManifestScenario] = []
     /// Where fields were in `manifest.yaml` (1-based lines, by dotted path such as
     /// `interfaces[2].core`), for error messages; empty for a manifest made in memory. Not
     /// written, and ignored by `==`.
@@ -59,6 +62,7 @@ public struct CaptureSetManifest: Codable, Sendable, Equatable {
     public static let reservedKeys: Set<String> = [
         "schema_version", "title", "description", "recorded_at", "tether_version", "status", "capture_file",
         "capture_sha256", "live_traces_sha256", "interfaces", "devices", "annotations", "gatt_handles", "expectations", "baselines",
+        "scenarios",
     ]
 
     /// The section called `name`, if the manifest has one.
@@ -126,7 +130,7 @@ public struct CaptureSetManifest: Codable, Sendable, Equatable {
         case liveTracesSha256 = "live_traces_sha256"
         case interfaces, devices, annotations
         case gattHandles = "gatt_handles"
-        case expectations, baselines
+        case expectations, baselines, scenarios
     }
 
     /// Lists and maps may be left out of a hand-written manifest; they default to empty.
@@ -150,6 +154,7 @@ public struct CaptureSetManifest: Codable, Sendable, Equatable {
         sections = []
         expectations = try c.decodeIfPresent([Expectation].self, forKey: .expectations) ?? []
         baselines = try c.decodeIfPresent([String: String].self, forKey: .baselines) ?? [:]
+        scenarios = try c.decodeIfPresent([ManifestScenario].self, forKey: .scenarios) ?? []
     }
 
     /// Empty lists are written too, so a hand editor sees every section.
@@ -185,6 +190,8 @@ public struct CaptureSetManifest: Codable, Sendable, Equatable {
         for core in baselines.keys.sorted() {
             try b.encode(baselines[core, default: ""], forKey: BaselineKey(stringValue: core))
         }
+        // Written only when there are some: a set without scenarios keeps the text it always had.
+        if !scenarios.isEmpty { try c.encode(LinearYAMLList(scenarios), forKey: .scenarios) }
     }
 
     private struct BaselineKey: CodingKey {
@@ -440,4 +447,74 @@ public struct SourceLines: Sendable, Equatable {
 
     /// Always `true`: see the type's comment.
     public static func == (lhs: SourceLines, rhs: SourceLines) -> Bool { true }
+}
+
+/// A fault scenario of a capture set: the same capture replayed with `faults` applied, checked
+/// against its own expectations and baselines, reported as `SET / NAME` (docs/faults.md).
+public struct ManifestScenario: Codable, Sendable, Hashable {
+    /// Lower case letters, digits, `-` and `_`: part of the report's name and of its baseline path.
+    public var name: String
+    /// What the scenario shows, for a reader of the manifest.
+    public var description: String?
+    /// The faults, in the form `tether replay --fault` takes (`drop:frame=192`).
+    public var faults: [String]
+    /// Frame matching for this scenario (default: responder, as under any fault).
+    public var frameMatching: FrameMatchingMode?
+    /// What the scenario's replay must show.
+    public var expectations: [Expectation]
+    /// Its accepted traces: core → path in the set folder (normally `baseline/<name>/<core>.jsonl`).
+    public var baselines: [String: String]
+
+    /// A scenario.
+    public init(name: String, description: String? = nil, faults: [String], frameMatching: FrameMatchingMode? = nil,
+                expectations: [Expectation] = [], baselines: [String: String] = [:]) {
+        self.name = name
+        self.description = description
+        self.faults = faults
+        self.frameMatching = frameMatching
+        self.expectations = expectations
+        self.baselines = baselines
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case name, description, faults, expectations, baselines
+        case frameMatching = "frame_matching"
+    }
+
+    /// Lists and maps may be left out.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        name = try c.decode(String.self, forKey: .name)
+        description = try c.decodeIfPresent(String.self, forKey: .description)
+        faults = try c.decodeIfPresent([String].self, forKey: .faults) ?? []
+        frameMatching = try c.decodeIfPresent(FrameMatchingMode.self, forKey: .frameMatching)
+        expectations = try c.decodeIfPresent([Expectation].self, forKey: .expectations) ?? []
+        baselines = try c.decodeIfPresent([String: String].self, forKey: .baselines) ?? [:]
+    }
+
+    /// In a fixed order, baselines sorted.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(name, forKey: .name)
+        try c.encodeIfPresent(description, forKey: .description)
+        try c.encode(faults, forKey: .faults)
+        try c.encodeIfPresent(frameMatching, forKey: .frameMatching)
+        try c.encode(LinearYAMLList(expectations), forKey: .expectations)
+        var b = c.nestedContainer(keyedBy: ScenarioBaselineKey.self, forKey: .baselines)
+        for core in baselines.keys.sorted() {
+            try b.encode(baselines[core, default: ""], forKey: ScenarioBaselineKey(stringValue: core))
+        }
+    }
+
+    private struct ScenarioBaselineKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    /// Where a core's baseline of scenario `name` goes by default.
+    public static func defaultBaselinePath(scenario: String, core: String) -> String {
+        "\(CaptureSetDirectory.baselineFolderName)/\(scenario)/\(core).jsonl"
+    }
 }

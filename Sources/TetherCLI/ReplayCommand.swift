@@ -98,6 +98,20 @@ struct ReplayCommand: ParsableCommand {
         valueName: "fault"))
     var faults: [String] = []
 
+    @Option(name: .customLong("scenarios"), help: ArgumentHelp(
+        "Which of each set's fault scenarios (the manifest's scenarios:) to replay after it: all, none, or names separated by commas (default: all; none when --fault is given).",
+        valueName: "all|none|names"))
+    var scenarios: String?
+
+    @Option(name: .long, help: ArgumentHelp(
+        "Replay each set once per peer frame with one fault on that frame, checking every variant against its cores' promises: drop, delay=DURATION (e.g. delay=6s) or disconnect[=RECONNECT] (docs/faults.md).",
+        valueName: "kind"))
+    var sweep: String?
+
+    @Option(name: .customLong("sweep-frames"), help: ArgumentHelp(
+        "With --sweep: only the variants of these peer frames, A-B or a single number.", valueName: "a-b"))
+    var sweepFrames: String?
+
     @Flag(name: .long, help: "Send the captured ingest datagrams over real UDP at their recorded pace instead.")
     var realtime = false
 
@@ -114,6 +128,23 @@ struct ReplayCommand: ParsableCommand {
         }
         _ = try parsedSettings()
         _ = try parsedFaults()
+        if let sweep {
+            guard SweepKind(sweep) != nil else {
+                throw ValidationError("--sweep \(sweep) is not a sweep; write drop, delay=6s (any duration with ns, us, ms, s or m) or disconnect (disconnect=2s reconnects after 2 s; 1 s by default).")
+            }
+            if !faults.isEmpty || trace != nil || html != nil || updateBaseline || realtime {
+                throw ValidationError("--sweep makes its own faults and checks promises, not baselines; leave out --fault, --trace, --html, --update-baseline and --realtime (rerun one variant with --fault).")
+            }
+        }
+        if let sweepFrames, Self.frameRange(sweepFrames) == nil {
+            throw ValidationError("--sweep-frames \(sweepFrames) is not a frame number or a range A-B with 1 ≤ A ≤ B.")
+        }
+        if sweepFrames != nil && sweep == nil {
+            throw ValidationError("--sweep-frames goes with --sweep.")
+        }
+        if let scenarios, scenarios.isEmpty {
+            throw ValidationError("--scenarios is empty; write all, none, or scenario names separated by commas (e.g. --scenarios ack-lost,link-drop).")
+        }
         guard toleranceMs >= 0, toleranceMs.isFinite else {
             throw ValidationError("--tolerance-ms must be 0 or more (got \(toleranceMs)).")
         }
@@ -202,6 +233,10 @@ struct ReplayCommand: ParsableCommand {
         var options = ReplayOptions(
             integrations: CLIIntegrations.registry, verify: !noVerify, settings: try parsedSettings(), frameMatching: frameMatching)
         options.faults = try parsedFaults()
+        if let sweep, let kind = SweepKind(sweep) {
+            try runSweeps(sets, kind: kind, options: options)
+            return
+        }
         let tolerance = Int64((toleranceMs * 1_000_000).rounded())
         var outcomes: [CaptureSetOutcome] = []
         var errors: [(name: String, message: String)] = []
@@ -250,6 +285,45 @@ struct ReplayCommand: ParsableCommand {
                 try report?.add(TimelineSetReport(
                     name: name, title: checked.run.manifest.title, timeline: timeline, outcome: outcome, errors: setErrors))
                 status.clear()
+            }
+            for (scenarioIndex, scenario) in checked.run.manifest.scenarios.enumerated() where wantsScenario(scenario.name) {
+                let scenarioName = FaultScenarios.outcomeName(set: name, scenario: scenario.name)
+                status.update(force: true) { "replaying \(scenarioName) (\(index + 1)/\(sets.count))" }
+                var scenarioTimeline: TimelineBuilder? = html == nil ? nil : TimelineBuilder()
+                let attempt = Self.replayScenario(
+                    scenario, index: scenarioIndex, of: checked.run.captureSet, options: options,
+                    checks: ReplayCheckOptions(timingToleranceNs: tolerance, maxDiffLines: maxDiffLines, updateBaseline: updateBaseline, scenario: scenario.name),
+                    timeline: &scenarioTimeline)
+                guard case .success(let result) = attempt else {
+                    status.clear()
+                    if case .failure(let error) = attempt {
+                        errors.append((scenarioName, error.description))
+                        Terminal.warn("tether: \(scenarioName): \(error)")
+                    }
+                    continue
+                }
+                status.clear()
+                for warning in result.run.summary.warnings { Terminal.warn("tether: warning: \(scenarioName): \(warning)") }
+                let scenarioOutcome: CaptureSetOutcome
+                var scenarioErrors: [String] = []
+                if let writers = result.baselineWriters {
+                    try writers.accept()
+                    scenarioOutcome = CaptureSetOutcome(name: scenarioName, expectations: result.expectations, baselines: [])
+                } else {
+                    let (checkedOutcome, baselineErrors) = result.outcome()
+                    var compared = checkedOutcome
+                    compared.name = scenarioName
+                    errors += baselineErrors.map { (scenarioName, $0) }
+                    scenarioErrors = baselineErrors
+                    scenarioOutcome = compared
+                }
+                outcomes.append(scenarioOutcome)
+                if var scenarioTimeline {
+                    try Self.addFrames(of: result.run, to: &scenarioTimeline)
+                    try report?.add(TimelineSetReport(
+                        name: scenarioName, title: "\(checked.run.manifest.title) — scenario \(scenario.name): \(scenario.faults.joined(separator: ", "))",
+                        timeline: scenarioTimeline, outcome: scenarioOutcome, errors: scenarioErrors))
+                }
             }
         }
         if let report {
@@ -320,6 +394,36 @@ struct ReplayCommand: ParsableCommand {
         return mine.sets
     }
 
+    /// Replays one fault scenario of a set with its checks, feeding the timeline when there is one.
+    static func replayScenario(
+        _ scenario: ManifestScenario, index: Int, of set: LoadedCaptureSet, options: ReplayOptions, checks: ReplayCheckOptions,
+        timeline: inout TimelineBuilder?
+    ) -> Result<CheckedReplay, ReplayError> {
+        let loaded = FaultScenarios.set(set, for: scenario)
+        if timeline != nil {
+            timeline = TimelineBuilder(interfaces: interfaceNames(loaded), correlations: options.integrations.correlations)
+        }
+        var builder = timeline
+        defer { timeline = builder }
+        do throws(ReplayError) {
+            let scenarioOptions = try FaultScenarios.options(
+                options, for: scenario, index: index, manifestPath: loaded.directory.manifestPath, line: loaded.manifest.sourceLines["scenarios"])
+            return .success(try replayAndCheck(loaded, options: scenarioOptions, checks: checks) { builder?.observe($0) })
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// Whether `--scenarios` asks for the scenario called `name`.
+    func wantsScenario(_ name: String) -> Bool {
+        guard let scenarios else { return faults.isEmpty }
+        switch scenarios {
+        case "all": return true
+        case "none": return false
+        default: return scenarios.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces) == name }
+        }
+    }
+
     /// The `--fault` values, read.
     func parsedFaults() throws -> [Fault] {
         try faults.map { text in
@@ -381,6 +485,89 @@ struct ReplayCommand: ParsableCommand {
             }
             return checked
         }
+    }
+
+    // MARK: sweeps
+
+    /// `A-B` or `N` as a range of frame numbers.
+    static func frameRange(_ text: String) -> ClosedRange<Int>? {
+        let ends = text.split(separator: "-", omittingEmptySubsequences: false)
+        if ends.count == 1, let n = Int(ends[0]), n >= 1 { return n...n }
+        guard ends.count == 2, let a = Int(ends[0]), let b = Int(ends[1]), a >= 1, a <= b else { return nil }
+        return a...b
+    }
+
+    /// `--sweep`: every set swept, a table per set, one JUnit test case per variant.
+    func runSweeps(_ sets: [String], kind: SweepKind, options: ReplayOptions) throws {
+        var suites: [JUnitReport.TestSuite] = []
+        var anyFailed = false
+        let only = sweepFrames.flatMap(Self.frameRange).map { Set($0) }
+        for set in sets {
+            let name = CaptureSetDirectory(path: set).name
+            let status = StatusLine()
+            let attempt = Self.sweepSet(set, kind: kind, options: options, only: only) { done, total in
+                status.update { "sweeping \(name): \(done)/\(total) variants" }
+            }
+            guard case .success(let result) = attempt else {
+                status.clear()
+                anyFailed = true
+                if case .failure(let error) = attempt {
+                    StandardOutput.shared.line("ERROR \(name): \(error)")
+                    suites.append(JUnitReport.TestSuite(name: "sweep \(kind) \(name)", cases: [
+                        JUnitReport.TestCase(name: "sweep", className: "sweep.\(name)", failure: JUnitReport.Failure(message: error.description, type: "error")),
+                    ]))
+                }
+                continue
+            }
+            status.clear()
+            StandardOutput.shared.write(Self.sweepReport(result, set: set))
+            if result.failed > 0 { anyFailed = true }
+            suites.append(JUnitReport.TestSuite(name: "sweep \(kind) \(name)", cases: result.variants.map { variant in
+                let failure = variant.passed ? nil : JUnitReport.Failure(
+                    message: variant.error ?? variant.broken.map(\.description).joined(separator: "; "), type: variant.error == nil ? "promise" : "error",
+                    details: "rerun: tether replay \(set) --fault \(variant.fault) --trace variant.jsonl")
+                return JUnitReport.TestCase(name: variant.fault.description, className: "sweep.\(name)", failure: failure)
+            }))
+        }
+        StandardOutput.shared.flush()
+        if let junit { try JUnitReport(name: "tether replay --sweep", suites: suites).write(to: junit) }
+        if anyFailed { throw CommandFailure(message: "", exitCode: 1) }
+    }
+
+    /// One set loaded and swept.
+    static func sweepSet(_ set: String, kind: SweepKind, options: ReplayOptions, only: Set<Int>?,
+                         progress: @escaping @Sendable (Int, Int) -> Void) -> Result<SweepResult, ReplayError> {
+        do throws(ReplayError) {
+            let loaded = try loadReplaySet(at: set, options: options)
+            return .success(try FaultSweep.run(loaded, kind: kind, options: options, only: only, progress: progress))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// The sweep's table for one set.
+    static func sweepReport(_ result: SweepResult, set: String) -> String {
+        var lines: [String] = []
+        let rate = result.elapsedSeconds > 0 ? Double(result.variants.count) / result.elapsedSeconds : 0
+        lines.append("== sweep \(result.kind) over \(result.set): \(result.failed == 0 ? "PASS" : "FAIL")")
+        lines.append("  variants \(result.variants.count) (one per peer frame), passed \(result.passed), failed \(result.failed); "
+                     + "\(Format.fixed(result.elapsedSeconds, 2)) s, \(Format.fixed(rate, 1)) variants/s")
+        if result.promises.isEmpty {
+            lines.append("  promises: none (the set's cores state none; every variant passes trivially)")
+        } else {
+            lines.append("  promises: " + result.promises.joined(separator: "; "))
+        }
+        let failing = result.variants.filter { !$0.passed }
+        if let first = failing.first {
+            lines.append("  first failing variant: frame \(first.frame), --fault \(first.fault)")
+            lines.append("    " + (first.error ?? first.broken.map(\.description).joined(separator: "\n    ")))
+            lines.append("    rerun it: tether replay \(set) --fault \(first.fault) --trace variant.jsonl")
+            for variant in failing.dropFirst().prefix(20) {
+                lines.append("  FAIL frame \(variant.frame): " + (variant.error ?? variant.broken.map(\.description).joined(separator: "; ")))
+            }
+            if failing.count > 21 { lines.append("  … and \(failing.count - 21) more failing variants") }
+        }
+        return lines.joined(separator: "\n") + "\n\n"
     }
 
     // MARK: the HTML report

@@ -27,6 +27,12 @@ public struct IngestIntegration: CoreIntegration {
          "time_backwards", "gap", "chunk", "frame_malformed", "summary"]
     }
 
+    /// No point invented, and every point of a datagram that was not dropped stored.
+    public var promises: [CorePromise] {
+        [CorePromise("no point invented, every point of an undropped datagram stored",
+                     .preservedExceptDropped(event: "datapoint", identity: ["source", "name", "time_ns", "value"]))]
+    }
+
     /// An ``IngestAdapter`` with the section's settings.
     public func makeAdapter(_ context: IntegrationContext) throws(ReplayError) -> any CoreAdapter {
         let section = try context.decodeSection(IngestOverrides.self) ?? IngestOverrides()

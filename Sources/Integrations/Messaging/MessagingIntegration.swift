@@ -45,6 +45,13 @@ public struct MessagingIntegration: CoreIntegration {
                           ends: [.init("open_app")], key: "request")]
     }
 
+    /// Every send completes exactly once (with a result: success or a failure), and its progress
+    /// never goes back.
+    public var promises: [CorePromise] {
+        [CorePromise("every send completes exactly once", .exactlyOneEnd(correlation: "send → completion")),
+         CorePromise("progress never goes back", .progressNeverGoesBack(correlation: "send → completion"))]
+    }
+
     /// A ``MessagingAdapter`` over the capture's prescan, with the section's devices, calls and
     /// settings.
     public func makeAdapter(_ context: IntegrationContext) throws(ReplayError) -> any CoreAdapter {

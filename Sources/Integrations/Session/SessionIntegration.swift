@@ -52,6 +52,16 @@ public struct SessionIntegration: CoreIntegration {
         ]
     }
 
+    /// User infos and files arrive exactly once and in order, the latest context wins, every
+    /// message gets exactly one reply or error, every user info transfer finishes exactly once.
+    public var promises: [CorePromise] {
+        [CorePromise("every message gets exactly one reply or error", .exactlyOneEnd(correlation: "message → reply")),
+         CorePromise("every user info transfer finishes exactly once", .exactlyOneEnd(correlation: "user info → finished")),
+         CorePromise("user infos arrive exactly once, in order", .exactlyOnceInOrder(event: "did_receive_user_info", key: "id")),
+         CorePromise("files arrive exactly once, in order", .exactlyOnceInOrder(event: "did_receive_file", key: "file")),
+         CorePromise("the latest application context wins", .lastAsInPlainRun(event: "did_receive_application_context", field: "value"))]
+    }
+
     /// A ``SessionAdapter`` for the section's role and settings.
     public func makeAdapter(_ context: IntegrationContext) throws(ReplayError) -> any CoreAdapter {
         let section = try context.decodeSection(ManifestSession.self)

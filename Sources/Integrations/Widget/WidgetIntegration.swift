@@ -39,6 +39,12 @@ public struct WidgetIntegration: CoreIntegration {
                           ends: [.init("open_url_completed"), .init("open_url_result_discarded")], key: "id")]
     }
 
+    /// Every refresh ends with exactly one result, and the settings' version never goes back.
+    public var promises: [CorePromise] {
+        [CorePromise("every refresh has exactly one result", .exactlyOneEnd(correlation: "refresh → completed")),
+         CorePromise("versions never go back", .neverDecreases(event: "settings_changed", field: "version"))]
+    }
+
     /// A ``WidgetAdapter``.
     public func makeAdapter(_ context: IntegrationContext) throws(ReplayError) -> any CoreAdapter {
         WidgetAdapter(matching: context.frameMatching ?? .strict)

@@ -9,12 +9,16 @@ public struct ReplayCheckOptions: Sendable, Hashable {
     public var maxDiffLines: Int
     /// Accept this run's trace as the set's baselines instead of comparing (`--update-baseline`).
     public var updateBaseline: Bool
+    /// The fault scenario this run is (its baselines go to `baseline/<scenario>/` and into the
+    /// scenario's entry of the manifest); `nil` for the set itself.
+    public var scenario: String?
 
     /// Exact timing, 40 lines of differences, compare.
-    public init(timingToleranceNs: Int64 = 0, maxDiffLines: Int = 40, updateBaseline: Bool = false) {
+    public init(timingToleranceNs: Int64 = 0, maxDiffLines: Int = 40, updateBaseline: Bool = false, scenario: String? = nil) {
         self.timingToleranceNs = timingToleranceNs
         self.maxDiffLines = maxDiffLines
         self.updateBaseline = updateBaseline
+        self.scenario = scenario
     }
 }
 
@@ -62,7 +66,7 @@ public func replayAndCheck(
     var evaluator = ExpectationEvaluator(manifest.expectations)
     var comparisons: [(core: String, comparison: Result<StreamingBaselineComparison, any Error>)] = []
     var comparing: [String: StreamingBaselineComparison] = [:]
-    let writers = checks.updateBaseline ? BaselineWriters(set: set, manifest: manifest) : nil
+    let writers = checks.updateBaseline ? BaselineWriters(set: set, manifest: manifest, scenario: checks.scenario) : nil
     if !checks.updateBaseline {
         for core in manifest.baselines.keys.sorted() {
             do {
@@ -104,19 +108,24 @@ public final class BaselineWriters {
     public let set: String
     /// The set's manifest as loaded.
     public let manifest: CaptureSetManifest
+    /// The scenario whose baselines these are, `nil` for the set's own.
+    public let scenario: String?
     private var writers: [String: Result<TraceFileWriter, any Error>] = [:]
     private var lastCore = ""
     private var lastWriter: TraceFileWriter?
 
-    /// Writers for the set at `set`.
-    public init(set: String, manifest: CaptureSetManifest) {
+    /// Writers for the set at `set` (for its scenario `scenario`, when given).
+    public init(set: String, manifest: CaptureSetManifest, scenario: String? = nil) {
         self.set = set
         self.manifest = manifest
+        self.scenario = scenario
     }
 
     /// Where `core`'s baseline goes, relative to the set.
     public func relativePath(_ core: String) -> String {
-        manifest.baselines[core] ?? CaptureSetDirectory.defaultBaselinePath(core: core)
+        if let path = manifest.baselines[core] { return path }
+        if let scenario { return ManifestScenario.defaultBaselinePath(scenario: scenario, core: core) }
+        return CaptureSetDirectory.defaultBaselinePath(core: core)
     }
 
     /// One event of the run, to its core's new baseline.
@@ -150,7 +159,16 @@ public final class BaselineWriters {
             }
             manifest.baselines[core] = relative
         }
-        if manifest != self.manifest {
+        if let scenario {
+            // The scenario's entry of the manifest as it is on disk now (the set's own run may
+            // have saved it a moment ago).
+            var saved = try CaptureSetDirectory.readManifest(at: set)
+            guard let index = saved.scenarios.firstIndex(where: { $0.name == scenario }) else { return }
+            if saved.scenarios[index].baselines != manifest.baselines {
+                saved.scenarios[index].baselines = manifest.baselines
+                try CaptureSetDirectory.saveManifest(saved, to: set)
+            }
+        } else if manifest != self.manifest {
             try CaptureSetDirectory.saveManifest(manifest, to: set)
         }
     }

@@ -134,6 +134,12 @@ public struct ReplayEngine {
     /// Faults applied between the capture and the cores (docs/faults.md): lost, late, repeated,
     /// reordered or altered peer frames, and links that drop. Empty: the capture as recorded.
     public var faults: [Fault] = []
+    /// Called with each peer frame (``PeerFrameClassifier``) as it is read: its number, virtual
+    /// instant and kind. What a fault sweep enumerates its variants from.
+    public var peerFrameObserver: ((Int, Duration, PeerFrameKind) -> Void)?
+    /// Called with a frame's number just before it is handed to the adapters: the events that
+    /// follow, up to the next call, are that frame's doing.
+    public var frameObserver: ((Int) -> Void)?
 
     /// An engine over `adapters`; `manifestInterfaces` give interfaces their roles.
     public init(adapters: [any CoreAdapter], manifestInterfaces: [ManifestInterface] = [], gattHandles: [ManifestGATTHandle] = [], drainHorizon: Duration = .seconds(600)) {
@@ -251,8 +257,12 @@ public struct ReplayEngine {
 
         var dissected: DissectedFrame?
         let faulted = state.injector != nil && !route.interface.carriesAPICalls
-        if wanted == .dissected || faulted {
+        let observed = peerFrameObserver != nil && !route.interface.carriesAPICalls
+        if wanted == .dissected || faulted || observed {
             dissected = state.dissect(bytes, flags: header.flags, interface: route.interface)
+        }
+        if observed, let kind = PeerFrameClassifier.classify(bytes, dissected: dissected, interface: route.interface) {
+            peerFrameObserver?(header.number, frameTime, kind)
         }
         if faulted, var injector = state.injector {
             let decision = injector.decide(number: header.number, at: frameTime, bytes: bytes, flags: header.flags,
@@ -303,6 +313,7 @@ public struct ReplayEngine {
     /// Hands one frame to every adapter its route names (only `recipient`'s, when given).
     private mutating func feed(_ frame: ReplayFrame, route: InterfaceRoute, recipient: String?, state: inout RunState,
                                summary: inout ReplaySummary, emit: (TraceEvent) -> Void) {
+        frameObserver?(frame.number)
         for i in adapters.indices where route.inputs[i] != .ignore {
             if let recipient, adapters[i].core != recipient { continue }
             adapters[i].frame(frame, now: state.clock, emit: emit)

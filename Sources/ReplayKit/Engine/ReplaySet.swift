@@ -216,7 +216,7 @@ public func replayAdapters(for set: LoadedCaptureSet, options: ReplayOptions) th
         adapters.append(try integration.makeAdapter(context))
     }
     try checkExpectationNames(manifest.expectations, selected: selected, manifestPath: manifestPath,
-                              line: manifest.sourceLines["expectations"])
+                              line: manifest.sourceLines["expectations"], faults: !options.faults.isEmpty)
     let sections = Set(manifest.sections.map(\.name))
     var interfaces = manifest.interfaces
     for i in interfaces.indices where interfaces[i].core == nil && interfaces[i].role != nil && interfaces[i].role != .apiCalls {
@@ -230,9 +230,14 @@ public func replayAdapters(for set: LoadedCaptureSet, options: ReplayOptions) th
 /// of the replay declares it emits: such an expectation can only measure nothing, and an `absent`
 /// or `count: {equals: 0}` would pass on a misspelling. Cores that declare no events
 /// (``CoreIntegration/emittedEvents`` empty) leave names unchecked.
-func checkExpectationNames(_ expectations: [Expectation], selected: [any CoreIntegration], manifestPath: String, line: Int?) throws(ReplayError) {
-    let cores = selected.map(\.name)
-    let declared = Dictionary(selected.map { ($0.name, Set($0.emittedEvents)) }, uniquingKeysWith: { a, _ in a })
+func checkExpectationNames(_ expectations: [Expectation], selected: [any CoreIntegration], manifestPath: String, line: Int?, faults: Bool = false) throws(ReplayError) {
+    var cores = selected.map(\.name)
+    var declared = Dictionary(selected.map { ($0.name, Set($0.emittedEvents)) }, uniquingKeysWith: { a, _ in a })
+    if faults {
+        // A run with faults has their events too.
+        cores.append(FaultInjector.core)
+        declared[FaultInjector.core] = ["fault_injected"]
+    }
     let everyCoreDeclares = selected.allSatisfy { !$0.emittedEvents.isEmpty }
     for (index, expectation) in expectations.enumerated() {
         let label = expectation.name.map { "expectations[\(index)] (\($0))" } ?? "expectations[\(index)]"

@@ -53,6 +53,9 @@ public protocol CoreIntegration: Sendable {
     /// message and its reply), with the progress events between them: the slices and latency
     /// plots of the timeline report and the Perfetto export. Default: none.
     var correlations: [TraceCorrelation] { get }
+    /// What the core promises whatever faults do (docs/faults.md): what `tether replay --sweep`
+    /// checks every variant against. Default: none.
+    var promises: [CorePromise] { get }
     /// The adapter that replays one capture set through the core.
     /// - Throws: ``ReplayError`` when the section is invalid or the capture cannot be prescanned;
     ///   the error names the manifest file, the field and its line.
@@ -78,6 +81,8 @@ extension CoreIntegration {
     public var emittedEvents: [String] { [] }
     /// None declared.
     public var correlations: [TraceCorrelation] { [] }
+    /// None declared.
+    public var promises: [CorePromise] { [] }
 }
 
 /// What an integration is given to make its adapter for one capture set.

@@ -1,0 +1,214 @@
+import BehaviourTrace
+
+/// Something a core promises whatever the link does to it: what a fault sweep checks every
+/// variant against (docs/faults.md). Each integration states its promises once
+/// (``CoreIntegration/promises``); a set's own expectations are not applied to variants, because
+/// a lost ack is meant to change the outcome.
+public struct CorePromise: Sendable, Hashable {
+    /// One sentence: `every send completes exactly once`.
+    public var name: String
+    /// How it is checked.
+    public var rule: Rule
+
+    /// A promise.
+    public init(_ name: String, _ rule: Rule) {
+        self.name = name
+        self.rule = rule
+    }
+
+    /// The checks a promise can make on a variant's trace, some against the trace of the set
+    /// replayed without faults (the *plain* run).
+    public enum Rule: Sendable, Hashable {
+        /// Every request of `correlation` (the integration's ``CoreIntegration/correlations``, by
+        /// name) gets exactly one of its ends: none missing when the run is over, none twice.
+        case exactlyOneEnd(correlation: String)
+        /// The progress of each request of `correlation` never goes back.
+        case progressNeverGoesBack(correlation: String)
+        /// The `key` values of `event` arrive exactly as in the plain run: each once, in the same
+        /// order (user infos, files).
+        case exactlyOnceInOrder(event: String, key: String)
+        /// The last `event`'s `field` equals the plain run's last (the latest context wins).
+        case lastAsInPlainRun(event: String, field: String)
+        /// `field` of `event` never decreases.
+        case neverDecreases(event: String, field: String)
+        /// Every `event` of the variant is one of the plain run's (compared by `identity`
+        /// fields), and every one of the plain run's is in the variant unless the frame that made
+        /// it was lost to a fault: no point invented, none lost beyond what was dropped.
+        case preservedExceptDropped(event: String, identity: [String])
+    }
+}
+
+/// A promise broken by one variant: which, and the first evidence.
+public struct BrokenPromise: Sendable, Hashable, CustomStringConvertible {
+    /// The promise's name.
+    public var promise: String
+    /// The core that made it.
+    public var core: String
+    /// What happened, naming events by their virtual time.
+    public var detail: String
+
+    /// `messaging: every send completes exactly once — send 2 completed twice (…)`.
+    public var description: String { "\(core): \(promise) — \(detail)" }
+}
+
+/// The plain run's facts a variant is compared with: per promise, what it saw; and which frame
+/// made each event of a ``CorePromise/Rule/preservedExceptDropped(event:identity:)`` promise.
+public struct PlainRunFacts: Sendable {
+    var sequences: [String: [String]] = [:]
+    var lastValues: [String: String] = [:]
+    /// Identity text → how many times the plain run made it, per frame.
+    var preserved: [String: [Int: [String: Int]]] = [:]
+}
+
+/// Checks a stream of trace events against promises, as a variant's replay streams.
+public struct PromiseChecker {
+    let promises: [(core: String, promise: CorePromise)]
+    let correlations: [String: [TraceCorrelation]]
+    let plain: PlainRunFacts?
+    /// The frame being fed when an event was made (the plain run records it; a variant uses it for
+    /// nothing).
+    var currentFrame = 0
+
+    private var starts: [String: [String: Int]] = [:]
+    private var ends: [String: [String: Int]] = [:]
+    private var progress: [String: [String: Double]] = [:]
+    private var sequences: [String: [String]] = [:]
+    private var lastValues: [String: String] = [:]
+    private var highest: [String: (value: Double, timeNs: Int64)] = [:]
+    private var preserved: [String: [Int: [String: Int]]] = [:]
+    private var variantPreserved: [String: [String: Int]] = [:]
+    private var broken: [BrokenPromise] = []
+    private var droppedFrames: Set<Int> = []
+
+    /// A checker of `promises` (each with its core) with the cores' correlations; `plain` is the
+    /// plain run's facts, `nil` while recording them.
+    public init(promises: [(core: String, promise: CorePromise)], correlations: [String: [TraceCorrelation]], plain: PlainRunFacts?) {
+        self.promises = promises
+        self.correlations = correlations
+        self.plain = plain
+    }
+
+    private func correlation(_ core: String, _ name: String) -> TraceCorrelation? {
+        correlations[core]?.first { $0.name == name }
+    }
+
+    private mutating func breakPromise(_ index: Int, _ detail: String) {
+        let (core, promise) = promises[index]
+        guard !broken.contains(where: { $0.core == core && $0.promise == promise.name }) else { return }
+        broken.append(BrokenPromise(promise: promise.name, core: core, detail: detail))
+    }
+
+    private static func identity(_ event: TraceEvent, _ fields: [String]) -> String {
+        fields.map { event.field($0).map(TraceCorrelation.keyText) ?? "-" }.joined(separator: "|")
+    }
+
+    /// The next event of the run.
+    public mutating func observe(_ event: TraceEvent) {
+        if event.core == FaultInjector.core, event.event == "fault_injected", case .string("dropped")? = event.field("action"),
+           case .int(let frame)? = event.field("frame") {
+            droppedFrames.insert(Int(frame))
+            return
+        }
+        for (index, entry) in promises.enumerated() where entry.core == event.core {
+            let slot = "\(index)"
+            switch entry.promise.rule {
+            case .exactlyOneEnd(let name):
+                guard let c = correlation(entry.core, name) else { continue }
+                if c.starts.contains(where: { $0.matches(event) }), let key = event.field(c.key).map(TraceCorrelation.keyText) {
+                    starts[slot, default: [:]][key, default: 0] += 1
+                    if starts[slot]?[key] == 2 { breakPromise(index, "\(name) \(key) was requested twice (at \(event.timeNs) ns)") }
+                } else if c.ends.contains(where: { $0.matches(event) }), let key = event.field(c.endKey ?? c.key).map(TraceCorrelation.keyText) {
+                    ends[slot, default: [:]][key, default: 0] += 1
+                    if ends[slot]?[key] == 2 { breakPromise(index, "\(name) \(key) ended twice (the second \(event.event) at \(event.timeNs) ns)") }
+                    if starts[slot]?[key] == nil { breakPromise(index, "\(name) \(key) ended (\(event.event) at \(event.timeNs) ns) without having started") }
+                }
+            case .progressNeverGoesBack(let name):
+                guard let c = correlation(entry.core, name), let fields = c.progress, event.event == fields.event,
+                      let key = event.field(c.key).map(TraceCorrelation.keyText), let done = event.field(fields.done)?.numberValue else { continue }
+                if let before = progress[slot]?[key], done < before {
+                    breakPromise(index, "\(name) \(key) went back from \(before) to \(done) at \(event.timeNs) ns")
+                }
+                progress[slot, default: [:]][key] = done
+            case .exactlyOnceInOrder(let name, let key):
+                guard event.event == name, let value = event.field(key).map(TraceCorrelation.keyText) else { continue }
+                sequences[slot, default: []].append(value)
+            case .lastAsInPlainRun(let name, let field):
+                guard event.event == name, let value = event.field(field).map(TraceCorrelation.keyText) else { continue }
+                lastValues[slot] = value
+            case .neverDecreases(let name, let field):
+                guard event.event == name, let value = event.field(field)?.numberValue else { continue }
+                if let before = highest[slot], value < before.value {
+                    breakPromise(index, "\(name).\(field) went from \(before.value) (at \(before.timeNs) ns) back to \(value) at \(event.timeNs) ns")
+                }
+                if value >= (highest[slot]?.value ?? -.infinity) { highest[slot] = (value, event.timeNs) }
+            case .preservedExceptDropped(let name, let fields):
+                guard event.event == name else { continue }
+                let identity = Self.identity(event, fields)
+                if plain == nil {
+                    preserved[slot, default: [:]][currentFrame, default: [:]][identity, default: 0] += 1
+                } else {
+                    variantPreserved[slot, default: [:]][identity, default: 0] += 1
+                }
+            }
+        }
+    }
+
+    /// The plain run's facts, after its last event.
+    public func facts() -> PlainRunFacts {
+        PlainRunFacts(sequences: sequences, lastValues: lastValues, preserved: preserved)
+    }
+
+    /// The promises broken, after the variant's last event.
+    public mutating func verdict() -> [BrokenPromise] {
+        for (index, entry) in promises.enumerated() {
+            let slot = "\(index)"
+            switch entry.promise.rule {
+            case .exactlyOneEnd(let name):
+                for (key, _) in (starts[slot] ?? [:]).sorted(by: { $0.key < $1.key }) where (ends[slot]?[key] ?? 0) == 0 {
+                    breakPromise(index, "\(name) \(key) never ended")
+                    break
+                }
+            case .exactlyOnceInOrder(let name, _):
+                guard let plain else { continue }
+                let expected = plain.sequences[slot] ?? []
+                let got = sequences[slot] ?? []
+                if got != expected {
+                    breakPromise(index, "\(name) arrived as [\(got.joined(separator: ", "))] where the run without faults had [\(expected.joined(separator: ", "))]")
+                }
+            case .lastAsInPlainRun(let name, let field):
+                guard let plain, plain.lastValues[slot] != lastValues[slot] else { continue }
+                breakPromise(index, "the last \(name) has \(field) \(lastValues[slot] ?? "none") where the run without faults ended with \(plain.lastValues[slot] ?? "none")")
+            case .preservedExceptDropped(let name, _):
+                guard let plain else { continue }
+                var expected: [String: Int] = [:]
+                var mayLack: [String: Int] = [:]
+                for (frame, counts) in plain.preserved[slot] ?? [:] {
+                    for (identity, count) in counts {
+                        expected[identity, default: 0] += count
+                        if droppedFrames.contains(frame) { mayLack[identity, default: 0] += count }
+                    }
+                }
+                let got = variantPreserved[slot] ?? [:]
+                if let invented = got.keys.sorted().first(where: { got[$0, default: 0] > expected[$0, default: 0] }) {
+                    breakPromise(index, "a \(name) the run without faults never made: \(invented)")
+                } else if let lost = expected.keys.sorted().first(where: { got[$0, default: 0] < expected[$0, default: 0] - mayLack[$0, default: 0] }) {
+                    breakPromise(index, "a \(name) of a frame that was not dropped is missing: \(lost)")
+                }
+            case .progressNeverGoesBack, .neverDecreases:
+                continue
+            }
+        }
+        return broken
+    }
+}
+
+extension TraceValue {
+    /// The value as a number, when it is one.
+    var numberValue: Double? {
+        switch self {
+        case .int(let i): Double(i)
+        case .double(let d): d
+        default: nil
+        }
+    }
+}
