@@ -58,6 +58,15 @@ public struct PlainRunFacts: Sendable {
     var lastValues: [String: String] = [:]
     /// Identity text → how many times the plain run made it, per frame.
     var preserved: [String: [Int: [String: Int]]] = [:]
+
+    /// No facts: a variant checked against them meets only the promises that need none.
+    public init() {}
+
+    init(sequences: [String: [String]], lastValues: [String: String], preserved: [String: [Int: [String: Int]]]) {
+        self.sequences = sequences
+        self.lastValues = lastValues
+        self.preserved = preserved
+    }
 }
 
 /// Checks a stream of trace events against promises, as a variant's replay streams.

@@ -1,0 +1,149 @@
+import BehaviourTrace
+import CaptureSet
+import Foundation
+import ReplayKit
+import Testing
+import TetherIntegrations
+
+/// Faults applied to committed capture sets, and sweeps over them (docs/faults.md).
+struct FaultReplayTests {
+    static let captures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Captures").path
+
+    func replay(_ set: String, _ faults: String...) throws -> ReplayOutcome {
+        var options = ReplayOptions.builtInDefaults
+        options.faults = try faults.map { try Fault(parsing: $0) }
+        return try ReplayKit.replaySet(at: "\(Self.captures)/\(set)", options: options)
+    }
+
+    func events(_ outcome: ReplayOutcome, _ event: String, core: String? = nil) -> [TraceEvent] {
+        outcome.trace.filter { $0.event == event && (core == nil || $0.core == core) }
+    }
+
+    @Test func theSameFaultsAndSeedGiveAByteIdenticalTrace() throws {
+        let faults = ["drop:p=0.1:seed=7", "jitter:max=40ms:seed=3", "reorder:window=3:seed=5", "duplicate:frame=87"]
+        let first = try replay("ciq-clean", faults[0], faults[1], faults[2], faults[3])
+        let second = try replay("ciq-clean", faults[0], faults[1], faults[2], faults[3])
+        #expect(TraceFile.encodeBytes(first.trace) == TraceFile.encodeBytes(second.trace))
+        #expect(first.summary.faultsApplied > 0)
+    }
+
+    @Test func aDroppedWindowAckIsLostToTheResponderAndTheSendWaitsForIt() throws {
+        let outcome = try replay("ciq-clean", "drop:frame=192")
+        #expect(events(outcome, "fault_injected").map { $0.field("frame") } == [.int(192)])
+        let completion = try #require(events(outcome, "completion").first { $0.field("send") == .int(2) })
+        #expect(completion.field("result") == .string("Failure_DeviceNotAvailable"))
+        let progress = events(outcome, "progress").filter { $0.field("send") == .int(2) }.compactMap { $0.field("sent") }
+        #expect(progress.last == .int(570))
+    }
+
+    @Test func anInjectedDisconnectFailsTheSendAtThatInstantAndTheLinkComesBack() throws {
+        let outcome = try replay("ciq-clean", "disconnect:at=1s:reconnect=200ms")
+        let completion = try #require(events(outcome, "completion").first { $0.field("send") == .int(2) })
+        #expect(completion.field("result") == .string("Failure_DeviceNotAvailable"))
+        #expect(completion.timeNs == 1_000_000_000)
+        let statuses = events(outcome, "device_status").map { ($0.timeNs, $0.field("status")) }
+        #expect(statuses.contains { $0.0 == 1_200_000_000 && $0.1 == .string("Connected") })
+        #expect(events(outcome, "open_app").first?.field("result") == .string("Success"))
+    }
+
+    @Test func aBrokerResetReachesTheWidgetAsTheEndOfItsConnection() throws {
+        let outcome = try replay("widget-broker-drop", "disconnect:at=1s")
+        let reset = try #require(events(outcome, "fault_injected").first)
+        #expect(reset.field("action") == .string("disconnected"))
+        #expect(events(outcome, "connection_state_changed").contains { $0.timeNs == 1_000_000_000 && $0.field("state") == .string("waiting_to_reconnect") })
+    }
+
+    @Test func aDelayedDatagramArrivesLateAndKeepsItsPoints() throws {
+        let plain = try replay("plugin-clean")
+        let late = try replay("plugin-clean", "delay:frame=50:by=2s")
+        #expect(events(late, "datapoint").count == events(plain, "datapoint").count)
+        let fault = try #require(events(late, "fault_injected").first)
+        #expect(fault.field("delay_ns") == .int(2_000_000_000))
+        let delivered = events(late, "datapoint").filter { $0.timeNs == fault.timeNs + 2_000_000_000 }
+        #expect(delivered.count == 6)
+    }
+
+    @Test func everyCommittedScenarioPassesItsExpectations() throws {
+        var checked = 0
+        for set in try CaptureSetDirectory.findSets(under: Self.captures) {
+            let loaded = try CaptureSetDirectory.load(set)
+            for (index, scenario) in loaded.manifest.scenarios.enumerated() {
+                let options = try FaultScenarios.options(.builtInDefaults, for: scenario, index: index, manifestPath: set, line: nil)
+                let run = try replayAndCheck(FaultScenarios.set(loaded, for: scenario), options: options)
+                let (outcome, errors) = run.outcome()
+                #expect(errors.isEmpty, "\(set) / \(scenario.name): \(errors)")
+                #expect(outcome.passed, "\(set) / \(scenario.name): \(outcome.expectations.filter { !$0.passed }.map(\.message))")
+                checked += 1
+            }
+        }
+        #expect(checked >= 7)
+    }
+
+    @Test func aDropSweepOfTheCleanConnectIQSessionKeepsEveryPromise() throws {
+        let loaded = try CaptureSetDirectory.load("\(Self.captures)/ciq-clean")
+        let result = try FaultSweep.run(loaded, kind: .drop, options: .builtInDefaults)
+        #expect(result.variants.count == 140)
+        #expect(result.failed == 0, "\(result.variants.filter { !$0.passed }.prefix(3).map { "\($0.fault): \($0.broken)" })")
+        #expect(result.promises.contains("messaging: every send completes exactly once"))
+    }
+
+    @Test func aSweepReportsTheSameVariantsWhateverItsParallelism() throws {
+        let loaded = try CaptureSetDirectory.load("\(Self.captures)/session-clean")
+        let one = try FaultSweep.run(loaded, kind: .delay(.seconds(6)), options: .builtInDefaults, parallelism: 1)
+        let two = try FaultSweep.run(loaded, kind: .delay(.seconds(6)), options: .builtInDefaults, parallelism: 2)
+        #expect(one.variants == two.variants)
+    }
+}
+
+/// The promise checker on hand-made traces: each rule catches what it is for.
+struct PromiseCheckerTests {
+    let send = TraceCorrelation("send → completion", start: .init("api_call", where: "call", is: "send"), ends: [.init("completion")], key: "send",
+                                progress: .init(event: "progress", done: "sent", total: "total"))
+
+    func event(_ t: Int64, _ name: String, _ fields: [String: TraceValue]) -> TraceEvent {
+        TraceEvent(timeNs: t, core: "messaging", event: name, fields: fields)
+    }
+
+    func check(_ rule: CorePromise.Rule, _ events: [TraceEvent], plain: [TraceEvent]? = nil) -> [BrokenPromise] {
+        let promises = [(core: "messaging", promise: CorePromise("p", rule))]
+        var facts: PlainRunFacts?
+        if let plain {
+            var recorder = PromiseChecker(promises: promises, correlations: ["messaging": [send]], plain: nil)
+            for e in plain { recorder.observe(e) }
+            facts = recorder.facts()
+        }
+        var checker = PromiseChecker(promises: promises, correlations: ["messaging": [send]], plain: facts ?? PlainRunFacts())
+        for e in events { checker.observe(e) }
+        return checker.verdict()
+    }
+
+    @Test func aSendCompletedTwiceOrNeverBreaksExactlyOneEnd() {
+        let start = event(1, "api_call", ["call": .string("send"), "send": .int(1)])
+        let end = event(2, "completion", ["send": .int(1), "result": .string("Success")])
+        #expect(check(.exactlyOneEnd(correlation: "send → completion"), [start, end]).isEmpty)
+        #expect(check(.exactlyOneEnd(correlation: "send → completion"), [start, end, end]).first?.detail.contains("ended twice") == true)
+        #expect(check(.exactlyOneEnd(correlation: "send → completion"), [start]).first?.detail.contains("never ended") == true)
+    }
+
+    @Test func progressGoingBackBreaksItsPromise() {
+        let events = [event(1, "progress", ["send": .int(1), "sent": .int(100)]), event(2, "progress", ["send": .int(1), "sent": .int(40)])]
+        #expect(check(.progressNeverGoesBack(correlation: "send → completion"), events).count == 1)
+    }
+
+    @Test func itemsOutOfOrderOrTwiceBreakExactlyOnceInOrder() {
+        let plain = [event(1, "item", ["id": .int(1)]), event(2, "item", ["id": .int(2)])]
+        #expect(check(.exactlyOnceInOrder(event: "item", key: "id"), plain, plain: plain).isEmpty)
+        #expect(check(.exactlyOnceInOrder(event: "item", key: "id"), plain.reversed(), plain: plain).count == 1)
+        #expect(check(.exactlyOnceInOrder(event: "item", key: "id"), plain + [plain[1]], plain: plain).count == 1)
+    }
+
+    @Test func anInventedPointBreaksPreservationButADroppedFramesPointDoesNot() {
+        let a = event(1, "datapoint", ["name": .string("x"), "value": .int(1)])
+        let b = event(2, "datapoint", ["name": .string("x"), "value": .int(2)])
+        let rule = CorePromise.Rule.preservedExceptDropped(event: "datapoint", identity: ["name", "value"])
+        #expect(check(rule, [a, b], plain: [a, b]).isEmpty)
+        #expect(check(rule, [a, b, event(3, "datapoint", ["name": .string("x"), "value": .int(9)])], plain: [a, b]).first?.detail.contains("never made") == true)
+        #expect(check(rule, [a], plain: [a, b]).first?.detail.contains("missing") == true)
+    }
+}
