@@ -27,6 +27,11 @@ struct ReplayCommand: ParsableCommand {
             failed or any set could not be replayed. --update-baseline accepts this run's trace as \
             the new baseline (the baseline check is then not made).
 
+            A manifest's scenarios (faults with their own expectations and baselines) are replayed \
+            after their set, each reported as SET / SCENARIO; --fault applies faults to the whole \
+            run instead, and --sweep replays each set once per peer frame with one fault on it \
+            (docs/faults.md).
+
             --realtime instead sends the set's captured ingest datagrams over real UDP to --to, at \
             their recorded pace scaled by --speed, and reports how far the sent gaps strayed from \
             the recorded ones (p50, p99, max) and the total drift.
@@ -43,6 +48,12 @@ struct ReplayCommand: ParsableCommand {
               tether replay Captures/plugin-faulty --trace t.jsonl --ingest-idle-timeout 5
             Replay the second of four parts of every set, as one job of a CI matrix (docs/ci-sharding.md):
               tether replay Captures --shard 2/4 --junit out/replay-2.xml
+            What if the watch's ack in frame 192 had been lost (docs/faults.md)?
+              tether replay Captures/ciq-clean --fault drop:frame=192 --trace lost-ack.jsonl
+            The link drops 1 s in and comes back 200 ms later:
+              tether replay Captures/ciq-clean --fault disconnect:at=1s:reconnect=200ms
+            Drop each peer frame in turn and check every core's promises:
+              tether replay Captures/ciq-clean --sweep drop --junit sweep.xml
             Replay a Connect IQ session with a smaller window (its frames then differ from the capture):
               tether replay Captures/ciq-clean --messaging-window-size 4 --frame-matching off
             Re-send a recording to a live server at twice its pace:

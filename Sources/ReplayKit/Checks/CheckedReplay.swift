@@ -35,6 +35,8 @@ public struct CheckedReplay {
     /// With ``ReplayCheckOptions/updateBaseline``: this run's trace per core, still to be put in
     /// place by ``BaselineWriters/accept()``.
     public var baselineWriters: BaselineWriters?
+    /// The faults the run carried.
+    public var faults: [Fault] = []
 
     /// Finishes every baseline comparison: the set's outcome, and one message per baseline that
     /// could not be read or compared (`baseline messaging: …`).
@@ -48,7 +50,10 @@ public struct CheckedReplay {
                 errors.append("baseline \(core): \(error)")
             }
         }
-        return (CaptureSetOutcome(name: run.captureSet.name, expectations: expectations, baselines: baselines), errors)
+        var outcome = CaptureSetOutcome(name: run.captureSet.name, expectations: expectations, baselines: baselines)
+        outcome.faults = faults.map(\.description)
+        outcome.faultsApplied = run.summary.faultsApplied
+        return (outcome, errors)
     }
 }
 
@@ -96,7 +101,9 @@ public func replayAndCheck(
         }
         writers?.write(event)
     }
-    return CheckedReplay(run: run, expectations: evaluator.results(), comparisons: comparisons, baselineWriters: writers)
+    var checked = CheckedReplay(run: run, expectations: evaluator.results(), comparisons: comparisons, baselineWriters: writers)
+    checked.faults = options.faults
+    return checked
 }
 
 /// `--update-baseline`: a run's trace written as the set's baselines, one file per core, as the

@@ -28,6 +28,10 @@ public struct CaptureSetOutcome: Sendable, Hashable {
     public var expectations: [ExpectationResult]
     /// One entry per baseline trace compared; empty when the set has no baseline yet.
     public var baselines: [BaselineComparison]
+    /// The faults the run carried (docs/faults.md), as `--fault` takes them; empty for a plain run.
+    public var faults: [String] = []
+    /// How many times they changed what reached the cores (`fault_injected` events).
+    public var faultsApplied: Int = 0
 
     /// Creates an outcome.
     public init(name: String, expectations: [ExpectationResult], baselines: [BaselineComparison]) {
@@ -64,6 +68,9 @@ public enum ReplayReport {
             let failed = outcome.expectations.filter { !$0.passed }.count
             lines.append("== \(outcome.name): \(outcome.passed ? "PASS" : "FAIL") "
                          + "(\(outcome.expectations.count - failed)/\(outcome.expectations.count) expectations passed)")
+            if !outcome.faults.isEmpty {
+                lines.append("  faults: \(outcome.faults.joined(separator: ", ")) (applied \(outcome.faultsApplied) time(s))")
+            }
             if outcome.expectations.isEmpty {
                 lines.append("  expectations: none in the manifest")
             }
