@@ -64,6 +64,23 @@ struct FaultReplayTests {
         #expect(delivered.count == 6)
     }
 
+    @Test func aReorderedBlockReachesTheCoreInAnotherOrderWithNothingLost() throws {
+        let plain = try replay("plugin-clean")
+        let shuffled = try replay("plugin-clean", "reorder:window=3:seed=5")
+        let times = { (outcome: ReplayOutcome) in self.events(outcome, "datapoint").compactMap { $0.field("time_ns") } }
+        #expect(times(shuffled) != times(plain))
+        #expect(Set(times(shuffled).map { "\($0)" }) == Set(times(plain).map { "\($0)" }))
+        #expect(events(shuffled, "fault_injected").allSatisfy { $0.field("action") == .string("held") })
+    }
+
+    @Test func aRefusedSubscriptionKeepsTheWatchFromConnecting() throws {
+        let outcome = try replay("ciq-clean", "att-error:kind=write-response")
+        let fault = try #require(events(outcome, "fault_injected").first)
+        #expect(fault.field("action") == .string("att_error"))
+        #expect(!events(outcome, "device_status").contains { $0.field("status") == .string("Connected") })
+        #expect(events(outcome, "completion").allSatisfy { $0.field("result") == .string("Failure_DeviceNotAvailable") })
+    }
+
     @Test func everyCommittedScenarioPassesItsExpectations() throws {
         var checked = 0
         for set in try CaptureSetDirectory.findSets(under: Self.captures) {

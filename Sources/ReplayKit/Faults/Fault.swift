@@ -142,7 +142,9 @@ public enum Fault: Sendable, Hashable, CustomStringConvertible {
             return with("reorder", s, ["window=\(window)", "hold=\(FaultText.duration(hold))", "seed=\(seed)"])
         case .jitter(let s, let max, let seed): return with("jitter", s, ["max=\(FaultText.duration(max))", "seed=\(seed)"])
         case .truncate(let s, let bytes): return with("truncate", s, ["bytes=\(bytes)"])
-        case .attError(let s, let code): return with("att-error", s, ["code=0x\(String(code, radix: 16, uppercase: true))"])
+        case .attError(let s, let code):
+            let hex = String(code, radix: 16, uppercase: true)
+            return with("att-error", s, ["code=0x\(hex.count == 1 ? "0" + hex : hex)"])
         }
     }
 

@@ -255,7 +255,7 @@ struct FaultInjector {
             return true
         }
         guard var connection = link.connections[handle] else { return false }
-        for record in dissected?.att ?? [] where record.direction == .sent && (record.opcode == 0x12 || record.opcode == 0x52) {
+        for record in dissected?.att ?? [] where record.direction == .sent && record.opcode == 0x12 {
             connection.lastWriteHandle = record.handle
         }
         if !connection.setupComplete {
