@@ -18,7 +18,19 @@ import Testing
         return url.appendingPathComponent("Captures")
     }()
 
-    static let liveSets = ["ciq-clean", "ciq-app-not-installed", "ciq-silent-timeout", "ciq-disconnect-mid", "ciq-max-retries", "ciq-watch-initiated"]
+    static let liveSets = ["ciq-clean", "ciq-app-not-installed", "ciq-silent-timeout", "ciq-disconnect-mid", "ciq-max-retries", "ciq-watch-initiated",
+                           "ciq-concurrent-send"]
+
+    /// The built-in cores, replaying in capture order: the records' `link_inputs` ignored.
+    static let captureOrder = IntegrationRegistry([
+        IngestIntegration(), MessagingIntegration(honoursFeedOrder: false), SessionIntegration(honoursFeedOrder: false),
+        WidgetIntegration(honoursFeedOrder: false),
+    ])
+
+    /// The counts of `summary` fields, as integers.
+    static func int(_ value: TraceValue?) -> Int64? {
+        if case .int(let n)? = value { n } else { nil }
+    }
 
     func replay(_ name: String, _ options: ReplayOptions = .builtInDefaults) throws -> ReplayOutcome {
         try replaySet(at: Self.captures.appendingPathComponent(name).path, options: options)
@@ -47,6 +59,32 @@ import Testing
             live.filter { !ignored.contains($0.event) }, outcome.trace.filter { !ignored.contains($0.event) },
             timingToleranceNs: 50_000_000)
         #expect(report.isEmpty, "\(name): \(report.render(maxLines: 20))")
+    }
+
+    /// The second send is made while the watch's echo of the first is on the air: the live core
+    /// took one of the echo's packets after the call although the tap stamped it before.
+    @Test func theConcurrentSendReplaysInTheLiveCoresOrderAndDivergesInCaptureOrder() throws {
+        let ordered = try summary(try replay("ciq-concurrent-send"))
+        #expect(ordered["frames_diverged"] == .int(0))
+        #expect(ordered["feed_order_forced_releases"] == .int(0))
+        let moved = (Self.int(ordered["feed_order_calls_held"]) ?? 0) + (Self.int(ordered["feed_order_links_held"]) ?? 0)
+        #expect(moved > 0, "the set no longer exercises the feed order: \(ordered)")
+
+        var options = ReplayOptions.builtInDefaults
+        options.integrations = Self.captureOrder
+        let inCaptureOrder = try replay("ciq-concurrent-send", options)
+        #expect(inCaptureOrder.trace.contains { $0.event == "frame_diverged" })
+        #expect(try summary(inCaptureOrder)["feed_order_calls_held"] == nil)
+    }
+
+    /// Sets recorded before the field carry none: nothing is reordered, no count in the summary.
+    @Test(arguments: ["ciq-clean", "ciq-disconnect-mid", "ciq-imported-btsnoop"]) func aSetRecordedBeforeTheFieldReplaysInCaptureOrder(_ name: String) throws {
+        let loaded = try loadReplaySet(at: Self.captures.appendingPathComponent(name).path, options: .builtInDefaults)
+        let prescan = try FeedOrderPrescan.scan(capturePath: loaded.capturePath, interfaces: loaded.manifest.interfaces,
+                                                core: "messaging", takesUnlabelled: true)
+        #expect(prescan.calls.isEmpty)
+        let fields = try summary(try replay(name))
+        #expect(fields["feed_order_links_held"] == nil && fields["feed_order_calls_held"] == nil)
     }
 
     @Test func committedExpectationsHold() throws {
