@@ -77,6 +77,16 @@ import Testing
         #expect(try summary(inCaptureOrder)["feed_order_calls_held"] == nil)
     }
 
+    /// Scheduled calls drive a core whose captured calls are replaced: their feed order is not applied.
+    @Test func replacedCallsLeaveNothingToOrder() throws {
+        var options = ReplayOptions.builtInDefaults
+        options.replacedCallCores = ["messaging"]
+        let outcome = try replay("ciq-concurrent-send", options)
+        #expect(outcome.summary.apiCallsReplaced > 0)
+        let fields = try summary(outcome)
+        #expect(fields["feed_order_links_held"] == nil && fields["feed_order_calls_held"] == nil)
+    }
+
     /// Sets recorded before the field carry none: nothing is reordered, no count in the summary.
     @Test(arguments: ["ciq-clean", "ciq-disconnect-mid", "ciq-imported-btsnoop"]) func aSetRecordedBeforeTheFieldReplaysInCaptureOrder(_ name: String) throws {
         let loaded = try loadReplaySet(at: Self.captures.appendingPathComponent(name).path, options: .builtInDefaults)

@@ -65,7 +65,7 @@ public struct MessagingIntegration: CoreIntegration {
                 capturePath: context.capturePath, interfaces: manifest.interfaces, gattHandles: manifest.gattHandles,
                 watchPackets: matching == .responder)
             // Responder mode feeds the watch's answers after the core's writes, not in the live order.
-            if honoursFeedOrder, hasAPICalls, matching != .responder {
+            if honoursFeedOrder, !context.capturedCallsReplaced, hasAPICalls, matching != .responder {
                 feedOrder = try FeedOrderPrescan.scan(capturePath: context.capturePath, interfaces: manifest.interfaces,
                                                       core: name, takesUnlabelled: true)
             }

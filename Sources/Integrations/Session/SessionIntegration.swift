@@ -63,7 +63,7 @@ public struct SessionIntegration: CoreIntegration {
     public func makeAdapter(_ context: IntegrationContext) throws(ReplayError) -> any CoreAdapter {
         let section = try context.decodeSection(ManifestSession.self)
         var feedOrder = FeedOrderPrescan()
-        if honoursFeedOrder, context.manifest.interfaces.contains(where: { $0.role == .apiCalls }) {
+        if honoursFeedOrder, !context.capturedCallsReplaced, context.manifest.interfaces.contains(where: { $0.role == .apiCalls }) {
             do throws(CaptureError) {
                 feedOrder = try FeedOrderPrescan.scan(capturePath: context.capturePath, interfaces: context.manifest.interfaces, core: name)
             } catch {

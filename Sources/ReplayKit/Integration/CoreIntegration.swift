@@ -89,6 +89,10 @@ public struct IntegrationContext: Sendable {
     public var section: ManifestSection?
     /// The frame matching the command line asked for, winning over the section's.
     public var frameMatching: FrameMatchingMode?
+    /// Whether the set's captured API calls for this core are not delivered
+    /// (``ReplayOptions/replacedCallCores``): scheduled calls drive it, so the captured calls'
+    /// feed order (``FeedOrderQueue``) has nothing to order.
+    public var capturedCallsReplaced = false
 
     /// A context for one set.
     public init(captureSet: LoadedCaptureSet, section: ManifestSection?, frameMatching: FrameMatchingMode? = nil) {
