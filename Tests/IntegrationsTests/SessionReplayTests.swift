@@ -49,23 +49,10 @@ import Testing
     /// the file's frames the tap stamped earlier. In capture order, the replayed trace differs
     /// from the live one.
     @Test func theConcurrentSessionReplaysInTheLiveCoresOrderAndDiffersInCaptureOrder() throws {
-        let ordered = try summary(try replay("session-concurrent"))
-        #expect(ordered["frames_diverged"] == .int(0))
-        #expect(ordered["feed_order_forced_releases"] == .int(0))
-        let moved = (MessagingReplayTests.int(ordered["feed_order_calls_held"]) ?? 0) + (MessagingReplayTests.int(ordered["feed_order_links_held"]) ?? 0)
-        #expect(moved > 0, "the set no longer exercises the feed order: \(ordered)")
-
-        var options = ReplayOptions.builtInDefaults
-        options.integrations = MessagingReplayTests.captureOrder
-        let inCaptureOrder = try replay("session-concurrent", options)
-        let live = try TraceFile.read(MessagingReplayTests.captures.appendingPathComponent("session-concurrent").appendingPathComponent("live/session.jsonl").path)
-        let ignored: Set<String> = ["frame_matched", "frame_unsent", "summary"]
-        let report = TraceDiff.compare(
-            live.filter { !ignored.contains($0.event) }, inCaptureOrder.trace.filter { !ignored.contains($0.event) },
-            timingToleranceNs: 50_000_000)
+        let (_, inCaptureOrder, live) = try MessagingReplayTests.replayBothWays("session-concurrent", core: "session")
         // The session link's frame matcher pairs within a window of 16, so the order shows in the
         // trace (the call moved after the watch's frame), not as a divergence.
-        #expect(!report.isEmpty)
+        #expect(MessagingReplayTests.differ(live, inCaptureOrder.trace))
     }
 
     @Test func committedExpectationsHold() throws {

@@ -153,23 +153,9 @@ import WidgetCore
     /// is on its way: the live core took an MQTT packet after a call although libpcap stamped it
     /// before. In capture order, the replayed trace differs from the live one.
     @Test func theCallWhileConnectingReplaysInTheLiveCoresOrderAndDiffersInCaptureOrder() throws {
-        let name = "widget-call-while-connecting"
-        let ordered = try summary(try replay(name))
-        #expect(ordered["frames_diverged"] == .int(0))
-        #expect(ordered["feed_order_forced_releases"] == .int(0))
-        let moved = (MessagingReplayTests.int(ordered["feed_order_calls_held"]) ?? 0) + (MessagingReplayTests.int(ordered["feed_order_links_held"]) ?? 0)
-        #expect(moved > 0, "the set no longer exercises the feed order: \(ordered)")
-
-        var options = ReplayOptions.builtInDefaults
-        options.integrations = MessagingReplayTests.captureOrder
-        let inCaptureOrder = try ReplayKit.replaySet(at: MessagingReplayTests.captures.appendingPathComponent(name).path, options: options)
-        let live = try TraceFile.read(MessagingReplayTests.captures.appendingPathComponent(name).appendingPathComponent("live/widget.jsonl").path)
-        let ignored: Set<String> = ["frame_matched", "summary"]
-        let report = TraceDiff.compare(
-            live.filter { !ignored.contains($0.event) }, inCaptureOrder.trace.filter { !ignored.contains($0.event) },
-            timingToleranceNs: 50_000_000)
+        let (_, inCaptureOrder, live) = try MessagingReplayTests.replayBothWays("widget-call-while-connecting", core: "widget")
         // In capture order the CONNACK reaches the core before the refresh call: it subscribes earlier.
-        #expect(!report.isEmpty)
+        #expect(MessagingReplayTests.differ(live, inCaptureOrder.trace))
     }
 
     @Test func theHostSideOfARecordingReplaysTheHostCore() throws {

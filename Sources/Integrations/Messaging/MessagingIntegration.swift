@@ -59,19 +59,16 @@ public struct MessagingIntegration: CoreIntegration {
         let matching = context.frameMatching ?? section.frameMatching ?? .strict
         let prescan: MessagingCapturePrescan
         let hasAPICalls = manifest.interfaces.contains { $0.role == .apiCalls }
-        var feedOrder = FeedOrderPrescan()
         do throws(CaptureError) {
             prescan = try MessagingCapturePrescan.scan(
                 capturePath: context.capturePath, interfaces: manifest.interfaces, gattHandles: manifest.gattHandles,
                 watchPackets: matching == .responder)
-            // Responder mode feeds the watch's answers after the core's writes, not in the live order.
-            if honoursFeedOrder, !context.capturedCallsReplaced, hasAPICalls, matching != .responder {
-                feedOrder = try FeedOrderPrescan.scan(capturePath: context.capturePath, interfaces: manifest.interfaces,
-                                                      core: name, takesUnlabelled: true)
-            }
         } catch {
             throw .capture(error)
         }
+        // Responder mode feeds the watch's answers after the core's writes, not in the live order.
+        let feedOrder = try FeedOrderPrescan.scan(for: context, core: name, takesUnlabelled: true,
+                                                  honoured: honoursFeedOrder && matching != .responder)
         return MessagingAdapter(
             section: section, matching: matching, prescan: prescan, gattHandles: manifest.gattHandles,
             hasAPICallsInterface: hasAPICalls, feedOrder: feedOrder)

@@ -1,4 +1,3 @@
-import CaptureKit
 import CaptureSet
 import ReplayKit
 
@@ -62,14 +61,7 @@ public struct SessionIntegration: CoreIntegration {
     /// A ``SessionAdapter`` for the section's role and settings.
     public func makeAdapter(_ context: IntegrationContext) throws(ReplayError) -> any CoreAdapter {
         let section = try context.decodeSection(ManifestSession.self)
-        var feedOrder = FeedOrderPrescan()
-        if honoursFeedOrder, !context.capturedCallsReplaced, context.manifest.interfaces.contains(where: { $0.role == .apiCalls }) {
-            do throws(CaptureError) {
-                feedOrder = try FeedOrderPrescan.scan(capturePath: context.capturePath, interfaces: context.manifest.interfaces, core: name)
-            } catch {
-                throw .capture(error)
-            }
-        }
+        let feedOrder = try FeedOrderPrescan.scan(for: context, core: name, honoured: honoursFeedOrder)
         return SessionAdapter(section: section, matching: context.frameMatching ?? section?.frameMatching ?? .strict, feedOrder: feedOrder)
     }
 }

@@ -1,4 +1,3 @@
-import CaptureKit
 import CaptureSet
 import ReplayKit
 
@@ -48,14 +47,7 @@ public struct WidgetIntegration: CoreIntegration {
 
     /// A ``WidgetAdapter``.
     public func makeAdapter(_ context: IntegrationContext) throws(ReplayError) -> any CoreAdapter {
-        var feedOrder = FeedOrderPrescan()
-        if honoursFeedOrder, !context.capturedCallsReplaced, context.manifest.interfaces.contains(where: { $0.role == .apiCalls }) {
-            do throws(CaptureError) {
-                feedOrder = try FeedOrderPrescan.scan(capturePath: context.capturePath, interfaces: context.manifest.interfaces, core: name)
-            } catch {
-                throw .capture(error)
-            }
-        }
+        let feedOrder = try FeedOrderPrescan.scan(for: context, core: name, honoured: honoursFeedOrder)
         return WidgetAdapter(matching: context.frameMatching ?? .strict, feedOrder: feedOrder)
     }
 }

@@ -201,6 +201,20 @@ public struct FeedOrderPrescan: Sendable {
     /// An empty prescan: no call is ordered.
     public init(calls: [PlannedCall] = []) { self.calls = calls }
 
+    /// What an integration's `makeAdapter` reads: `core`'s planned calls when the set has an
+    /// `api-calls` interface, its captured calls are delivered (not replaced by scheduled ones)
+    /// and `honoured` (else none, and the adapter feeds in capture order).
+    /// - Throws: ``ReplayError/capture(_:)`` when the capture cannot be read.
+    public static func scan(for context: IntegrationContext, core: String, takesUnlabelled: Bool = false, honoured: Bool = true) throws(ReplayError) -> FeedOrderPrescan {
+        let interfaces = context.manifest.interfaces
+        guard honoured, !context.capturedCallsReplaced, interfaces.contains(where: { $0.role == .apiCalls }) else { return FeedOrderPrescan() }
+        do throws(CaptureError) {
+            return try scan(capturePath: context.capturePath, interfaces: interfaces, core: core, takesUnlabelled: takesUnlabelled)
+        } catch {
+            throw .capture(error)
+        }
+    }
+
     /// The `link_inputs` of a record: a whole number from 0 up, else `nil`.
     public static func linkInputs(of record: [String: TraceValue]) -> Int? {
         guard case .int(let n)? = record[recordKey], n >= 0 else { return nil }
