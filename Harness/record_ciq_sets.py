@@ -53,6 +53,8 @@ SCENARIO_SETUP = {
     "watch-initiated": ("The watch app opens a connection, sends three messages and closes it",
                         ["--app", f"{ECHO}:chatty", "--chatty-count", "3", "--chatty-interval-ms", "500",
                          "--chatty-delay-ms", "1000"], 6),
+    "concurrent-send": ("A second 2 KB send issued the moment the first completes, while the watch echoes the first back",
+                        ["--app", f"{ECHO}:echo", "--no-large-packets"], 7),
 }
 
 

@@ -57,6 +57,8 @@ SCENARIO_SETUP = {
     "watch-switch": dict(title="The phone switches from watch A to watch B: inactive, deactivated, activated again on B",
                          record=["phone"], phone=["watch-switch.phone.yaml"],
                          watches=[(WATCH_A, "watch-switch.watch.yaml"), (WATCH_B, "watch-switch.watch-b.yaml")], seed=17),
+    "concurrent": dict(title="While the watch sends a 60 KB file, the phone sends messages with replies, user infos and a context",
+                       record=["phone"], phone=["concurrent.phone.yaml"], watches=[(WATCH_A, "concurrent.watch.yaml")], seed=18),
 }
 
 

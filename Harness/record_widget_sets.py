@@ -90,6 +90,8 @@ SCENARIO_SETUP = {
                           seed=27, record="host"),
     "broker-outage": dict(title="The broker stays down for 2 s: a reconnect attempt is refused, the next one gets through",
                           seed=28),
+    "call-while-connecting": dict(title="The widget refreshes while its connection comes up and sets the lamp while a device-side change is in flight",
+                                  seed=29),
 }
 ROLES = ("widget", "host")
 

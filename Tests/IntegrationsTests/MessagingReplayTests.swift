@@ -18,7 +18,19 @@ import Testing
         return url.appendingPathComponent("Captures")
     }()
 
-    static let liveSets = ["ciq-clean", "ciq-app-not-installed", "ciq-silent-timeout", "ciq-disconnect-mid", "ciq-max-retries", "ciq-watch-initiated"]
+    static let liveSets = ["ciq-clean", "ciq-app-not-installed", "ciq-silent-timeout", "ciq-disconnect-mid", "ciq-max-retries", "ciq-watch-initiated",
+                           "ciq-concurrent-send"]
+
+    /// The built-in cores, replaying in capture order: the records' `link_inputs` ignored.
+    static let captureOrder = IntegrationRegistry([
+        IngestIntegration(), MessagingIntegration(honoursFeedOrder: false), SessionIntegration(honoursFeedOrder: false),
+        WidgetIntegration(honoursFeedOrder: false),
+    ])
+
+    /// The counts of `summary` fields, as integers.
+    static func int(_ value: TraceValue?) -> Int64? {
+        if case .int(let n)? = value { n } else { nil }
+    }
 
     func replay(_ name: String, _ options: ReplayOptions = .builtInDefaults) throws -> ReplayOutcome {
         try replaySet(at: Self.captures.appendingPathComponent(name).path, options: options)
@@ -47,6 +59,61 @@ import Testing
             live.filter { !ignored.contains($0.event) }, outcome.trace.filter { !ignored.contains($0.event) },
             timingToleranceNs: 50_000_000)
         #expect(report.isEmpty, "\(name): \(report.render(maxLines: 20))")
+    }
+
+    /// The second send is made while the watch's echo of the first is on the air: the live core
+    /// took one of the echo's packets after the call although the tap stamped it before.
+    @Test func theConcurrentSendReplaysInTheLiveCoresOrderAndDivergesInCaptureOrder() throws {
+        let (_, inCaptureOrder, _) = try Self.replayBothWays("ciq-concurrent-send", core: "messaging")
+        #expect(inCaptureOrder.trace.contains { $0.event == "frame_diverged" })
+        #expect(try summary(inCaptureOrder)["feed_order_calls_held"] == nil)
+    }
+
+    /// Replays a set recorded with the app acting while the peer's traffic was in flight, in the
+    /// live core's order (checked: no divergence, nothing released by force, and something moved,
+    /// so the set still exercises the rule) and in capture order; and the live host's trace.
+    static func replayBothWays(_ name: String, core: String, liveTrace: String? = nil) throws
+        -> (ordered: ReplayOutcome, inCaptureOrder: ReplayOutcome, live: [TraceEvent])
+    {
+        let path = captures.appendingPathComponent(name).path
+        let ordered = try ReplayKit.replaySet(at: path, options: .builtInDefaults)
+        let fields = try #require(ordered.trace.last { $0.core == core && $0.event == "summary" }).fields
+        #expect(fields["frames_diverged"] == .int(0))
+        #expect(fields["feed_order_forced_releases"] == .int(0))
+        let moved = (int(fields["feed_order_calls_held"]) ?? 0) + (int(fields["feed_order_links_held"]) ?? 0)
+        #expect(moved > 0, "\(name) no longer exercises the feed order: \(fields)")
+        var options = ReplayOptions.builtInDefaults
+        options.integrations = captureOrder
+        let inCaptureOrder = try ReplayKit.replaySet(at: path, options: options)
+        let live = try TraceFile.read(captures.appendingPathComponent(name).appendingPathComponent("live/\(liveTrace ?? core).jsonl").path)
+        return (ordered, inCaptureOrder, live)
+    }
+
+    /// Whether `live` and `replayed` differ, leaving out what a live host does not write.
+    static func differ(_ live: [TraceEvent], _ replayed: [TraceEvent]) -> Bool {
+        let ignored: Set<String> = ["frame_matched", "frame_unsent", "summary"]
+        return !TraceDiff.compare(live.filter { !ignored.contains($0.event) }, replayed.filter { !ignored.contains($0.event) },
+                                  timingToleranceNs: 50_000_000).isEmpty
+    }
+
+    /// Scheduled calls drive a core whose captured calls are replaced: their feed order is not applied.
+    @Test func replacedCallsLeaveNothingToOrder() throws {
+        var options = ReplayOptions.builtInDefaults
+        options.replacedCallCores = ["messaging"]
+        let outcome = try replay("ciq-concurrent-send", options)
+        #expect(outcome.summary.apiCallsReplaced > 0)
+        let fields = try summary(outcome)
+        #expect(fields["feed_order_links_held"] == nil && fields["feed_order_calls_held"] == nil)
+    }
+
+    /// Sets recorded before the field carry none: nothing is reordered, no count in the summary.
+    @Test(arguments: ["ciq-clean", "ciq-disconnect-mid", "ciq-imported-btsnoop"]) func aSetRecordedBeforeTheFieldReplaysInCaptureOrder(_ name: String) throws {
+        let loaded = try loadReplaySet(at: Self.captures.appendingPathComponent(name).path, options: .builtInDefaults)
+        let prescan = try FeedOrderPrescan.scan(capturePath: loaded.capturePath, interfaces: loaded.manifest.interfaces,
+                                                core: "messaging", takesUnlabelled: true)
+        #expect(prescan.calls.isEmpty)
+        let fields = try summary(try replay(name))
+        #expect(fields["feed_order_links_held"] == nil && fields["feed_order_calls_held"] == nil)
     }
 
     @Test func committedExpectationsHold() throws {

@@ -84,6 +84,15 @@ public enum MessagingAPICall: Sendable, Hashable {
         return JSONLiteral.text(.object(r))
     }
 
+    /// The record as a live host writes it: with `link_inputs`, the link inputs its core had been
+    /// given before this call (docs/capture-set.md, ``FeedOrderQueue``).
+    public func recordJSON(linkInputs: Int) -> String {
+        var r = record
+        r["core"] = .string("messaging")
+        r[FeedOrderPrescan.recordKey] = .int(Int64(linkInputs))
+        return JSONLiteral.text(.object(r))
+    }
+
     /// Reads a record's members. `device` may be left out when `defaultDevice` is given (a manifest
     /// or script naming one device).
     public init(record: [String: TraceValue], defaultDevice: String? = nil) throws(MessagingAPICallError) {

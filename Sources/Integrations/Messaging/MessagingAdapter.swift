@@ -26,6 +26,11 @@ import MessagingCore
 /// Encryption keys: the core's key source is a ``ScriptedKeySource`` over the keys of the phone's
 /// captured key packets, in order, so the core's ciphertext equals the captured one.
 ///
+/// Feed order: when the `api-calls` records carry `link_inputs` (a live host wrote them), calls
+/// and link inputs (a link up, a notification, a link down) reach the core in the order the live
+/// core got them, whatever their timestamps say (``FeedOrderQueue``; not in responder mode, where
+/// the watch's answers follow the core's writes instead).
+///
 /// Responder mode: a captured watch packet that answers something (a command answer, an ack) is
 /// not fed at its captured instant; instead, each time the core writes a packet that asks for an
 /// answer, the next captured answer of the matching kind on that device is delivered after the
@@ -64,12 +69,20 @@ public struct MessagingAdapter: CoreAdapter {
     /// as ready from the first BLE frame.
     private var assumeBluetoothReady: Bool
     private var counts = (apiCalls: 0, notifications: 0, phoneWrites: 0, malformedRecords: 0, unmappedLinks: 0)
+    /// What the core is fed from the link, in the live host's terms: what ``FeedOrderQueue`` orders
+    /// against the calls.
+    private enum LinkInput {
+        case connected(DeviceID, maxWrite: Int)
+        case notification(DeviceID, [UInt8])
+        case disconnected(DeviceID)
+    }
+    private var order: FeedOrderQueue<LinkInput, (record: [String: TraceValue], label: String)>?
 
     /// An adapter for a set with the given manifest section, settings and capture prescan.
     public init(
         section: ManifestMessaging = .init(), overrides: MessagingOverrides? = nil, matching: FrameMatchingMode = .strict,
         prescan: MessagingCapturePrescan = .init(), gattHandles: [ManifestGATTHandle] = [], faults: PeerFrameFaults = .init(),
-        hasAPICallsInterface: Bool = false
+        hasAPICallsInterface: Bool = false, feedOrder: FeedOrderPrescan = .init()
     ) {
         self.assumeBluetoothReady = !hasAPICallsInterface
         let settings = (section.settings ?? MessagingOverrides()).overridden(by: overrides)
@@ -86,6 +99,7 @@ public struct MessagingAdapter: CoreAdapter {
         }
         self.manualCalls = section.apiCalls.sorted { $0.tMs < $1.tMs }
         if matching == .responder { responder = MessagingResponder(prescan: prescan, faults: faults) }
+        if matching != .responder, !feedOrder.calls.isEmpty { order = FeedOrderQueue(planned: feedOrder.calls) }
     }
 
     /// Seeds the keys a replayed core draws beyond the captured ones.
@@ -122,8 +136,7 @@ public struct MessagingAdapter: CoreAdapter {
             links[handle] = Link(peer: peer.uppercased())
         case .disconnected(let handle, _)?:
             if let link = links.removeValue(forKey: handle), link.up, let device = device(for: link.peer) {
-                events += perform(messaging.linkDisconnected(device, now: now), now: now)
-                responder?.linkDown(device: device)
+                events += feed(.disconnected(device), frame: frame, now: now)
             }
         case nil:
             break
@@ -147,7 +160,7 @@ public struct MessagingAdapter: CoreAdapter {
                 link.device = (device, MessagingTrace.deviceText(device))
                 links[record.connectionHandle] = link
                 let mtu = Int(min(link.clientMTU ?? 23, link.serverMTU ?? 23))
-                events += perform(messaging.linkConnected(device, maxWriteLength: max(20, mtu - 3), now: now), now: now)
+                events += feed(.connected(device, maxWrite: max(20, mtu - 3)), frame: frame, now: now)
             case .phoneWrite(let bytes):
                 counts.phoneWrites += 1
                 guard matching != .off else { continue }
@@ -164,7 +177,7 @@ public struct MessagingAdapter: CoreAdapter {
                     continue
                 }
                 if let responder, responder.isAnswer(bytes) { continue }
-                events += perform(messaging.receive(bytes, from: device, now: now), now: now)
+                events += feed(.notification(device, bytes), frame: frame, now: now)
             case .other:
                 break
             }
@@ -183,6 +196,10 @@ public struct MessagingAdapter: CoreAdapter {
             let at = Duration.nanoseconds(delivery)
             deadline = deadline.map { min($0, at) } ?? at
         }
+        if let release = order?.nextReleaseNs {
+            let at = Duration.nanoseconds(release)
+            deadline = deadline.map { min($0, at) } ?? at
+        }
         return deadline
     }
 
@@ -190,6 +207,7 @@ public struct MessagingAdapter: CoreAdapter {
     public mutating func timeout(now: Duration) -> [TraceEvent] {
         var events: [TraceEvent] = []
         let nowNs = now.replayNanoseconds
+        if let items = order?.releaseDue(nowNs: nowNs) { events += deliver(items, now: now) }
         while nextManualCall < manualCalls.count, Self.nanoseconds(ofMilliseconds: manualCalls[nextManualCall].tMs) <= nowNs {
             let manual = manualCalls[nextManualCall]
             nextManualCall += 1
@@ -210,7 +228,9 @@ public struct MessagingAdapter: CoreAdapter {
     /// Unpaired frames become divergences; then a `summary`.
     public mutating func finish(now: Duration) -> [TraceEvent] {
         let timeNs = now.replayNanoseconds
-        var events = matching == .off ? [] : matcher.finish(timeNs: timeNs)
+        var events: [TraceEvent] = []
+        if order != nil { events += deliver(order!.releaseAll(), now: now) }
+        events += matching == .off ? [] : matcher.finish(timeNs: timeNs)
         var fields: [String: TraceValue] = [
             "api_calls": .int(Int64(counts.apiCalls)),
             "notifications": .int(Int64(counts.notifications)),
@@ -221,6 +241,7 @@ public struct MessagingAdapter: CoreAdapter {
         ]
         if counts.malformedRecords > 0 { fields["malformed_api_records"] = .int(Int64(counts.malformedRecords)) }
         if let first = matcher.firstDivergence { fields["first_divergence"] = .string(first.description) }
+        if let order { fields.merge(order.summaryFields) { a, _ in a } }
         events.append(TraceEvent(timeNs: timeNs, core: core, event: "summary", fields: fields))
         return events
     }
@@ -238,7 +259,40 @@ public struct MessagingAdapter: CoreAdapter {
             ])]
         }
         if case .string(let target)? = record["core"], target != core { return [] }
-        return apply(record: record, label: "frame \(frame.number)", now: now)
+        let label = "frame \(frame.number)"
+        guard order != nil else { return apply(record: record, label: label, now: now) }
+        let items = order!.call((record, label), frame: frame.number, linkInputs: FeedOrderPrescan.linkInputs(of: record), nowNs: now.replayNanoseconds)
+        return deliver(items, now: now)
+    }
+
+    /// One link input, through the feed order when the capture has one.
+    private mutating func feed(_ input: LinkInput, frame: ReplayFrame, now: Duration) -> [TraceEvent] {
+        guard order != nil else { return apply(input, now: now) }
+        return deliver(order!.link(input, timestampNs: frame.timestampNs, nowNs: now.replayNanoseconds), now: now)
+    }
+
+    private mutating func deliver(_ items: [FeedOrderQueue<LinkInput, (record: [String: TraceValue], label: String)>.Item], now: Duration) -> [TraceEvent] {
+        var events: [TraceEvent] = []
+        for item in items {
+            switch item {
+            case .link(let input): events += apply(input, now: now)
+            case .call(let call): events += apply(record: call.record, label: call.label, now: now)
+            }
+        }
+        return events
+    }
+
+    private mutating func apply(_ input: LinkInput, now: Duration) -> [TraceEvent] {
+        switch input {
+        case .connected(let device, let maxWrite):
+            return perform(messaging.linkConnected(device, maxWriteLength: maxWrite, now: now), now: now)
+        case .notification(let device, let bytes):
+            return perform(messaging.receive(bytes, from: device, now: now), now: now)
+        case .disconnected(let device):
+            let events = perform(messaging.linkDisconnected(device, now: now), now: now)
+            responder?.linkDown(device: device)
+            return events
+        }
     }
 
     private mutating func apply(record: [String: TraceValue], label: String, now: Duration) -> [TraceEvent] {

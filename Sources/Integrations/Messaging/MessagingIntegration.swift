@@ -6,8 +6,14 @@ import ReplayKit
 /// phone's HCI and the app's API calls fed to ``MessagingCore``; the manifest's `messaging:`
 /// section (``ManifestMessaging``) gives devices, hand-written calls, settings and frame matching.
 public struct MessagingIntegration: CoreIntegration {
-    /// The integration; it has no state.
+    /// The integration, following the feed order of the records it replays.
     public init() {}
+
+    /// Whether replay follows the records' `link_inputs` (docs/replay-engine.md, "Feed order");
+    /// `false` only in tests that show what replay in capture order does.
+    var honoursFeedOrder = true
+
+    init(honoursFeedOrder: Bool) { self.honoursFeedOrder = honoursFeedOrder }
 
     /// `messaging`.
     public var name: String { "messaging" }
@@ -59,6 +65,7 @@ public struct MessagingIntegration: CoreIntegration {
         let manifest = context.manifest
         let matching = context.frameMatching ?? section.frameMatching ?? .strict
         let prescan: MessagingCapturePrescan
+        let hasAPICalls = manifest.interfaces.contains { $0.role == .apiCalls }
         do throws(CaptureError) {
             prescan = try MessagingCapturePrescan.scan(
                 capturePath: context.capturePath, interfaces: manifest.interfaces, gattHandles: manifest.gattHandles,
@@ -66,8 +73,11 @@ public struct MessagingIntegration: CoreIntegration {
         } catch {
             throw .capture(error)
         }
+        // Responder mode feeds the watch's answers after the core's writes, not in the live order.
+        let feedOrder = try FeedOrderPrescan.scan(for: context, core: name, takesUnlabelled: true,
+                                                  honoured: honoursFeedOrder && matching != .responder)
         return MessagingAdapter(
             section: section, matching: matching, prescan: prescan, gattHandles: manifest.gattHandles, faults: context.faults,
-            hasAPICallsInterface: manifest.interfaces.contains { $0.role == .apiCalls })
+            hasAPICallsInterface: hasAPICalls, feedOrder: feedOrder)
     }
 }

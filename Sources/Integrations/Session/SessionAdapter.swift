@@ -21,6 +21,10 @@ import SessionCore
 /// - the other side's frames: the phone's writes when replaying the watch, the watch's
 ///   notifications when replaying the phone.
 ///
+/// Feed order: when the `api-calls` records carry `link_inputs` (a live host wrote them), the
+/// records and the link inputs (link up, a peer frame, link down) reach the core in the order the
+/// live core got them, whatever their timestamps say (``FeedOrderQueue``).
+///
 /// Outputs: every ``SessionAction/write(_:)`` goes to the ``FrameMatcher`` against the replayed
 /// side's own captured frames (`strict`), or is only written (`off`). The core's random numbers
 /// (incarnation, epochs, nonces) come from the seed the `start` record names, so its HELLOs equal
@@ -48,9 +52,16 @@ public struct SessionAdapter: CoreAdapter {
     private var links: [UInt16: Link] = [:]
     private let section: ManifestSession?
     private var counts = (apiCalls: 0, peerFrames: 0, ownFrames: 0, malformedRecords: 0, linksUp: 0)
+    /// What the core is fed from the link, as the live host counts it.
+    private enum LinkInput {
+        case up(maxPayload: Int)
+        case frame([UInt8])
+        case down
+    }
+    private var order: FeedOrderQueue<LinkInput, SessionAPICall>?
 
     /// An adapter for a set with the given manifest section and settings.
-    public init(section: ManifestSession?, overrides: SessionOverrides? = nil, matching: FrameMatchingMode = .strict) {
+    public init(section: ManifestSession?, overrides: SessionOverrides? = nil, matching: FrameMatchingMode = .strict, feedOrder: FeedOrderPrescan = .init()) {
         self.section = section
         self.role = section.flatMap { SessionRole(rawValue: $0.role) }
         let settings = (section?.settings ?? SessionOverrides()).overridden(by: overrides)
@@ -61,6 +72,7 @@ public struct SessionAdapter: CoreAdapter {
         // Responder mode needs a notion of "the answer to a frame" the session link does not have
         // (both sides send on their own timers); strict is the faithful reading of the capture.
         self.matching = matching == .off ? .off : .strict
+        if !feedOrder.calls.isEmpty { order = FeedOrderQueue(planned: feedOrder.calls) }
     }
 
     /// How far out of order the replayed side's frames may come and still pair: the link's window of
@@ -97,8 +109,7 @@ public struct SessionAdapter: CoreAdapter {
             links[handle] = Link()
         case .disconnected(let handle, _)?:
             if let link = links.removeValue(forKey: handle), link.up {
-                if matching != .off { events += matcher.linkDown(channel: SessionTrace.channel, timeNs: now.replayNanoseconds) }
-                events += perform(driver.linkDown(now: now), now: now)
+                events += feed(.down, frame: frame, now: now)
             }
         case nil:
             break
@@ -117,14 +128,14 @@ public struct SessionAdapter: CoreAdapter {
                 links[record.connectionHandle] = link
                 counts.linksUp += 1
                 let mtu = Int(min(link.clientMTU ?? 23, link.serverMTU ?? 23))
-                events += perform(driver.linkUp(maxPayload: max(20, mtu - 3), now: now), now: now)
+                events += feed(.up(maxPayload: max(20, mtu - 3)), frame: frame, now: now)
             case .ownFrame(let bytes):
                 counts.ownFrames += 1
                 guard matching != .off else { continue }
                 events += matcher.captured(bytes, channel: SessionTrace.channel, frame: frame.number, timeNs: timeNs)
             case .peerFrame(let bytes):
                 counts.peerFrames += 1
-                events += perform(driver.receive(bytes, now: now), now: now)
+                events += feed(.frame(bytes), frame: frame, now: now)
             case .other:
                 break
             }
@@ -132,19 +143,26 @@ public struct SessionAdapter: CoreAdapter {
         return events
     }
 
-    /// The core's next timer.
-    public var nextDeadline: Duration? { driver.nextDeadline }
+    /// The core's next timer, or the latest instant a held input is released.
+    public var nextDeadline: Duration? {
+        guard let release = order?.nextReleaseNs.map(Duration.nanoseconds) else { return driver.nextDeadline }
+        return driver.nextDeadline.map { min($0, release) } ?? release
+    }
 
-    /// Fires the core's timers.
+    /// Releases held inputs that waited too long, then fires the core's timers.
     public mutating func timeout(now: Duration) -> [TraceEvent] {
-        guard let deadline = driver.nextDeadline, deadline <= now else { return [] }
-        return perform(driver.handleTimeout(now: now), now: now)
+        var events: [TraceEvent] = []
+        if order != nil { events += deliver(order!.releaseDue(nowNs: now.replayNanoseconds), now: now) }
+        guard let deadline = driver.nextDeadline, deadline <= now else { return events }
+        return events + perform(driver.handleTimeout(now: now), now: now)
     }
 
     /// Unpaired frames become divergences; then a `summary`.
     public mutating func finish(now: Duration) -> [TraceEvent] {
         let timeNs = now.replayNanoseconds
-        var events = matching == .off ? [] : matcher.finish(timeNs: timeNs)
+        var events: [TraceEvent] = []
+        if order != nil { events += deliver(order!.releaseAll(), now: now) }
+        events += matching == .off ? [] : matcher.finish(timeNs: timeNs)
         var fields: [String: TraceValue] = [
             "role": role.map { .string($0.rawValue) } ?? .null,
             "api_calls": .int(Int64(counts.apiCalls)),
@@ -158,6 +176,7 @@ public struct SessionAdapter: CoreAdapter {
         ]
         if counts.malformedRecords > 0 { fields["malformed_api_records"] = .int(Int64(counts.malformedRecords)) }
         if let first = matcher.firstDivergence { fields["first_divergence"] = .string(first.description) }
+        if let order { fields.merge(order.summaryFields) { a, _ in a } }
         events.append(TraceEvent(timeNs: timeNs, core: core, event: "summary", fields: fields))
         return events
     }
@@ -201,8 +220,43 @@ public struct SessionAdapter: CoreAdapter {
         }
         counts.apiCalls += 1
         if case .start(let startRole, _, _, _) = call, role == nil { role = startRole }
+        guard order != nil else { return apply(call, now: now) }
+        return deliver(order!.call(call, frame: frame.number, linkInputs: FeedOrderPrescan.linkInputs(of: record), nowNs: timeNs), now: now)
+    }
+
+    private mutating func apply(_ call: SessionAPICall, now: Duration) -> [TraceEvent] {
         let (actions, events) = driver.apply(call, now: now)
         return events + perform(actions, now: now)
+    }
+
+    /// One link input, through the feed order when the capture has one.
+    private mutating func feed(_ input: LinkInput, frame: ReplayFrame, now: Duration) -> [TraceEvent] {
+        guard order != nil else { return apply(input, now: now) }
+        return deliver(order!.link(input, timestampNs: frame.timestampNs, nowNs: now.replayNanoseconds), now: now)
+    }
+
+    private mutating func deliver(_ items: [FeedOrderQueue<LinkInput, SessionAPICall>.Item], now: Duration) -> [TraceEvent] {
+        var events: [TraceEvent] = []
+        for item in items {
+            switch item {
+            case .link(let input): events += apply(input, now: now)
+            case .call(let call): events += apply(call, now: now)
+            }
+        }
+        return events
+    }
+
+    private mutating func apply(_ input: LinkInput, now: Duration) -> [TraceEvent] {
+        switch input {
+        case .up(let maxPayload):
+            return perform(driver.linkUp(maxPayload: maxPayload, now: now), now: now)
+        case .frame(let bytes):
+            return perform(driver.receive(bytes, now: now), now: now)
+        case .down:
+            var events: [TraceEvent] = []
+            if matching != .off { events += matcher.linkDown(channel: SessionTrace.channel, timeNs: now.replayNanoseconds) }
+            return events + perform(driver.linkDown(now: now), now: now)
+        }
     }
 
     private mutating func perform(_ actions: [SessionAction], now: Duration) -> [TraceEvent] {

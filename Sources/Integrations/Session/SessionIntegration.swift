@@ -5,8 +5,14 @@ import ReplayKit
 /// side's HCI and API calls fed to ``SessionCore`` in the manifest's role; the `session:` section
 /// (``ManifestSession``) says which side, its identity, seed and settings.
 public struct SessionIntegration: CoreIntegration {
-    /// The integration; it has no state.
+    /// The integration, following the feed order of the records it replays.
     public init() {}
+
+    /// Whether replay follows the records' `link_inputs` (docs/replay-engine.md, "Feed order");
+    /// `false` only in tests that show what replay in capture order does.
+    var honoursFeedOrder = true
+
+    init(honoursFeedOrder: Bool) { self.honoursFeedOrder = honoursFeedOrder }
 
     /// `session`.
     public var name: String { "session" }
@@ -65,6 +71,7 @@ public struct SessionIntegration: CoreIntegration {
     /// A ``SessionAdapter`` for the section's role and settings.
     public func makeAdapter(_ context: IntegrationContext) throws(ReplayError) -> any CoreAdapter {
         let section = try context.decodeSection(ManifestSession.self)
-        return SessionAdapter(section: section, matching: context.frameMatching ?? section?.frameMatching ?? .strict)
+        let feedOrder = try FeedOrderPrescan.scan(for: context, core: name, honoured: honoursFeedOrder)
+        return SessionAdapter(section: section, matching: context.frameMatching ?? section?.frameMatching ?? .strict, feedOrder: feedOrder)
     }
 }

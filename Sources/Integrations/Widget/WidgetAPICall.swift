@@ -149,6 +149,15 @@ public enum WidgetAPICall: Sendable, Hashable {
         return JSONLiteral.text(.object(r))
     }
 
+    /// The record as a live host writes it: with `link_inputs`, the link inputs its core had been
+    /// given before this call (docs/capture-set.md, ``FeedOrderQueue``).
+    public func recordJSON(linkInputs: Int) -> String {
+        var r = record
+        r["core"] = .string(WidgetTraceMapping.core)
+        r[FeedOrderPrescan.recordKey] = .int(Int64(linkInputs))
+        return JSONLiteral.text(.object(r))
+    }
+
     /// Reads a record's members (`core` is ignored).
     public init(record: [String: TraceValue]) throws(WidgetAPICallError) {
         guard case .string(let call)? = record["call"] else { throw WidgetAPICallError("the record has no \"call\" string") }

@@ -27,6 +27,10 @@ import WidgetCore
 ///   already removed the file), the write is paired by its name (`own_writes_unread` counts them).
 ///   The other process's changes reach the core as the host's `container_changed` records, which
 ///   carry what the process read: inotify cannot keep the content of a file removed at once.
+///
+/// Feed order: when the `api-calls` records carry `link_inputs` (a live host wrote them), the
+/// records and the MQTT inputs (CONNACK, SUBACK, PUBLISH, the connection's end) reach the core in
+/// the order the live core got them, whatever their timestamps say (``FeedOrderQueue``).
 public struct WidgetAdapter: CoreAdapter {
     /// Always `widget`.
     public let core = WidgetTraceMapping.core
@@ -48,6 +52,7 @@ public struct WidgetAdapter: CoreAdapter {
     /// Container writes the core made that the capture has not shown yet, by name (for pairing a
     /// write whose content the recorder could not read).
     private var writesAwaitingCapture: [String: [[UInt8]]] = [:]
+    private var order: FeedOrderQueue<WidgetInput, WidgetAPICall>?
 
     private struct ConnectionState {
         var subscribes: [UInt16: [String]] = [:]
@@ -55,10 +60,12 @@ public struct WidgetAdapter: CoreAdapter {
     }
 
     /// An adapter; `configuration` gives the core's timers (the account comes from `start`).
-    public init(configuration: WidgetConfiguration = WidgetConfiguration(account: "demo"), matching: FrameMatchingMode = .strict) {
+    public init(configuration: WidgetConfiguration = WidgetConfiguration(account: "demo"), matching: FrameMatchingMode = .strict,
+                feedOrder: FeedOrderPrescan = .init()) {
         self.driver = WidgetDriver(configuration: configuration)
         self.matcher = FrameMatcher(core: WidgetTraceMapping.core, reorderWindow: Self.reorderWindow, decode: WidgetTraceMapping.describeFrame)
         self.matching = matching == .off ? .off : .strict
+        if !feedOrder.calls.isEmpty { order = FeedOrderQueue(planned: feedOrder.calls) }
     }
 
     /// How far out of order a publish or write may come and still pair: a live host hands its
@@ -112,15 +119,15 @@ public struct WidgetAdapter: CoreAdapter {
             } else {
                 switch packet.body {
                 case .connack(_, let code, _) where code == 0:
-                    events += perform(driver.receive(.mqttConnected, now: now), now: now)
+                    events += feed(.mqttConnected, frame: frame, now: now)
                 case .suback(let id, _, let codes):
                     let filters = connections[client]?.subscribes.removeValue(forKey: id) ?? []
                     let granted = zip(filters, codes).filter { $0.1 < 0x80 }.map(\.0)
-                    events += perform(driver.receive(.mqttSubscribed(granted), now: now), now: now)
+                    events += feed(.mqttSubscribed(granted), frame: frame, now: now)
                 case .publish(let publish):
                     counts.brokerMessages += 1
                     guard let topic = record.topic else { continue }
-                    events += perform(driver.receive(.mqttMessage(topic: topic, payload: publish.payload), now: now), now: now)
+                    events += feed(.mqttMessage(topic: topic, payload: publish.payload), frame: frame, now: now)
                 default:
                     break
                 }
@@ -130,25 +137,32 @@ public struct WidgetAdapter: CoreAdapter {
             let flow = TCPFlowKey(segment)
             for client in [flow, flow.reversed] where connections[client]?.ended == false {
                 connections[client]?.ended = true
-                events += perform(driver.receive(.mqttDisconnected, now: now), now: now)
+                events += feed(.mqttDisconnected, frame: frame, now: now)
             }
         }
         return events
     }
 
-    /// The core's next timer.
-    public var nextDeadline: Duration? { driver.nextDeadline }
+    /// The core's next timer, or the latest instant a held input is released.
+    public var nextDeadline: Duration? {
+        guard let release = order?.nextReleaseNs.map(Duration.nanoseconds) else { return driver.nextDeadline }
+        return driver.nextDeadline.map { min($0, release) } ?? release
+    }
 
-    /// Fires the core's timers.
+    /// Releases held inputs that waited too long, then fires the core's timers.
     public mutating func timeout(now: Duration) -> [TraceEvent] {
-        guard let deadline = driver.nextDeadline, deadline <= now else { return [] }
-        return perform(driver.handleTimeout(now: now), now: now)
+        var events: [TraceEvent] = []
+        if order != nil { events += deliver(order!.releaseDue(nowNs: now.replayNanoseconds), now: now) }
+        guard let deadline = driver.nextDeadline, deadline <= now else { return events }
+        return events + perform(driver.handleTimeout(now: now), now: now)
     }
 
     /// Unpaired frames become divergences; then a `summary`.
     public mutating func finish(now: Duration) -> [TraceEvent] {
         let timeNs = now.replayNanoseconds
-        var events = matching == .off ? [] : matcher.finish(timeNs: timeNs)
+        var events: [TraceEvent] = []
+        if order != nil { events += deliver(order!.releaseAll(), now: now) }
+        events += matching == .off ? [] : matcher.finish(timeNs: timeNs)
         var fields: [String: TraceValue] = [
             "role": role.map { .string($0.rawValue) } ?? .null,
             "api_calls": .int(Int64(counts.apiCalls)),
@@ -164,6 +178,7 @@ public struct WidgetAdapter: CoreAdapter {
         ]
         if counts.malformedRecords > 0 { fields["malformed_records"] = .int(Int64(counts.malformedRecords)) }
         if let first = matcher.firstDivergence { fields["first_divergence"] = .string(first.description) }
+        if let order { fields.merge(order.summaryFields) { a, _ in a } }
         events.append(TraceEvent(timeNs: timeNs, core: core, event: "summary", fields: fields))
         return events
     }
@@ -196,8 +211,30 @@ public struct WidgetAdapter: CoreAdapter {
             role = startRole
             clientID = WidgetTopics.clientID(role: startRole, account: account)
         }
+        guard order != nil else { return apply(call, now: now) }
+        return deliver(order!.call(call, frame: frame.number, linkInputs: FeedOrderPrescan.linkInputs(of: record), nowNs: now.replayNanoseconds), now: now)
+    }
+
+    private mutating func apply(_ call: WidgetAPICall, now: Duration) -> [TraceEvent] {
         let (actions, events) = driver.apply(call, now: now)
         return events + perform(actions, now: now)
+    }
+
+    /// One MQTT input, through the feed order when the capture has one.
+    private mutating func feed(_ input: WidgetInput, frame: ReplayFrame, now: Duration) -> [TraceEvent] {
+        guard order != nil else { return perform(driver.receive(input, now: now), now: now) }
+        return deliver(order!.link(input, timestampNs: frame.timestampNs, nowNs: now.replayNanoseconds), now: now)
+    }
+
+    private mutating func deliver(_ items: [FeedOrderQueue<WidgetInput, WidgetAPICall>.Item], now: Duration) -> [TraceEvent] {
+        var events: [TraceEvent] = []
+        for item in items {
+            switch item {
+            case .link(let input): events += perform(driver.receive(input, now: now), now: now)
+            case .call(let call): events += apply(call, now: now)
+            }
+        }
+        return events
     }
 
     private mutating func containerEvent(_ frame: ReplayFrame, now: Duration) -> [TraceEvent] {

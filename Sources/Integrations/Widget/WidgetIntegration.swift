@@ -5,8 +5,14 @@ import ReplayKit
 /// folder's changes and the process's calls fed to ``WidgetCore``. It has no manifest section:
 /// the recorded `start` call says which process and account.
 public struct WidgetIntegration: CoreIntegration {
-    /// The integration; it has no state.
+    /// The integration, following the feed order of the records it replays.
     public init() {}
+
+    /// Whether replay follows the records' `link_inputs` (docs/replay-engine.md, "Feed order");
+    /// `false` only in tests that show what replay in capture order does.
+    var honoursFeedOrder = true
+
+    init(honoursFeedOrder: Bool) { self.honoursFeedOrder = honoursFeedOrder }
 
     /// `widget`.
     public var name: String { "widget" }
@@ -47,6 +53,7 @@ public struct WidgetIntegration: CoreIntegration {
 
     /// A ``WidgetAdapter``.
     public func makeAdapter(_ context: IntegrationContext) throws(ReplayError) -> any CoreAdapter {
-        WidgetAdapter(matching: context.frameMatching ?? .strict)
+        let feedOrder = try FeedOrderPrescan.scan(for: context, core: name, honoured: honoursFeedOrder)
+        return WidgetAdapter(matching: context.frameMatching ?? .strict, feedOrder: feedOrder)
     }
 }

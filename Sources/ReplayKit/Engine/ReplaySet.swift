@@ -211,8 +211,9 @@ public func replayAdapters(for set: LoadedCaptureSet, options: ReplayOptions) th
             let base = section ?? ManifestSection(name: name, value: .mapping([], line: nil))
             section = base.setting(setting.key.split(separator: ".").map(String.init), to: setting.value)
         }
-        let context = IntegrationContext(captureSet: set, section: section, frameMatching: options.effectiveFrameMatching,
+        var context = IntegrationContext(captureSet: set, section: section, frameMatching: options.effectiveFrameMatching,
                                          faults: PeerFrameFaults(options.faults))
+        context.capturedCallsReplaced = options.replacedCallCores.contains(integration.name)
         adapters.append(try integration.makeAdapter(context))
     }
     try checkExpectationNames(manifest.expectations, selected: selected, manifestPath: manifestPath,

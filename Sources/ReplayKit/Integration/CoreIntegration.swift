@@ -97,6 +97,10 @@ public struct IntegrationContext: Sendable {
     /// The run's per-frame faults: a responder that delivers captured answers itself applies them
     /// to each answer it takes from a frame (``PeerFrameFaults``).
     public var faults: PeerFrameFaults
+    /// Whether the set's captured API calls for this core are not delivered
+    /// (``ReplayOptions/replacedCallCores``): scheduled calls drive it, so the captured calls'
+    /// feed order (``FeedOrderQueue``) has nothing to order.
+    public var capturedCallsReplaced = false
 
     /// A context for one set.
     public init(captureSet: LoadedCaptureSet, section: ManifestSection?, frameMatching: FrameMatchingMode? = nil, faults: PeerFrameFaults = .init()) {

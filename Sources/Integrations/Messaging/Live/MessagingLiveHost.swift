@@ -74,6 +74,11 @@ public final class MessagingLiveHost {
     private var events: [(realtimeNs: Int64, event: TraceEvent)] { log.events }
     private var registeredDevices: Set<IQUUID> = []
     private var connectRequested: Set<IQUUID> = []
+    /// Link inputs given to the core so far (a link up, a notification, the down of a link that was
+    /// up): each recorded call carries the count, so replay feeds the core in this order
+    /// (docs/replay-engine.md, "Feed order").
+    private var linkInputs = 0
+    private var linkedDevices: Set<IQUUID> = []
 
     /// A host; nothing starts until ``run()``.
     public init(options: Options, recording: APICallRecording? = nil) {
@@ -170,7 +175,7 @@ public final class MessagingLiveHost {
         let realtime = Self.realtimeNs()
         if let recording {
             do {
-                try recording.recordAPICall(call.recordJSON, timestampNs: realtime)
+                try recording.recordAPICall(call.recordJSON(linkInputs: linkInputs), timestampNs: realtime)
             } catch {
                 throw LiveHostError(target: "recording", step: "write API call", detail: "\(error)", hint: "Check free disk space.")
             }
@@ -215,14 +220,18 @@ public final class MessagingLiveHost {
             var maxWrite = 20
             if case .int(let n)? = line["max_write"] { maxWrite = Int(n) }
             options.log("link up: \(peer ?? "?") (max write \(maxWrite) bytes)")
+            linkInputs += 1
+            linkedDevices.insert(device)
             try perform(core.linkConnected(device, maxWriteLength: maxWrite, now: now()), realtimeNs: realtime)
         case "notify":
             guard let device, case .string(let hex)? = line["hex"], let bytes = MonkeyCJSON.decodeHex(hex) else { return }
+            linkInputs += 1
             try perform(core.receive(bytes, from: device, now: now()), realtimeNs: realtime)
         case "disconnected":
             guard let device else { return }
             options.log("link down: \(peer ?? "?")")
             connectRequested.remove(device)
+            if linkedDevices.remove(device) != nil { linkInputs += 1 }
             try perform(core.linkDisconnected(device, now: now()), realtimeNs: realtime)
         case "not_found":
             guard let device else { return }

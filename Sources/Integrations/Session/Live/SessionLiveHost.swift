@@ -99,6 +99,9 @@ public final class SessionLiveHost {
     /// so they stay out of the trace (replay sees the link in the capture).
     private var hostEvents: [String] = []
     private var linkUp = false
+    /// Link inputs given to the core so far (link up, a peer frame, link down): each recorded call
+    /// carries the count, so replay feeds the core in this order (docs/replay-engine.md, "Feed order").
+    private var linkInputs = 0
     private var connectTarget: String
     private var replies: ReplyPolicy = .none
 
@@ -234,7 +237,7 @@ public final class SessionLiveHost {
         let realtime = Self.realtimeNs()
         if let recording {
             do {
-                try recording.recordAPICall(call.recordJSON, timestampNs: realtime)
+                try recording.recordAPICall(call.recordJSON(linkInputs: linkInputs), timestampNs: realtime)
             } catch {
                 throw LiveHostError(target: "recording", step: "write API call", detail: "\(error)", hint: "Check free disk space.")
             }
@@ -270,15 +273,18 @@ public final class SessionLiveHost {
             if case .int(let n)? = line["max_write"] { maxWrite = Int(n) }
             options.log("link up (max write \(maxWrite) bytes)")
             linkUp = true
+            linkInputs += 1
             hostEvents.append("link_up")
             try perform(driver.linkUp(maxPayload: maxWrite, now: now()), realtimeNs: realtime)
         case "notify", "write":
             guard case .string(let hex)? = line["hex"], let bytes = MonkeyCJSON.decodeHex(hex) else { return }
+            linkInputs += 1
             try perform(driver.receive(bytes, now: now()), realtimeNs: realtime)
         case "disconnected", "unsubscribed":
             guard linkUp else { return }
             options.log("link down")
             linkUp = false
+            linkInputs += 1
             hostEvents.append("link_down")
             try perform(driver.linkDown(now: now()), realtimeNs: realtime)
         case "bluetooth":

@@ -172,11 +172,17 @@ public final class WidgetLiveHost {
 
     /// Records and applies `call`; `step` is the script step it carries out (`nil` for the host's
     /// own calls), which fails when the core refuses the call.
+    /// Link inputs the core has been given, as replay counts them (an MQTT CONNACK, SUBACK or
+    /// PUBLISH, the end of a connection, its own close included: replay sees that connection's
+    /// FIN): each recorded call carries the count, so replay feeds the core in this order
+    /// (docs/replay-engine.md, "Feed order").
+    private var linkInputs = 0
+
     private func call(_ call: WidgetAPICall, step: (number: Int, name: String)? = nil) throws(LiveHostError) {
         let realtime = LiveTrace.realtimeNs()
         if let recording {
             do {
-                try recording.recordAPICall(call.recordJSON, timestampNs: realtime)
+                try recording.recordAPICall(call.recordJSON(linkInputs: linkInputs), timestampNs: realtime)
             } catch {
                 throw LiveHostError(target: "recording", step: "write API call", detail: "\(error)", hint: "Check free disk space.")
             }
@@ -226,10 +232,13 @@ public final class WidgetLiveHost {
             let realtime = LiveTrace.realtimeNs()
             switch event {
             case .connected:
+                linkInputs += 1
                 try perform(driver.receive(.mqttConnected, now: now()), realtimeNs: realtime)
             case .subscribed(_, let granted):
+                linkInputs += 1
                 try perform(driver.receive(.mqttSubscribed(granted), now: now()), realtimeNs: realtime)
             case let .message(topic, payload, _):
+                linkInputs += 1
                 try perform(driver.receive(.mqttMessage(topic: topic, payload: payload), now: now()), realtimeNs: realtime)
             case .published:
                 break
@@ -237,6 +246,7 @@ public final class WidgetLiveHost {
                 options.log("MQTT connection closed: \(reason)")
                 connection.close()
                 mqtt = nil
+                linkInputs += 1
                 try perform(driver.receive(.mqttDisconnected, now: now()), realtimeNs: realtime)
                 return
             }
@@ -301,6 +311,7 @@ public final class WidgetLiveHost {
                     throw LiveHostError(target: path(name), step: "remove", detail: String(cString: strerror(errno)), hint: "Check the container folder's permissions.")
                 }
             case .mqttConnect(let clientID):
+                if mqtt != nil { linkInputs += 1 }  // replay feeds this connection's end (its FIN)
                 mqtt?.close()
                 let connection = MQTTClientConnection(host: options.brokerHost, port: options.brokerPort, clientID: clientID)
                 do throws(LiveHostError) {
@@ -317,6 +328,7 @@ public final class WidgetLiveHost {
             case let .mqttPublish(topic, payload, qos):
                 try mqtt?.publish(topic: topic, payload: payload, qos: UInt8(qos.rawValue))
             case .mqttDisconnect:
+                if mqtt != nil { linkInputs += 1 }  // replay feeds this connection's end (its FIN)
                 mqtt?.close()
                 mqtt = nil
             case .event(let event):
