@@ -48,10 +48,11 @@ struct FaultReplayTests {
     }
 
     @Test func aBrokerResetReachesTheWidgetAsTheEndOfItsConnection() throws {
-        let outcome = try replay("widget-broker-drop", "disconnect:at=1s")
+        let outcome = try replay("widget-broker-drop", "disconnect:at=2s")
         let reset = try #require(events(outcome, "fault_injected").first)
         #expect(reset.field("action") == .string("disconnected"))
-        #expect(events(outcome, "connection_state_changed").contains { $0.timeNs == 1_000_000_000 && $0.field("state") == .string("waiting_to_reconnect") })
+        #expect(reset.timeNs == 2_000_000_000)
+        #expect(events(outcome, "connection_state_changed").contains { $0.timeNs == reset.timeNs && $0.field("state") == .string("waiting_to_reconnect") })
     }
 
     @Test func aDelayedDatagramArrivesLateAndKeepsItsPoints() throws {
