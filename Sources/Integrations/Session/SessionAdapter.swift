@@ -22,7 +22,12 @@ import SessionCore
 ///   notifications when replaying the phone.
 ///
 /// Outputs: every ``SessionAction/write(_:)`` goes to the ``FrameMatcher`` against the replayed
-/// side's own captured frames (`strict`), or is only written (`off`). The core's random numbers
+/// side's own captured frames (`strict` and `responder`), or is only written (`off`).
+///
+/// Responder mode (``SessionResponder``): the peer's answers (WELCOME, ACK, STATUS-ACK, replies)
+/// are not fed at their captured instants but when the core's frames ask for them, made by
+/// protocol when the capture holds none (`responder_made`); under faults the peer also resends
+/// what the core did not acknowledge. The core's random numbers
 /// (incarnation, epochs, nonces) come from the seed the `start` record names, so its HELLOs equal
 /// the captured ones.
 public struct SessionAdapter: CoreAdapter {
@@ -34,7 +39,7 @@ public struct SessionAdapter: CoreAdapter {
     public private(set) var driver: SessionDriver
     /// The output comparison.
     public private(set) var matcher: FrameMatcher
-    /// How emitted frames are compared (`strict` or `off`).
+    /// How emitted frames are compared (`strict`, `responder` or `off`).
     public let matching: FrameMatchingMode
     /// The side replayed; `nil` until the manifest or a `start` record says.
     public private(set) var role: SessionRole?
@@ -47,20 +52,32 @@ public struct SessionAdapter: CoreAdapter {
 
     private var links: [UInt16: Link] = [:]
     private let section: ManifestSession?
+    private let prescan: SessionCapturePrescan?
+    private let faults: PeerFrameFaults
+    private var responder: SessionResponder?
     private var counts = (apiCalls: 0, peerFrames: 0, ownFrames: 0, malformedRecords: 0, linksUp: 0)
 
     /// An adapter for a set with the given manifest section and settings.
-    public init(section: ManifestSession?, overrides: SessionOverrides? = nil, matching: FrameMatchingMode = .strict) {
+    public init(section: ManifestSession?, overrides: SessionOverrides? = nil, matching: FrameMatchingMode = .strict,
+                prescan: SessionCapturePrescan? = nil, faults: PeerFrameFaults = .init()) {
         self.section = section
+        self.prescan = matching == .responder ? prescan ?? SessionCapturePrescan() : nil
+        self.faults = faults
         self.role = section.flatMap { SessionRole(rawValue: $0.role) }
         let settings = (section?.settings ?? SessionOverrides()).overridden(by: overrides)
         self.driver = SessionDriver(configuration: Self.configuration(applying: settings))
         // A stated window lets the recorded side run further ahead: twice it, as for the 8 frames.
         let reorder = max(Self.reorderWindow, 2 * (settings.windowFrames ?? 0))
         self.matcher = FrameMatcher(core: "session", reorderWindow: reorder, decode: SessionTrace.describeFrame)
-        // Responder mode needs a notion of "the answer to a frame" the session link does not have
-        // (both sides send on their own timers); strict is the faithful reading of the capture.
-        self.matching = matching == .off ? .off : .strict
+        self.matching = matching
+        makeResponder()
+    }
+
+    /// The responder, once the replayed side is known.
+    private mutating func makeResponder() {
+        guard responder == nil, let prescan, let role else { return }
+        responder = SessionResponder(prescan: prescan, role: role, faults: faults,
+                                     retransmissionTimeout: driver.configuration.retransmissionTimeout)
     }
 
     /// How far out of order the replayed side's frames may come and still pair: the link's window of
@@ -98,6 +115,7 @@ public struct SessionAdapter: CoreAdapter {
         case .disconnected(let handle, _)?:
             if let link = links.removeValue(forKey: handle), link.up {
                 if matching != .off { events += matcher.linkDown(channel: SessionTrace.channel, timeNs: now.replayNanoseconds) }
+                responder?.linkWentDown(nowNs: now.replayNanoseconds)
                 events += perform(driver.linkDown(now: now), now: now)
             }
         case nil:
@@ -117,6 +135,7 @@ public struct SessionAdapter: CoreAdapter {
                 links[record.connectionHandle] = link
                 counts.linksUp += 1
                 let mtu = Int(min(link.clientMTU ?? 23, link.serverMTU ?? 23))
+                responder?.linkCameUp(nowNs: timeNs)
                 events += perform(driver.linkUp(maxPayload: max(20, mtu - 3), now: now), now: now)
             case .ownFrame(let bytes):
                 counts.ownFrames += 1
@@ -124,7 +143,15 @@ public struct SessionAdapter: CoreAdapter {
                 events += matcher.captured(bytes, channel: SessionTrace.channel, frame: frame.number, timeNs: timeNs)
             case .peerFrame(let bytes):
                 counts.peerFrames += 1
-                events += perform(driver.receive(bytes, now: now), now: now)
+                if var responder {
+                    // Answers come when the core asks for them (``SessionResponder``).
+                    if responder.isAnswer(bytes) { continue }
+                    let prepared = responder.prepare(bytes)
+                    self.responder = responder
+                    events += perform(driver.receive(prepared, now: now), now: now)
+                } else {
+                    events += perform(driver.receive(bytes, now: now), now: now)
+                }
             case .other:
                 break
             }
@@ -132,13 +159,35 @@ public struct SessionAdapter: CoreAdapter {
         return events
     }
 
-    /// The core's next timer.
-    public var nextDeadline: Duration? { driver.nextDeadline }
+    /// The core's next timer, or the responder's next delivery.
+    public var nextDeadline: Duration? {
+        let core = driver.nextDeadline
+        guard let due = responder?.nextDueNs.map(Duration.nanoseconds) else { return core }
+        return core.map { min($0, due) } ?? due
+    }
 
-    /// Fires the core's timers.
+    /// Delivers the responder's answers due, then fires the core's timers.
     public mutating func timeout(now: Duration) -> [TraceEvent] {
-        guard let deadline = driver.nextDeadline, deadline <= now else { return [] }
-        return perform(driver.handleTimeout(now: now), now: now)
+        var events: [TraceEvent] = []
+        let timeNs = now.replayNanoseconds
+        while let (bytes, made) = popResponderDelivery(nowNs: timeNs) {
+            if let made {
+                events.append(TraceEvent(timeNs: timeNs, core: core, event: "responder_made", fields: [
+                    "what": .string(made), "frame": .string(SessionTrace.describeFrame(bytes)),
+                ]))
+            }
+            events += perform(driver.receive(bytes, now: now), now: now)
+        }
+        guard let deadline = driver.nextDeadline, deadline <= now else { return events }
+        return events + perform(driver.handleTimeout(now: now), now: now)
+    }
+
+    /// The responder's next delivery due, prepared for the core, and why it was made (`nil`: captured).
+    private mutating func popResponderDelivery(nowNs: Int64) -> ([UInt8], String?)? {
+        guard var responder else { return nil }
+        defer { self.responder = responder }
+        guard let delivery = responder.popDue(nowNs: nowNs), let bytes = delivery.bytes else { return nil }
+        return (responder.prepare(bytes), delivery.made)
     }
 
     /// Unpaired frames become divergences; then a `summary`.
@@ -157,6 +206,7 @@ public struct SessionAdapter: CoreAdapter {
             "frames_unsent": .int(Int64(matcher.unsent)),
         ]
         if counts.malformedRecords > 0 { fields["malformed_api_records"] = .int(Int64(counts.malformedRecords)) }
+        if let responder { fields["responder_made"] = .int(Int64(responder.made)) }
         if let first = matcher.firstDivergence { fields["first_divergence"] = .string(first.description) }
         events.append(TraceEvent(timeNs: timeNs, core: core, event: "summary", fields: fields))
         return events
@@ -200,7 +250,10 @@ public struct SessionAdapter: CoreAdapter {
             ])]
         }
         counts.apiCalls += 1
-        if case .start(let startRole, _, _, _) = call, role == nil { role = startRole }
+        if case .start(let startRole, _, _, _) = call, role == nil {
+            role = startRole
+            makeResponder()
+        }
         let (actions, events) = driver.apply(call, now: now)
         return events + perform(actions, now: now)
     }
@@ -209,6 +262,8 @@ public struct SessionAdapter: CoreAdapter {
         let timeNs = now.replayNanoseconds
         var events: [TraceEvent] = []
         for action in actions {
+            if case .write(let bytes) = action { responder?.coreWrote(bytes, nowNs: timeNs) }
+            if case .event(.handshakeCompleted) = action { responder?.bound(nowNs: timeNs) }
             if case .write(let bytes) = action, matching != .off {
                 events += matcher.emitted(bytes, channel: SessionTrace.channel, timeNs: timeNs)
             } else {

@@ -36,7 +36,7 @@ public struct WidgetAdapter: CoreAdapter {
     public private(set) var driver: WidgetDriver
     /// The output comparison.
     public private(set) var matcher: FrameMatcher
-    /// How emitted frames are compared (`strict` or `off`).
+    /// How emitted frames are compared (`strict`, `responder` or `off`).
     public let matching: FrameMatchingMode
     /// The process replayed; `nil` until a `start` record.
     public private(set) var role: WidgetRole?
@@ -48,6 +48,12 @@ public struct WidgetAdapter: CoreAdapter {
     /// Container writes the core made that the capture has not shown yet, by name (for pairing a
     /// write whose content the recorder could not read).
     private var writesAwaitingCapture: [String: [[UInt8]]] = [:]
+    private let prescan: WidgetCapturePrescan?
+    private let faults: PeerFrameFaults
+    /// Responder mode: the broker and the cloud as recorded (``WidgetResponder``); made at `start`.
+    private var responder: WidgetResponder?
+    /// Responder mode: whether the core holds a connection the responder accepted.
+    private var responderConnected = false
 
     private struct ConnectionState {
         var subscribes: [UInt16: [String]] = [:]
@@ -55,10 +61,13 @@ public struct WidgetAdapter: CoreAdapter {
     }
 
     /// An adapter; `configuration` gives the core's timers (the account comes from `start`).
-    public init(configuration: WidgetConfiguration = WidgetConfiguration(account: "demo"), matching: FrameMatchingMode = .strict) {
+    public init(configuration: WidgetConfiguration = WidgetConfiguration(account: "demo"), matching: FrameMatchingMode = .strict,
+                prescan: WidgetCapturePrescan? = nil, faults: PeerFrameFaults = .init()) {
         self.driver = WidgetDriver(configuration: configuration)
         self.matcher = FrameMatcher(core: WidgetTraceMapping.core, reorderWindow: Self.reorderWindow, decode: WidgetTraceMapping.describeFrame)
-        self.matching = matching == .off ? .off : .strict
+        self.matching = matching
+        self.prescan = matching == .responder ? prescan ?? WidgetCapturePrescan() : nil
+        self.faults = faults
     }
 
     /// How far out of order a publish or write may come and still pair: a live host hands its
@@ -96,6 +105,11 @@ public struct WidgetAdapter: CoreAdapter {
                 continue
             }
             guard connections[client] != nil, let packet = record.packet else { continue }
+            if !record.fromClient, let responder {
+                // The broker's and the cloud's answers come when the core asks (``WidgetResponder``);
+                // nothing reaches a core without a connection.
+                if responder.isAnswer(packet.body, topic: record.topic) || !responderConnected { continue }
+            }
             if record.fromClient {
                 switch packet.body {
                 case .publish(let publish):
@@ -130,19 +144,54 @@ public struct WidgetAdapter: CoreAdapter {
             let flow = TCPFlowKey(segment)
             for client in [flow, flow.reversed] where connections[client]?.ended == false {
                 connections[client]?.ended = true
+                if responder != nil {
+                    guard responderConnected else { continue }
+                    responderConnected = false
+                    responder?.disconnected()
+                }
                 events += perform(driver.receive(.mqttDisconnected, now: now), now: now)
             }
         }
         return events
     }
 
-    /// The core's next timer.
-    public var nextDeadline: Duration? { driver.nextDeadline }
+    /// The core's next timer, or the responder's next answer.
+    public var nextDeadline: Duration? {
+        let core = driver.nextDeadline
+        guard let due = responder?.nextDueNs.map(Duration.nanoseconds) else { return core }
+        return core.map { min($0, due) } ?? due
+    }
 
-    /// Fires the core's timers.
+    /// Delivers the responder's answers due, then fires the core's timers.
     public mutating func timeout(now: Duration) -> [TraceEvent] {
-        guard let deadline = driver.nextDeadline, deadline <= now else { return [] }
-        return perform(driver.handleTimeout(now: now), now: now)
+        var events: [TraceEvent] = []
+        let timeNs = now.replayNanoseconds
+        while let delivery = responder?.popDue(nowNs: timeNs) {
+            if let made = delivery.made {
+                events.append(TraceEvent(timeNs: timeNs, core: core, event: "responder_made", fields: [
+                    "what": .string(made), "input": .string(Self.describe(delivery.input)),
+                ]))
+            }
+            switch delivery.input {
+            case .mqttConnected: responderConnected = true
+            case .mqttDisconnected: responderConnected = false
+            case .mqttMessage: counts.brokerMessages += 1
+            default: break
+            }
+            events += perform(driver.receive(delivery.input, now: now), now: now)
+        }
+        guard let deadline = driver.nextDeadline, deadline <= now else { return events }
+        return events + perform(driver.handleTimeout(now: now), now: now)
+    }
+
+    static func describe(_ input: WidgetInput) -> String {
+        switch input {
+        case .mqttConnected: "CONNACK 0"
+        case .mqttSubscribed(let topics): "SUBACK granted \(topics.joined(separator: ", "))"
+        case .mqttDisconnected: "connection ended"
+        case let .mqttMessage(topic, payload): "PUBLISH \(topic) \(String(decoding: payload, as: UTF8.self))"
+        case let .containerChanged(name, _): "container \(name)"
+        }
     }
 
     /// Unpaired frames become divergences; then a `summary`.
@@ -163,6 +212,7 @@ public struct WidgetAdapter: CoreAdapter {
             "frames_diverged": .int(Int64(matcher.diverged)),
         ]
         if counts.malformedRecords > 0 { fields["malformed_records"] = .int(Int64(counts.malformedRecords)) }
+        if let responder { fields["responder_made"] = .int(Int64(responder.made)) }
         if let first = matcher.firstDivergence { fields["first_divergence"] = .string(first.description) }
         events.append(TraceEvent(timeNs: timeNs, core: core, event: "summary", fields: fields))
         return events
@@ -194,7 +244,11 @@ public struct WidgetAdapter: CoreAdapter {
         if case .containerChanged = call { counts.containerChanges += 1 }
         if case let .start(startRole, account, _, _) = call {
             role = startRole
-            clientID = WidgetTopics.clientID(role: startRole, account: account)
+            let client = WidgetTopics.clientID(role: startRole, account: account)
+            clientID = client
+            if let prescan, responder == nil {
+                responder = WidgetResponder(prescan: prescan, clientID: client, account: account, faults: faults)
+            }
         }
         let (actions, events) = driver.apply(call, now: now)
         return events + perform(actions, now: now)
@@ -238,6 +292,8 @@ public struct WidgetAdapter: CoreAdapter {
         let timeNs = now.replayNanoseconds
         var events: [TraceEvent] = []
         for action in actions {
+            responder?.coreAsked(action, nowNs: timeNs)
+            if case .mqttDisconnect = action { responderConnected = false }
             if matching != .off, let (channel, bytes) = WidgetTraceMapping.frame(of: action) {
                 if case .writeFile(let name, _) = action { writesAwaitingCapture[name, default: []].append(bytes) }
                 events += matcher.emitted(bytes, channel: channel, timeNs: timeNs)
