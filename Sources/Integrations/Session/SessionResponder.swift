@@ -179,6 +179,9 @@ struct SessionResponder: Sendable {
     private var coreControl: [UInt32: [UInt32: [UInt8]]] = [:]
     private var coreControlTotals: [UInt32: UInt32] = [:]
     private var answeredNonces: Set<UInt32> = []
+    /// Replies waiting for the reply lane, with when each would go, and the reply on it.
+    private var heldReplies: [(atNs: Int64, frames: [Answer])] = []
+    private var replyInFlight: UInt32?
     private var linkUp = false
     /// Answers the responder made, for the summary.
     private(set) var made = 0
@@ -315,6 +318,8 @@ struct SessionResponder: Sendable {
         advance(nowNs: nowNs)
         linkUp = false
         deliveries.removeAll()
+        heldReplies.removeAll()
+        replyInFlight = nil
         coreControl = [:]
         coreControlTotals = [:]
         for (key, var item) in outgoing {
@@ -357,8 +362,10 @@ struct SessionResponder: Sendable {
     /// Whether the core's write at `nowNs` is one the recorded host never sent: the capture's link
     /// drops within a second and the capture has no frame of these bytes from the recorded side
     /// between a second before and the drop (the strict matcher reports it `frame_unsent`).
+    /// Without faults only:
+    /// Under faults the core writes what the capture never had, so every write counts as sent.
     private func neverSent(_ bytes: [UInt8], nowNs: Int64) -> Bool {
-        guard let drop = linkDrops.first(where: { $0 >= nowNs }), drop - nowNs <= 1_000_000_000 else { return false }
+        guard !resends, let drop = linkDrops.first(where: { $0 >= nowNs }), drop - nowNs <= 1_000_000_000 else { return false }
         return !ownFrames.contains { $0.timeNs >= nowNs - 1_000_000_000 && $0.timeNs <= drop && $0.bytes == bytes }
     }
 
@@ -383,6 +390,10 @@ struct SessionResponder: Sendable {
             guard resends, linkUp, item.resends < Self.maximumResends else { continue }
             if !Self.isDurable(key.channel), nowNs - item.firstSentNs >= peerMessageLimitNs {
                 outgoing[key] = nil
+                if key.channel == SessionChannel.messageReply.rawValue, replyInFlight == key.id {
+                    replyInFlight = nil
+                    releaseReply(nowNs: nowNs)
+                }
                 continue
             }
             if captureResends(key, afterNs: nowNs - retransmissionNs) { continue }
@@ -407,6 +418,10 @@ struct SessionResponder: Sendable {
             dropBelowWatermarks(welcome.watermarks)
         case .ack(let channel, let id, let received):
             let key = ItemKey(channel: channel.rawValue, id: id)
+            if received == SessionLink.complete, channel == .messageReply, replyInFlight == id {
+                replyInFlight = nil
+                releaseReply(nowNs: nowNs)
+            }
             guard var item = outgoing[key] else { return }
             if received == SessionLink.complete {
                 outgoing[key] = nil
@@ -417,6 +432,10 @@ struct SessionResponder: Sendable {
             outgoing[key] = item
         case .error(let channel, let id, _), .cancel(let channel, let id):
             outgoing[ItemKey(channel: channel.rawValue, id: id)] = nil
+            if channel == .messageReply, replyInFlight == id {
+                replyInFlight = nil
+                releaseReply(nowNs: nowNs)
+            }
         case .status(let sequence, _) where role == .watch:
             let made = SessionControl.statusAck(sequence: sequence)
             deliverAnswer(key: "status-ack \(sequence)", captured: statusAcks[sequence], nowNs: nowNs, make: made, what: "status_ack")
@@ -502,9 +521,25 @@ struct SessionResponder: Sendable {
                       nowNs: nowNs, make: made, what: "ack")
     }
 
+    /// The peer's reply lane carries one reply at a time (session-link.md, "One item per lane on the
+    /// wire"): a reply waits until the core has acknowledged the one before it complete.
     private mutating func scheduleReply(to message: UInt32, nowNs: Int64) {
-        guard let frames = replies.removeValue(forKey: message) else { return }
-        for answer in frames { schedule(answer, nowNs: nowNs, sent: Self.decodeFrame(answer.bytes)) }
+        guard let frames = replies.removeValue(forKey: message), let first = frames.first else { return }
+        let at = Self.answerTime(capturedNs: first.timeNs, delayNs: first.delayNs, nowNs: nowNs)
+        heldReplies.append((at, frames))
+        releaseReply(nowNs: nowNs)
+    }
+
+    private mutating func releaseReply(nowNs: Int64) {
+        guard replyInFlight == nil, !heldReplies.isEmpty else { return }
+        let (at, frames) = heldReplies.removeFirst()
+        replyInFlight = frames.first.flatMap { Self.decodeFrame($0.bytes) }?.id
+        // Frames keep their captured spacing after the first.
+        let start = max(at, nowNs)
+        for answer in frames {
+            let offset = answer.timeNs - frames[0].timeNs
+            schedule(answer, atNs: start + offset, sent: Self.decodeFrame(answer.bytes))
+        }
     }
 
     // MARK: answers and resends
@@ -521,7 +556,11 @@ struct SessionResponder: Sendable {
 
     /// A captured answer, after its recorded delay, as the faults decide for its frame.
     private mutating func schedule(_ answer: Answer, nowNs: Int64, sent: SessionFrame? = nil) {
-        let at = Self.answerTime(capturedNs: answer.timeNs, delayNs: answer.delayNs, nowNs: nowNs)
+        schedule(answer, atNs: Self.answerTime(capturedNs: answer.timeNs, delayNs: answer.delayNs, nowNs: nowNs), sent: sent)
+    }
+
+    /// A captured answer at `at`, as the faults decide for its frame.
+    private mutating func schedule(_ answer: Answer, atNs at: Int64, sent: SessionFrame?) {
         let fates = faults.deliveries(ofFrame: answer.frame, kind: .notification, capturedAt: .nanoseconds(answer.timeNs))
         if fates.isEmpty, let sent {
             // Lost: the peer still sent it (its retransmission timer runs from here).

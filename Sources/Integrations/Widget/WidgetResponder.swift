@@ -85,9 +85,10 @@ public struct WidgetCapturePrescan: Sendable {
 ///   saw): a CONNACK 0 made by protocol.
 /// - `mqtt_subscribe` → the next captured SUBACK of a SUBSCRIBE with the same filters, granted as
 ///   recorded; none left: made, every filter granted (the core asks QoS 1; the rigs' broker grants it).
-/// - an API request (`…/api/request/{client id}`) → the captured response with the same `id`;
-///   else the next unused captured response to a request of the same `path`, its `id` rewritten to
-///   the request's (made: `response_adapted`); else none (the cloud stays silent: the core's own
+/// - an API request (`…/api/request/{client id}`) → the next unused captured response to the same
+///   request (same path and parameters), else to a request of the same `path`; when the captured
+///   request's `id` was another, the response's is rewritten to the request's (made:
+///   `response_adapted`); a response lost with its connection can answer the request asked again; else none (the cloud stays silent: the core's own
 ///   timeout follows).
 /// - PUBACK: the core does not see them (its host's MQTT client does), so there is nothing to
 ///   answer; a broker that withholds one is a fault of the host's client, not of the core.
@@ -102,6 +103,8 @@ struct WidgetResponder: Sendable {
         var input: WidgetInput
         /// Why the responder made it; `nil` for a captured answer.
         var made: String?
+        /// The captured response's frame, while it is on its way.
+        var responseFrame: Int?
     }
 
     private struct Answer: Sendable {
@@ -116,7 +119,8 @@ struct WidgetResponder: Sendable {
     /// for an attempt the host reported refused (its `mqtt_connect_failed` record answers it).
     private var connacks: [Answer?] = []
     private var subacks: [[String]: [Answer]] = [:]
-    private var responsesByID: [String: [Answer]] = [:]
+    /// Responses by the request they answer with its `id` left out: the same question.
+    private var responsesByRequest: [[UInt8]: [(id: String, answer: Answer)]] = [:]
     private var responsesByPath: [String: [(id: String, answer: Answer)]] = [:]
     private var usedResponseFrames: Set<Int> = []
     private var cursors: [String: Int] = [:]
@@ -136,7 +140,7 @@ struct WidgetResponder: Sendable {
         var own: Set<TCPFlowKey> = []
         var connectAt: [TCPFlowKey: Int64] = [:]
         var subscribes: [TCPFlowKey: [UInt16: (filters: [String], timeNs: Int64)]] = [:]
-        var requests: [String: (path: String, timeNs: Int64)] = [:]
+        var requests: [String: (path: String, body: [UInt8], timeNs: Int64)] = [:]
         var delays: [Int64] = []
         var attempts: [(timeNs: Int64, answer: Answer?)] = prescan.connectFailures.map { ($0, nil) }
         for packet in prescan.packets {
@@ -152,7 +156,7 @@ struct WidgetResponder: Sendable {
                 subscribes[packet.client, default: [:]][id] = (subscriptions.map(\.topicFilter), packet.timeNs)
             case (true, .publish(let publish)) where packet.topic == requestTopic:
                 if let id = Self.field("id", in: publish.payload) {
-                    requests[id] = (Self.field("path", in: publish.payload) ?? "", packet.timeNs)
+                    requests[id] = (Self.field("path", in: publish.payload) ?? "", Self.replacing(id: id, with: "", in: publish.payload), packet.timeNs)
                 }
             case (false, .connack(_, let code, _)):
                 let delay = max(0, packet.timeNs - (connectAt[packet.client] ?? packet.timeNs))
@@ -170,7 +174,7 @@ struct WidgetResponder: Sendable {
                 guard let id = Self.field("id", in: publish.payload), let request = requests[id] else { continue }
                 let answer = Answer(frame: packet.frame, timeNs: packet.timeNs, kind: .publish, delayNs: max(0, packet.timeNs - request.timeNs),
                                     input: .mqttMessage(topic: responseTopic, payload: publish.payload))
-                responsesByID[id, default: []].append(answer)
+                responsesByRequest[request.body, default: []].append((id, answer))
                 responsesByPath[request.path, default: []].append((id, answer))
             default:
                 break
@@ -213,29 +217,34 @@ struct WidgetResponder: Sendable {
             }
         case let .mqttPublish(topic, payload, _) where topic == requestTopic:
             guard let id = Self.field("id", in: payload) else { return }
-            if let answer = responsesByID[id]?.first(where: { !usedResponseFrames.contains($0.frame) }) {
-                usedResponseFrames.insert(answer.frame)
+            let path = Self.field("path", in: payload) ?? ""
+            // The same question (path and parameters; its id left out), else the same path (another
+            // device's answer, say).
+            let body = Self.replacing(id: id, with: "", in: payload)
+            let used = usedResponseFrames
+            let unused = { (candidate: (id: String, answer: Answer)) in !used.contains(candidate.answer.frame) }
+            guard let (oldID, answer) = responsesByRequest[body]?.first(where: unused) ?? responsesByPath[path]?.first(where: unused),
+                  case .mqttMessage(let responseTopic, let response) = answer.input else { return }
+            usedResponseFrames.insert(answer.frame)
+            guard oldID != id else {
                 schedule(answer, nowNs: nowNs)
                 return
             }
-            let path = Self.field("path", in: payload) ?? ""
-            guard let (oldID, answer) = responsesByPath[path]?.first(where: { !usedResponseFrames.contains($0.answer.frame) }),
-                  case .mqttMessage(let responseTopic, let response) = answer.input else { return }
-            usedResponseFrames.insert(answer.frame)
-            let rewritten = Self.replacing(id: oldID, with: id, in: response)
             var adapted = answer
-            adapted.input = .mqttMessage(topic: responseTopic, payload: rewritten)
+            adapted.input = .mqttMessage(topic: responseTopic, payload: Self.replacing(id: oldID, with: id, in: response))
             made += 1
             schedule(adapted, nowNs: nowNs, made: "response_adapted")
         case .mqttDisconnect:
-            deliveries.removeAll()
+            disconnected()
         default:
             break
         }
     }
 
-    /// The connection ended: answers on their way are lost with it.
+    /// The connection ended: answers on their way are lost with it (a response lost so can answer
+    /// the same request asked again).
     mutating func disconnected() {
+        for delivery in deliveries { if let frame = delivery.responseFrame { usedResponseFrames.remove(frame) } }
         deliveries.removeAll()
     }
 
@@ -252,7 +261,8 @@ struct WidgetResponder: Sendable {
     private mutating func schedule(_ answer: Answer, nowNs: Int64, made why: String? = nil) {
         let at = Self.answerTime(capturedNs: answer.timeNs, delayNs: answer.delayNs, nowNs: nowNs)
         for delay in faults.deliveries(ofFrame: answer.frame, kind: answer.kind, capturedAt: .nanoseconds(answer.timeNs)) {
-            append(Delivery(timeNs: at + delay.replayNanoseconds, order: 0, input: answer.input, made: why))
+            append(Delivery(timeNs: at + delay.replayNanoseconds, order: 0, input: answer.input, made: why,
+                            responseFrame: answer.kind == .publish ? answer.frame : nil))
         }
     }
 
@@ -272,7 +282,7 @@ struct WidgetResponder: Sendable {
 
     private mutating func enqueue(_ input: WidgetInput, atNs: Int64, made why: String) {
         made += 1
-        append(Delivery(timeNs: atNs, order: 0, input: input, made: why))
+        append(Delivery(timeNs: atNs, order: 0, input: input, made: why, responseFrame: nil))
     }
 
     private mutating func append(_ delivery: Delivery) {
