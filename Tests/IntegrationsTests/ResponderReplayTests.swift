@@ -190,6 +190,15 @@ import Testing
         #expect(nextDue == Int64(4_025_000_000), "\(String(describing: nextDue))")
     }
 
+    @Test(arguments: [("session-complication-budget", "disconnect:at=1.5s:reconnect=1s"), ("session-clean", "delay:frame=82:by=1500ms"),
+                      ("widget-broker-drop", "disconnect:at=1s"), ("session-clean-watch", "drop:frame=77")])
+    func aFaultRunWithTheResponderIsDeterministic(_ name: String, _ fault: String) throws {
+        let first = try replay(name, faults: [fault])
+        let second = try replay(name, faults: [fault])
+        #expect(first.trace.contains { $0.event == "fault_injected" })
+        #expect(TraceFile.encode(first.trace) == TraceFile.encode(second.trace))
+    }
+
     // MARK: widget under faults
 
     @Test func theBrokerResettingMidRefreshGivesAResubscribeAReReadAndOneRefreshResult() throws {

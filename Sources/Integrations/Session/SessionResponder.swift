@@ -201,6 +201,9 @@ struct SessionResponder: Sendable {
         var controlBuffers = ControlAssembler()
         var peerControl = ControlAssembler()
         var ackDelays: [Int64] = []
+        /// The message each reply item answers, from its first frame (reply ids restart with the
+        /// peer's process: the latest first frame wins).
+        var replyTo: [UInt32: UInt32] = [:]
         var window = SessionLink.windowFrames
         for captured in prescan.frames {
             guard let frame = Self.decodeFrame(captured.bytes) else { continue }
@@ -255,9 +258,8 @@ struct SessionResponder: Sendable {
             if itemFrames[key]?[frame.offset] == nil { itemFrames[key, default: [:]][frame.offset] = frame }
             if frame.channel == .messageReply {
                 // A reply answers the message its first frame names; its frames keep their spacing.
-                let inReplyTo = replies.first { $0.value.contains { Self.decodeFrame($0.bytes)?.id == frame.id } }?.key
-                    ?? (frame.flags.contains(.first) && frame.bytes.count >= 4 ? Self.u32(frame.bytes, 0) : nil)
-                guard let message = inReplyTo else { continue }
+                if frame.flags.contains(.first), frame.bytes.count >= 4 { replyTo[frame.id] = Self.u32(frame.bytes, 0) }
+                guard let message = replyTo[frame.id] else { continue }
                 let delay = messageCompleted[message].map { captured.timeNs - $0 } ?? 0
                 replies[message, default: []].append(Answer(frame: captured.frame, timeNs: captured.timeNs, bytes: captured.bytes, delayNs: max(0, delay)))
                 continue
