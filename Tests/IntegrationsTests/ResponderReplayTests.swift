@@ -137,6 +137,31 @@ import Testing
         #expect(!finished.contains { $0.timeNs > 1_500_000_000 && $0.timeNs < 2_500_000_000 })
     }
 
+    @Test func aFileResumesAfterTheReconnectionWhereTheWatchHoldsIt() throws {
+        let outcome = try replay("session-file-resume", faults: ["disconnect:at=3.5s:reconnect=500ms"])
+        // The reconnection's WELCOME is made, naming the file and the bytes the watch holds.
+        let made = events(outcome, "responder_made")
+        #expect(made.map { $0.fields["what"] } == [.string("welcome")])
+        let welcome = try #require(made.first)
+        guard case .string(let text)? = welcome.fields["frame"], let resume = text.split(separator: " ").last,
+              resume.hasPrefix("1@"), let offset = Int64(resume.dropFirst(2)) else {
+            Issue.record("the made WELCOME names no resume of file 1: \(welcome.fields)")
+            return
+        }
+        let progress = events(outcome, "file_transfer_progress").compactMap { event -> (Int64, Int64)? in
+            guard case .int(let done)? = event.fields["completed"] else { return nil }
+            return (event.timeNs, done)
+        }
+        // The transfer goes on from there: the first progress after the reconnection is the resume
+        // offset, which is past what was acknowledged before the drop; progress never goes back.
+        let before = try #require(progress.last { $0.0 < 3_500_000_000 })
+        let after = try #require(progress.first { $0.0 >= welcome.timeNs })
+        #expect(after.1 == offset && offset > before.1)
+        #expect(zip(progress, progress.dropFirst()).allSatisfy { $0.1 <= $1.1 })
+        let finished = events(outcome, "file_transfer_did_finish")
+        #expect(finished.count == 1 && finished.first?.fields["code"] == .null)
+    }
+
     @Test func thePeersLostFrameIsResentOnItsRetransmissionTimer() throws {
         // Replaying the watch: frame 77 is the phone's context; the peer's timer is the link's (1 s here).
         var options = try ReplayOptions.builtIn("session.settings.retransmission_timeout_ms=1s")

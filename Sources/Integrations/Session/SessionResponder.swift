@@ -142,7 +142,7 @@ struct SessionResponder: Sendable {
     private let retransmissionNs: Int64
     private let peerMessageLimitNs: Int64 = 10_000_000_000
     /// Without faults the capture holds every resend the recorded peer made: the responder makes none.
-    private let resends: Bool
+    private let resendsEnabled: Bool
     /// Resends of one item before the responder gives it up (the real peer never does).
     static let maximumResends = 30
 
@@ -176,8 +176,8 @@ struct SessionResponder: Sendable {
     private var outgoing: [ItemKey: Outgoing] = [:]
     private var incoming: [ItemKey: Incoming] = [:]
     private var completed: Set<ItemKey> = []
-    private var coreControl: [UInt32: [UInt32: [UInt8]]] = [:]
-    private var coreControlTotals: [UInt32: UInt32] = [:]
+    /// The core's control items, reassembled (a HELLO is fragmented on a 23-byte MTU).
+    private var coreAssembler = ControlAssembler()
     private var answeredNonces: Set<UInt32> = []
     /// Replies waiting for the reply lane, with when each would go, and the reply on it.
     private var heldReplies: [(atNs: Int64, frames: [Answer])] = []
@@ -190,7 +190,7 @@ struct SessionResponder: Sendable {
         self.role = role
         self.faults = faults
         self.retransmissionNs = retransmissionTimeout.replayNanoseconds
-        self.resends = !faults.isEmpty
+        self.resendsEnabled = !faults.isEmpty
         let phoneIsCore = role == .phone
         var ownFrames: [(timeNs: Int64, frame: SessionFrame)] = []
         var lastHello: [UInt32: Int64] = [:]
@@ -322,8 +322,7 @@ struct SessionResponder: Sendable {
         deliveries.removeAll()
         heldReplies.removeAll()
         replyInFlight = nil
-        coreControl = [:]
-        coreControlTotals = [:]
+        coreAssembler = ControlAssembler()
         for (key, var item) in outgoing {
             if Self.isDurable(key.channel) {
                 item.needsRestart = true
@@ -340,7 +339,7 @@ struct SessionResponder: Sendable {
     /// not acknowledged again from their start.
     mutating func bound(nowNs: Int64) {
         advance(nowNs: nowNs)
-        guard resends else { return }
+        guard resendsEnabled else { return }
         for key in outgoing.keys.sorted() where outgoing[key]?.needsRestart == true {
             outgoing[key]?.needsRestart = false
             outgoing[key]?.acked = 0
@@ -354,7 +353,7 @@ struct SessionResponder: Sendable {
         advance(nowNs: nowNs)
         guard !neverSent(bytes, nowNs: nowNs), let frame = Self.decodeFrame(bytes) else { return }
         if frame.channel == .control {
-            guard let control = assembleCoreControl(frame) else { return }
+            guard let control = coreAssembler.add(frame) else { return }
             coreControl(control, nowNs: nowNs)
             return
         }
@@ -363,18 +362,20 @@ struct SessionResponder: Sendable {
 
     /// Whether the core's write at `nowNs` is one the recorded host never sent: the capture's link
     /// drops within a second and the capture has no frame of these bytes from the recorded side
-    /// between a second before and the drop (the strict matcher reports it `frame_unsent`).
-    /// Without faults only:
-    /// Under faults the core writes what the capture never had, so every write counts as sent.
+    /// between a second before and the drop (the strict matcher reports it `frame_unsent`). Under
+    /// faults the core also writes what the capture never had, so such a write counts as unsent
+    /// only when the recorded host sent the same bytes again after the drop (a window it had to
+    /// send again after reconnecting).
     private func neverSent(_ bytes: [UInt8], nowNs: Int64) -> Bool {
-        guard !resends, let drop = linkDrops.first(where: { $0 >= nowNs }), drop - nowNs <= 1_000_000_000 else { return false }
-        return !ownFrames.contains { $0.timeNs >= nowNs - 1_000_000_000 && $0.timeNs <= drop && $0.bytes == bytes }
+        guard let drop = linkDrops.first(where: { $0 >= nowNs }), drop - nowNs <= 1_000_000_000 else { return false }
+        guard !ownFrames.contains(where: { $0.timeNs >= nowNs - 1_000_000_000 && $0.timeNs <= drop && $0.bytes == bytes }) else { return false }
+        return !resendsEnabled || ownFrames.contains { $0.timeNs > drop && $0.bytes == bytes }
     }
 
     /// When the responder wants time next.
     var nextDueNs: Int64? {
         let delivery = deliveries.first?.timeNs
-        let deadline = resends ? outgoing.values.compactMap(\.deadlineNs).min() : nil
+        let deadline = resendsEnabled ? outgoing.values.compactMap(\.deadlineNs).min() : nil
         switch (delivery, deadline) {
         case let (a?, b?): return min(a, b)
         case let (a?, nil): return a
@@ -389,7 +390,7 @@ struct SessionResponder: Sendable {
         for key in outgoing.keys.sorted() {
             guard let item = outgoing[key], let deadline = item.deadlineNs, deadline <= nowNs else { continue }
             outgoing[key]?.deadlineNs = nil
-            guard resends, linkUp, item.resends < Self.maximumResends else { continue }
+            guard resendsEnabled, linkUp, item.resends < Self.maximumResends else { continue }
             if !Self.isDurable(key.channel), nowNs - item.firstSentNs >= peerMessageLimitNs {
                 outgoing[key] = nil
                 if key.channel == SessionChannel.messageReply.rawValue, replyInFlight == key.id {
@@ -681,19 +682,6 @@ struct SessionResponder: Sendable {
     private func fileResume() -> (UInt32, UInt32)? {
         incoming.filter { $0.key.channel == SessionChannel.fileChunk.rawValue && $0.value.held > 0 }
             .max { $0.key.id < $1.key.id }.map { ($0.key.id, $0.value.held) }
-    }
-
-    private mutating func assembleCoreControl(_ frame: SessionFrame) -> SessionControl? {
-        if frame.flags.contains(.first) && frame.flags.contains(.last) { return Self.decodeControl(frame) }
-        if let total = frame.total { coreControlTotals[frame.id] = total }
-        coreControl[frame.id, default: [:]][frame.offset] = frame.bytes
-        guard let total = coreControlTotals[frame.id], let parts = coreControl[frame.id] else { return nil }
-        var payload: [UInt8] = []
-        while UInt32(payload.count) < total, let next = parts[UInt32(payload.count)] { payload += next }
-        guard UInt32(payload.count) == total else { return nil }
-        coreControl[frame.id] = nil
-        coreControlTotals[frame.id] = nil
-        return Self.decodeControl(SessionFrame(channel: .control, flags: [.first, .last], id: frame.id, totalOrOffset: total, bytes: payload))
     }
 
     // MARK: bytes
