@@ -214,11 +214,11 @@ struct SessionResponder: Sendable {
                     switch control {
                     case .hello(let hello):
                         lastHello[hello.nonce] = captured.timeNs
-                        helloWindow = hello.window
+                        if let stated = hello.window { helloWindow = stated }
                     case .status(let sequence, _):
                         lastStatus[sequence] = captured.timeNs
                     case .welcome(let welcome):
-                        welcomeWindow = welcome.window
+                        if let stated = welcome.window { welcomeWindow = stated }
                     default: break
                     }
                 } else if (frame.channel == .message || frame.channel == .messageData), frame.flags.contains(.last) {
@@ -230,13 +230,13 @@ struct SessionResponder: Sendable {
                 guard frame.flags.contains(.first) && frame.flags.contains(.last), let control = peerControl.add(frame) else { continue }
                 switch control {
                 case .welcome(let welcome) where phoneIsCore:
-                    welcomeWindow = welcome.window
+                    if let stated = welcome.window { welcomeWindow = stated }
                     let delay = lastHello[welcome.nonce].map { captured.timeNs - $0 } ?? 0
                     let answer = Answer(frame: captured.frame, timeNs: captured.timeNs, bytes: captured.bytes, delayNs: max(0, delay))
                     welcomes[welcome.nonce, default: []].append(answer)
                     lastCapturedWelcome = lastCapturedWelcome ?? answer
                 case .hello(let hello) where !phoneIsCore:
-                    helloWindow = hello.window
+                    if let stated = hello.window { helloWindow = stated }
                 case .ack(let channel, let id, let received):
                     // The core's frame it answers: the latest of the item that ends where it says.
                     let item = ownFrames.last { $0.frame.channel == channel && $0.frame.id == id && Self.end(of: $0.frame) == received }
@@ -271,6 +271,8 @@ struct SessionResponder: Sendable {
             if !fates.isEmpty { itemArrivals[key, default: []].append(sentNs) }
         }
         initiatives.sort { $0.timeNs < $1.timeNs }
+        // A phone that states a window states it in every other HELLO of a nonce (session-link.md,
+        // "Handshake"): a stated one counts; the link's window is the smaller of the two sides'.
         if let helloWindow, let welcomeWindow { window = Int(min(helloWindow, welcomeWindow)) }
         self.windowFrames = max(1, window)
         self.linkDrops = prescan.linkDrops
