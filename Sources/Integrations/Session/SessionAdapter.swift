@@ -26,7 +26,12 @@ import SessionCore
 /// live core got them, whatever their timestamps say (``FeedOrderQueue``).
 ///
 /// Outputs: every ``SessionAction/write(_:)`` goes to the ``FrameMatcher`` against the replayed
-/// side's own captured frames (`strict`), or is only written (`off`). The core's random numbers
+/// side's own captured frames (`strict` and `responder`), or is only written (`off`).
+///
+/// Responder mode (``SessionResponder``): the peer's answers (WELCOME, ACK, STATUS-ACK, replies)
+/// are not fed at their captured instants but when the core's frames ask for them, made by
+/// protocol when the capture holds none (`responder_made`); under faults the peer also resends
+/// what the core did not acknowledge. The core's random numbers
 /// (incarnation, epochs, nonces) come from the seed the `start` record names, so its HELLOs equal
 /// the captured ones.
 public struct SessionAdapter: CoreAdapter {
@@ -38,7 +43,7 @@ public struct SessionAdapter: CoreAdapter {
     public private(set) var driver: SessionDriver
     /// The output comparison.
     public private(set) var matcher: FrameMatcher
-    /// How emitted frames are compared (`strict` or `off`).
+    /// How emitted frames are compared (`strict`, `responder` or `off`).
     public let matching: FrameMatchingMode
     /// The side replayed; `nil` until the manifest or a `start` record says.
     public private(set) var role: SessionRole?
@@ -51,28 +56,44 @@ public struct SessionAdapter: CoreAdapter {
 
     private var links: [UInt16: Link] = [:]
     private let section: ManifestSession?
+    private let prescan: SessionCapturePrescan?
+    private let faults: PeerFrameFaults
+    private var responder: SessionResponder?
     private var counts = (apiCalls: 0, peerFrames: 0, ownFrames: 0, malformedRecords: 0, linksUp: 0)
     /// What the core is fed from the link, as the live host counts it.
     private enum LinkInput {
         case up(maxPayload: Int)
         case frame([UInt8])
+        /// A responder's answer, ready for the core.
+        case answer([UInt8])
         case down
     }
+    /// The capture timestamp of virtual time zero, for stamping a responder's answers.
+    private var captureEpochNs: Int64 = 0
     private var order: FeedOrderQueue<LinkInput, SessionAPICall>?
 
     /// An adapter for a set with the given manifest section and settings.
-    public init(section: ManifestSession?, overrides: SessionOverrides? = nil, matching: FrameMatchingMode = .strict, feedOrder: FeedOrderPrescan = .init()) {
+    public init(section: ManifestSession?, overrides: SessionOverrides? = nil, matching: FrameMatchingMode = .strict,
+                prescan: SessionCapturePrescan? = nil, faults: PeerFrameFaults = .init(), feedOrder: FeedOrderPrescan = .init()) {
         self.section = section
+        self.prescan = matching == .responder ? prescan ?? SessionCapturePrescan() : nil
+        self.faults = faults
         self.role = section.flatMap { SessionRole(rawValue: $0.role) }
         let settings = (section?.settings ?? SessionOverrides()).overridden(by: overrides)
         self.driver = SessionDriver(configuration: Self.configuration(applying: settings))
         // A stated window lets the recorded side run further ahead: twice it, as for the 8 frames.
         let reorder = max(Self.reorderWindow, 2 * (settings.windowFrames ?? 0))
         self.matcher = FrameMatcher(core: "session", reorderWindow: reorder, decode: SessionTrace.describeFrame)
-        // Responder mode needs a notion of "the answer to a frame" the session link does not have
-        // (both sides send on their own timers); strict is the faithful reading of the capture.
-        self.matching = matching == .off ? .off : .strict
+        self.matching = matching
         if !feedOrder.calls.isEmpty { order = FeedOrderQueue(planned: feedOrder.calls) }
+        makeResponder()
+    }
+
+    /// The responder, once the replayed side is known.
+    private mutating func makeResponder() {
+        guard responder == nil, let prescan, let role else { return }
+        responder = SessionResponder(prescan: prescan, role: role, faults: faults,
+                                     retransmissionTimeout: driver.configuration.retransmissionTimeout)
     }
 
     /// How far out of order the replayed side's frames may come and still pair: the link's window of
@@ -98,6 +119,8 @@ public struct SessionAdapter: CoreAdapter {
 
     /// One frame: an API-call record, or HCI.
     public mutating func frame(_ frame: ReplayFrame, now: Duration) -> [TraceEvent] {
+        // Every frame tells the capture time of virtual zero (a responder's answers are stamped from it).
+        captureEpochNs = frame.timestampNs &- frame.virtualTimeNs
         if frame.interface.carriesAPICalls {
             return apiRecord(frame, now: now)
         }
@@ -135,6 +158,9 @@ public struct SessionAdapter: CoreAdapter {
                 events += matcher.captured(bytes, channel: SessionTrace.channel, frame: frame.number, timeNs: timeNs)
             case .peerFrame(let bytes):
                 counts.peerFrames += 1
+                // An answer comes from the responder when the core asks for it (``SessionResponder``),
+                // and counts as a link input then, not here.
+                if let responder, responder.isAnswer(bytes) { continue }
                 events += feed(.frame(bytes), frame: frame, now: now)
             case .other:
                 break
@@ -143,18 +169,43 @@ public struct SessionAdapter: CoreAdapter {
         return events
     }
 
-    /// The core's next timer, or the latest instant a held input is released.
+    /// The core's next timer, the latest instant a held input is released, or the responder's
+    /// next delivery.
     public var nextDeadline: Duration? {
-        guard let release = order?.nextReleaseNs.map(Duration.nanoseconds) else { return driver.nextDeadline }
-        return driver.nextDeadline.map { min($0, release) } ?? release
+        let candidates = [driver.nextDeadline, order?.nextReleaseNs.map(Duration.nanoseconds), responder?.nextDueNs.map(Duration.nanoseconds)]
+        return candidates.compactMap { $0 }.min()
     }
 
-    /// Releases held inputs that waited too long, then fires the core's timers.
+    /// Releases held inputs that waited too long, delivers the responder's answers due, then fires
+    /// the core's timers.
     public mutating func timeout(now: Duration) -> [TraceEvent] {
         var events: [TraceEvent] = []
-        if order != nil { events += deliver(order!.releaseDue(nowNs: now.replayNanoseconds), now: now) }
+        let timeNs = now.replayNanoseconds
+        if order != nil { events += deliver(order!.releaseDue(nowNs: timeNs), now: now) }
+        while let (bytes, made) = popResponderDelivery(nowNs: timeNs) {
+            if let made {
+                events.append(TraceEvent(timeNs: timeNs, core: core, event: "responder_made", fields: [
+                    "what": .string(made), "frame": .string(SessionTrace.describeFrame(bytes)),
+                ]))
+            }
+            // Through the feed order, as a captured frame would go: the captured calls' counts of
+            // link inputs are the live core's, answers included.
+            if order != nil {
+                events += deliver(order!.link(.answer(bytes), timestampNs: captureEpochNs &+ timeNs, nowNs: timeNs), now: now)
+            } else {
+                events += perform(driver.receive(bytes, now: now), now: now)
+            }
+        }
         guard let deadline = driver.nextDeadline, deadline <= now else { return events }
         return events + perform(driver.handleTimeout(now: now), now: now)
+    }
+
+    /// The responder's next delivery due, prepared for the core, and why it was made (`nil`: captured).
+    private mutating func popResponderDelivery(nowNs: Int64) -> ([UInt8], String?)? {
+        guard var responder else { return nil }
+        defer { self.responder = responder }
+        guard let delivery = responder.popDue(nowNs: nowNs), let bytes = delivery.bytes else { return nil }
+        return (responder.prepare(bytes), delivery.made)
     }
 
     /// Unpaired frames become divergences; then a `summary`.
@@ -175,6 +226,7 @@ public struct SessionAdapter: CoreAdapter {
             "frames_unsent": .int(Int64(matcher.unsent)),
         ]
         if counts.malformedRecords > 0 { fields["malformed_api_records"] = .int(Int64(counts.malformedRecords)) }
+        if let responder { fields["responder_made"] = .int(Int64(responder.made)) }
         if let first = matcher.firstDivergence { fields["first_divergence"] = .string(first.description) }
         if let order { fields.merge(order.summaryFields) { a, _ in a } }
         events.append(TraceEvent(timeNs: timeNs, core: core, event: "summary", fields: fields))
@@ -219,7 +271,10 @@ public struct SessionAdapter: CoreAdapter {
             ])]
         }
         counts.apiCalls += 1
-        if case .start(let startRole, _, _, _) = call, role == nil { role = startRole }
+        if case .start(let startRole, _, _, _) = call, role == nil {
+            role = startRole
+            makeResponder()
+        }
         guard order != nil else { return apply(call, now: now) }
         return deliver(order!.call(call, frame: frame.number, linkInputs: FeedOrderPrescan.linkInputs(of: record), nowNs: timeNs), now: now)
     }
@@ -249,12 +304,19 @@ public struct SessionAdapter: CoreAdapter {
     private mutating func apply(_ input: LinkInput, now: Duration) -> [TraceEvent] {
         switch input {
         case .up(let maxPayload):
+            responder?.linkCameUp(nowNs: now.replayNanoseconds)
             return perform(driver.linkUp(maxPayload: maxPayload, now: now), now: now)
         case .frame(let bytes):
+            guard var responder else { return perform(driver.receive(bytes, now: now), now: now) }
+            let prepared = responder.prepare(bytes)
+            self.responder = responder
+            return perform(driver.receive(prepared, now: now), now: now)
+        case .answer(let bytes):
             return perform(driver.receive(bytes, now: now), now: now)
         case .down:
             var events: [TraceEvent] = []
             if matching != .off { events += matcher.linkDown(channel: SessionTrace.channel, timeNs: now.replayNanoseconds) }
+            responder?.linkWentDown(nowNs: now.replayNanoseconds)
             return events + perform(driver.linkDown(now: now), now: now)
         }
     }
@@ -263,6 +325,8 @@ public struct SessionAdapter: CoreAdapter {
         let timeNs = now.replayNanoseconds
         var events: [TraceEvent] = []
         for action in actions {
+            if case .write(let bytes) = action { responder?.coreWrote(bytes, nowNs: timeNs) }
+            if case .event(.handshakeCompleted) = action { responder?.bound(nowNs: timeNs) }
             if case .write(let bytes) = action, matching != .off {
                 events += matcher.emitted(bytes, channel: SessionTrace.channel, timeNs: timeNs)
             } else {

@@ -1,3 +1,4 @@
+import CaptureKit
 import CaptureSet
 import ReplayKit
 
@@ -37,7 +38,7 @@ public struct SessionIntegration: CoreIntegration {
          "did_receive_user_info", "user_info_transfer_did_finish",
          "file_bytes_stored", "file_discarded", "did_receive_file", "file_transfer_progress", "file_transfer_did_finish",
          "timeout", "violation",
-         "frame_emitted", "frame_matched", "frame_unsent", "frame_diverged", "summary"]
+         "frame_emitted", "frame_matched", "frame_unsent", "frame_diverged", "responder_made", "summary"]
     }
     /// A message and its reply or failure, a user info and its delivery, a file and its end (with
     /// `file_transfer_progress` as `completed` of `total`).
@@ -71,7 +72,18 @@ public struct SessionIntegration: CoreIntegration {
     /// A ``SessionAdapter`` for the section's role and settings.
     public func makeAdapter(_ context: IntegrationContext) throws(ReplayError) -> any CoreAdapter {
         let section = try context.decodeSection(ManifestSession.self)
+        let matching = context.frameMatching ?? section?.frameMatching ?? .strict
+        var prescan: SessionCapturePrescan?
+        if matching == .responder {
+            do throws(CaptureError) {
+                prescan = try SessionCapturePrescan.scan(capturePath: context.capturePath, interfaces: context.manifest.interfaces,
+                                                         gattHandles: context.manifest.gattHandles)
+            } catch {
+                throw .capture(error)
+            }
+        }
+        // The responder's answers count as link inputs, so the captured calls keep their live order.
         let feedOrder = try FeedOrderPrescan.scan(for: context, core: name, honoured: honoursFeedOrder)
-        return SessionAdapter(section: section, matching: context.frameMatching ?? section?.frameMatching ?? .strict, feedOrder: feedOrder)
+        return SessionAdapter(section: section, matching: matching, prescan: prescan, faults: context.faults, feedOrder: feedOrder)
     }
 }

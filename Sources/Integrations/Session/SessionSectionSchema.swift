@@ -22,7 +22,7 @@ public enum SessionSectionSchema {
         SectionField(key: "settings.window_frames", flag: "session-window-frames",
                      help: "The window SessionCore states in its HELLO or WELCOME, in frames (1 to 4096; absent: none stated, the link's default of 8).",
                      kind: .integer(1...4096)),
-        SectionField(key: "frame_matching", help: "How emitted frames are checked: strict or off.", kind: .choice(["strict", "off"])),
+        SectionField(key: "frame_matching", help: "How emitted frames are checked: strict, responder or off.", kind: .choice(["strict", "responder", "off"])),
     ]
 
     /// The section's other keys.

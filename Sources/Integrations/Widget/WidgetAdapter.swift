@@ -40,7 +40,7 @@ public struct WidgetAdapter: CoreAdapter {
     public private(set) var driver: WidgetDriver
     /// The output comparison.
     public private(set) var matcher: FrameMatcher
-    /// How emitted frames are compared (`strict` or `off`).
+    /// How emitted frames are compared (`strict`, `responder` or `off`).
     public let matching: FrameMatchingMode
     /// The process replayed; `nil` until a `start` record.
     public private(set) var role: WidgetRole?
@@ -53,6 +53,14 @@ public struct WidgetAdapter: CoreAdapter {
     /// write whose content the recorder could not read).
     private var writesAwaitingCapture: [String: [[UInt8]]] = [:]
     private var order: FeedOrderQueue<WidgetInput, WidgetAPICall>?
+    /// The capture timestamp of virtual time zero, for stamping a responder's answers.
+    private var captureEpochNs: Int64 = 0
+    private let prescan: WidgetCapturePrescan?
+    private let faults: PeerFrameFaults
+    /// Responder mode: the broker and the cloud as recorded (``WidgetResponder``); made at `start`.
+    private var responder: WidgetResponder?
+    /// Responder mode: whether the core holds a connection the responder accepted.
+    private var responderConnected = false
 
     private struct ConnectionState {
         var subscribes: [UInt16: [String]] = [:]
@@ -61,10 +69,12 @@ public struct WidgetAdapter: CoreAdapter {
 
     /// An adapter; `configuration` gives the core's timers (the account comes from `start`).
     public init(configuration: WidgetConfiguration = WidgetConfiguration(account: "demo"), matching: FrameMatchingMode = .strict,
-                feedOrder: FeedOrderPrescan = .init()) {
+                prescan: WidgetCapturePrescan? = nil, faults: PeerFrameFaults = .init(), feedOrder: FeedOrderPrescan = .init()) {
         self.driver = WidgetDriver(configuration: configuration)
         self.matcher = FrameMatcher(core: WidgetTraceMapping.core, reorderWindow: Self.reorderWindow, decode: WidgetTraceMapping.describeFrame)
-        self.matching = matching == .off ? .off : .strict
+        self.matching = matching
+        self.prescan = matching == .responder ? prescan ?? WidgetCapturePrescan() : nil
+        self.faults = faults
         if !feedOrder.calls.isEmpty { order = FeedOrderQueue(planned: feedOrder.calls) }
     }
 
@@ -86,6 +96,8 @@ public struct WidgetAdapter: CoreAdapter {
 
     /// One frame: an API-call record, a container event or TCP.
     public mutating func frame(_ frame: ReplayFrame, now: Duration) -> [TraceEvent] {
+        // Every frame tells the capture time of virtual zero (a responder's answers are stamped from it).
+        captureEpochNs = frame.timestampNs &- frame.virtualTimeNs
         if frame.interface.carriesAPICalls {
             return apiRecord(frame, now: now)
         }
@@ -103,6 +115,11 @@ public struct WidgetAdapter: CoreAdapter {
                 continue
             }
             guard connections[client] != nil, let packet = record.packet else { continue }
+            if !record.fromClient, let responder {
+                // The broker's and the cloud's answers come when the core asks (``WidgetResponder``);
+                // nothing reaches a core without a connection.
+                if responder.isAnswer(packet.body, topic: record.topic) || !responderConnected { continue }
+            }
             if record.fromClient {
                 switch packet.body {
                 case .publish(let publish):
@@ -137,24 +154,56 @@ public struct WidgetAdapter: CoreAdapter {
             let flow = TCPFlowKey(segment)
             for client in [flow, flow.reversed] where connections[client]?.ended == false {
                 connections[client]?.ended = true
+                if responder != nil {
+                    guard responderConnected else { continue }
+                    responderConnected = false
+                    responder?.disconnected()
+                }
                 events += feed(.mqttDisconnected, frame: frame, now: now)
             }
         }
         return events
     }
 
-    /// The core's next timer, or the latest instant a held input is released.
+    /// The core's next timer, the latest instant a held input is released, or the responder's
+    /// next answer.
     public var nextDeadline: Duration? {
-        guard let release = order?.nextReleaseNs.map(Duration.nanoseconds) else { return driver.nextDeadline }
-        return driver.nextDeadline.map { min($0, release) } ?? release
+        let candidates = [driver.nextDeadline, order?.nextReleaseNs.map(Duration.nanoseconds), responder?.nextDueNs.map(Duration.nanoseconds)]
+        return candidates.compactMap { $0 }.min()
     }
 
-    /// Releases held inputs that waited too long, then fires the core's timers.
+    /// Releases held inputs that waited too long, delivers the responder's answers due, then fires
+    /// the core's timers.
     public mutating func timeout(now: Duration) -> [TraceEvent] {
         var events: [TraceEvent] = []
-        if order != nil { events += deliver(order!.releaseDue(nowNs: now.replayNanoseconds), now: now) }
+        let timeNs = now.replayNanoseconds
+        if order != nil { events += deliver(order!.releaseDue(nowNs: timeNs), now: now) }
+        while let delivery = responder?.popDue(nowNs: timeNs) {
+            if let made = delivery.made {
+                events.append(TraceEvent(timeNs: timeNs, core: core, event: "responder_made", fields: [
+                    "what": .string(made), "input": .string(Self.describe(delivery.input)),
+                ]))
+            }
+            switch delivery.input {
+            case .mqttConnected: responderConnected = true
+            case .mqttDisconnected: responderConnected = false
+            case .mqttMessage: counts.brokerMessages += 1
+            default: break
+            }
+            events += feedAnswer(delivery.input, now: now)
+        }
         guard let deadline = driver.nextDeadline, deadline <= now else { return events }
         return events + perform(driver.handleTimeout(now: now), now: now)
+    }
+
+    static func describe(_ input: WidgetInput) -> String {
+        switch input {
+        case .mqttConnected: "CONNACK 0"
+        case .mqttSubscribed(let topics): "SUBACK granted \(topics.joined(separator: ", "))"
+        case .mqttDisconnected: "connection ended"
+        case let .mqttMessage(topic, payload): "PUBLISH \(topic) \(String(decoding: payload, as: UTF8.self))"
+        case let .containerChanged(name, _): "container \(name)"
+        }
     }
 
     /// Unpaired frames become divergences; then a `summary`.
@@ -177,6 +226,7 @@ public struct WidgetAdapter: CoreAdapter {
             "frames_diverged": .int(Int64(matcher.diverged)),
         ]
         if counts.malformedRecords > 0 { fields["malformed_records"] = .int(Int64(counts.malformedRecords)) }
+        if let responder { fields["responder_made"] = .int(Int64(responder.made)) }
         if let first = matcher.firstDivergence { fields["first_divergence"] = .string(first.description) }
         if let order { fields.merge(order.summaryFields) { a, _ in a } }
         events.append(TraceEvent(timeNs: timeNs, core: core, event: "summary", fields: fields))
@@ -209,7 +259,11 @@ public struct WidgetAdapter: CoreAdapter {
         if case .containerChanged = call { counts.containerChanges += 1 }
         if case let .start(startRole, account, _, _) = call {
             role = startRole
-            clientID = WidgetTopics.clientID(role: startRole, account: account)
+            let client = WidgetTopics.clientID(role: startRole, account: account)
+            clientID = client
+            if let prescan, responder == nil {
+                responder = WidgetResponder(prescan: prescan, clientID: client, account: account, faults: faults)
+            }
         }
         guard order != nil else { return apply(call, now: now) }
         return deliver(order!.call(call, frame: frame.number, linkInputs: FeedOrderPrescan.linkInputs(of: record), nowNs: now.replayNanoseconds), now: now)
@@ -218,6 +272,13 @@ public struct WidgetAdapter: CoreAdapter {
     private mutating func apply(_ call: WidgetAPICall, now: Duration) -> [TraceEvent] {
         let (actions, events) = driver.apply(call, now: now)
         return events + perform(actions, now: now)
+    }
+
+    /// A responder's answer, a link input like a captured one: it goes through the feed order too,
+    /// so the count of link inputs the captured calls name stays the live one.
+    private mutating func feedAnswer(_ input: WidgetInput, now: Duration) -> [TraceEvent] {
+        guard order != nil else { return perform(driver.receive(input, now: now), now: now) }
+        return deliver(order!.link(input, timestampNs: captureEpochNs &+ now.replayNanoseconds, nowNs: now.replayNanoseconds), now: now)
     }
 
     /// One MQTT input, through the feed order when the capture has one.
@@ -275,6 +336,8 @@ public struct WidgetAdapter: CoreAdapter {
         let timeNs = now.replayNanoseconds
         var events: [TraceEvent] = []
         for action in actions {
+            responder?.coreAsked(action, nowNs: timeNs)
+            if case .mqttDisconnect = action { responderConnected = false }
             if matching != .off, let (channel, bytes) = WidgetTraceMapping.frame(of: action) {
                 if case .writeFile(let name, _) = action { writesAwaitingCapture[name, default: []].append(bytes) }
                 events += matcher.emitted(bytes, channel: channel, timeNs: timeNs)

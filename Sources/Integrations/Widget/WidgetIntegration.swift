@@ -1,3 +1,4 @@
+import CaptureKit
 import CaptureSet
 import ReplayKit
 
@@ -34,7 +35,7 @@ public struct WidgetIntegration: CoreIntegration {
          "widget_devices_changed", "widget_scenes_changed", "device_properties_changed", "device_status_changed",
          "stale_update_ignored", "update_held", "timeout", "violation",
          "file_removed", "mqtt_connect", "mqtt_subscribe", "mqtt_disconnect",
-         "frame_emitted", "frame_matched", "frame_diverged", "summary"]
+         "frame_emitted", "frame_matched", "frame_diverged", "responder_made", "summary"]
     }
     /// A refresh and its result, a cloud request and its answer, an open-URL request and its end.
     public var correlations: [TraceCorrelation] {
@@ -53,7 +54,17 @@ public struct WidgetIntegration: CoreIntegration {
 
     /// A ``WidgetAdapter``.
     public func makeAdapter(_ context: IntegrationContext) throws(ReplayError) -> any CoreAdapter {
+        let matching = context.frameMatching ?? .strict
+        var prescan: WidgetCapturePrescan?
+        if matching == .responder {
+            do throws(CaptureError) {
+                prescan = try WidgetCapturePrescan.scan(capturePath: context.capturePath, interfaces: context.manifest.interfaces)
+            } catch {
+                throw .capture(error)
+            }
+        }
+        // The responder's answers count as link inputs, so the captured calls keep their live order.
         let feedOrder = try FeedOrderPrescan.scan(for: context, core: name, honoured: honoursFeedOrder)
-        return WidgetAdapter(matching: context.frameMatching ?? .strict, feedOrder: feedOrder)
+        return WidgetAdapter(matching: matching, prescan: prescan, faults: context.faults, feedOrder: feedOrder)
     }
 }

@@ -1,0 +1,742 @@
+import ReplayKit
+import BehaviourTrace
+import CaptureKit
+import CaptureSet
+import Dissectors
+import SessionCore
+
+/// What replay must know about a session-link capture before it starts, for responder mode: every
+/// session-link frame of either side, in capture order, with its frame number and virtual time.
+public struct SessionCapturePrescan: Sendable {
+    /// One frame on the session link.
+    public struct LinkFrame: Sendable, Hashable {
+        /// Its frame number.
+        public var frame: Int
+        /// Its virtual time.
+        public var timeNs: Int64
+        /// `true` for the phone's write, `false` for the watch's notification.
+        public var fromPhone: Bool
+        /// The ATT value.
+        public var bytes: [UInt8]
+    }
+
+    /// Every session-link frame, in capture order.
+    public var frames: [LinkFrame] = []
+    /// The virtual times of the capture's own link drops (Disconnection Complete), in order.
+    public var linkDrops: [Int64] = []
+
+    /// An empty prescan.
+    public init() {}
+
+    /// Reads the capture once, dissecting its BLE interfaces as replay does.
+    public static func scan(capturePath: String, interfaces: [ManifestInterface], gattHandles: [ManifestGATTHandle]) throws(CaptureError) -> SessionCapturePrescan {
+        let reader = try CaptureFile.open(path: capturePath)
+        let described = Dictionary(interfaces.map { ($0.index, $0) }, uniquingKeysWith: { a, _ in a })
+        let named = Dictionary(gattHandles.map { ($0.handle, (service: $0.serviceUUID, characteristic: $0.characteristicUUID)) }, uniquingKeysWith: { a, _ in a })
+        var dissectors: [Int: FrameDissector] = [:]
+        var result = SessionCapturePrescan()
+        var firstNs: Int64?
+        while let frame = try reader.next() {
+            let start = firstNs ?? frame.timestampNs
+            firstNs = start
+            let timeNs = max(0, frame.timestampNs &- start)
+            guard frame.interfaceIndex < reader.interfaces.count else { continue }
+            let linkType = reader.interfaces[frame.interfaceIndex].linkType
+            if let interface = described[frame.interfaceIndex], let role = interface.role {
+                guard role == .bleHCI || role == .bleMonitor else { continue }
+            } else {
+                guard linkType == .bluetoothHCIH4WithPHDR || linkType == .bluetoothHCIH4 || linkType == .bluetoothLinuxMonitor else { continue }
+            }
+            let dissected = dissectors[frame.interfaceIndex, default: ReplayEngine.replayDissector(namedHandles: named)].dissect(frame, linkType: linkType)
+            if case .disconnected? = dissected.linkChange { result.linkDrops.append(timeNs) }
+            for record in dissected.att {
+                // Classified as seen by a phone host; direction is not needed to tell the sides apart:
+                // writes are the phone's, notifications the watch's.
+                switch record.opcode {
+                case 0x52, 0x12:
+                    guard record.descriptorUUID == nil, record.characteristicUUID == SessionLinkGATT.writeCharacteristic else { break }
+                    result.frames.append(LinkFrame(frame: frame.number, timeNs: timeNs, fromPhone: true, bytes: record.value))
+                case 0x1B:
+                    guard record.characteristicUUID == SessionLinkGATT.notifyCharacteristic else { break }
+                    result.frames.append(LinkFrame(frame: frame.number, timeNs: timeNs, fromPhone: false, bytes: record.value))
+                default:
+                    break
+                }
+            }
+        }
+        return result
+    }
+}
+
+/// Plays the recorded peer of a session-link capture in responder mode (docs/replay-engine.md,
+/// "Responders"): the peer answers the core's frames as they come, and resends what the core did
+/// not acknowledge.
+///
+/// - **Answers** (withheld from their captured instants; the adapter feeds none of them): the
+///   WELCOME to a HELLO (phone replayed), the ACKs to the core's data frames, the STATUS-ACK to a
+///   STATUS (watch replayed), and replies to the core's messages. Each time the core writes what
+///   asks for one, the responder takes the next captured answer that fits — the WELCOME echoing the
+///   HELLO's nonce, the ACK of the same channel, id and offset the peer's receiving side gives
+///   (a model of the link's receiver, docs/session-link.md "Reliability"), the STATUS-ACK of the
+///   same sequence, the reply to the same message id — and delivers it after the delay it had after
+///   the core's counterpart in the capture, following the faults' decision for the frame it was
+///   captured in. When the capture holds none (an ACK of a retransmission, a WELCOME to a HELLO of
+///   a new nonce or to a repeated one), the responder makes the protocol's answer and reports it
+///   as a `responder_made` event.
+/// - **Initiatives** (the peer's own data items, STATUS, ERROR, CANCEL, the phone's HELLO) are fed
+///   by the adapter at their captured instants, as in strict mode. The responder follows each peer
+///   data item until the core acknowledges it complete: when the frame that asked for an ACK was
+///   lost (a fault dropped it, or the link was down) and no ACK came within the peer's
+///   retransmission timeout, it resends the item's frames from the acknowledged offset (a window
+///   of them, RETRANSMISSION set), as the peer would; after a new binding it sends the durable items
+///   the core has not acknowledged again from their start. Resent frames are `responder_made` too.
+///   A frame the capture itself resends in that time (the recorded peer's own retransmission) is
+///   left to the capture.
+/// - Control ids: every control frame the core gets from the peer passes ``prepare(_:)``, which
+///   renumbers one whose id is not above the last one given (a captured answer delivered after a
+///   later one, a made one), so none is dropped as a late copy.
+struct SessionResponder: Sendable {
+    struct ItemKey: Hashable, Sendable, Comparable {
+        var channel: UInt8
+        var id: UInt32
+        static func < (a: Self, b: Self) -> Bool { (a.channel, a.id) < (b.channel, b.id) }
+    }
+
+    /// One delivery to the core: bytes (a captured answer, or made), or, with `bytes` nil, only
+    /// the note that the peer sent a frame that a fault lost.
+    struct Delivery: Sendable {
+        var timeNs: Int64
+        var order: Int
+        var bytes: [UInt8]?
+        /// Why the responder made it; `nil` for a captured answer.
+        var made: String?
+        /// The peer's frame as the peer sent it (also for a lost one), for its retransmission state.
+        var sent: SessionFrame?
+    }
+
+    private struct Answer: Sendable {
+        var frame: Int
+        var timeNs: Int64
+        var bytes: [UInt8]
+        /// After the core's counterpart in the capture.
+        var delayNs: Int64
+    }
+
+    /// A peer data item the peer has sent and the core has not acknowledged complete.
+    private struct Outgoing: Sendable {
+        var acked: UInt32 = 0
+        var deadlineNs: Int64?
+        var resends = 0
+        var firstSentNs: Int64
+        var needsRestart = false
+    }
+
+    /// What the peer holds of one of the core's items (the receiver model).
+    private struct Incoming: Sendable {
+        var total: UInt32
+        var held: UInt32
+    }
+
+    let role: SessionRole
+    private let faults: PeerFrameFaults
+    private let retransmissionNs: Int64
+    private let peerMessageLimitNs: Int64 = 10_000_000_000
+    /// Without faults the capture holds every resend the recorded peer made: the responder makes none.
+    private let resendsEnabled: Bool
+    /// Resends of one item before the responder gives it up (the real peer never does).
+    static let maximumResends = 30
+
+    // The capture.
+    private var welcomes: [UInt32: [Answer]] = [:]
+    private var lastCapturedWelcome: Answer?
+    private var acks: [[UInt32]: [Answer]] = [:]
+    private var statusAcks: [UInt32: [Answer]] = [:]
+    /// Reply frames by the message id they answer, each with its delay after the core's message
+    /// completed in the capture.
+    private var replies: [UInt32: [Answer]] = [:]
+    /// The peer's data frames that are initiatives, in capture order, for the retransmission state.
+    private var initiatives: [(timeNs: Int64, lost: Bool, sent: SessionFrame)] = []
+    private var initiativeCursor = 0
+    /// First copies of every peer data item's frames, by offset (what a resend sends again).
+    private var itemFrames: [ItemKey: [UInt32: SessionFrame]] = [:]
+    /// Captured instants (faults applied) of each peer data item's frames that reach the core.
+    private var itemArrivals: [ItemKey: [Int64]] = [:]
+    private var windowFrames: Int
+    private let madeDelayNs: Int64
+    /// The core's side's captured frames (bytes by time) and the capture's link drops: a write the
+    /// recorded host never sent before the link dropped never reached the peer.
+    private let ownFrames: [(timeNs: Int64, bytes: [UInt8])]
+    private let linkDrops: [Int64]
+
+    // The run.
+    private var answerCursors: [String: Int] = [:]
+    private var deliveries: [Delivery] = []
+    private var order = 0
+    private var lastControlID: UInt32 = 0
+    private var outgoing: [ItemKey: Outgoing] = [:]
+    private var incoming: [ItemKey: Incoming] = [:]
+    private var completed: Set<ItemKey> = []
+    /// The core's control items, reassembled (a HELLO is fragmented on a 23-byte MTU).
+    private var coreAssembler = ControlAssembler()
+    private var answeredNonces: Set<UInt32> = []
+    /// Replies waiting for the reply lane, with when each would go, and the reply on it.
+    private var heldReplies: [(atNs: Int64, frames: [Answer])] = []
+    private var replyInFlight: UInt32?
+    private var linkUp = false
+    /// Answers the responder made, for the summary.
+    private(set) var made = 0
+
+    init(prescan: SessionCapturePrescan, role: SessionRole, faults: PeerFrameFaults = .init(), retransmissionTimeout: Duration = .seconds(2)) {
+        self.role = role
+        self.faults = faults
+        self.retransmissionNs = retransmissionTimeout.replayNanoseconds
+        self.resendsEnabled = !faults.isEmpty
+        let phoneIsCore = role == .phone
+        var ownFrames: [(timeNs: Int64, frame: SessionFrame)] = []
+        var lastHello: [UInt32: Int64] = [:]
+        var lastStatus: [UInt32: Int64] = [:]
+        var messageCompleted: [UInt32: Int64] = [:]
+        var helloWindow: UInt16?
+        var welcomeWindow: UInt16?
+        var controlBuffers = ControlAssembler()
+        var peerControl = ControlAssembler()
+        var ackDelays: [Int64] = []
+        /// The message each reply item answers, from its first frame (reply ids restart with the
+        /// peer's process: the latest first frame wins).
+        var replyTo: [UInt32: UInt32] = [:]
+        var window = SessionLink.windowFrames
+        for captured in prescan.frames {
+            guard let frame = Self.decodeFrame(captured.bytes) else { continue }
+            let own = captured.fromPhone == phoneIsCore
+            if own {
+                ownFrames.append((captured.timeNs, frame))
+                if frame.channel == .control, let control = controlBuffers.add(frame) {
+                    switch control {
+                    case .hello(let hello):
+                        lastHello[hello.nonce] = captured.timeNs
+                        if let stated = hello.window { helloWindow = stated }
+                    case .status(let sequence, _):
+                        lastStatus[sequence] = captured.timeNs
+                    case .welcome(let welcome):
+                        if let stated = welcome.window { welcomeWindow = stated }
+                    default: break
+                    }
+                } else if (frame.channel == .message || frame.channel == .messageData), frame.flags.contains(.last) {
+                    messageCompleted[frame.id] = messageCompleted[frame.id] ?? captured.timeNs
+                }
+                continue
+            }
+            if frame.channel == .control {
+                guard frame.flags.contains(.first) && frame.flags.contains(.last), let control = peerControl.add(frame) else { continue }
+                switch control {
+                case .welcome(let welcome) where phoneIsCore:
+                    if let stated = welcome.window { welcomeWindow = stated }
+                    let delay = lastHello[welcome.nonce].map { captured.timeNs - $0 } ?? 0
+                    let answer = Answer(frame: captured.frame, timeNs: captured.timeNs, bytes: captured.bytes, delayNs: max(0, delay))
+                    welcomes[welcome.nonce, default: []].append(answer)
+                    lastCapturedWelcome = lastCapturedWelcome ?? answer
+                case .hello(let hello) where !phoneIsCore:
+                    if let stated = hello.window { helloWindow = stated }
+                case .ack(let channel, let id, let received):
+                    // The core's frame it answers: the latest of the item that ends where it says.
+                    let item = ownFrames.last { $0.frame.channel == channel && $0.frame.id == id && Self.end(of: $0.frame) == received }
+                        ?? ownFrames.last { $0.frame.channel == channel && $0.frame.id == id }
+                        ?? ownFrames.last
+                    let delay = max(0, captured.timeNs - (item?.timeNs ?? captured.timeNs))
+                    ackDelays.append(delay)
+                    acks[[UInt32(channel.rawValue), id, received], default: []].append(
+                        Answer(frame: captured.frame, timeNs: captured.timeNs, bytes: captured.bytes, delayNs: delay))
+                case .statusAck(let sequence) where phoneIsCore == false:
+                    let delay = lastStatus[sequence].map { captured.timeNs - $0 } ?? 0
+                    statusAcks[sequence, default: []].append(Answer(frame: captured.frame, timeNs: captured.timeNs, bytes: captured.bytes, delayNs: max(0, delay)))
+                default:
+                    break
+                }
+                continue
+            }
+            let key = ItemKey(channel: frame.channel.rawValue, id: frame.id)
+            if itemFrames[key]?[frame.offset] == nil { itemFrames[key, default: [:]][frame.offset] = frame }
+            if frame.channel == .messageReply {
+                // A reply answers the message its first frame names; its frames keep their spacing.
+                if frame.flags.contains(.first), frame.bytes.count >= 4 { replyTo[frame.id] = Self.u32(frame.bytes, 0) }
+                guard let message = replyTo[frame.id] else { continue }
+                let delay = messageCompleted[message].map { captured.timeNs - $0 } ?? 0
+                replies[message, default: []].append(Answer(frame: captured.frame, timeNs: captured.timeNs, bytes: captured.bytes, delayNs: max(0, delay)))
+                continue
+            }
+            // A late frame counts as sent late; a lost one as sent at its captured instant.
+            let fates = faults.deliveries(ofFrame: captured.frame, kind: .notification, capturedAt: .nanoseconds(captured.timeNs))
+            let sentNs = captured.timeNs + (fates.first?.replayNanoseconds ?? 0)
+            initiatives.append((sentNs, fates.isEmpty, frame))
+            if !fates.isEmpty { itemArrivals[key, default: []].append(sentNs) }
+        }
+        initiatives.sort { $0.timeNs < $1.timeNs }
+        // A phone that states a window states it in every other HELLO of a nonce (session-link.md,
+        // "Handshake"): a stated one counts; the link's window is the smaller of the two sides'.
+        if let helloWindow, let welcomeWindow { window = Int(min(helloWindow, welcomeWindow)) }
+        self.windowFrames = max(1, window)
+        self.linkDrops = prescan.linkDrops
+        self.ownFrames = prescan.frames.filter { $0.fromPhone == phoneIsCore }.map { ($0.timeNs, $0.bytes) }
+        self.madeDelayNs = ackDelays.filter { $0 > 0 }.min() ?? 5_000_000
+    }
+
+    // MARK: what the adapter asks
+
+    /// `true` for a peer frame the responder delivers itself (an answer): the adapter skips it.
+    func isAnswer(_ bytes: [UInt8]) -> Bool {
+        guard let frame = Self.decodeFrame(bytes) else { return false }
+        if frame.channel == .messageReply { return true }
+        guard frame.channel == .control, frame.flags.contains(.first), let op = frame.bytes.first else { return false }
+        switch op {
+        case 0x02: return role == .phone
+        case 0x03: return true
+        case 0x07: return role == .watch
+        default: return false
+        }
+    }
+
+    /// A peer frame on its way to the core: a control frame whose id is not above the last one
+    /// given is renumbered (its copy would be dropped as late).
+    mutating func prepare(_ bytes: [UInt8]) -> [UInt8] {
+        guard bytes.count >= SessionLink.headerLength, bytes[0] == 0, bytes[1] & 0x03 == 0x03 else { return bytes }
+        let id = Self.u32(bytes, 2)
+        guard id <= lastControlID else {
+            lastControlID = id
+            return bytes
+        }
+        lastControlID += 1
+        var copy = bytes
+        Self.put(lastControlID, into: &copy, at: 2)
+        return copy
+    }
+
+    /// The link came up.
+    mutating func linkCameUp(nowNs: Int64) {
+        linkUp = true
+        advance(nowNs: nowNs)
+    }
+
+    /// The link went down: answers in flight are lost with it; messages and replies are given up;
+    /// durable items wait for the next binding.
+    mutating func linkWentDown(nowNs: Int64) {
+        advance(nowNs: nowNs)
+        linkUp = false
+        deliveries.removeAll()
+        heldReplies.removeAll()
+        replyInFlight = nil
+        coreAssembler = ControlAssembler()
+        for (key, var item) in outgoing {
+            if Self.isDurable(key.channel) {
+                item.needsRestart = true
+                item.deadlineNs = nil
+                outgoing[key] = item
+            } else {
+                outgoing[key] = nil
+            }
+        }
+        incoming = incoming.filter { $0.key.channel == SessionChannel.fileChunk.rawValue }
+    }
+
+    /// The core took a handshake: the link is bound. The peer sends its durable items the core has
+    /// not acknowledged again from their start.
+    mutating func bound(nowNs: Int64) {
+        advance(nowNs: nowNs)
+        guard resendsEnabled else { return }
+        for key in outgoing.keys.sorted() where outgoing[key]?.needsRestart == true {
+            outgoing[key]?.needsRestart = false
+            outgoing[key]?.acked = 0
+            guard !captureResends(key, afterNs: nowNs) else { continue }
+            resend(key, nowNs: nowNs, retransmission: false, why: "restart_after_binding")
+        }
+    }
+
+    /// The core wrote `bytes` at `nowNs`: schedule what the peer answers.
+    mutating func coreWrote(_ bytes: [UInt8], nowNs: Int64) {
+        advance(nowNs: nowNs)
+        guard !neverSent(bytes, nowNs: nowNs), let frame = Self.decodeFrame(bytes) else { return }
+        if frame.channel == .control {
+            guard let control = coreAssembler.add(frame) else { return }
+            coreControl(control, nowNs: nowNs)
+            return
+        }
+        receiveCoreData(frame, nowNs: nowNs)
+    }
+
+    /// Whether the core's write at `nowNs` is one the recorded host never sent: the capture's link
+    /// drops within a second and the capture has no frame of these bytes from the recorded side
+    /// between a second before and the drop (the strict matcher reports it `frame_unsent`). Under
+    /// faults the core also writes what the capture never had, so such a write counts as unsent
+    /// only when the recorded host sent the same bytes again after the drop (a window it had to
+    /// send again after reconnecting).
+    private func neverSent(_ bytes: [UInt8], nowNs: Int64) -> Bool {
+        guard let drop = linkDrops.first(where: { $0 >= nowNs }), drop - nowNs <= 1_000_000_000 else { return false }
+        guard !ownFrames.contains(where: { $0.timeNs >= nowNs - 1_000_000_000 && $0.timeNs <= drop && $0.bytes == bytes }) else { return false }
+        return !resendsEnabled || ownFrames.contains { $0.timeNs > drop && $0.bytes == bytes }
+    }
+
+    /// When the responder wants time next.
+    var nextDueNs: Int64? {
+        let delivery = deliveries.first?.timeNs
+        let deadline = resendsEnabled ? outgoing.values.compactMap(\.deadlineNs).min() : nil
+        switch (delivery, deadline) {
+        case let (a?, b?): return min(a, b)
+        case let (a?, nil): return a
+        case let (nil, b?): return b
+        case (nil, nil): return nil
+        }
+    }
+
+    /// The next delivery due at or before `nowNs` (resends due are made first).
+    mutating func popDue(nowNs: Int64) -> Delivery? {
+        advance(nowNs: nowNs)
+        for key in outgoing.keys.sorted() {
+            guard let item = outgoing[key], let deadline = item.deadlineNs, deadline <= nowNs else { continue }
+            outgoing[key]?.deadlineNs = nil
+            guard resendsEnabled, linkUp, item.resends < Self.maximumResends else { continue }
+            if !Self.isDurable(key.channel), nowNs - item.firstSentNs >= peerMessageLimitNs {
+                outgoing[key] = nil
+                if key.channel == SessionChannel.messageReply.rawValue, replyInFlight == key.id {
+                    replyInFlight = nil
+                    releaseReply(nowNs: nowNs)
+                }
+                continue
+            }
+            if captureResends(key, afterNs: nowNs - retransmissionNs) { continue }
+            outgoing[key]?.resends += 1
+            resend(key, nowNs: nowNs, retransmission: true, why: "retransmission")
+        }
+        while let first = deliveries.first, first.timeNs <= nowNs {
+            deliveries.removeFirst()
+            if let sent = first.sent { peerSent(sent, atNs: first.timeNs, lost: first.bytes == nil) }
+            if first.bytes != nil { return first }
+        }
+        return nil
+    }
+
+    // MARK: the core's frames
+
+    private mutating func coreControl(_ control: SessionControl, nowNs: Int64) {
+        switch control {
+        case .hello(let hello) where role == .phone:
+            answerHello(hello, nowNs: nowNs)
+        case .welcome(let welcome) where role == .watch:
+            dropBelowWatermarks(welcome.watermarks)
+        case .ack(let channel, let id, let received):
+            let key = ItemKey(channel: channel.rawValue, id: id)
+            if received == SessionLink.complete, channel == .messageReply, replyInFlight == id {
+                replyInFlight = nil
+                releaseReply(nowNs: nowNs)
+            }
+            guard var item = outgoing[key] else { return }
+            if received == SessionLink.complete {
+                outgoing[key] = nil
+                return
+            }
+            if received > item.acked || item.deadlineNs == nil { item.deadlineNs = nowNs + retransmissionNs }
+            item.acked = received
+            outgoing[key] = item
+        case .error(let channel, let id, _), .cancel(let channel, let id):
+            outgoing[ItemKey(channel: channel.rawValue, id: id)] = nil
+            if channel == .messageReply, replyInFlight == id {
+                replyInFlight = nil
+                releaseReply(nowNs: nowNs)
+            }
+        case .status(let sequence, _) where role == .watch:
+            let made = SessionControl.statusAck(sequence: sequence)
+            deliverAnswer(key: "status-ack \(sequence)", captured: statusAcks[sequence], nowNs: nowNs, make: made, what: "status_ack")
+        default:
+            break
+        }
+    }
+
+    private mutating func answerHello(_ hello: SessionHandshake, nowNs: Int64) {
+        dropBelowWatermarks(hello.watermarks)
+        let cursorKey = "welcome \(hello.nonce)"
+        let list = welcomes[hello.nonce] ?? []
+        let cursor = answerCursors[cursorKey, default: 0]
+        if cursor < list.count {
+            answerCursors[cursorKey] = cursor + 1
+            answeredNonces.insert(hello.nonce)
+            if let frame = Self.decodeFrame(list[cursor].bytes), case .welcome(let welcome)? = Self.decodeControl(frame) {
+                // The recorded peer says what it holds of the file it resumes: the model takes it.
+                let key = ItemKey(channel: SessionChannel.fileChunk.rawValue, id: welcome.fileResumeID)
+                if welcome.fileResumeID != 0, var item = incoming[key] {
+                    item.held = welcome.fileResumeOffset
+                    incoming[key] = item
+                }
+            }
+            schedule(list[cursor], nowNs: nowNs)
+            return
+        }
+        // A HELLO the capture holds no WELCOME for: a repeated one (its WELCOME lost) is answered
+        // again unchanged; one of a new nonce (a reconnection) gets the recorded watch's WELCOME
+        // with the nonce echoed and the watermarks of what the peer holds now.
+        guard let base = list.last ?? lastCapturedWelcome, let baseFrame = Self.decodeFrame(base.bytes),
+              case .welcome(var welcome)? = Self.decodeControl(baseFrame) else { return }
+        if !answeredNonces.contains(hello.nonce) || list.isEmpty {
+            welcome.nonce = hello.nonce
+            welcome.watermarks = watermarksHeld(over: welcome.watermarks)
+            if let (id, offset) = fileResume() {
+                welcome.fileResumeID = id
+                welcome.fileResumeOffset = offset
+            }
+            if hello.window == nil { welcome.window = nil }
+        }
+        answeredNonces.insert(hello.nonce)
+        let what = list.isEmpty ? "welcome" : "welcome_repeated"
+        enqueue(made: .welcome(welcome), atNs: nowNs + base.delayNs, what: what)
+    }
+
+    /// The peer's receiving side takes one of the core's data frames; the ACK it owes, if any.
+    private mutating func receiveCoreData(_ frame: SessionFrame, nowNs: Int64) {
+        let key = ItemKey(channel: frame.channel.rawValue, id: frame.id)
+        var answer: UInt32?
+        if completed.contains(key) {
+            answer = SessionLink.complete
+        } else {
+            if frame.flags.contains(.first), (incoming[key]?.held ?? 0) == 0 {
+                incoming[key] = Incoming(total: frame.totalOrOffset, held: 0)
+            }
+            if var item = incoming[key] {
+                let count = UInt32(frame.bytes.count)
+                if frame.offset < item.held {
+                    answer = item.held
+                } else if frame.offset == item.held {
+                    item.held += count
+                    if item.held >= item.total {
+                        incoming[key] = nil
+                        completed.insert(key)
+                        answer = SessionLink.complete
+                        if frame.channel == .message || frame.channel == .messageData { scheduleReply(to: frame.id, nowNs: nowNs) }
+                    } else {
+                        incoming[key] = item
+                        if frame.flags.contains(.needsAck) { answer = item.held }
+                    }
+                } else if frame.flags.contains(.needsAck) {
+                    answer = item.held
+                }
+            } else {
+                // No item under way and no FIRST: the core must start over.
+                answer = 0
+            }
+        }
+        guard let received = answer else { return }
+        let made = SessionControl.ack(channel: frame.channel, id: frame.id, received: received)
+        deliverAnswer(key: "ack \(key.channel) \(key.id) \(received)", captured: acks[[UInt32(key.channel), key.id, received]],
+                      nowNs: nowNs, make: made, what: "ack")
+    }
+
+    /// The peer's reply lane carries one reply at a time (session-link.md, "One item per lane on the
+    /// wire"): a reply waits until the core has acknowledged the one before it complete.
+    private mutating func scheduleReply(to message: UInt32, nowNs: Int64) {
+        guard let frames = replies.removeValue(forKey: message), let first = frames.first else { return }
+        let at = Self.answerTime(capturedNs: first.timeNs, delayNs: first.delayNs, nowNs: nowNs)
+        heldReplies.append((at, frames))
+        releaseReply(nowNs: nowNs)
+    }
+
+    private mutating func releaseReply(nowNs: Int64) {
+        guard replyInFlight == nil, !heldReplies.isEmpty else { return }
+        let (at, frames) = heldReplies.removeFirst()
+        replyInFlight = frames.first.flatMap { Self.decodeFrame($0.bytes) }?.id
+        // Frames keep their captured spacing after the first.
+        let start = max(at, nowNs)
+        for answer in frames {
+            let offset = answer.timeNs - frames[0].timeNs
+            schedule(answer, atNs: start + offset, sent: Self.decodeFrame(answer.bytes))
+        }
+    }
+
+    // MARK: answers and resends
+
+    private mutating func deliverAnswer(key: String, captured: [Answer]?, nowNs: Int64, make: SessionControl, what: String) {
+        let cursor = answerCursors[key, default: 0]
+        if let captured, cursor < captured.count {
+            answerCursors[key] = cursor + 1
+            schedule(captured[cursor], nowNs: nowNs)
+        } else {
+            enqueue(made: make, atNs: nowNs + madeDelayNs, what: what)
+        }
+    }
+
+    /// A captured answer, after its recorded delay, as the faults decide for its frame.
+    private mutating func schedule(_ answer: Answer, nowNs: Int64, sent: SessionFrame? = nil) {
+        schedule(answer, atNs: Self.answerTime(capturedNs: answer.timeNs, delayNs: answer.delayNs, nowNs: nowNs), sent: sent)
+    }
+
+    /// A captured answer at `at`, as the faults decide for its frame.
+    private mutating func schedule(_ answer: Answer, atNs at: Int64, sent: SessionFrame?) {
+        let fates = faults.deliveries(ofFrame: answer.frame, kind: .notification, capturedAt: .nanoseconds(answer.timeNs))
+        if fates.isEmpty, let sent {
+            // Lost: the peer still sent it (its retransmission timer runs from here).
+            append(Delivery(timeNs: at, order: 0, bytes: nil, made: nil, sent: sent))
+        }
+        for (index, delay) in fates.enumerated() {
+            append(Delivery(timeNs: at + delay.replayNanoseconds, order: 0, bytes: answer.bytes, made: nil, sent: index == 0 ? sent : nil))
+        }
+    }
+
+    /// How far the core's write may come before its captured counterpart and still get the answer
+    /// at its captured instant: a live host writes a little after the input that caused it (the
+    /// capture shows that latency, replay does not), and answering at write + delay would move
+    /// every later answer earlier by the sum of those latencies.
+    static let captureLatencyToleranceNs: Int64 = 100_000_000
+
+    /// When a captured answer reaches the core written to at `nowNs`: its captured instant when the
+    /// core's write is its captured counterpart's (at most ``captureLatencyToleranceNs`` early);
+    /// else the captured delay after the write.
+    static func answerTime(capturedNs: Int64, delayNs: Int64, nowNs: Int64) -> Int64 {
+        let early = (capturedNs - delayNs) - nowNs
+        return early >= 0 && early <= captureLatencyToleranceNs ? capturedNs : nowNs + delayNs
+    }
+
+    private mutating func enqueue(made control: SessionControl, atNs: Int64, what: String) {
+        let payload = control.encode()
+        let frame = SessionFrame(channel: .control, flags: [.first, .last], id: 0, totalOrOffset: UInt32(payload.count), bytes: payload)
+        made += 1
+        append(Delivery(timeNs: atNs, order: 0, bytes: frame.encode(), made: what, sent: nil))
+    }
+
+    private mutating func append(_ delivery: Delivery) {
+        var delivery = delivery
+        order += 1
+        delivery.order = order
+        deliveries.append(delivery)
+        deliveries.sort { ($0.timeNs, $0.order) < ($1.timeNs, $1.order) }
+    }
+
+    /// Sends a window of `key`'s frames again from the acknowledged offset.
+    private mutating func resend(_ key: ItemKey, nowNs: Int64, retransmission: Bool, why: String) {
+        guard let frames = itemFrames[key], let item = outgoing[key] else { return }
+        let from = item.acked
+        let window = frames.keys.sorted().filter { offset in
+            let frame = frames[offset]!
+            return offset >= from || Self.end(of: frame) > from
+        }.prefix(windowFrames)
+        for offset in window {
+            guard var frame = frames[offset] else { continue }
+            if retransmission { frame.flags.insert(.retransmission) } else { frame.flags.remove(.retransmission) }
+            if offset == window.last { frame.flags.insert(.needsAck) }
+            made += 1
+            append(Delivery(timeNs: nowNs, order: 0, bytes: frame.encode(), made: why, sent: frame))
+        }
+    }
+
+    /// Whether the capture itself brings a frame of `key` to the core after `afterNs`, within a
+    /// retransmission timeout of now: the recorded peer resent it on its own.
+    private func captureResends(_ key: ItemKey, afterNs: Int64) -> Bool {
+        guard let arrivals = itemArrivals[key] else { return false }
+        return arrivals.contains { $0 > afterNs && $0 <= afterNs + 2 * retransmissionNs }
+    }
+
+    /// The peer sent frame `sent` at `atNs` (`lost`: a fault lost it on the way).
+    private mutating func peerSent(_ sent: SessionFrame, atNs: Int64, lost: Bool) {
+        let key = ItemKey(channel: sent.channel.rawValue, id: sent.id)
+        guard sent.channel != .control else { return }
+        guard linkUp else {
+            // Sent while a fault held the link down: a durable item goes again after the next binding.
+            if Self.isDurable(key.channel) { outgoing[key, default: Outgoing(firstSentNs: atNs)].needsRestart = true }
+            return
+        }
+        var item = outgoing[key] ?? Outgoing(firstSentNs: atNs)
+        if sent.flags.contains(.needsAck) || sent.flags.contains(.last) || lost, item.deadlineNs == nil {
+            item.deadlineNs = atNs + retransmissionNs
+        }
+        outgoing[key] = item
+    }
+
+    /// Follows the peer's initiatives the capture sends up to `nowNs`.
+    private mutating func advance(nowNs: Int64) {
+        while initiativeCursor < initiatives.count, initiatives[initiativeCursor].timeNs <= nowNs {
+            let next = initiatives[initiativeCursor]
+            initiativeCursor += 1
+            peerSent(next.sent, atNs: next.timeNs, lost: next.lost)
+        }
+    }
+
+    private mutating func dropBelowWatermarks(_ marks: SessionWatermarks) {
+        for key in Array(outgoing.keys) {
+            let mark: UInt32
+            switch SessionChannel(rawValue: key.channel) {
+            case .applicationContext: mark = marks.applicationContext
+            case .userInfo: mark = marks.userInfo
+            case .complicationUserInfo: mark = marks.complicationUserInfo
+            case .fileMetadata, .fileChunk: mark = marks.file
+            default: continue
+            }
+            if key.id <= mark { outgoing[key] = nil }
+        }
+        // A re-handshake restarts the items in flight: what the peer held of them goes, files excepted.
+        incoming = incoming.filter { $0.key.channel == SessionChannel.fileChunk.rawValue }
+    }
+
+    private func watermarksHeld(over captured: SessionWatermarks) -> SessionWatermarks {
+        func highest(_ channel: SessionChannel, _ base: UInt32) -> UInt32 {
+            completed.filter { $0.channel == channel.rawValue }.map(\.id).reduce(base, max)
+        }
+        return SessionWatermarks(
+            applicationContext: highest(.applicationContext, captured.applicationContext),
+            userInfo: highest(.userInfo, captured.userInfo),
+            complicationUserInfo: highest(.complicationUserInfo, captured.complicationUserInfo),
+            file: highest(.fileChunk, captured.file))
+    }
+
+    private func fileResume() -> (UInt32, UInt32)? {
+        incoming.filter { $0.key.channel == SessionChannel.fileChunk.rawValue && $0.value.held > 0 }
+            .max { $0.key.id < $1.key.id }.map { ($0.key.id, $0.value.held) }
+    }
+
+    // MARK: bytes
+
+    static func isDurable(_ channel: UInt8) -> Bool { [0x01, 0x05, 0x06, 0x07, 0x08].contains(channel) }
+
+    static func end(of frame: SessionFrame) -> UInt32 {
+        frame.flags.contains(.last) ? SessionLink.complete : frame.offset &+ UInt32(frame.bytes.count)
+    }
+
+    /// The frame in `bytes`, or `nil` when they are not one (the core reports that itself).
+    static func decodeFrame(_ bytes: [UInt8]) -> SessionFrame? {
+        do throws(SessionFrameError) {
+            return try SessionFrame.decode(bytes)
+        } catch {
+            return nil
+        }
+    }
+
+    /// A single-frame control item, or `nil` when it does not decode (the core reports that itself).
+    static func decodeControl(_ frame: SessionFrame) -> SessionControl? {
+        guard frame.channel == .control, frame.flags.contains(.first), frame.flags.contains(.last) else { return nil }
+        do throws(SessionFrameError) {
+            return try SessionControl.decode(frame.bytes)
+        } catch {
+            return nil
+        }
+    }
+
+    static func u32(_ bytes: [UInt8], _ at: Int) -> UInt32 {
+        UInt32(bytes[at]) | UInt32(bytes[at + 1]) << 8 | UInt32(bytes[at + 2]) << 16 | UInt32(bytes[at + 3]) << 24
+    }
+
+    static func put(_ value: UInt32, into bytes: inout [UInt8], at: Int) {
+        for i in 0..<4 { bytes[at + i] = UInt8(truncatingIfNeeded: value >> (8 * i)) }
+    }
+
+    /// Reassembles a side's control items from their frames (kept by offset).
+    struct ControlAssembler: Sendable {
+        private var parts: [UInt32: [UInt32: [UInt8]]] = [:]
+        private var totals: [UInt32: UInt32] = [:]
+
+        mutating func add(_ frame: SessionFrame) -> SessionControl? {
+            if frame.flags.contains(.first) && frame.flags.contains(.last) { return SessionResponder.decodeControl(frame) }
+            if let total = frame.total { totals[frame.id] = total }
+            parts[frame.id, default: [:]][frame.offset] = frame.bytes
+            guard let total = totals[frame.id], let pieces = parts[frame.id] else { return nil }
+            var payload: [UInt8] = []
+            while UInt32(payload.count) < total, let next = pieces[UInt32(payload.count)] { payload += next }
+            guard UInt32(payload.count) == total else { return nil }
+            parts[frame.id] = nil
+            totals[frame.id] = nil
+            return SessionResponder.decodeControl(SessionFrame(channel: .control, flags: [.first, .last], id: frame.id, totalOrOffset: total, bytes: payload))
+        }
+    }
+}
