@@ -95,7 +95,7 @@ struct FaultReplayTests {
                 checked += 1
             }
         }
-        #expect(checked >= 7)
+        #expect(checked >= 13)
     }
 
     @Test func aDropSweepOfTheCleanConnectIQSessionKeepsEveryPromise() throws {
