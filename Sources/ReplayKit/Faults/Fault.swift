@@ -47,6 +47,9 @@ public enum PeerFrameKind: String, Sendable, Hashable, CaseIterable {
     case notification
     /// ATT Handle Value Indication.
     case indication
+    /// ATT Write Request or Write Command from the peer (a capture taken on the GATT server's
+    /// side: the watch's, whose peer writes).
+    case write
     /// ATT Write Response.
     case writeResponse = "write-response"
     /// ATT Read (Blob/by Type/Multiple) Response, Find Information/by Type Value Response.
@@ -83,10 +86,20 @@ public enum PeerFrameKind: String, Sendable, Hashable, CaseIterable {
     /// Any segment from the MQTT broker.
     case mqtt
 
+    /// Whether the peer's application chose to send it (data a peer app may fail to send), as
+    /// opposed to what its protocol stack always answers (ATT responses, MTU, signalling: the link
+    /// layer retransmits them until the link itself is lost). What a sweep drops and delays.
+    public var isApplicationData: Bool {
+        switch self {
+        case .writeResponse, .readResponse, .errorResponse, .mtu, .acl, .connack, .suback, .unsuback, .pingresp, .pubflow, .tcp: false
+        default: true
+        }
+    }
+
     /// Whether selecting `self` selects a frame of kind `kind`.
     public func covers(_ kind: PeerFrameKind) -> Bool {
         switch self {
-        case .ble: return [.notification, .indication, .writeResponse, .readResponse, .errorResponse, .mtu, .acl].contains(kind)
+        case .ble: return [.notification, .indication, .write, .writeResponse, .readResponse, .errorResponse, .mtu, .acl].contains(kind)
         case .mqtt: return [.connack, .publish, .puback, .pubflow, .suback, .unsuback, .pingresp, .tcp].contains(kind)
         default: return self == kind
         }

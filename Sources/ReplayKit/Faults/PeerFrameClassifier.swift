@@ -51,6 +51,7 @@ public enum PeerFrameClassifier {
         switch record.opcode {
         case 0x1B: return .notification
         case 0x1D: return .indication
+        case 0x12, 0x52, 0xD2: return .write
         case 0x13: return .writeResponse
         case 0x01: return .errorResponse
         case 0x02, 0x03: return .mtu

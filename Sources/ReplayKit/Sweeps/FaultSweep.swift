@@ -108,13 +108,20 @@ public enum FaultSweep {
         // The plain run: peer frames, and the facts promises compare with.
         var checker = PromiseChecker(promises: promises, correlations: correlations, plain: nil)
         var peerFrames: [(number: Int, time: Duration)] = []
+        // Drops and delays go to what the peer's application sends; a lost ATT response or TCP
+        // segment is a lost link (the link layer and TCP retransmit until then), which
+        // `disconnect` sweeps. A disconnect goes at every peer frame's instant.
+        let everyFrame: Bool
+        if case .disconnect = kind { everyFrame = true } else { everyFrame = false }
         let (adapters, interfaces, unlabelled, _) = try replayAdapters(for: set, options: plainOptions)
         do throws(CaptureError) {
             let reader = try CaptureFile.open(path: set.capturePath)
             var engine = ReplayEngine(adapters: adapters, manifestInterfaces: interfaces, gattHandles: set.manifest.gattHandles,
                                       drainHorizon: options.drainHorizon)
             engine.unlabelledAPICallsCore = unlabelled
-            engine.peerFrameObserver = { number, time, _ in peerFrames.append((number, time)) }
+            engine.peerFrameObserver = { number, time, frameKind in
+                if everyFrame || frameKind.isApplicationData { peerFrames.append((number, time)) }
+            }
             engine.frameObserver = { checker.currentFrame = $0 }
             _ = try engine.run(reader: reader) { checker.observe($0) }
         } catch {
