@@ -1,0 +1,152 @@
+"""`tether emulate` end to end over two Bumble virtual controllers (ciq_controllers.py): the emulated
+peripheral of `Captures/gatt-sensor` on one, the checking central `Harness/emulate_central.py` on the
+other. The central discovers the database, subscribes, performs the recorded writes and reads, and
+must see every recorded notification and read value byte for byte; `tether emulate` must then count
+every request as answered (from the capture or by its generic responder) and none unanswered.
+
+Needs the tether binary (`swift build`; TETHER_BINARY names another one). Run with
+`TETHER_BINARY=$PWD/.build/debug/tether python3 -m pytest -q Harness/rigs/test_emulate.py`.
+"""
+
+import json
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+RIGS = Path(__file__).resolve().parent
+ROOT = RIGS.parent.parent
+sys.path.insert(0, str(RIGS))
+
+from test_ciq_rigs import Process, time_limit  # noqa: E402,F401  (time_limit: the autouse alarm)
+
+SET = ROOT / "Captures" / "gatt-sensor"
+SENSOR = "F0:5E:00:00:00:01"
+
+
+def tether_binary():
+    path = os.environ.get("TETHER_BINARY", str(ROOT / ".build" / "debug" / "tether"))
+    if not os.path.exists(path):
+        pytest.fail(f"no tether binary at {path}: run `swift build` (or set TETHER_BINARY)")
+    return path
+
+
+class Emulation:
+    """`tether emulate` as a process; its stdout lines collected as they come."""
+
+    def __init__(self, argv):
+        self.popen = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=ROOT)
+        self.lines = []
+        self.buffer = b""
+
+    def wait_for(self, pattern, timeout=30.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for line in self.lines:
+                if re.search(pattern, line):
+                    return line
+            if self.popen.poll() is not None and not self._read(0.0):
+                break
+            self._read(0.2)
+        raise AssertionError(f"no line matching {pattern!r} from tether emulate; got:\n" + "\n".join(self.lines)
+                             + "\nstderr:\n" + (self.popen.stderr.read().decode(errors='replace') if self.popen.poll() is not None else ""))
+
+    def _read(self, timeout):
+        ready, _, _ = select.select([self.popen.stdout], [], [], timeout)
+        if not ready:
+            return False
+        chunk = os.read(self.popen.stdout.fileno(), 65536)
+        if not chunk:
+            return False
+        self.buffer += chunk
+        *complete, self.buffer = self.buffer.split(b"\n")
+        self.lines += [line.decode(errors="replace") for line in complete]
+        return True
+
+    def interrupt(self, timeout=15.0):
+        self.popen.send_signal(signal.SIGINT)
+        try:
+            out, err = self.popen.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.popen.kill()
+            out, err = self.popen.communicate()
+        self.lines += (self.buffer + out).decode(errors="replace").splitlines()
+        self.buffer = b""
+        return self.popen.returncode, err.decode(errors="replace")
+
+    def kill(self):
+        if self.popen.poll() is None:
+            self.popen.kill()
+            self.popen.communicate()
+
+
+@pytest.fixture
+def controllers():
+    process = Process("controllers", ["ciq_controllers.py", "tcp-server:127.0.0.1:0", "tcp-server:127.0.0.1:0"])
+    try:
+        ports = process.wait_ready()
+        yield [int(port) for port in ports]
+    finally:
+        process.cleanup()
+
+
+def run_central(port, extra=()):
+    return subprocess.run(
+        [sys.executable, str(ROOT / "Harness" / "emulate_central.py"), "--hci", f"tcp-client:127.0.0.1:{port}",
+         "--set", str(SET), "--peer", SENSOR, "--tether", tether_binary(), "--json", *extra],
+        capture_output=True, text=True, timeout=120,
+    )
+
+
+def test_central_sees_the_recorded_notifications_byte_for_byte(controllers):
+    emulation = Emulation([tether_binary(), "emulate", str(SET), "--hci", f"tcp-client:127.0.0.1:{controllers[0]}"])
+    try:
+        emulation.wait_for(r"^advertising as Tether Sensor at F0:5E:00:00:00:01")
+        central = run_central(controllers[1])
+        assert central.returncode == 0, central.stdout + central.stderr
+        counts = json.loads(central.stdout)
+        assert counts["problems"] == []
+        assert counts["notifications_expected"] >= 120
+        assert counts["notifications_received"] == counts["notifications_expected"]
+        code, err = emulation.interrupt()
+        assert code == 0, err
+        final = emulation.wait_for(r"^emulation ended")
+        answered = re.search(r"(\d+) requests? answered from the capture \((\d+) by position\), (\d+) by a responder, (\d+) unanswered", final)
+        assert answered is not None, final
+        from_capture, by_position, _responder, unanswered = map(int, answered.groups())
+        assert from_capture == counts["writes"] + counts["reads"]
+        assert by_position == 0
+        assert unanswered == 0
+    finally:
+        emulation.kill()
+
+
+def test_on_unknown_end_stops_at_the_first_request_the_capture_cannot_answer(controllers):
+    emulation = Emulation([tether_binary(), "emulate", str(SET), "--hci", f"tcp-client:127.0.0.1:{controllers[0]}", "--on-unknown", "end"])
+    try:
+        emulation.wait_for(r"^advertising as")
+        # The same session twice on one emulation: the second run's writes go past what the capture
+        # holds for the control characteristic, so the emulation ends there.
+        first = run_central(controllers[1])
+        assert first.returncode == 0, first.stdout + first.stderr
+        second = run_central(controllers[1], extra=("--answer-timeout", "2"))
+        assert second.returncode == 1
+        emulation.wait_for(r"^emulation ended \(on-unknown end\)")
+        assert emulation.popen.wait(15) == 1
+    finally:
+        emulation.kill()
+
+
+def test_a_set_without_bluetooth_is_refused_with_what_to_do():
+    result = subprocess.run([tether_binary(), "emulate", str(ROOT / "Captures" / "plugin-clean"), "--hci", "tcp-client:127.0.0.1:1"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert "no Bluetooth HCI interface" in result.stderr
+    assert "tether import" in result.stderr
