@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -35,6 +36,7 @@ sys.path.insert(0, str(ROOT / "Harness" / "rigs"))
 
 from bumble import hci  # noqa: E402
 from bumble.device import Device, Peer  # noqa: E402
+from bumble.pairing import PairingConfig, PairingDelegate  # noqa: E402
 from bumble.transport import open_transport  # noqa: E402
 
 CLIENT_REQUESTS = {0x04, 0x06, 0x08, 0x0A, 0x0C, 0x0E, 0x10, 0x12, 0x16, 0x18, 0x20, 0x52}
@@ -56,7 +58,9 @@ def recorded_steps(set_path: str, tether: str):
     steps, names, pending_read = [], {}, None
     for pdu in pdus:
         handle, value, opcode = pdu["handle"], bytes.fromhex(pdu["value"] or ""), pdu["opcode"]
-        if handle is not None and pdu.get("characteristic_uuid") and pdu.get("descriptor_uuid") is None:
+        # A value handle's characteristic (a CCCD write names its characteristic too, so only
+        # notified, indicated and read handles are taken).
+        if handle is not None and pdu.get("characteristic_uuid") and opcode in (NOTIFICATION, INDICATION, READ_REQUEST):
             names.setdefault(handle, pdu["characteristic_uuid"])
         if pdu["direction"] == client:
             if opcode in (WRITE_REQUEST, WRITE_COMMAND):
@@ -164,12 +168,19 @@ def normalise(uuid: str) -> str:
 
 
 async def run(args) -> int:
+    # Bumble warns of every notification no subscriber asked for: this central takes them all raw.
+    logging.getLogger("bumble").setLevel(logging.ERROR)
     steps, names = recorded_steps(args.set, args.tether)
     async with await open_transport(args.hci) as transport:
         device = Device.with_hci("emulate-central", hci.Address(CENTRAL_ADDRESS), transport.source, transport.sink)
         await device.power_on()
         connection = await asyncio.wait_for(device.connect(hci.Address(args.peer)), 15.0)
         peer = Peer(connection)
+        if args.pair:
+            # Bonding as many wearables' apps do: LE Secure Connections, Just Works.
+            device.pairing_config_factory = lambda _connection: PairingConfig(
+                sc=True, mitm=False, bonding=True, delegate=PairingDelegate(io_capability=PairingDelegate.IoCapability.NO_OUTPUT_NO_INPUT))
+            await asyncio.wait_for(connection.pair(), 15.0)
         if args.mtu:
             await peer.request_mtu(args.mtu)
         checker = Checker(connection, peer, args.answer_timeout)
@@ -196,6 +207,7 @@ def main() -> int:
     parser.add_argument("--tether", default=os.environ.get("TETHER_BINARY", str(ROOT / ".build" / "debug" / "tether")))
     parser.add_argument("--mtu", type=int, default=247, help="ATT MTU to ask for (0: none)")
     parser.add_argument("--answer-timeout", type=float, default=10.0, help="seconds to wait for a write's notifications")
+    parser.add_argument("--pair", action="store_true", help="pair first (LE Secure Connections, Just Works) and encrypt the link")
     parser.add_argument("--json", action="store_true", help="print the counts and differences as JSON")
     args = parser.parse_args()
     return asyncio.run(run(args))

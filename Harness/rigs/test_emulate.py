@@ -105,13 +105,14 @@ def run_central(port, extra=()):
     )
 
 
-def test_central_sees_the_recorded_notifications_byte_for_byte(controllers):
+def test_a_paired_central_sees_the_recorded_notifications_byte_for_byte(controllers):
     emulation = Emulation([tether_binary(), "emulate", str(SET), "--hci", f"tcp-client:127.0.0.1:{controllers[0]}"])
     try:
         emulation.wait_for(r"^advertising as Tether Sensor at F0:5E:00:00:00:01")
-        central = run_central(controllers[1])
+        central = run_central(controllers[1], extra=("--pair",))
         assert central.returncode == 0, central.stdout + central.stderr
         counts = json.loads(central.stdout)
+        emulation.wait_for(r"^pairing with F0:CE:00:00:00:01: paired: LE Secure Connections, Just Works")
         assert counts["problems"] == []
         assert counts["notifications_expected"] >= 120
         assert counts["notifications_received"] == counts["notifications_expected"]

@@ -26,7 +26,9 @@ struct EmulateCommand: ParsableCommand {
             Two Bumble controllers on one virtual radio; the emulated device on one:
               python3 Harness/rigs/ciq_controllers.py --ports 9001,9002 &
               tether emulate Captures/gatt-sensor --hci tcp-client:127.0.0.1:9001 &
-              python3 Harness/emulate_central.py --hci tcp-client:127.0.0.1:9002 --set Captures/gatt-sensor
+              python3 Harness/emulate_central.py --hci tcp-client:127.0.0.1:9002 --set Captures/gatt-sensor \\
+                --peer F0:5E:00:00:00:01
+              kill -INT %2    # prints the counts and ends
             """
     )
 
