@@ -51,6 +51,7 @@ from bumble.gatt import Characteristic, CharacteristicDeclaration, Characteristi
 from bumble.pairing import PairingConfig, PairingDelegate
 from bumble.transport import open_transport
 
+from hci_latency import LatencyProbe
 from bumble_local import accept_stop_signals, check_address, parse_listen, rig_argument_parser, serve_one_client, set_no_delay, start_exit_watchdog
 
 POWER_ON_TIMEOUT_S = 10.0
@@ -83,7 +84,6 @@ class EmulateBridge:
         self.tasks: set[asyncio.Task] = set()
         self.plan: dict | None = None
         self.blob_offset = 0
-        self.latency_log = open(args.latency_log, "w") if args.latency_log else None
         device.on("connection", self.on_connection)
         device.pairing_config_factory = lambda connection: PairingConfig(
             sc=True, mitm=False, bonding=True, delegate=PairingDelegate(io_capability=PairingDelegate.IoCapability.NO_OUTPUT_NO_INPUT)
@@ -244,9 +244,6 @@ class EmulateBridge:
         if answers:
             self.schedule(connection, answers, answer["_arrived"])
         reply = answer.get("reply")
-        if self.latency_log is not None:
-            # The reply leaves when this returns; the first notification may leave earlier.
-            self.latency_log.write(f"{answer['_arrived']:.9f} {time.monotonic():.9f} reply\n")
         if reply == "error":
             raise att.ATT_Error(error_code=int(answer.get("code", att.ATT_UNLIKELY_ERROR_ERROR)))
         if value:
@@ -277,8 +274,6 @@ class EmulateBridge:
                 else:
                     pdu = att.ATT_Handle_Value_Notification(attribute_handle=handle, attribute_value=value)
                     self.device.send_l2cap_pdu(connection.handle, att.ATT_CID, bytes(pdu))
-                if self.latency_log is not None:
-                    self.latency_log.write(f"{arrived:.9f} {time.monotonic():.9f} notify\n")
             except Exception as error:  # the link dropped under the answer
                 log(f"answer on 0x{handle:04x} failed: {error!r}")
                 return
@@ -345,8 +340,6 @@ class EmulateBridge:
                 await asyncio.wait_for(connection.disconnect(USER_TERMINATED), 2.0)
             except Exception as error:
                 log(f"disconnect on quit failed: {error!r}")
-        if self.latency_log is not None:
-            self.latency_log.close()
         if self.writer is not None and not self.writer.is_closing():
             try:
                 await self.writer.drain()
@@ -357,7 +350,11 @@ class EmulateBridge:
 
 async def run(args) -> int:
     async with await open_transport(args.hci) as hci_transport:
-        device = Device.with_hci("Tether emulate", hci.Address(args.address), hci_transport.source, hci_transport.sink)
+        probe = LatencyProbe(args.latency_log) if args.latency_log else None
+        sink = probe.sink(hci_transport.sink) if probe else hci_transport.sink
+        device = Device.with_hci("Tether emulate", hci.Address(args.address), hci_transport.source, sink)
+        if probe:
+            probe.attach_source(hci_transport.source)
         bridge = EmulateBridge(device, args)
         try:
             await asyncio.wait_for(device.power_on(), POWER_ON_TIMEOUT_S)
@@ -381,7 +378,7 @@ def main() -> int:
     parser.add_argument("--hci", required=True, help="Bumble transport of the emulated peripheral's controller")
     parser.add_argument("--listen", required=True, type=parse_listen, help="unix:PATH (folder of mode 0700) or HOST:PORT for the one JSON-lines client")
     parser.add_argument("--address", required=True, help="static random address to advertise, e.g. F0:E0:00:00:00:01")
-    parser.add_argument("--latency-log", help="append 'arrived left kind' lines (monotonic seconds) for each reply and notification (CI/bench)")
+    parser.add_argument("--latency-log", help="write when each write arrived and its first answer left (hci_latency.py; CI/bench/emulate-latency)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log every line exchanged with the host")
     args = parser.parse_args()
     check_address(parser, args.address)

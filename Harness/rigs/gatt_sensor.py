@@ -35,6 +35,7 @@ from bumble.device import Device
 from bumble.gatt import Characteristic, CharacteristicValue, Service
 from bumble.transport import open_transport
 
+from hci_latency import LatencyProbe
 from bumble_local import accept_stop_signals, check_address, ready_until_stopped, rig_argument_parser
 
 SENSOR_SERVICE = "7E7E5E00-0000-4000-8000-00000000A001"
@@ -146,7 +147,11 @@ class Sensor:
 
 async def run(args) -> int:
     async with await open_transport(args.hci) as transport:
-        device = Device.with_hci(NAME, hci.Address(args.address), transport.source, transport.sink)
+        probe = LatencyProbe(args.latency_log) if args.latency_log else None
+        sink = probe.sink(transport.sink) if probe else transport.sink
+        device = Device.with_hci(NAME, hci.Address(args.address), transport.source, sink)
+        if probe:
+            probe.attach_source(transport.source)
         sensor = Sensor(device)
         await device.power_on()
         await device.start_advertising(advertising_data=sensor.advertising_data(), auto_restart=True)
@@ -159,6 +164,7 @@ def main() -> int:
     parser = rig_argument_parser(__doc__)
     parser.add_argument("--hci", required=True, help="Bumble transport of the sensor's controller")
     parser.add_argument("--address", default="F0:5E:00:00:00:01", help="static random address to advertise")
+    parser.add_argument("--latency-log", help="write when each write arrived and its first answer left (hci_latency.py; CI/bench/emulate-latency)")
     args = parser.parse_args()
     check_address(parser, args.address)
     return asyncio.run(run(args))
