@@ -12,7 +12,10 @@ host -> bridge
    "database":[{"uuid":U,"start":H,"end":H,"primary":true,
                 "characteristics":[{"uuid":U,"declaration":H,"value":H,"properties":P,
                                     "descriptors":[{"handle":H,"uuid":U}]}]}]}
-                                  build the database (every attribute at its handle), advertise
+                                  build the database (every attribute at its handle), advertise;
+                                  an optional "responder":{"kind":"connectiq","write":H,"notify":H,
+                                  "cccd":H,"recorded":[[from_phone,"hex"]...]} serves those handles
+                                  with ciq_responder.py instead of asking the host
   {"op":"answer","id":I,"reply":"accept"|"value"|"error","hex":"..","code":C,
    "answers":[{"handle":H,"hex":"..","delay_ns":D,"indicate":false}]}
                                   the answer to request I; the notifications and indications are
@@ -25,6 +28,8 @@ bridge -> host
   {"ev":"connected","peer":P}                      a central connected
   {"ev":"mtu","peer":P,"mtu":M}                    the ATT MTU changed (an exchange was made)
   {"ev":"pairing","peer":P,"result":"..."}         a central paired (or failed to)
+  {"ev":"responder","kind":"connectiq","apps":".."} a protocol-aware responder serves part of the database
+  {"ev":"responded","op":"write"|"read","handle":H} a request the responder answered (for the counts)
   {"ev":"request","id":I,"op":"write"|"read","handle":H,"hex":"..","offset":O}
                                                    a write (request or command) or read to answer
   {"ev":"disconnected","peer":P,"reason":R}        the link dropped
@@ -51,6 +56,7 @@ from bumble.gatt import Characteristic, CharacteristicDeclaration, Characteristi
 from bumble.pairing import PairingConfig, PairingDelegate
 from bumble.transport import open_transport
 
+from ciq_responder import ConnectIQResponder
 from hci_latency import LatencyProbe
 from bumble_local import accept_stop_signals, check_address, parse_listen, rig_argument_parser, serve_one_client, set_no_delay, start_exit_watchdog
 
@@ -84,6 +90,7 @@ class EmulateBridge:
         self.tasks: set[asyncio.Task] = set()
         self.plan: dict | None = None
         self.blob_offset = 0
+        self.responder: ConnectIQResponder | None = None
         device.on("connection", self.on_connection)
         device.pairing_config_factory = lambda connection: PairingConfig(
             sc=True, mitm=False, bonding=True, delegate=PairingDelegate(io_capability=PairingDelegate.IoCapability.NO_OUTPUT_NO_INPUT)
@@ -207,17 +214,28 @@ class EmulateBridge:
         server.max_mtu = plan.get("mtu") or DEFAULT_MTU
         self.attributes = {a.handle: a for a in attributes}
         self.device.name = plan.get("name") or self.device.name
+        responder = plan.get("responder")
+        if responder and responder.get("kind") == "connectiq":
+            self.responder = ConnectIQResponder(self.device, responder, log)
+            self.emit({"ev": "responder", "kind": "connectiq", "apps": self.responder.describe, "notes": self.responder.notes})
         await self.start_advertising()
         self.emit({"ev": "serving", "attributes": len(attributes)})
 
     def reader_for(self, handle: int):
         async def read(connection):
+            if self.responder is not None and self.responder.owns(handle):
+                self.emit({"ev": "responded", "op": "read", "handle": handle})
+                return self.responder.read(handle)
             answer = await self.ask(connection, {"op": "read", "handle": handle, "offset": self.blob_offset})
             return self.apply(answer, connection, value=True)
         return read
 
     def writer_for(self, handle: int):
         async def write(connection, value):
+            if self.responder is not None and self.responder.owns(handle):
+                self.emit({"ev": "responded", "op": "write", "handle": handle})
+                self.responder.write(connection, handle, bytes(value))
+                return
             self.apply(await self.ask(connection, {"op": "write", "handle": handle, "hex": bytes(value).hex()}), connection)
         return write
 
@@ -285,6 +303,8 @@ class EmulateBridge:
         self.connections[connection.handle] = connection
         log(f"central {peer} connected, handle 0x{connection.handle:04x}")
         self.emit({"ev": "connected", "peer": peer})
+        if self.responder is not None:
+            self.responder.on_connection(connection)
         connection.on("disconnection", lambda reason: self.on_disconnection(connection, peer, reason))
         connection.on("connection_att_mtu_update", lambda: self.emit({"ev": "mtu", "peer": peer, "mtu": connection.att_mtu}))
         connection.on("pairing", lambda keys: self.emit(
@@ -303,6 +323,8 @@ class EmulateBridge:
 
     def on_disconnection(self, connection, peer: str, reason: int) -> None:
         self.connections.pop(connection.handle, None)
+        if self.responder is not None:
+            self.responder.on_disconnection(connection, reason)
         log(f"central {peer} disconnected, reason 0x{int(reason):02x}")
         self.emit({"ev": "disconnected", "peer": peer, "reason": int(reason)})
         if not self.quitting.is_set() and self.plan is not None:

@@ -151,3 +151,71 @@ def test_a_set_without_bluetooth_is_refused_with_what_to_do():
     assert result.returncode == 1
     assert "no Bluetooth HCI interface" in result.stderr
     assert "tether import" in result.stderr
+
+
+# =============================================================================================
+# The Connect IQ responder: live MessagingCore against the emulated watch of a recorded set
+# =============================================================================================
+
+WATCH = "F0:F0:F0:F0:F0:F0"
+TOLERANCE_MS = 50  # the tolerance the project states for a live trace against its replay (README)
+
+
+@pytest.mark.parametrize("name", ["clean", "silent-timeout", "app-not-installed"])
+def test_live_messaging_against_the_emulated_watch_gives_the_recorded_callbacks(controllers, name, tmp_path):
+    """`tether live messaging` with the set's own scenario against `tether emulate` of the set: its
+    trace equals the committed live trace (same events in the same order, each within 50 ms of its
+    recorded time from the capture's first frame); only the encrypted bytes differ, because the
+    phone draws new XXTEA keys."""
+    tether = tether_binary()
+    emulation = Emulation([tether, "emulate", str(ROOT / "Captures" / f"ciq-{name}"), "--hci", f"tcp-client:127.0.0.1:{controllers[0]}"])
+    try:
+        emulation.wait_for(r"^Connect IQ responder on the watch's link")
+        emulation.wait_for(rf"^advertising as .* at {WATCH}")
+        trace = tmp_path / "live.jsonl"
+        live = subprocess.run(
+            [tether, "live", "messaging", "--hci", f"tcp-client:127.0.0.1:{controllers[1]}", "--peer", WATCH,
+             "--script", str(ROOT / "Harness" / "scenarios" / "ciq" / f"{name}.yaml"), "--record", str(tmp_path / "set"), "--trace", str(trace)],
+            capture_output=True, text=True, timeout=120, cwd=ROOT,
+        )
+        assert live.returncode == 0, live.stdout[-3000:] + live.stderr[-3000:]
+        code, err = emulation.interrupt()
+        assert code == 0, err
+        final = emulation.wait_for(r"^emulation ended")
+        assert re.search(r"0 requests answered from the capture .* [1-9]\d* by a responder, 0 unanswered", final), final
+        diff = subprocess.run(
+            [tether, "diff", str(ROOT / "Captures" / f"ciq-{name}" / "live" / "messaging.jsonl"), str(trace),
+             "--ignore-field", "bytes", "--ignore-field", "packet", "--tolerance-ms", str(TOLERANCE_MS)],
+            capture_output=True, text=True, timeout=60,
+        )
+        assert diff.returncode == 0, diff.stdout[-4000:]
+        assert "no differences" in diff.stdout
+    finally:
+        emulation.kill()
+
+
+def test_recorded_link_gives_the_apps_behaviours():
+    import uuid as uuidlib
+
+    import ciq_link as link
+    from ciq_responder import infer_apps
+
+    echo, silent, missing = (uuidlib.UUID(int=n) for n in (1, 2, 3))
+    recorded = [
+        (True, link.AppInfoRequest(missing).encode()),
+        (False, link.AppInfoResponse(missing, link.APP_NOT_INSTALLED).encode()),
+        (True, link.AppInfoRequest(echo).encode()),
+        (False, link.AppInfoResponse(echo, 7).encode()),
+        (True, link.ConnectRequest(echo).encode()),
+        (False, link.ConnectResponse(link.ConnectStatus.SUCCESS, echo, 1, 0).encode()),
+        (True, link.ConnectRequest(silent).encode()),
+        (False, link.ConnectResponse(link.ConnectStatus.SUCCESS, silent, 2, link.CONNECT_FLAG_LARGE_PACKETS).encode()),
+        (True, link.First(2, 0, 40).encode()),
+        (False, link.Ack(2, link.AckType.FIRST, link.AckStatus.SUCCESS, 0).encode()),
+        (False, link.First(1, 0, 12).encode()),
+    ]
+    apps, large, _notes = infer_apps(recorded)
+    assert {(app.uuid, app.behaviour, app.version) for app in apps} == {
+        (missing, "not-installed", 1), (echo, "echo", 7), (silent, "silent", 1),
+    }
+    assert large

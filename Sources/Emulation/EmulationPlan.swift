@@ -9,18 +9,22 @@ public struct EmulationPlan: Sendable {
     public var database: EmulatedDatabase
     /// The answers to play back.
     public var script: AnswerScript
+    /// The Connect IQ link, when the database serves one: its requests go to the Connect IQ
+    /// responder rather than the generic one (`nil` with `useResponders` off).
+    public var connectIQ: ConnectIQLink?
 
     /// Scans the set at `setPath` and builds the plan.
-    public init(setPath: String, verify: Bool = true) throws(EmulationError) {
+    public init(setPath: String, verify: Bool = true, useResponders: Bool = true) throws(EmulationError) {
         let peripheral = try CaptureScanner.scan(setPath: setPath, verify: verify)
-        try self.init(peripheral: peripheral, file: setPath)
+        try self.init(peripheral: peripheral, file: setPath, useResponders: useResponders)
     }
 
     /// Builds the plan of an already scanned peripheral. `file` names the capture in errors.
-    public init(peripheral: RecordedPeripheral, file: String) throws(EmulationError) {
+    public init(peripheral: RecordedPeripheral, file: String, useResponders: Bool = true) throws(EmulationError) {
         self.peripheral = peripheral
         self.database = try EmulatedDatabase.build(from: peripheral, file: file)
         self.script = AnswerScript(peripheral.pdus)
+        self.connectIQ = useResponders ? ConnectIQLink(database: database, pdus: peripheral.pdus) : nil
     }
 
     /// Service UUIDs to advertise: the recorded ones, else the database's primary services that

@@ -66,11 +66,21 @@ public final class EmulationHost {
     private let options: Options
     private let serveMessage: [String: TraceValue]
 
-    /// A host serving `database`, answering with `emulator`.
-    public init(emulator: Emulator, options: Options, serverMTU: Int?, peripheralRequestedMTU: Int?) {
+    /// A host serving `database`, answering with `emulator`, and with the Connect IQ responder on
+    /// `connectIQ`'s handles when given.
+    public init(emulator: Emulator, options: Options, serverMTU: Int?, peripheralRequestedMTU: Int?, connectIQ: ConnectIQLink? = nil) {
         self.emulator = emulator
         self.options = options
-        self.serveMessage = Self.serve(emulator.database, options: options, mtu: serverMTU, requestMTU: peripheralRequestedMTU)
+        var serve = Self.serve(emulator.database, options: options, mtu: serverMTU, requestMTU: peripheralRequestedMTU)
+        if let connectIQ {
+            var responder: [String: TraceValue] = [
+                "kind": .string("connectiq"), "write": .int(Int64(connectIQ.writeHandle)), "notify": .int(Int64(connectIQ.notifyHandle)),
+                "recorded": .array(connectIQ.recorded.map { .array([.bool($0.fromPhone), .string(Self.hex($0.bytes))]) }),
+            ]
+            if let cccd = connectIQ.cccdHandle { responder["cccd"] = .int(Int64(cccd)) }
+            serve["responder"] = .object(responder)
+        }
+        self.serveMessage = serve
     }
 
     /// Starts the bridge, serves until stopped, and returns the counts.
@@ -172,6 +182,11 @@ public final class EmulationHost {
                 options.log("\(kind) 0x\(String(handle16, radix: 16)) → \(outcome.source.rawValue): \(outcome.note), \(outcome.answers.count) notification(s)")
             }
             return outcome.endsEmulation
+        case "responder":
+            options.log("Connect IQ responder on the watch's link: apps \(line["apps"].map(Self.text) ?? "?")")
+            if case .array(let notes)? = line["notes"] { for note in notes { options.log("note: \(Self.text(note))") } }
+        case "responded":
+            emulator.countResponderAnswer()
         case "error":
             options.log("bridge: \(line["message"].map(Self.text) ?? JSONLiteral.text(.object(line)))")
         default:

@@ -18,7 +18,9 @@ struct EmulateCommand: ParsableCommand {
             central: reads with the recorded values in recorded order per handle; writes with the \
             notifications and indications that followed the matching write in the capture, after \
             the recorded delay (matched by handle and bytes, falling back to handle and position). \
-            A request the capture cannot answer gets what --on-unknown says. Pairing a central asks \
+            A request the capture cannot answer gets what --on-unknown says. Where the database \
+            serves the Connect IQ link, a protocol-aware responder speaks it instead (the phone's \
+            keys are new each session), with the apps as the capture shows them. Pairing a central asks \
             for is accepted (LE Secure Connections, Just Works) and logged. Runs until SIGINT or \
             SIGTERM (or --duration), then prints how many requests were answered from the \
             capture, by a responder, or not at all. docs/emulate.md has the details.
@@ -60,6 +62,9 @@ struct EmulateCommand: ParsableCommand {
     @Option(name: .customLong("bridge-log"), help: "Keep the BLE bridge's log in this file.")
     var bridgeLog: String?
 
+    @Flag(name: .customLong("generic-only"), help: "Play recorded bytes back everywhere, even where a protocol-aware responder (Connect IQ) would answer.")
+    var genericOnly = false
+
     @Flag(name: .long, help: "Print every request and how it was answered.")
     var verbose = false
 
@@ -81,7 +86,7 @@ struct EmulateCommand: ParsableCommand {
     func run() throws {
         let plan: EmulationPlan
         do throws(EmulationError) {
-            plan = try EmulationPlan(setPath: set, verify: !noVerify)
+            plan = try EmulationPlan(setPath: set, verify: !noVerify, useResponders: !genericOnly)
         } catch {
             throw CommandFailure.failed(error.description)
         }
@@ -112,7 +117,7 @@ struct EmulateCommand: ParsableCommand {
         let emulator = Emulator(script: plan.script, database: plan.database, policy: UnknownRequestPolicy(rawValue: onUnknown)!,
                                 resetPerConnection: resetPerConnection)
         let host = EmulationHost(emulator: emulator, options: options, serverMTU: plan.script.serverMTU,
-                                 peripheralRequestedMTU: plan.script.peripheralRequestedMTU)
+                                 peripheralRequestedMTU: plan.script.peripheralRequestedMTU, connectIQ: plan.connectIQ)
         let outcome = try host.run()
         for notice in outcome.notices { Terminal.warn("tether: note: \(notice)") }
         let t = outcome.tally
