@@ -63,12 +63,29 @@ public struct AnswerScript: Sendable, Hashable {
     public var connections = 0
     /// Requests the peripheral made of the central (discovering the phone's database, …), by opcode: not played back.
     public var peripheralRequests: [UInt8: Int] = [:]
+    /// The shortest request → response time of the capture (MTU exchange, reads, Write Requests):
+    /// the link's round trip as the central saw it, when the capture has such a pair.
+    public var linkRoundTripNs: Int64?
 
     /// An empty script.
     public init() {}
 
-    /// Arranges `pdus` (a ``RecordedPeripheral``'s) by request.
+    /// Arranges `pdus` (a ``RecordedPeripheral``'s) by request. With `recordedAtCentral` (the
+    /// capture was taken on the central's side), each answer's delay is shortened by the link's
+    /// round trip (``linkRoundTripNs``): the recorded delay ran from the request leaving the central
+    /// to the answer reaching it, while the emulator counts from the request reaching it and the
+    /// answer still has the link to cross.
+    public init(_ pdus: [RecordedPDU], recordedAtCentral: Bool = false) {
+        self.init(pdus)
+        guard recordedAtCentral, let roundTrip = linkRoundTripNs, roundTrip > 0 else { return }
+        for w in writes.indices {
+            for a in writes[w].answers.indices { writes[w].answers[a].delayNs = max(0, writes[w].answers[a].delayNs - roundTrip) }
+        }
+    }
+
+    /// Arranges `pdus` (a ``RecordedPeripheral``'s) by request, delays as recorded.
     public init(_ pdus: [RecordedPDU]) {
+        var requestTime: [Int: Int64] = [:]
         var lastWrite: [Int: Int] = [:]  // connection → index into writes
         var firstTime: [Int: Int64] = [:]
         var pending: [Int: (opcode: UInt8, handle: UInt16?, write: Int?)] = [:]
@@ -81,8 +98,12 @@ public struct AnswerScript: Sendable, Hashable {
                     guard let handle = pdu.handle else { continue }
                     writes.append(RecordedWrite(handle: handle, value: pdu.value, error: nil, answers: [], frame: pdu.frame))
                     lastWrite[pdu.connection] = writes.count - 1
-                    pending[pdu.connection] = pdu.opcode == 0x12 ? (0x12, handle, writes.count - 1) : pending[pdu.connection]
+                    if pdu.opcode == 0x12 {
+                        pending[pdu.connection] = (0x12, handle, writes.count - 1)
+                        requestTime[pdu.connection] = pdu.timeNs
+                    }
                 case 0x0A, 0x0C, 0x02:
+                    requestTime[pdu.connection] = pdu.timeNs
                     pending[pdu.connection] = (pdu.opcode, pdu.handle, nil)
                     if pdu.opcode == 0x0C, let handle = pdu.handle, pdu.value.count >= 2 {
                         let offset = Int(pdu.value[0]) | Int(pdu.value[1]) << 8
@@ -95,6 +116,10 @@ public struct AnswerScript: Sendable, Hashable {
                 continue
             }
             // From the peripheral.
+            if [0x03, 0x0B, 0x0D, 0x13].contains(pdu.opcode), let asked = requestTime.removeValue(forKey: pdu.connection) {
+                let roundTrip = pdu.timeNs - asked
+                if roundTrip >= 0 { linkRoundTripNs = min(linkRoundTripNs ?? roundTrip, roundTrip) }
+            }
             switch pdu.opcode {
             case 0x1B, 0x1D:
                 guard let handle = pdu.handle else { continue }

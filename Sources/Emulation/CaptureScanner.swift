@@ -129,8 +129,11 @@ public enum CaptureScanner {
             if advertising == nil {
                 notes.append("no advertising report of the peripheral in the capture: name and services come from the manifest or the options")
             }
-            return RecordedPeripheral(pdus: pdus, discovered: discovered, address: peerAddress ?? chosen,
-                                      name: advertising?.name, advertisedServices: advertising?.services ?? [], notes: notes)
+            var peripheral = RecordedPeripheral(pdus: pdus, discovered: discovered, address: peerAddress ?? chosen,
+                                                name: advertising?.name, advertisedServices: advertising?.services ?? [], notes: notes)
+            // The host sent the client's requests: the capture was taken on the central.
+            peripheral.recordedAtCentral = clientDirection == .sent
+            return peripheral
         }
     }
 

@@ -12,6 +12,9 @@ public struct EmulationPlan: Sendable {
     /// The Connect IQ link, when the database serves one: its requests go to the Connect IQ
     /// responder rather than the generic one (`nil` with `useResponders` off).
     public var connectIQ: ConnectIQLink?
+    /// The session link's handshake responder, when the database serves the session link (`nil`
+    /// with `useResponders` off).
+    public var sessionLink: SessionLinkHandshake?
 
     /// Scans the set at `setPath` and builds the plan.
     public init(setPath: String, verify: Bool = true, useResponders: Bool = true) throws(EmulationError) {
@@ -23,8 +26,9 @@ public struct EmulationPlan: Sendable {
     public init(peripheral: RecordedPeripheral, file: String, useResponders: Bool = true) throws(EmulationError) {
         self.peripheral = peripheral
         self.database = try EmulatedDatabase.build(from: peripheral, file: file)
-        self.script = AnswerScript(peripheral.pdus)
+        self.script = AnswerScript(peripheral.pdus, recordedAtCentral: peripheral.recordedAtCentral)
         self.connectIQ = useResponders ? ConnectIQLink(database: database, pdus: peripheral.pdus) : nil
+        self.sessionLink = useResponders ? SessionLinkHandshake(database: database) : nil
     }
 
     /// Service UUIDs to advertise: the recorded ones, else the database's primary services that

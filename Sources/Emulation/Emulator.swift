@@ -80,6 +80,8 @@ public struct Emulator: Sendable {
     public let policy: UnknownRequestPolicy
     /// Whether each connection starts the script from the beginning.
     public let resetPerConnection: Bool
+    /// The session link's handshake responder, when the database serves the session link.
+    public let sessionLink: SessionLinkHandshake?
     /// The counts so far.
     public private(set) var tally = EmulationTally()
     /// Connections seen so far.
@@ -95,15 +97,19 @@ public struct Emulator: Sendable {
     private var cccdValues: [UInt16: [UInt8]] = [:]
 
     /// An emulator at the start of `script`.
-    public init(script: AnswerScript, database: EmulatedDatabase, policy: UnknownRequestPolicy = .ignore, resetPerConnection: Bool = false) {
+    /// `sessionLink` answers the session link's handshake (``SessionLinkHandshake``).
+    public init(script: AnswerScript, database: EmulatedDatabase, policy: UnknownRequestPolicy = .ignore, resetPerConnection: Bool = false,
+                sessionLink: SessionLinkHandshake? = nil) {
         self.script = script
         self.database = database
         self.policy = policy
         self.resetPerConnection = resetPerConnection
+        self.sessionLink = sessionLink
         var occurrences: [WriteKey: [Int]] = [:]
         var byHandle: [UInt16: [Int]] = [:]
         for (index, write) in script.writes.enumerated() {
-            occurrences[WriteKey(handle: write.handle, value: write.value), default: []].append(index)
+            let key = sessionLink?.matchKey(handle: write.handle, value: write.value) ?? write.value
+            occurrences[WriteKey(handle: write.handle, value: key), default: []].append(index)
             byHandle[write.handle, default: []].append(index)
         }
         self.occurrences = occurrences
@@ -128,10 +134,20 @@ public struct Emulator: Sendable {
 
     /// A Write Request or Write Command of `value` to `handle`.
     public mutating func write(handle: UInt16, value: [UInt8]) -> EmulatorOutcome {
-        let key = WriteKey(handle: handle, value: value)
+        let key = WriteKey(handle: handle, value: sessionLink?.matchKey(handle: handle, value: value) ?? value)
         let position = writesSeen[handle, default: 0]
         writesSeen[handle] = position + 1
         let used = usedByKey[key, default: 0]
+        if let sessionLink, let nonce = sessionLink.helloNonce(handle: handle, value: value),
+           let indices = occurrences[key], used < indices.count {
+            // The session link's handshake: the recorded WELCOME, echoing this HELLO's nonce.
+            usedByKey[key] = used + 1
+            tally.byResponder += 1
+            var outcome = played(script.writes[indices[used]], note: "session-link HELLO, occurrence \(used + 1) of \(indices.count)")
+            outcome.answers = sessionLink.answering(outcome.answers, nonce: nonce)
+            outcome.source = .responder
+            return outcome
+        }
         if let indices = occurrences[key], used < indices.count {
             usedByKey[key] = used + 1
             tally.fromCapture += 1

@@ -51,3 +51,65 @@ public struct ConnectIQLink: Sendable, Hashable {
         hasher.combine(recorded.count)
     }
 }
+
+/// The session link's handshake (docs/session-link.md, "Handshake: HELLO and WELCOME") on the
+/// emulated database: the responder that lets recorded session-link traffic answer a live phone.
+///
+/// Everything the phone sends after the handshake is the same on every run of the same script (item
+/// ids come from counters, contents from the script), so the generic responder matches it byte for
+/// byte. The handshake is not: the phone's HELLO carries a random incarnation, epoch and nonce, and
+/// the watch's WELCOME must echo the nonce. So a HELLO is matched with those twelve bytes left out,
+/// and the recorded WELCOME that answers it is sent with the live HELLO's nonce.
+public struct SessionLinkHandshake: Sendable, Hashable {
+    static let service = BluetoothUUID("54450001-5345-5353-494f-4e4c494e4b01")!
+    static let write = BluetoothUUID("54450002-5345-5353-494f-4e4c494e4b01")!
+    static let notify = BluetoothUUID("54450003-5345-5353-494f-4e4c494e4b01")!
+    /// Frame header (channel, flags, id, total) before the item's bytes.
+    static let header = 10
+    /// Item offsets of the random fields: incarnation (18), epoch (22), nonce (26), 4 bytes each.
+    static let randomFields = (header + 18)..<(header + 30)
+    static let nonce = (header + 26)..<(header + 30)
+
+    /// The phone → watch characteristic's value handle.
+    public var writeHandle: UInt16
+    /// The watch → phone characteristic's value handle.
+    public var notifyHandle: UInt16
+
+    /// The session link of `database`, or `nil` when it serves none.
+    public init?(database: EmulatedDatabase) {
+        guard let service = database.services.first(where: { $0.uuid == Self.service }),
+              let write = service.characteristics.first(where: { $0.uuid == Self.write }),
+              let notify = service.characteristics.first(where: { $0.uuid == Self.notify }) else { return nil }
+        writeHandle = write.valueHandle
+        notifyHandle = notify.valueHandle
+    }
+
+    /// Whether `frame` is a whole control item with op `op` (1 HELLO, 2 WELCOME) of at least 55 bytes.
+    static func isHandshake(_ frame: [UInt8], op: UInt8) -> Bool {
+        frame.count >= header + 55 && frame[0] == 0x00 && frame[1] & 0x03 == 0x03 && frame[header] == op
+    }
+
+    /// The bytes a write is matched by: a HELLO without its random fields.
+    public func matchKey(handle: UInt16, value: [UInt8]) -> [UInt8] {
+        guard handle == writeHandle, Self.isHandshake(value, op: 0x01) else { return value }
+        var key = value
+        key.replaceSubrange(Self.randomFields, with: repeatElement(0, count: Self.randomFields.count))
+        return key
+    }
+
+    /// The nonce of a HELLO write, `nil` for any other write.
+    public func helloNonce(handle: UInt16, value: [UInt8]) -> [UInt8]? {
+        guard handle == writeHandle, Self.isHandshake(value, op: 0x01) else { return nil }
+        return Array(value[Self.nonce])
+    }
+
+    /// `answers` with every WELCOME echoing `nonce`.
+    public func answering(_ answers: [RecordedAnswer], nonce: [UInt8]) -> [RecordedAnswer] {
+        answers.map { answer in
+            guard answer.handle == notifyHandle, Self.isHandshake(answer.value, op: 0x02) else { return answer }
+            var rewritten = answer
+            rewritten.value.replaceSubrange(Self.nonce, with: nonce)
+            return rewritten
+        }
+    }
+}

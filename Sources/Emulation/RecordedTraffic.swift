@@ -46,6 +46,9 @@ public struct RecordedPeripheral: Sendable {
     public var advertisedServices: [BluetoothUUID]
     /// Readable notes on what was inferred or left out (printed by `tether emulate`).
     public var notes: [String]
+    /// Whether the capture was taken on the central's side (the usual phone btsnoop): then a
+    /// recorded delay between a request and its answers includes the link's round trip.
+    public var recordedAtCentral = false
 
     /// A peripheral; see the properties.
     public init(pdus: [RecordedPDU], discovered: GATTDatabase = GATTDatabase(),

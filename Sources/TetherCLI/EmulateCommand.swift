@@ -115,7 +115,8 @@ struct EmulateCommand: ParsableCommand {
         // CI/bench/emulate-latency: the bridge logs when each request arrived and its answers left.
         if let latencyLog = ProcessInfo.processInfo.environment["TETHER_EMULATE_LATENCY_LOG"] { options.bridgeArguments = ["--latency-log", latencyLog] }
         let emulator = Emulator(script: plan.script, database: plan.database, policy: UnknownRequestPolicy(rawValue: onUnknown)!,
-                                resetPerConnection: resetPerConnection)
+                                resetPerConnection: resetPerConnection, sessionLink: plan.sessionLink)
+        if plan.sessionLink != nil { printLine("session-link responder on the watch's link: HELLOs matched without their random fields, WELCOMEs echo the live nonce") }
         let host = EmulationHost(emulator: emulator, options: options, serverMTU: plan.script.serverMTU,
                                  peripheralRequestedMTU: plan.script.peripheralRequestedMTU, connectIQ: plan.connectIQ)
         let outcome = try host.run()

@@ -73,3 +73,27 @@ import Testing
         #expect(script.peripheralRequestedMTU == 512)
     }
 }
+
+@Suite struct RoundTripCompensationTests {
+    static let pdus = [
+        pdu(1, 0, client: true, 0x02, nil, [0xF7, 0x00]),
+        pdu(2, 8, client: false, 0x03, nil, [0xF7, 0x00]),
+        pdu(3, 100, client: true, 0x52, 0x0010, [0x01]),
+        pdu(4, 130, client: false, 0x1B, 0x0012, [0x01]),
+        pdu(5, 103, client: false, 0x1B, 0x0012, [0x02]),
+    ]
+
+    @Test func theShortestRequestResponseIsTheLinkRoundTrip() {
+        #expect(AnswerScript(Self.pdus).linkRoundTripNs == 8_000_000)
+    }
+
+    @Test func aCaptureTakenOnTheCentralHasTheRoundTripTakenOffEachDelayNeverBelowZero() {
+        let script = AnswerScript(Self.pdus, recordedAtCentral: true)
+        #expect(script.writes[0].answers.map(\.delayNs) == [22_000_000, 0])
+    }
+
+    @Test func aCaptureTakenOnThePeripheralKeepsItsDelays() {
+        let script = AnswerScript(Self.pdus, recordedAtCentral: false)
+        #expect(script.writes[0].answers.map(\.delayNs) == [30_000_000, 3_000_000])
+    }
+}

@@ -51,7 +51,9 @@ import Testing
     @Test func thePlanAnswersTheWriteWithTheRecordedNotificationAndDelay() throws {
         let peripheral = try CaptureScanner.scan(frames: Self.session(), linkType: .bluetoothHCIH4WithPHDR)
         let plan = try EmulationPlan(peripheral: peripheral, file: "x")
-        #expect(plan.script.writes.map(\.answers) == [[RecordedAnswer(handle: 0x0012, value: [0x00, 0x48], delayNs: 12_000_000, frame: 11)]])
+        // Recorded on the central: 12 ms after the write, less the 1 ms Write Request → Response.
+        #expect(peripheral.recordedAtCentral)
+        #expect(plan.script.writes.map(\.answers) == [[RecordedAnswer(handle: 0x0012, value: [0x00, 0x48], delayNs: 11_000_000, frame: 11)]])
         #expect(plan.staticAddress == "F0:E0:00:00:00:01")
     }
 
