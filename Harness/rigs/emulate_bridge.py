@@ -226,7 +226,8 @@ class EmulateBridge:
             if self.responder is not None and self.responder.owns(handle):
                 self.emit({"ev": "responded", "op": "read", "handle": handle})
                 return self.responder.read(handle)
-            answer = await self.ask(connection, {"op": "read", "handle": handle, "offset": self.blob_offset})
+            offset, self.blob_offset = self.blob_offset, 0  # a Read Blob's offset is for this read only
+            answer = await self.ask(connection, {"op": "read", "handle": handle, "offset": offset})
             return self.apply(answer, connection, value=True)
         return read
 
