@@ -165,7 +165,7 @@ public struct Emulator: Sendable {
             tally.byResponder += 1
             return EmulatorOutcome(reply: .accept, answers: [], source: .responder, endsEmulation: false, note: "CCCD write accepted")
         }
-        return unknown("write of \(value.count) bytes to handle 0x\(hex4(handle)) that the capture never answered")
+        return unknown("write of \(value.count) bytes to handle 0x\(hex4(handle)) that the capture never answered", ignored: .accept)
     }
 
     /// A Read Request (`offset` 0) or Read Blob Request of `handle`.
@@ -190,7 +190,7 @@ public struct Emulator: Sendable {
             tally.byResponder += 1
             return EmulatorOutcome(reply: .value(cccdValues[handle] ?? [0, 0]), answers: [], source: .responder, endsEmulation: false, note: "CCCD read")
         }
-        return unknown("read of handle 0x\(hex4(handle)) that the capture never shows")
+        return unknown("read of handle 0x\(hex4(handle)) that the capture never shows", ignored: .value([]))
     }
 
     /// A request a responder answered (counted only).
@@ -201,12 +201,12 @@ public struct Emulator: Sendable {
         return EmulatorOutcome(reply: reply, answers: write.answers, source: .capture, endsEmulation: false, note: note + " (frame \(write.frame))")
     }
 
-    private mutating func unknown(_ what: String) -> EmulatorOutcome {
+    /// A request nothing answers: `ignored` is the reply under the `ignore` policy.
+    private mutating func unknown(_ what: String, ignored: ImmediateReply) -> EmulatorOutcome {
         tally.unanswered += 1
         switch policy {
         case .ignore:
-            let reply: ImmediateReply = what.hasPrefix("read") ? .value([]) : .accept
-            return EmulatorOutcome(reply: reply, answers: [], source: .unanswered, endsEmulation: false, note: what + "; ignored")
+            return EmulatorOutcome(reply: ignored, answers: [], source: .unanswered, endsEmulation: false, note: what + "; ignored")
         case .attError:
             return EmulatorOutcome(reply: .error(0x0E), answers: [], source: .unanswered, endsEmulation: false, note: what + "; ATT error 0x0E")
         case .end:

@@ -126,5 +126,8 @@ struct EmulateCommand: ParsableCommand {
             + "\(t.fromCapture) request\(t.fromCapture == 1 ? "" : "s") answered from the capture (\(t.matchedByPosition) by position), "
             + "\(t.byResponder) by a responder, \(t.unanswered) unanswered")
         if outcome.endReason == "on-unknown end" { throw CommandFailure(message: "", exitCode: 1) }
+        if outcome.endReason == "bridge exited" {
+            throw CommandFailure.failed("the BLE bridge (Harness/rigs/emulate_bridge.py) exited during the emulation; rerun with --bridge-log FILE to keep its log")
+        }
     }
 }
