@@ -19,6 +19,7 @@ allowed them. `infer_apps` does the reading; `ConnectIQResponder` the serving.
 
 from __future__ import annotations
 
+import asyncio
 import types
 import uuid as uuidlib
 
@@ -117,7 +118,6 @@ class ConnectIQResponder:
         self.describe = ", ".join(f"{app.uuid}={app.behaviour}:{app.version}" for app in apps) + (" (large packets)" if large else "")
 
     def background(self, coroutine) -> None:
-        import asyncio
         task = asyncio.create_task(coroutine)
         self.background_tasks.add(task)
         task.add_done_callback(self.background_tasks.discard)

@@ -28,7 +28,7 @@ enum Frames {
         return [0, 0, 0, 1, 0x04, 0x3E, UInt8(parameters.count)] + parameters
     }
 
-    /// Frames numbered from 1, `stepNs` apart unless a time is given.
+    /// Frames numbered from 1, each at its given capture time.
     static func capture(_ items: [(bytes: [UInt8], timeNs: Int64)]) -> [CaptureFrame] {
         items.enumerated().map { index, item in
             CaptureFrame(number: index + 1, interfaceIndex: 0, timestampNs: item.timeNs, originalLength: item.bytes.count, data: item.bytes)
