@@ -25,6 +25,7 @@ let package = Package(
         .library(name: "TetherIntegrations", targets: ["TetherIntegrations"]),
         .library(name: "TetherCLI", targets: ["TetherCLI"]),
         .library(name: "TetherTesting", targets: ["TetherTesting"]),
+        .library(name: "Emulation", targets: ["Emulation"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -159,6 +160,11 @@ let package = Package(
             dependencies: ["ReplayKit", "IngestIntegration", "MessagingIntegration", "SessionIntegration", "WidgetIntegration"],
             path: "Sources/Integrations/BuiltIn"
         ),
+        // `tether emulate`: a recorded peripheral's GATT database and answers rebuilt from a capture,
+        // and the generic responder that plays them back. Sans-I/O.
+        .target(name: "Emulation", dependencies: ["CaptureKit", "CaptureSet", "Dissectors"]),
+        // `tether emulate`'s live side: the responder behind a Bumble bridge (Harness/rigs/emulate_bridge.py).
+        .target(name: "EmulationLive", dependencies: ["Emulation", "LiveHosts", "LiveCapture", "BehaviourTrace", "CaptureSet", "Dissectors"]),
         // One call from Swift Testing or XCTest: replay a set, get verdicts and the trace as values.
         .target(name: "TetherTesting", dependencies: ["ReplayKit", "BehaviourTrace", "CaptureSet", "TetherIntegrations"]),
 
@@ -174,6 +180,7 @@ let package = Package(
                 "IngestIntegration", "MessagingIntegration", "SessionIntegration", "WidgetIntegration", "TetherIntegrations", "Redaction",
                 "TraceExport",
                 "TimelineReport",
+                "Emulation", "EmulationLive",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -221,6 +228,7 @@ let package = Package(
         .testTarget(name: "TimelineReportTests", dependencies: ["TimelineReport", "ReplayKit", "BehaviourTrace", "CaptureSet"]),
         .testTarget(name: "TetherTestingTests", dependencies: ["TetherTesting", "ReplayKit", "BehaviourTrace", "TetherIntegrations", "CaptureSet"]),
         .testTarget(name: "LiveCaptureTests", dependencies: ["TetherTestSupport", "LiveCapture", "CaptureKit", "CaptureSet"]),
+        .testTarget(name: "EmulationTests", dependencies: ["TetherTestSupport", "Emulation", "CaptureKit", "CaptureSet", "Dissectors"]),
         .testTarget(name: "JSONBytesTests", dependencies: ["JSONBytes", "TetherTestSupport"]),
         .testTarget(
             name: "TetherCLITests",

@@ -27,7 +27,7 @@ public struct TetherCommand: AsyncParsableCommand {
         subcommands: [
             InspectCommand.self, ImportCommand.self, ExportCommand.self, AnnotateCommand.self,
             ReplayCommand.self, DiffCommand.self, ServeCommand.self, SimulateCommand.self, RecordCommand.self,
-            SealCommand.self, RedactCommand.self, LiveCommand.self, TraceCommand.self, JUnitCommand.self,
+            SealCommand.self, RedactCommand.self, LiveCommand.self, EmulateCommand.self, TraceCommand.self, JUnitCommand.self,
         ]
     )
 

@@ -68,7 +68,7 @@ private let repositoryRoot = URL(fileURLWithPath: #filePath)
     static let subcommands: [[String]] = [
         [], ["inspect"], ["import"], ["export"], ["annotate"], ["replay"], ["diff"], ["serve"], ["serve", "ingest"],
         ["simulate"], ["simulate", "plugin"], ["record"], ["seal"], ["redact"], ["live"], ["live", "messaging"], ["live", "session"],
-        ["live", "widget"], ["trace"], ["trace", "export"], ["junit"], ["junit", "merge"],
+        ["live", "widget"], ["emulate"], ["trace"], ["trace", "export"], ["junit"], ["junit", "merge"],
     ]
 
     static func goldenFile(_ path: [String]) -> URL {
