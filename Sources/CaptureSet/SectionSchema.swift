@@ -278,6 +278,12 @@ public struct SectionField: Sendable, Hashable {
             }
             return .success(.scalar(String(n), .int))
         case .milliseconds(let range):
+            // `--set …_timeout_ms=1000` read as seconds would be a 1000 s timeout: a key whose name
+            // says milliseconds takes its unit written out.
+            if key.hasSuffix("_ms"), option.hasPrefix("--set"), Double(trimmed) != nil {
+                return .failure(SettingValueError(message: "\(option) takes a duration with its unit (\(trimmed)ms or \(trimmed)s), "
+                    + "so a bare \(trimmed) is not taken for seconds in a key that names milliseconds; got \"\(text)\"."))
+            }
             guard let ms = Self.milliseconds(trimmed), range.contains(ms) else {
                 return .failure(SettingValueError(message: "\(option) takes a duration from \(Self.durationText(range.lowerBound)) to "
                     + "\(Self.durationText(range.upperBound)), in seconds or with a unit (500ms, 8s, 2m, 1h); got \"\(text)\"."))

@@ -140,6 +140,14 @@ import Testing
         #expect(setting.value.scalarText == "2500")
     }
 
+    @Test func aBareNumberForAMillisecondKeyIsRefusedRatherThanReadAsSeconds() {
+        guard case .failure(let error) = SettingOverride.parse("session.settings.message_reply_timeout_ms=1000", registry: TetherIntegrations.builtIn) else {
+            Issue.record("1000 was accepted (as 1000 s)")
+            return
+        }
+        #expect(error.message.contains("1000ms or 1000s"))
+    }
+
     @Test func aSettingOfAnUnknownCoreNamesTheRegisteredOnes() {
         guard case .failure(let error) = SettingOverride.parse("mesaging.settings.window_size=4", registry: TetherIntegrations.builtIn) else {
             Issue.record("accepted")
