@@ -486,7 +486,7 @@ public enum LinkPacket: Sendable, Hashable {
                 return "key request \(conn)" + (payload.isEmpty ? "" : ", \(payload.count) bytes")
             }
         case let .data(sequence, connection, payload):
-            return "data seq \(sequence) conn \(connection), \(payload.count) bytes"
+            return LinkPacket.dataSummary(sequence: sequence, connection: connection, payloadCount: payload.count)
         case .unknown(let bytes):
             return "unknown packet " + bytes.map(LinkPacket.hex).joined(separator: " ")
         case let .malformed(bytes, problem):
@@ -523,6 +523,54 @@ public enum LinkPacket: Sendable, Hashable {
             return "command open-app → \(app)"
         case let .openAppResponse(app, code):
             return "command open-app ← \(app) \(code)"
+        }
+    }
+
+    /// `decode(bytes, from: sender).summary`, without decoding a data packet: most packets of a
+    /// transfer are data, and replay writes every written packet's summary into the trace (the
+    /// decoding copied the payload, and the interpolation cost more than the rest of the event).
+    public static func summary(of bytes: [UInt8], from sender: LinkDirection) -> String {
+        if let first = bytes.first, first != 0x00, first & 0xF0 != controlMarker {
+            return dataSummary(sequence: first >> 4, connection: first & 0x0F, payloadCount: bytes.count - 1)
+        }
+        return decode(bytes, from: sender).summary
+    }
+
+    /// `data seq S conn C, N bytes`, written digit by digit straight into the string's storage.
+    static func dataSummary(sequence: UInt8, connection: UInt8, payloadCount: Int) -> String {
+        // 64 bytes hold the longest: "data seq 15 conn 15, " (21), 20 characters of an Int, " bytes".
+        String(unsafeUninitializedCapacity: 64) { text in
+            var count = 0
+            func append(_ ascii: StaticString) {
+                ascii.withUTF8Buffer { bytes in
+                    for byte in bytes {
+                        text[count] = byte
+                        count += 1
+                    }
+                }
+            }
+            func append(_ number: Int) {
+                if number < 0 {
+                    text[count] = UInt8(ascii: "-")
+                    count += 1
+                }
+                let start = count
+                var rest = number.magnitude
+                repeat {
+                    text[count] = UInt8(ascii: "0") + UInt8(rest % 10)
+                    count += 1
+                    rest /= 10
+                } while rest > 0
+                text[start..<count].reverse()
+            }
+            append("data seq ")
+            append(Int(sequence))
+            append(" conn ")
+            append(Int(connection))
+            append(", ")
+            append(payloadCount)
+            append(" bytes")
+            return count
         }
     }
 

@@ -74,6 +74,23 @@ struct PacketCase: Sendable, CustomTestStringConvertible {
         #expect(sample.packet.encode() == sample.bytes)
     }
 
+    @Test(arguments: PacketCase.all)
+    func summaryOfBytesEqualsTheDecodedSummary(_ sample: PacketCase) {
+        #expect(LinkPacket.summary(of: sample.bytes, from: sample.sender) == LinkPacket.decode(sample.bytes, from: sample.sender).summary)
+    }
+
+    @Test func summaryOfEveryFirstByteEqualsTheDecodedSummary() {
+        for first in 0...255 {
+            for length in [1, 2, 20, 244, 1000] {
+                let bytes = [UInt8(first)] + [UInt8](repeating: 0x5A, count: length - 1)
+                for side in [LinkDirection.phone, .watch] {
+                    #expect(LinkPacket.summary(of: bytes, from: side) == LinkPacket.decode(bytes, from: side).summary)
+                }
+            }
+        }
+        #expect(LinkPacket.summary(of: [], from: .phone) == LinkPacket.decode([], from: .phone).summary)
+    }
+
     @Test func directionDecidesTheCommandLayout() {
         let fromPhone = LinkPacket.decode(hex("0002 05"), from: .phone)
         let fromWatch = LinkPacket.decode(hex("0002 05"), from: .watch)
