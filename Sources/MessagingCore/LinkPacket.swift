@@ -481,7 +481,7 @@ public enum LinkPacket: Sendable, Hashable {
             case .capabilities(let payload):
                 return "capabilities \(conn), \(payload.count) bytes"
             case let .encryptionKey(key, isResponse):
-                return "encryption key \(conn) \(key.map(LinkPacket.hex).joined())" + (isResponse ? " (response)" : "")
+                return "encryption key \(conn) \(LinkPacket.hex(bytes: key))" + (isResponse ? " (response)" : "")
             case .keyRequest(let payload):
                 return "key request \(conn)" + (payload.isEmpty ? "" : ", \(payload.count) bytes")
             }
@@ -574,8 +574,31 @@ public enum LinkPacket: Sendable, Hashable {
         }
     }
 
-    private static func hex<T: FixedWidthInteger>(_ value: T) -> String {
-        let digits = String(value, radix: 16)
-        return String(repeating: "0", count: max(0, T.bitWidth / 4 - digits.count)) + digits
+    /// `value` in lower-case hex, zero-padded to its width (`0a`, `bb3d`). Written straight into
+    /// the string: every key packet's summary has sixteen of them, and `String(_:radix:)` with
+    /// padding and joining was most of what writing the phone's packets into the trace cost.
+    private static func hex<T: FixedWidthInteger & UnsignedInteger>(_ value: T) -> String {
+        let digits = T.bitWidth / 4
+        return String(unsafeUninitializedCapacity: digits) { text in
+            for index in 0..<digits {
+                text[index] = hexDigit(UInt8(truncatingIfNeeded: value >> (4 * (digits - 1 - index))) & 0xF)
+            }
+            return digits
+        }
+    }
+
+    /// `bytes` in lower-case hex, two digits each, nothing between them.
+    private static func hex(bytes: [UInt8]) -> String {
+        String(unsafeUninitializedCapacity: 2 * bytes.count) { text in
+            for (index, byte) in bytes.enumerated() {
+                text[2 * index] = hexDigit(byte >> 4)
+                text[2 * index + 1] = hexDigit(byte & 0xF)
+            }
+            return 2 * bytes.count
+        }
+    }
+
+    private static func hexDigit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
     }
 }
