@@ -270,8 +270,14 @@ public struct MessagingAdapter: CoreAdapter {
         for action in actions {
             switch action {
             case .write(let device, let bytes):
-                let channel = deviceTexts[device] ?? MessagingTrace.deviceText(device)
-                deviceTexts[device] = channel
+                // Stored only the first time: writing it back for every packet hashed the UUID twice.
+                let channel: String
+                if let known = deviceTexts[device] {
+                    channel = known
+                } else {
+                    channel = MessagingTrace.deviceText(device)
+                    deviceTexts[device] = channel
+                }
                 if matching == .off {
                     events.append(FrameMatcher.emittedEvent(core: core, channel: channel, bytes: bytes,
                                                             packet: MessagingTrace.describePacket(bytes, from: .phone), timeNs: timeNs))
