@@ -97,12 +97,14 @@ struct ATTSession: Sendable {
         let opcode = ATTOpcode(rawValue: opcodeByte)
         let mine = DirectionKey(connection: connection, direction: direction)
         let theirs = DirectionKey(connection: connection, direction: direction.opposite)
-        let database = databases[connection] ?? GATTDatabase()
+        // Read when needed, not per PDU: a record names its handle from ``names`` and needs the
+        // database only the first time (copying it out retained each of its arrays).
+        var database: GATTDatabase { databases[connection] ?? GATTDatabase() }
 
-        func make(_ handle: UInt16?, _ value: [UInt8], in database: GATTDatabase) -> ATTRecord {
+        func make(_ handle: UInt16?, _ value: [UInt8], in database: @autoclosure () -> GATTDatabase) -> ATTRecord {
             var record = ATTRecord(connectionHandle: connection.handle, direction: direction, opcode: opcodeByte, handle: handle, value: value)
             if let handle {
-                let named = self.names(of: handle, connection: connection, in: database)
+                let named = knownNames(of: handle, connection: connection) ?? names(of: handle, connection: connection, in: database())
                 record.serviceUUID = named.service
                 record.characteristicUUID = named.characteristic
                 record.descriptorUUID = named.descriptor
@@ -368,15 +370,19 @@ struct ATTSession: Sendable {
     }
 
     /// `handle`'s UUID texts in `database` (the connection's database as it is now, or an empty one
-    /// when it has none), from ``names`` when worked out before.
+    /// when it has none), worked out and kept in ``names`` (``knownNames(of:connection:)`` first).
     private mutating func names(of handle: UInt16, connection: ConnectionKey, in database: GATTDatabase) -> HandleNames {
-        if let known = names[connection]?[handle] { return known }
         let location = database.locate(handle)
         let named = HandleNames(service: location.service?.description, characteristic: location.characteristic?.description,
                                 descriptor: location.descriptor?.description)
         if names[connection]?.count ?? 0 >= Self.maxNamedHandles { names[connection] = nil }
         names[connection, default: [:]][handle] = named
         return named
+    }
+
+    /// `handle`'s UUID texts as ``names(of:connection:in:)`` worked them out before, if it did.
+    private func knownNames(of handle: UInt16, connection: ConnectionKey) -> HandleNames? {
+        names[connection]?[handle]
     }
 
     private mutating func touch(_ connection: ConnectionKey) {

@@ -173,9 +173,7 @@ struct BluetoothDissector: Sendable {
         default:
             break
         }
-        var frame = DissectedFrame(summary: summary, direction: direction, problem: problem?.description)
-        frame.linkChange = linkChange
-        return frame
+        return DissectedFrame(summary: summary, direction: direction, problem: problem?.description, linkChange: linkChange)
     }
 
     private mutating func aclData(_ header: HCIACLHeader, payload: UnsafeRawBufferPointer, payloadOffset: Int, direction: HCIDirection, adapter: UInt16) -> DissectedFrame {
@@ -218,12 +216,12 @@ struct BluetoothDissector: Sendable {
             }
             frame.problemValue = rebased
         }
-        var result = frame.dissected
+        var problem = frame.problemValue?.description
         if let earlier = outcome.problem {
             // A dropped unfinished PDU before a good one: both are worth seeing.
-            result.problem = [earlier.description, result.problem].compactMap { $0 }.joined(separator: "; ")
+            problem = [earlier.description, problem].compactMap { $0 }.joined(separator: "; ")
         }
-        return result
+        return DissectedFrame(summary: frame.summary, direction: direction, att: frame.records, problem: problem)
     }
 
     /// Where a problem's offsets count from when they are not frame offsets.
@@ -231,21 +229,20 @@ struct BluetoothDissector: Sendable {
         "the L2CAP PDU on handle \(hex(handle, digits: 4)) reassembled from ACL fragments"
     }
 
-    /// A dissected frame whose problem can still be moved to frame offsets.
+    /// What L2CAP and ATT made of a PDU, with a problem that can still be moved to frame offsets.
+    /// The ``DissectedFrame`` is built once from it, at the end: building it here and changing
+    /// it afterwards copied the whole frame (every text and array in it) once more per PDU.
     private struct Partial {
-        var dissected: DissectedFrame
-        var problemValue: DissectionProblem? {
-            didSet { dissected.problem = problemValue?.description }
-        }
+        var summary: String
+        var records: [ATTRecord] = []
+        var problemValue: DissectionProblem?
     }
 
     private mutating func l2cap(_ pdu: UnsafeRawBufferPointer, connection: ConnectionKey, direction: HCIDirection, context: @autoclosure () -> String) -> Partial {
         let header: L2CAPBasicHeader
         switch L2CAPBasicHeader.parse(pdu, context: context()) {
         case .failure(let problem):
-            var partial = Partial(dissected: DissectedFrame(summary: "L2CAP [malformed]", direction: direction))
-            partial.problemValue = problem
-            return partial
+            return Partial(summary: "L2CAP [malformed]", problemValue: problem)
         case .success(let parsed): header = parsed
         }
         let payload = pdu.slice(at: L2CAPBasicHeader.length, count: header.payloadLength) ?? UnsafeRawBufferPointer(start: nil, count: 0)
@@ -253,22 +250,19 @@ struct BluetoothDissector: Sendable {
         case L2CAPBasicHeader.attChannel:
             // Offsets inside ATT count from the ATT opcode; shift them to the PDU's start.
             let result = att.dissect(payload, connection: connection, direction: direction, context: context())
-            var partial = Partial(dissected: DissectedFrame(summary: result.summary, direction: direction, att: result.records))
-            if var problem = result.problem {
-                problem.offset += L2CAPBasicHeader.length
-                partial.problemValue = problem
-            }
-            return partial
+            var problem = result.problem
+            problem?.offset += L2CAPBasicHeader.length
+            return Partial(summary: result.summary, records: result.records, problemValue: problem)
         case L2CAPBasicHeader.leSignallingChannel, 0x0001:
             let code = payload.u8(at: 0).map(L2CAPBasicHeader.signallingCommandName) ?? "empty"
             let channel = L2CAPBasicHeader.channelName(header.channelID)
-            return Partial(dissected: DissectedFrame(summary: "L2CAP \(channel) \(code)", direction: direction))
+            return Partial(summary: "L2CAP \(channel) \(code)")
         case L2CAPBasicHeader.smpChannel:
             let code = payload.u8(at: 0).map(L2CAPBasicHeader.smpCommandName) ?? "empty"
-            return Partial(dissected: DissectedFrame(summary: "SMP \(code)", direction: direction))
+            return Partial(summary: "SMP \(code)")
         default:
             let channel = L2CAPBasicHeader.channelName(header.channelID)
-            return Partial(dissected: DissectedFrame(summary: "L2CAP \(channel) \(header.payloadLength) bytes", direction: direction))
+            return Partial(summary: "L2CAP \(channel) \(header.payloadLength) bytes")
         }
     }
 }

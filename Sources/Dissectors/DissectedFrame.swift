@@ -180,6 +180,12 @@ extension DissectedFrame {
         self.mqtt = mqtt
     }
 
+    /// An HCI event's frame, built in one step (see the TCP one above).
+    init(summary: String, direction: HCIDirection, problem: String?, linkChange: HCILinkChange?) {
+        self.init(summary: summary, direction: direction, problem: problem)
+        self.linkChange = linkChange
+    }
+
     /// A frame whose bytes break a layout: the summary and the problem both say which layer, where
     /// and what was expected.
     public init(problem: String, direction: HCIDirection? = nil) {

@@ -481,12 +481,12 @@ public enum LinkPacket: Sendable, Hashable {
             case .capabilities(let payload):
                 return "capabilities \(conn), \(payload.count) bytes"
             case let .encryptionKey(key, isResponse):
-                return "encryption key \(conn) \(key.map(LinkPacket.hex).joined())" + (isResponse ? " (response)" : "")
+                return "encryption key \(conn) \(LinkPacket.hex(bytes: key))" + (isResponse ? " (response)" : "")
             case .keyRequest(let payload):
                 return "key request \(conn)" + (payload.isEmpty ? "" : ", \(payload.count) bytes")
             }
         case let .data(sequence, connection, payload):
-            return "data seq \(sequence) conn \(connection), \(payload.count) bytes"
+            return LinkPacket.dataSummary(sequence: sequence, connection: connection, payloadCount: payload.count)
         case .unknown(let bytes):
             return "unknown packet " + bytes.map(LinkPacket.hex).joined(separator: " ")
         case let .malformed(bytes, problem):
@@ -526,8 +526,79 @@ public enum LinkPacket: Sendable, Hashable {
         }
     }
 
-    private static func hex<T: FixedWidthInteger>(_ value: T) -> String {
-        let digits = String(value, radix: 16)
-        return String(repeating: "0", count: max(0, T.bitWidth / 4 - digits.count)) + digits
+    /// `decode(bytes, from: sender).summary`, without decoding a data packet: most packets of a
+    /// transfer are data, and replay writes every written packet's summary into the trace (the
+    /// decoding copied the payload, and the interpolation cost more than the rest of the event).
+    public static func summary(of bytes: [UInt8], from sender: LinkDirection) -> String {
+        if let first = bytes.first, first != 0x00, first & 0xF0 != controlMarker {
+            return dataSummary(sequence: first >> 4, connection: first & 0x0F, payloadCount: bytes.count - 1)
+        }
+        return decode(bytes, from: sender).summary
+    }
+
+    /// `data seq S conn C, N bytes`, written digit by digit straight into the string's storage.
+    static func dataSummary(sequence: UInt8, connection: UInt8, payloadCount: Int) -> String {
+        // 64 bytes hold the longest: "data seq 15 conn 15, " (21), 20 characters of an Int, " bytes".
+        String(unsafeUninitializedCapacity: 64) { text in
+            var count = 0
+            func append(_ ascii: StaticString) {
+                ascii.withUTF8Buffer { bytes in
+                    for byte in bytes {
+                        text[count] = byte
+                        count += 1
+                    }
+                }
+            }
+            func append(_ number: Int) {
+                if number < 0 {
+                    text[count] = UInt8(ascii: "-")
+                    count += 1
+                }
+                let start = count
+                var rest = number.magnitude
+                repeat {
+                    text[count] = UInt8(ascii: "0") + UInt8(rest % 10)
+                    count += 1
+                    rest /= 10
+                } while rest > 0
+                text[start..<count].reverse()
+            }
+            append("data seq ")
+            append(Int(sequence))
+            append(" conn ")
+            append(Int(connection))
+            append(", ")
+            append(payloadCount)
+            append(" bytes")
+            return count
+        }
+    }
+
+    /// `value` in lower-case hex, zero-padded to its width (`0a`, `bb3d`). Written straight into
+    /// the string: every key packet's summary has sixteen of them, and `String(_:radix:)` with
+    /// padding and joining was most of what writing the phone's packets into the trace cost.
+    private static func hex<T: FixedWidthInteger & UnsignedInteger>(_ value: T) -> String {
+        let digits = T.bitWidth / 4
+        return String(unsafeUninitializedCapacity: digits) { text in
+            for index in 0..<digits {
+                text[index] = hexDigit(UInt8(truncatingIfNeeded: value >> (4 * (digits - 1 - index))) & 0xF)
+            }
+            return digits
+        }
+    }
+
+    /// `bytes` in lower-case hex, two digits each, nothing between them.
+    private static func hex(bytes: [UInt8]) -> String {
+        String(unsafeUninitializedCapacity: 2 * bytes.count) { text in
+            for (index, byte) in bytes.enumerated() {
+                text[2 * index] = hexDigit(byte >> 4)
+                text[2 * index + 1] = hexDigit(byte & 0xF)
+            }
+            return 2 * bytes.count
+        }
+    }
+
+    private static func hexDigit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
     }
 }

@@ -66,12 +66,20 @@ public struct MessagingCore: Sendable {
 
     /// When ``handleTimeout(now:)`` should be called next; `nil` when nothing waits.
     public var nextDeadline: Duration? {
-        // Asked before every frame replay feeds: read in place, without copying a device's record
-        // or gathering its deadlines into an array.
+        // Asked before every frame replay feeds: read in place, without gathering deadlines into an
+        // array, and through `devices[i]` each time (a computed property of the device record,
+        // called as `devices[i].deadline`, copied the whole record and each open connection, per
+        // device, per frame).
         var earliest: Duration?
-        for index in devices.indices {
-            if let deadline = devices[index].earliestDeadline, earliest.map({ deadline < $0 }) ?? true {
-                earliest = deadline
+        func consider(_ deadline: Duration?) {
+            if let deadline, earliest.map({ deadline < $0 }) ?? true { earliest = deadline }
+        }
+        for deviceIndex in devices.indices {
+            consider(devices[deviceIndex].inFlight?.deadline)
+            for channelIndex in devices[deviceIndex].channels.indices {
+                guard case .open(let open) = devices[deviceIndex].channels[channelIndex].state else { continue }
+                consider(open.outbound?.deadline)
+                consider(open.inbound?.deadline)
             }
         }
         return earliest

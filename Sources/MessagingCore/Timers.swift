@@ -50,23 +50,26 @@ extension MessagingCore {
     /// The earliest timer due at `now`, with what it fires for; ties broken by device order, then
     /// the command, then channel order, outbound before inbound.
     func earliestDueTimer(now: Duration) -> (device: Int, timer: DueTimer)? {
+        // By index, and the timer made only when due: every frame of a replay asks, and looping
+        // over `devices.enumerated()` copied every device record and channel (and made a timer
+        // value for every running transfer) to find that, nearly always, nothing is due.
         var best: (deadline: Duration, device: Int, timer: DueTimer)?
-        func consider(_ deadline: Duration, _ device: Int, _ timer: DueTimer) {
+        func consider(_ deadline: Duration, _ device: Int, _ timer: () -> DueTimer) {
             guard deadline <= now else { return }
             // Strictly earlier only, so the first found wins a tie.
-            if best.map({ deadline < $0.deadline }) ?? true { best = (deadline, device, timer) }
+            if best.map({ deadline < $0.deadline }) ?? true { best = (deadline, device, timer()) }
         }
-        for (deviceIndex, record) in devices.enumerated() {
-            if let inFlight = record.inFlight {
-                consider(inFlight.deadline, deviceIndex, .command(inFlight))
+        for deviceIndex in devices.indices {
+            if let inFlight = devices[deviceIndex].inFlight {
+                consider(inFlight.deadline, deviceIndex) { .command(inFlight) }
             }
-            for (channelIndex, channel) in record.channels.enumerated() {
-                guard case .open(let open) = channel.state else { continue }
-                if let transfer = open.outbound {
-                    consider(transfer.deadline, deviceIndex, .outbound(channel: channelIndex, transfer))
+            for channelIndex in devices[deviceIndex].channels.indices {
+                guard case .open(let open) = devices[deviceIndex].channels[channelIndex].state else { continue }
+                if let deadline = open.outbound?.deadline {
+                    consider(deadline, deviceIndex) { .outbound(channel: channelIndex, open.outbound!) }
                 }
-                if let transfer = open.inbound {
-                    consider(transfer.deadline, deviceIndex, .inbound(channel: channelIndex, transfer))
+                if let deadline = open.inbound?.deadline {
+                    consider(deadline, deviceIndex) { .inbound(channel: channelIndex, open.inbound!) }
                 }
             }
         }
@@ -136,23 +139,6 @@ extension MessagingCore {
         devices[index].channels[channel].endInbound()
         let app = IQApp(uuid: devices[index].channels[channel].app, device: devices[index].device.uuid)
         return [.event(.timeout(.inboundTransfer, devices[index].device.uuid, app, deadline: transfer.deadline))]
-    }
-}
-
-extension DeviceRecord {
-    /// The earliest deadline of an armed timer on this device: the in-flight command's, and each
-    /// open channel's outbound and inbound transfers'.
-    var earliestDeadline: Duration? {
-        var earliest = inFlight?.deadline
-        func consider(_ deadline: Duration?) {
-            if let deadline, earliest.map({ deadline < $0 }) ?? true { earliest = deadline }
-        }
-        for index in channels.indices {
-            guard case .open(let open) = channels[index].state else { continue }
-            consider(open.outbound?.deadline)
-            consider(open.inbound?.deadline)
-        }
-        return earliest
     }
 }
 

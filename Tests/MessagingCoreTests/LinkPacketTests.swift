@@ -74,6 +74,23 @@ struct PacketCase: Sendable, CustomTestStringConvertible {
         #expect(sample.packet.encode() == sample.bytes)
     }
 
+    @Test(arguments: PacketCase.all)
+    func summaryOfBytesEqualsTheDecodedSummary(_ sample: PacketCase) {
+        #expect(LinkPacket.summary(of: sample.bytes, from: sample.sender) == LinkPacket.decode(sample.bytes, from: sample.sender).summary)
+    }
+
+    @Test func summaryOfEveryFirstByteEqualsTheDecodedSummary() {
+        for first in 0...255 {
+            for length in [1, 2, 20, 244, 1000] {
+                let bytes = [UInt8(first)] + [UInt8](repeating: 0x5A, count: length - 1)
+                for side in [LinkDirection.phone, .watch] {
+                    #expect(LinkPacket.summary(of: bytes, from: side) == LinkPacket.decode(bytes, from: side).summary)
+                }
+            }
+        }
+        #expect(LinkPacket.summary(of: [], from: .phone) == LinkPacket.decode([], from: .phone).summary)
+    }
+
     @Test func directionDecidesTheCommandLayout() {
         let fromPhone = LinkPacket.decode(hex("0002 05"), from: .phone)
         let fromWatch = LinkPacket.decode(hex("0002 05"), from: .watch)
@@ -107,6 +124,10 @@ struct PacketCase: Sendable, CustomTestStringConvertible {
         #expect(LinkPacket.control(connection: 2, .last(sequence: 1, crc: 0x16FA)).summary == "last seq 1 crc 0x16fa conn 2")
         #expect(LinkPacket.malformed([], .empty).summary == "malformed packet (an empty packet; expected at least one byte): ")
         #expect(LinkPacket.unknown(hex("0009")).summary == "unknown packet 00 09")
+        #expect(LinkPacket.control(connection: 2, .last(sequence: 1, crc: 0x000A)).summary == "last seq 1 crc 0x000a conn 2")
+        #expect(LinkPacket.control(connection: 1, .encryptionKey(key: [0x00, 0x0F, 0xA0, 0xFF] + Array(repeating: 0x5C, count: 12), isResponse: true)).summary
+            == "encryption key conn 1 000fa0ff5c5c5c5c5c5c5c5c5c5c5c5c (response)")
+        #expect(LinkPacket.data(sequence: 0, connection: 15, payload: []).summary == "data seq 0 conn 15, 0 bytes")
     }
 }
 

@@ -19,6 +19,17 @@ public enum ConnectIQGATT {
     public static let services: Set<String> = [
         "6a4e8022-667b-11e3-949a-0800200c9a66", "16aa8022-3769-4c74-a755-877dde3a2930",
     ]
+
+    /// Whether `uuid` is one of ``writeCharacteristics``. Every ATT record of a replay is asked,
+    /// and comparing with the two texts costs less than hashing the 36 characters for the set.
+    static func isWriteCharacteristic(_ uuid: String) -> Bool {
+        uuid == "6a4e4c80-667b-11e3-949a-0800200c9a66" || uuid == "df334c80-e6a7-d082-274d-78fc66f85e16"
+    }
+
+    /// Whether `uuid` is one of ``notifyCharacteristics`` (see ``isWriteCharacteristic(_:)``).
+    static func isNotifyCharacteristic(_ uuid: String) -> Bool {
+        uuid == "6a4ecd28-667b-11e3-949a-0800200c9a66" || uuid == "4acbcd28-7425-868e-f447-915c8f00d0cb"
+    }
 }
 
 /// Which side of the Connect IQ link an ATT record belongs to, seen from the phone's host (the
@@ -41,15 +52,15 @@ public enum ConnectIQRecordKind: Sendable, Hashable {
         switch record.opcode {
         case 0x52, 0x12: // Write Command, Write Request
             guard record.direction != .received, let c = record.characteristicUUID else { return .other }
-            if record.descriptorUUID == nil, ConnectIQGATT.writeCharacteristics.contains(c) { return .phoneWrite(record.value) }
+            if record.descriptorUUID == nil, ConnectIQGATT.isWriteCharacteristic(c) { return .phoneWrite(record.value) }
             return .other
         case 0x1B, 0x1D: // Handle Value Notification / Indication
             guard record.direction != .sent, let c = record.characteristicUUID,
-                  ConnectIQGATT.notifyCharacteristics.contains(c) else { return .other }
+                  ConnectIQGATT.isNotifyCharacteristic(c) else { return .other }
             return .watchNotification(record.value)
         case 0x13: // Write Response: answers the request to the same handle
             if record.direction != .sent, record.descriptorUUID.flatMap(BluetoothUUID.init)?.shortValue == 0x2902,
-               let c = record.characteristicUUID, ConnectIQGATT.notifyCharacteristics.contains(c) {
+               let c = record.characteristicUUID, ConnectIQGATT.isNotifyCharacteristic(c) {
                 return .subscribed
             }
             return .other

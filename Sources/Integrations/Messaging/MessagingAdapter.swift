@@ -125,13 +125,16 @@ public struct MessagingAdapter: CoreAdapter {
         if frame.interface.carriesAPICalls {
             return apiRecord(frame, now: now)
         }
-        guard let dissected = frame.dissected else { return [] }
+        // Read through `frame.dissected?` where it lies: binding the frame to a local, and each
+        // record in a `for` loop, copied them (a retain and release of every text and array in
+        // them) for every frame.
+        guard frame.dissected != nil else { return [] }
         var events: [TraceEvent] = []
         if assumeBluetoothReady {
             assumeBluetoothReady = false
             events += perform(messaging.bluetoothStateChanged(ready: true, now: now), now: now)
         }
-        switch dissected.linkChange {
+        switch frame.dissected?.linkChange {
         case .connected(let handle, let peer, _)?:
             links[handle] = Link(peer: peer.uppercased())
         case .disconnected(let handle, _)?:
@@ -141,13 +144,15 @@ public struct MessagingAdapter: CoreAdapter {
         case nil:
             break
         }
-        for record in dissected.att {
-            switch ConnectIQRecordKind.classify(record) {
+        let recordCount = frame.dissected?.att.count ?? 0
+        for index in 0..<recordCount {
+            let connectionHandle = frame.dissected!.att[index].connectionHandle
+            switch ConnectIQRecordKind.classify(frame.dissected!.att[index]) {
             case .mtu(let client, let server):
-                if let client { links[record.connectionHandle, default: Link(peer: "")].clientMTU = client }
-                if let server { links[record.connectionHandle, default: Link(peer: "")].serverMTU = server }
+                if let client { links[connectionHandle, default: Link(peer: "")].clientMTU = client }
+                if let server { links[connectionHandle, default: Link(peer: "")].serverMTU = server }
             case .subscribed:
-                guard var link = links[record.connectionHandle], !link.up else { continue }
+                guard var link = links[connectionHandle], !link.up else { continue }
                 guard let device = device(for: link.peer) else {
                     counts.unmappedLinks += 1
                     events.append(TraceEvent(timeNs: timeNs, core: core, event: "violation", fields: [
@@ -158,20 +163,20 @@ public struct MessagingAdapter: CoreAdapter {
                 }
                 link.up = true
                 link.device = (device, MessagingTrace.deviceText(device))
-                links[record.connectionHandle] = link
+                links[connectionHandle] = link
                 let mtu = Int(min(link.clientMTU ?? 23, link.serverMTU ?? 23))
                 events += feed(.connected(device, maxWrite: max(20, mtu - 3)), frame: frame, now: now)
             case .phoneWrite(let bytes):
                 counts.phoneWrites += 1
                 guard matching != .off else { continue }
-                let link = links[record.connectionHandle]
+                let link = links[connectionHandle]
                 let channel = link?.device?.text ?? link.flatMap { device(for: $0.peer) }.map(MessagingTrace.deviceText) ?? link?.peer ?? "?"
                 events += matcher.captured(bytes, channel: channel, frame: frame.number, timeNs: timeNs)
             case .watchNotification(let bytes):
                 counts.notifications += 1
-                guard let link = links[record.connectionHandle], let device = link.device?.id ?? device(for: link.peer) else {
+                guard let link = links[connectionHandle], let device = link.device?.id ?? device(for: link.peer) else {
                     events.append(TraceEvent(timeNs: timeNs, core: core, event: "violation", fields: [
-                        "kind": .string("unmapped_link"), "device": .string(links[record.connectionHandle]?.peer ?? "?"),
+                        "kind": .string("unmapped_link"), "device": .string(links[connectionHandle]?.peer ?? "?"),
                         "detail": .string("frame \(frame.number): a Connect IQ notification on a link no device is bound to"),
                     ]))
                     continue
@@ -319,8 +324,14 @@ public struct MessagingAdapter: CoreAdapter {
         for action in actions {
             switch action {
             case .write(let device, let bytes):
-                let channel = deviceTexts[device] ?? MessagingTrace.deviceText(device)
-                deviceTexts[device] = channel
+                // Stored only the first time: writing it back for every packet hashed the UUID twice.
+                let channel: String
+                if let known = deviceTexts[device] {
+                    channel = known
+                } else {
+                    channel = MessagingTrace.deviceText(device)
+                    deviceTexts[device] = channel
+                }
                 if matching == .off {
                     events.append(FrameMatcher.emittedEvent(core: core, channel: channel, bytes: bytes,
                                                             packet: MessagingTrace.describePacket(bytes, from: .phone), timeNs: timeNs))

@@ -93,7 +93,7 @@ public enum MessagingTrace {
 
     /// One line for a link packet, as `inspect` and the frame matcher show it.
     public static func describePacket(_ bytes: [UInt8], from side: LinkDirection) -> String {
-        LinkPacket.decode(bytes, from: side).summary
+        LinkPacket.summary(of: bytes, from: side)
     }
 
     /// A device id as the trace writes it.

@@ -303,9 +303,11 @@ public struct ReplayEngine {
                 return
             }
         }
+        // The dissection is moved into the frame, not copied: a copy retains and releases each of
+        // its texts and arrays once more per frame.
         let frame = ReplayFrame(
             number: header.number, virtualTimeNs: virtualNs, timestampNs: header.timestampNs,
-            interface: route.interface, bytes: bytes, dissected: wanted == .dissected ? dissected : nil, apiCall: apiCall
+            interface: route.interface, bytes: bytes, dissected: wanted == .dissected ? dissected.take() : nil, apiCall: apiCall
         )
         feed(frame, route: route, recipient: recipient, state: &state, summary: &summary, emit: emit)
     }
@@ -354,6 +356,11 @@ public struct ReplayEngine {
     /// Fires every deadline and delivers every scheduled call at or before `limit`, in time order;
     /// at one instant, deadlines first.
     private mutating func advance(through limit: Duration, state: inout RunState, summary: inout ReplaySummary, emit: (TraceEvent) -> Void) {
+        // A plain replay (no faults, nothing held, no scheduled call left) has the adapters'
+        // deadlines alone: gathering the other three sources below cost two arrays per frame.
+        if state.injector == nil, state.pending.isEmpty, state.nextCall >= scheduledCalls.count {
+            return fireDeadlines(through: limit, state: &state, summary: &summary, emit: emit)
+        }
         while !state.halted {
             // Three sources besides the adapters' own deadlines, each fired after the deadlines of
             // its instant: the faults' timers (a link drops, a reorder block closes), the frames
@@ -556,14 +563,20 @@ struct RunState {
 
     mutating func dissect(_ bytes: UnsafeRawBufferPointer, flags: UInt32?, interface: ReplayInterface) -> DissectedFrame {
         // Mutated in place: a copy taken out of the dictionary would copy the dissector's state
-        // (reassembly buffers, GATT databases) on every frame.
-        if dissectors[interface.index] == nil {
+        // (reassembly buffers, GATT databases) on every frame. Looked up by index, not compared
+        // with `nil`: `dissectors[i] == nil` copied the whole dissector out (a retain and release
+        // of each of its buffers and tables) for every frame.
+        let slot: Dictionary<Int, FrameDissector>.Index
+        if let found = dissectors.index(forKey: interface.index) {
+            slot = found
+        } else {
             var dissector = Self.replayDissector(namedHandles)
             // A TCP interface's `broker_port` tells the dissector which connections are MQTT.
             if let port = interface.parameter("broker_port", as: UInt16.self) { dissector.mqttPorts.insert(port) }
             dissectors[interface.index] = dissector
+            slot = dissectors.index(forKey: interface.index)!
         }
-        return dissectors[interface.index, default: Self.replayDissector(namedHandles)].dissect(bytes: bytes, flags: flags, linkType: interface.linkType)
+        return dissectors.values[slot].dissect(bytes: bytes, flags: flags, linkType: interface.linkType)
     }
 
     /// Adapters read records, links and datagrams, never the one-line summaries.
