@@ -205,6 +205,18 @@ def set_no_delay(writer):
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
+async def close_client(writer):
+    """Sends what is still buffered to the JSON-lines client, then closes it: what every bridge's
+    quit does last (a client already gone is not an error then)."""
+    if writer is None or writer.is_closing():
+        return
+    try:
+        await writer.drain()
+    except ConnectionError:
+        pass
+    writer.close()
+
+
 async def serve_one_client(bridge, listen, max_line, log):
     """The bridges' JSON-lines front: listens on `listen` (from `parse_listen`), prints
     `READY <port>` for TCP or `READY unix:<path>` (flushed), hands exactly ONE client to

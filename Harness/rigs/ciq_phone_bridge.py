@@ -54,7 +54,7 @@ from bumble.transport import open_transport
 
 import ciq_link as link
 import session_gatt
-from bumble_local import accept_stop_signals, check_address, parse_listen, rig_argument_parser, serve_one_client, set_no_delay
+from bumble_local import accept_stop_signals, check_address, close_client, parse_listen, rig_argument_parser, serve_one_client, set_no_delay
 
 SERVICES = (
     ("current", link.CURRENT_SERVICE_UUID, link.CURRENT_WRITE_UUID, link.CURRENT_NOTIFY_UUID),
@@ -358,12 +358,7 @@ class Bridge:
             elif peer.connected:
                 await self.disconnect(peer)
         await asyncio.sleep(0)  # let pending disconnection events reach the client
-        if self.writer is not None and not self.writer.is_closing():
-            try:
-                await self.writer.drain()
-            except ConnectionError:
-                pass
-            self.writer.close()
+        await close_client(self.writer)
 
 
 async def run(args) -> int:

@@ -58,7 +58,7 @@ from bumble.transport import open_transport
 
 from ciq_responder import ConnectIQResponder
 from hci_latency import LatencyProbe
-from bumble_local import accept_stop_signals, check_address, parse_listen, rig_argument_parser, serve_one_client, set_no_delay, start_exit_watchdog
+from bumble_local import accept_stop_signals, check_address, close_client, parse_listen, rig_argument_parser, serve_one_client, set_no_delay, start_exit_watchdog
 
 POWER_ON_TIMEOUT_S = 10.0
 ANSWER_TIMEOUT_S = 10.0
@@ -363,12 +363,7 @@ class EmulateBridge:
                 await asyncio.wait_for(connection.disconnect(USER_TERMINATED), 2.0)
             except Exception as error:
                 log(f"disconnect on quit failed: {error!r}")
-        if self.writer is not None and not self.writer.is_closing():
-            try:
-                await self.writer.drain()
-            except ConnectionError:
-                pass
-            self.writer.close()
+        await close_client(self.writer)
 
 
 async def run(args) -> int:

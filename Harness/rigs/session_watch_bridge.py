@@ -51,7 +51,7 @@ from bumble.device import Device
 from bumble.transport import open_transport
 
 import session_gatt
-from bumble_local import accept_stop_signals, check_address, parse_listen, rig_argument_parser, serve_one_client, set_no_delay, start_exit_watchdog
+from bumble_local import accept_stop_signals, check_address, close_client, parse_listen, rig_argument_parser, serve_one_client, set_no_delay, start_exit_watchdog
 
 POWER_ON_TIMEOUT_S = 10.0
 QUIT_DISCONNECT_TIMEOUT_S = 2.0
@@ -300,12 +300,7 @@ class WatchBridge:
         self.quitting.set()
         await self.disconnect(None)
         await asyncio.sleep(0)  # let the disconnection event reach the client
-        if self.writer is not None and not self.writer.is_closing():
-            try:
-                await self.writer.drain()
-            except ConnectionError:
-                pass
-            self.writer.close()
+        await close_client(self.writer)
 
 
 async def run(args) -> int:
