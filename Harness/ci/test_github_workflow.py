@@ -79,7 +79,14 @@ def test_running_the_workflows_commands_replays_every_set_exactly_once(tmp_path)
     result = run_step(merge_command, None, tmp_path, binary)
     assert result.returncode == 0, result.stdout + result.stderr
 
-    every_set = sorted(p.parent.name for p in (ROOT / "Captures").glob("*/manifest.yaml"))
+    # Every set, and each of its fault scenarios, which the shard that replays the set replays too.
+    every_set = []
+    for manifest in (ROOT / "Captures").glob("*/manifest.yaml"):
+        name = manifest.parent.name
+        every_set.append(name)
+        scenarios = yaml.safe_load(manifest.read_text()).get("scenarios") or []
+        every_set += [f"{name} / {scenario['name']}" for scenario in scenarios]
+    every_set.sort()
     flattened = [name for suites in suites_per_shard for name in suites]
     assert sorted(flattened) == every_set, "the shards are not disjoint and complete"
     merged = ET.parse(tmp_path / "replay.xml").getroot()

@@ -141,7 +141,8 @@ def manifest_expectations(set_path):
 
 
 def set_page(report):
-    pages = sorted(p for p in report.glob("set-*.html"))
+    # The set's own page; its fault scenarios (SET / SCENARIO) have pages of their own, "set-SET___SCENARIO.html".
+    pages = sorted(p for p in report.glob("set-*.html") if "___" not in p.name)
     assert len(pages) == 1, pages
     return pages[0]
 
@@ -166,8 +167,15 @@ def test_ciq_clean(browser, tmp_path):
 
     open_page(browser, report / "index.html", scripted=False)
     rows = browser.find_elements(By.CSS_SELECTOR, "tr.set-row")
-    assert [r.get_attribute("data-set") for r in rows] == ["ciq-clean"]
-    assert rows[0].get_attribute("data-passed") == "true"
+    # The set, then each of its fault scenarios (docs/faults.md), each a result of its own.
+    scenarios = [s["name"] for s in yaml.safe_load((set_path / "manifest.yaml").read_text())["scenarios"]]
+    assert [r.get_attribute("data-set") for r in rows] == ["ciq-clean"] + [f"ciq-clean / {name}" for name in scenarios]
+    assert all(r.get_attribute("data-passed") == "true" for r in rows)
+
+    # A scenario's page draws its injected faults in the faults lane.
+    open_page(browser, report / "set-ciq-clean___window-ack-lost.html")
+    faults = [l for l in lanes(browser) if l["kind"] == "faults"]
+    assert len(faults) == 1 and faults[0]["count"] == 1, faults
 
     seconds = open_page(browser, page)
     shown = check_lanes_match_trace(browser, trace, set_path)
