@@ -274,11 +274,13 @@ struct SessionResponder: Sendable {
                 replies[message, default: []].append(Answer(frame: captured.frame, timeNs: captured.timeNs, bytes: captured.bytes, delayNs: max(0, delay)))
                 continue
             }
-            // A late frame counts as sent late; a lost one as sent at its captured instant.
+            // The peer sent it at its captured instant, whatever the link did with it; a frame late
+            // by more than the retransmission timeout counts as lost to the peer (its timer resends
+            // it first), and still arrives late.
             let fates = faults.deliveries(ofFrame: captured.frame, kind: .notification, capturedAt: .nanoseconds(captured.timeNs))
-            let sentNs = captured.timeNs + (fates.first?.replayNanoseconds ?? 0)
-            initiatives.append((sentNs, fates.isEmpty, frame))
-            if !fates.isEmpty { itemArrivals[key, default: []].append((sentNs, frame.offset, Self.end(of: frame))) }
+            let lateNs = fates.first?.replayNanoseconds ?? 0
+            initiatives.append((captured.timeNs, fates.isEmpty || lateNs > retransmissionNs, frame))
+            if !fates.isEmpty { itemArrivals[key, default: []].append((captured.timeNs + lateNs, frame.offset, Self.end(of: frame))) }
         }
         initiatives.sort { $0.timeNs < $1.timeNs }
         // A phone that states a window states it in every other HELLO of a nonce (session-link.md,
