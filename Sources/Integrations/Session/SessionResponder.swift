@@ -280,7 +280,8 @@ struct SessionResponder: Sendable {
             let fates = faults.deliveries(ofFrame: captured.frame, kind: .notification, capturedAt: .nanoseconds(captured.timeNs))
             let lateNs = fates.first?.replayNanoseconds ?? 0
             initiatives.append((captured.timeNs, fates.isEmpty || lateNs > retransmissionNs, frame))
-            if !fates.isEmpty { itemArrivals[key, default: []].append((captured.timeNs + lateNs, frame.offset, Self.end(of: frame))) }
+            // A copy a fault made late is not the recorded peer resending it.
+            if !fates.isEmpty, lateNs == 0 { itemArrivals[key, default: []].append((captured.timeNs, frame.offset, Self.end(of: frame))) }
         }
         initiatives.sort { $0.timeNs < $1.timeNs }
         // A phone that states a window states it in every other HELLO of a nonce (session-link.md,
