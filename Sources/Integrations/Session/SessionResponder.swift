@@ -358,7 +358,11 @@ struct SessionResponder: Sendable {
         for key in outgoing.keys.sorted() where outgoing[key]?.needsRestart == true {
             outgoing[key]?.needsRestart = false
             outgoing[key]?.acked = 0
-            if Self.lane(of: key.channel) != nil { outgoing[key]?.managed = true }
+            if Self.lane(of: key.channel) != nil {
+                // The peer sends the whole item again: every frame past the window waits for an ACK.
+                outgoing[key]?.managed = true
+                heldFrames[key] = Set(itemFrames[key]?.keys.map { $0 } ?? [])
+            }
             guard !captureResends(key, afterNs: nowNs) else { continue }
             resend(key, nowNs: nowNs, retransmission: false, why: "restart_after_binding")
         }
@@ -704,6 +708,7 @@ struct SessionResponder: Sendable {
                 return false
             }
         }
+        heldFrames[key]?.remove(frame.offset)
         return true
     }
 
