@@ -180,6 +180,38 @@ import Testing
         #expect(events(outcome, "did_receive_application_context").map(\.timeNs) == [made.timeNs])
     }
 
+    @Test func aDroppedFileChunkIsResentFromTheAcknowledgedOffsetAndTheFileArrivesOnce() throws {
+        // Replaying the phone: frame 85 is one of the watch's chunks of file 1 (60000 bytes). The
+        // phone keeps the chunks after the gap and acknowledges what it holds; the watch resends
+        // from there on its timer and opens the window again at each ACK.
+        let plain = try replay("session-concurrent", frameMatching: .responder)
+        let outcome = try replay("session-concurrent", faults: ["drop:frame=85"])
+        let files = events(outcome, "did_receive_file")
+        #expect(files.map { $0.fields["file"] } == events(plain, "did_receive_file").map { $0.fields["file"] })
+        #expect(files.map { $0.fields["file"] } == [.int(1)])
+        let resent = events(outcome, "responder_made").filter { $0.fields["what"] == .string("retransmission") }
+        #expect(!resent.isEmpty)
+        #expect(resent.allSatisfy {
+            guard case .string(let frame)? = $0.fields["frame"] else { return false }
+            return frame.hasPrefix("file-chunk #1 ") && frame.contains("retransmission")
+        })
+        let firstResend = try #require(resent.first)
+        #expect(try #require(files.first).timeNs >= firstResend.timeNs)
+    }
+
+    @Test func aUserInfoOfThePhoneThatIsDroppedArrivesOnceAndInOrderOnTheWatch() throws {
+        // Replaying the watch: frame 77 is the phone's user info #1. The phone sends #2 only once
+        // #1 is acknowledged complete, so #2 is held back until #1 is resent and taken.
+        let plain = try replay("session-user-info-kill9", frameMatching: .responder)
+        let outcome = try replay("session-user-info-kill9", faults: ["drop:frame=77"])
+        let ids = events(outcome, "did_receive_user_info").map { $0.fields["id"] }
+        #expect(ids == (1...8).map { .int($0) })
+        #expect(ids == events(plain, "did_receive_user_info").map { $0.fields["id"] })
+        let held = try #require(events(outcome, "responder_made").first { $0.fields["what"] == .string("held_back") })
+        #expect(held.fields["frame"] == .string("user-info #2 first|last|needs-ack total 35, 35 bytes"))
+        #expect(!outcome.trace.contains { $0.event == "violation" && $0.fields["kind"] == .string("duplicate-frame") })
+    }
+
     @Test(arguments: [(nil, nil, 8), (4, 4, 4), (16, 6, 6), (4, nil, 8)] as [(UInt16?, UInt16?, Int)])
     func aResendGoesFromTheAcknowledgedOffsetAcrossTheNegotiatedWindow(hello: UInt16?, welcome: UInt16?, window: Int) throws {
         let phone = try #require(SessionDeviceID("0ff1ce00-0000-4000-8000-000000000001"))

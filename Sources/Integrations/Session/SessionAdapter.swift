@@ -308,6 +308,11 @@ public struct SessionAdapter: CoreAdapter {
             return perform(driver.linkUp(maxPayload: maxPayload, now: now), now: now)
         case .frame(let bytes):
             guard var responder else { return perform(driver.receive(bytes, now: now), now: now) }
+            // Under faults, a captured frame the real peer would not have sent yet is held back.
+            guard responder.admit(bytes, nowNs: now.replayNanoseconds) else {
+                self.responder = responder
+                return []
+            }
             let prepared = responder.prepare(bytes)
             self.responder = responder
             return perform(driver.receive(prepared, now: now), now: now)

@@ -129,6 +129,10 @@ struct SessionResponder: Sendable {
         var resends = 0
         var firstSentNs: Int64
         var needsRestart = false
+        /// The responder sends this item's frames itself (a frame of it was lost, it was held back
+        /// behind an earlier item, or it restarted after a binding): captured frames past the
+        /// window are held back, and each ACK that advances opens the window again.
+        var managed = false
     }
 
     /// What the peer holds of one of the core's items (the receiver model).
@@ -160,7 +164,13 @@ struct SessionResponder: Sendable {
     /// First copies of every peer data item's frames, by offset (what a resend sends again).
     private var itemFrames: [ItemKey: [UInt32: SessionFrame]] = [:]
     /// Captured instants (faults applied) of each peer data item's frames that reach the core.
-    private var itemArrivals: [ItemKey: [Int64]] = [:]
+    private var itemArrivals: [ItemKey: [(timeNs: Int64, offset: UInt32, end: UInt32)]] = [:]
+    /// Peer items held back behind an earlier item of their lane the core has not acknowledged
+    /// complete (session-link.md, "One item per lane on the wire").
+    private var heldItems: Set<ItemKey> = []
+    /// Offsets of captured peer frames held back (the capture will not bring them again): the
+    /// responder sends them when the window allows.
+    private var heldFrames: [ItemKey: Set<UInt32>] = [:]
     private var windowFrames: Int
     private let madeDelayNs: Int64
     /// The core's side's captured frames (bytes by time) and the capture's link drops: a write the
@@ -264,11 +274,14 @@ struct SessionResponder: Sendable {
                 replies[message, default: []].append(Answer(frame: captured.frame, timeNs: captured.timeNs, bytes: captured.bytes, delayNs: max(0, delay)))
                 continue
             }
-            // A late frame counts as sent late; a lost one as sent at its captured instant.
+            // The peer sent it at its captured instant, whatever the link did with it; a frame late
+            // by more than the retransmission timeout counts as lost to the peer (its timer resends
+            // it first), and still arrives late.
             let fates = faults.deliveries(ofFrame: captured.frame, kind: .notification, capturedAt: .nanoseconds(captured.timeNs))
-            let sentNs = captured.timeNs + (fates.first?.replayNanoseconds ?? 0)
-            initiatives.append((sentNs, fates.isEmpty, frame))
-            if !fates.isEmpty { itemArrivals[key, default: []].append(sentNs) }
+            let lateNs = fates.first?.replayNanoseconds ?? 0
+            initiatives.append((captured.timeNs, fates.isEmpty || lateNs > retransmissionNs, frame))
+            // A copy a fault made late is not the recorded peer resending it.
+            if !fates.isEmpty, lateNs == 0 { itemArrivals[key, default: []].append((captured.timeNs, frame.offset, Self.end(of: frame))) }
         }
         initiatives.sort { $0.timeNs < $1.timeNs }
         // A phone that states a window states it in every other HELLO of a nonce (session-link.md,
@@ -345,9 +358,15 @@ struct SessionResponder: Sendable {
         for key in outgoing.keys.sorted() where outgoing[key]?.needsRestart == true {
             outgoing[key]?.needsRestart = false
             outgoing[key]?.acked = 0
+            if Self.lane(of: key.channel) != nil {
+                // The peer sends the whole item again: every frame past the window waits for an ACK.
+                outgoing[key]?.managed = true
+                heldFrames[key] = Set(itemFrames[key]?.keys.map { $0 } ?? [])
+            }
             guard !captureResends(key, afterNs: nowNs) else { continue }
             resend(key, nowNs: nowNs, retransmission: false, why: "restart_after_binding")
         }
+        releaseHeld(nowNs: nowNs)
     }
 
     /// The core wrote `bytes` at `nowNs`: schedule what the peer answers.
@@ -401,7 +420,7 @@ struct SessionResponder: Sendable {
                 }
                 continue
             }
-            if captureResends(key, afterNs: nowNs - retransmissionNs) { continue }
+            if captureResends(key, afterNs: nowNs - Self.captureLatencyToleranceNs, withinNs: retransmissionNs) { continue }
             outgoing[key]?.resends += 1
             resend(key, nowNs: nowNs, retransmission: true, why: "retransmission")
         }
@@ -430,13 +449,17 @@ struct SessionResponder: Sendable {
             guard var item = outgoing[key] else { return }
             if received == SessionLink.complete {
                 outgoing[key] = nil
+                releaseHeld(nowNs: nowNs)
                 return
             }
-            if received > item.acked || item.deadlineNs == nil { item.deadlineNs = nowNs + retransmissionNs }
+            let advanced = received > item.acked
+            if advanced || item.deadlineNs == nil { item.deadlineNs = nowNs + retransmissionNs }
             item.acked = received
             outgoing[key] = item
+            if advanced, resendsEnabled { fillWindow(key, nowNs: nowNs) }
         case .error(let channel, let id, _), .cancel(let channel, let id):
             outgoing[ItemKey(channel: channel.rawValue, id: id)] = nil
+            releaseHeld(nowNs: nowNs)
             if channel == .messageReply, replyInFlight == id {
                 replyInFlight = nil
                 releaseReply(nowNs: nowNs)
@@ -617,28 +640,115 @@ struct SessionResponder: Sendable {
             guard var frame = frames[offset] else { continue }
             if retransmission { frame.flags.insert(.retransmission) } else { frame.flags.remove(.retransmission) }
             if offset == window.last { frame.flags.insert(.needsAck) }
+            heldFrames[key]?.remove(offset)
             made += 1
             append(Delivery(timeNs: nowNs, order: 0, bytes: frame.encode(), made: why, sent: frame))
         }
     }
 
+    /// The sender's rule on an ACK that advances: the frames of a managed item the window now
+    /// allows that the core was not sent yet go out (no RETRANSMISSION: they are first copies).
+    private mutating func fillWindow(_ key: ItemKey, nowNs: Int64) {
+        guard let frames = itemFrames[key], let item = outgoing[key], item.managed, let held = heldFrames[key], !held.isEmpty else { return }
+        let offsets = frames.keys.sorted()
+        guard let from = offsets.firstIndex(where: { Self.end(of: frames[$0]!) > item.acked }) else { return }
+        let limit = min(offsets.count, from + windowFrames)
+        let fresh = offsets[from..<limit].filter { held.contains($0) }
+        for offset in fresh {
+            guard var frame = frames[offset] else { continue }
+            heldFrames[key]?.remove(offset)
+            frame.flags.remove(.retransmission)
+            if offset == fresh.last, limit < offsets.count || frame.flags.contains(.last) { frame.flags.insert(.needsAck) }
+            made += 1
+            append(Delivery(timeNs: nowNs, order: 0, bytes: frame.encode(), made: "window", sent: frame))
+        }
+    }
+
+    /// The lane a durable channel's items queue on (one item in flight each; the context is given
+    /// up rather than queued), or `nil`.
+    static func lane(of channel: UInt8) -> UInt8? {
+        switch channel {
+        case 0x05: return 0x05
+        case 0x06: return 0x06
+        case 0x07, 0x08: return 0x07
+        default: return nil
+        }
+    }
+
+    /// An item's place on its lane: by id, a file's metadata before its chunks.
+    static func laneOrder(_ key: ItemKey) -> (UInt32, UInt8) { (key.id, key.channel) }
+
+    /// Whether a captured peer data frame reaches the core now (under faults): `false` holds it
+    /// back when the real peer would not have sent it yet — an item behind an unacknowledged one of
+    /// its lane, or a frame of a managed item past the window from the acknowledged offset. The
+    /// responder sends what it holds back itself when the peer would.
+    mutating func admit(_ bytes: [UInt8], nowNs: Int64) -> Bool {
+        guard resendsEnabled, let frame = Self.decodeFrame(bytes), let lane = Self.lane(of: frame.channel.rawValue) else { return true }
+        advance(nowNs: nowNs)
+        let key = ItemKey(channel: frame.channel.rawValue, id: frame.id)
+        if heldItems.contains(key) {
+            heldFrames[key, default: []].insert(frame.offset)
+            return false
+        }
+        let order = Self.laneOrder(key)
+        let waiting = outgoing.keys.contains { Self.lane(of: $0.channel) == lane && Self.laneOrder($0) < order }
+            || heldItems.contains { Self.lane(of: $0.channel) == lane && Self.laneOrder($0) < order }
+        if waiting {
+            heldItems.insert(key)
+            heldFrames[key, default: []].insert(frame.offset)
+            outgoing[key] = nil
+            return false
+        }
+        guard let item = outgoing[key] else { return true }
+        if item.managed, let frames = itemFrames[key] {
+            let offsets = frames.keys.sorted()
+            if let from = offsets.firstIndex(where: { Self.end(of: frames[$0]!) > item.acked }),
+               let at = offsets.firstIndex(of: frame.offset), at >= from + windowFrames {
+                heldFrames[key, default: []].insert(frame.offset)
+                return false
+            }
+        }
+        heldFrames[key]?.remove(frame.offset)
+        return true
+    }
+
+    /// On each lane, the first item held back goes out once no earlier item of its lane is
+    /// unfinished.
+    private mutating func releaseHeld(nowNs: Int64) {
+        guard resendsEnabled else { return }
+        for lane in Set(heldItems.compactMap { Self.lane(of: $0.channel) }).sorted() {
+            guard let next = heldItems.filter({ Self.lane(of: $0.channel) == lane }).min(by: { Self.laneOrder($0) < Self.laneOrder($1) }),
+                  !outgoing.keys.contains(where: { Self.lane(of: $0.channel) == lane && Self.laneOrder($0) < Self.laneOrder(next) }) else { continue }
+            heldItems.remove(next)
+            var item = Outgoing(firstSentNs: nowNs)
+            item.managed = true
+            outgoing[next] = item
+            if linkUp { resend(next, nowNs: nowNs, retransmission: false, why: "held_back") } else { outgoing[next]?.needsRestart = true }
+        }
+    }
+
     /// Whether the capture itself brings a frame of `key` to the core after `afterNs`, within a
     /// retransmission timeout of now: the recorded peer resent it on its own.
-    private func captureResends(_ key: ItemKey, afterNs: Int64) -> Bool {
+    private func captureResends(_ key: ItemKey, afterNs: Int64, withinNs: Int64? = nil) -> Bool {
+        let within = withinNs ?? 2 * retransmissionNs
         guard let arrivals = itemArrivals[key] else { return false }
-        return arrivals.contains { $0 > afterNs && $0 <= afterNs + 2 * retransmissionNs }
+        // Only a frame that brings the acknowledged offset counts: later frames of the item do not
+        // repair a gap.
+        let acked = outgoing[key]?.acked ?? 0
+        return arrivals.contains { $0.timeNs > afterNs && $0.timeNs <= afterNs + within && $0.offset <= acked && $0.end > acked }
     }
 
     /// The peer sent frame `sent` at `atNs` (`lost`: a fault lost it on the way).
     private mutating func peerSent(_ sent: SessionFrame, atNs: Int64, lost: Bool) {
         let key = ItemKey(channel: sent.channel.rawValue, id: sent.id)
-        guard sent.channel != .control else { return }
+        guard sent.channel != .control, !heldItems.contains(key) else { return }
         guard linkUp else {
             // Sent while a fault held the link down: a durable item goes again after the next binding.
             if Self.isDurable(key.channel) { outgoing[key, default: Outgoing(firstSentNs: atNs)].needsRestart = true }
             return
         }
         var item = outgoing[key] ?? Outgoing(firstSentNs: atNs)
+        if lost, resendsEnabled, Self.lane(of: key.channel) != nil { item.managed = true }
         if sent.flags.contains(.needsAck) || sent.flags.contains(.last) || lost, item.deadlineNs == nil {
             item.deadlineNs = atNs + retransmissionNs
         }
@@ -665,6 +775,14 @@ struct SessionResponder: Sendable {
             default: continue
             }
             if key.id <= mark { outgoing[key] = nil }
+        }
+        heldItems = heldItems.filter { key in
+            switch SessionChannel(rawValue: key.channel) {
+            case .userInfo: return key.id > marks.userInfo
+            case .complicationUserInfo: return key.id > marks.complicationUserInfo
+            case .fileMetadata, .fileChunk: return key.id > marks.file
+            default: return true
+            }
         }
         // A re-handshake restarts the items in flight: what the peer held of them goes, files excepted.
         incoming = incoming.filter { $0.key.channel == SessionChannel.fileChunk.rawValue }
