@@ -47,6 +47,16 @@ struct FaultReplayTests {
         #expect(events(outcome, "open_app").first?.field("result") == .string("Success"))
     }
 
+    @Test func aLinkDroppedDuringItsOwnSetupIsSetUpWholeWhenItComesBack() throws {
+        // The watch-side capture's connection comes up at 2.736 s; the fault drops it at the MTU
+        // exchange, 36 ms later, before discovery and the phone's HELLO.
+        let outcome = try replay("session-clean-watch", "disconnect:at=2772360423ns:reconnect=1s")
+        let reconnected = try #require(events(outcome, "fault_injected").first { $0.field("action") == .string("reconnected") })
+        #expect(reconnected.timeNs == 3_772_360_423)
+        #expect(events(outcome, "handshake_completed").contains { $0.timeNs >= reconnected.timeNs })
+        #expect(events(outcome, "did_receive_user_info").map { $0.field("id") } == [.int(1)])
+    }
+
     @Test func aBrokerResetReachesTheWidgetAsTheEndOfItsConnection() throws {
         let outcome = try replay("widget-broker-drop", "disconnect:at=2s")
         let reset = try #require(events(outcome, "fault_injected").first)

@@ -250,14 +250,14 @@ struct FaultInjector {
             break
         }
         guard let handle = LinkFaultFrames.aclHandle(bytes, linkType: link.linkType) else { return false }
-        if link.down[handle] != nil {
-            link.suppressed[handle, default: 0] += 1
-            return true
-        }
-        guard var connection = link.connections[handle] else { return false }
+        let down = link.down[handle] != nil
+        if down { link.suppressed[handle, default: 0] += 1 }
+        guard var connection = link.connections[handle] else { return down }
         for record in dissected?.att ?? [] where record.direction == .sent && record.opcode == 0x12 {
             connection.lastWriteHandle = record.handle
         }
+        // The setup goes on being recorded while a fault holds the link down: a link dropped
+        // during its own setup gets the whole of it fed again when it comes back.
         if !connection.setupComplete {
             if dissected?.direction == .received, dissected?.att.contains(where: { $0.opcode == 0x1B || $0.opcode == 0x1D }) == true {
                 connection.setupComplete = true
@@ -266,7 +266,7 @@ struct FaultInjector {
             }
         }
         link.connections[handle] = connection
-        return false
+        return down
     }
 
     /// Follows an MQTT interface's TCP flows; `true` for a segment of a flow a fault reset.
