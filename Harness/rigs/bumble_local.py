@@ -217,6 +217,23 @@ async def close_client(writer):
     writer.close()
 
 
+async def serve_until_done(bridge, listen, max_line, log, exit_watchdog_s=None, if_nobody_came=None):
+    """A bridge's life after its controller is up: `serve_one_client`, then (with
+    `exit_watchdog_s`) the watchdog that ends the process that long after quitting began, then
+    wait for the client's session to end; when none came (a stop before any client), close the
+    listener and await `if_nobody_came()` when given. Logs `bye`."""
+    server, accepted, done = await serve_one_client(bridge, listen, max_line, log)
+    if exit_watchdog_s is not None:
+        start_exit_watchdog(exit_watchdog_s)
+    if accepted.is_set():
+        await done.wait()  # serve_client ends: quit op, EOF or stop()
+    else:
+        server.close()
+        if if_nobody_came is not None:
+            await if_nobody_came()
+    log("bye")
+
+
 async def serve_one_client(bridge, listen, max_line, log):
     """The bridges' JSON-lines front: listens on `listen` (from `parse_listen`), prints
     `READY <port>` for TCP or `READY unix:<path>` (flushed), hands exactly ONE client to

@@ -54,7 +54,7 @@ from bumble.transport import open_transport
 
 import ciq_link as link
 import session_gatt
-from bumble_local import accept_stop_signals, check_address, close_client, parse_listen, rig_argument_parser, serve_one_client, set_no_delay
+from bumble_local import accept_stop_signals, check_address, close_client, parse_listen, rig_argument_parser, serve_until_done, set_no_delay
 
 SERVICES = (
     ("current", link.CURRENT_SERVICE_UUID, link.CURRENT_WRITE_UUID, link.CURRENT_NOTIFY_UUID),
@@ -372,12 +372,7 @@ async def run(args) -> int:
         log(f"controller up on {args.hci}, address {args.address}")
 
         bridge = Bridge(device, args)
-        server, accepted, done = await serve_one_client(bridge, args.listen, MAX_LINE, log)
-        if accepted.is_set():
-            await done.wait()  # serve_client ends: quit op, EOF or stop()
-        else:
-            server.close()
-        log("bye")
+        await serve_until_done(bridge, args.listen, MAX_LINE, log)
     return 0
 
 

@@ -58,7 +58,7 @@ from bumble.transport import open_transport
 
 from ciq_responder import ConnectIQResponder
 from hci_latency import LatencyProbe
-from bumble_local import accept_stop_signals, check_address, close_client, parse_listen, rig_argument_parser, serve_one_client, set_no_delay, start_exit_watchdog
+from bumble_local import accept_stop_signals, check_address, close_client, parse_listen, rig_argument_parser, serve_until_done, set_no_delay
 
 POWER_ON_TIMEOUT_S = 10.0
 ANSWER_TIMEOUT_S = 10.0
@@ -380,13 +380,7 @@ async def run(args) -> int:
             print(f"emulate_bridge: the controller behind {args.hci} did not answer within {POWER_ON_TIMEOUT_S:g} s", file=sys.stderr)
             return 1
         log(f"controller up on {args.hci}")
-        server, accepted, done = await serve_one_client(bridge, args.listen, MAX_LINE, log)
-        start_exit_watchdog(EXIT_WATCHDOG_S)
-        if accepted.is_set():
-            await done.wait()
-        else:
-            server.close()
-        log("bye")
+        await serve_until_done(bridge, args.listen, MAX_LINE, log, exit_watchdog_s=EXIT_WATCHDOG_S)
     return 0
 
 

@@ -51,7 +51,7 @@ from bumble.device import Device
 from bumble.transport import open_transport
 
 import session_gatt
-from bumble_local import accept_stop_signals, check_address, close_client, parse_listen, rig_argument_parser, serve_one_client, set_no_delay, start_exit_watchdog
+from bumble_local import accept_stop_signals, check_address, close_client, parse_listen, rig_argument_parser, serve_until_done, set_no_delay
 
 POWER_ON_TIMEOUT_S = 10.0
 QUIT_DISCONNECT_TIMEOUT_S = 2.0
@@ -314,14 +314,8 @@ async def run(args) -> int:
             return 1
         log(f"controller up on {args.hci}")
 
-        server, accepted, done = await serve_one_client(bridge, args.listen, MAX_LINE, log)
-        start_exit_watchdog(EXIT_WATCHDOG_S)  # the process ends EXIT_WATCHDOG_S after quitting began
-        if accepted.is_set():
-            await done.wait()  # serve_client ends: quit op, EOF or stop()
-        else:
-            server.close()
-            await bridge.disconnect(None)
-        log("bye")
+        await serve_until_done(bridge, args.listen, MAX_LINE, log, exit_watchdog_s=EXIT_WATCHDOG_S,
+                               if_nobody_came=lambda: bridge.disconnect(None))
     return 0
 
 
