@@ -123,6 +123,11 @@ struct ReplayCommand: ParsableCommand {
         "With --sweep: only the variants of these peer frames, A-B or a single number.", valueName: "a-b"))
     var sweepFrames: String?
 
+    @Option(name: .customLong("sweep-settle"), help: ArgumentHelp(
+        "With --sweep: how long each link's recorded end (its last Disconnection Complete) is held back, so a fault near the end has time to be recovered from (default 10s; 0s ends the links as recorded).",
+        valueName: "duration"))
+    var sweepSettle: String?
+
     @Flag(name: .long, help: "Send the captured ingest datagrams over real UDP at their recorded pace instead.")
     var realtime = false
 
@@ -152,6 +157,12 @@ struct ReplayCommand: ParsableCommand {
         }
         if sweepFrames != nil && sweep == nil {
             throw ValidationError("--sweep-frames goes with --sweep.")
+        }
+        if let sweepSettle {
+            guard sweep != nil else { throw ValidationError("--sweep-settle goes with --sweep.") }
+            guard Self.settleDuration(sweepSettle) != nil else {
+                throw ValidationError("--sweep-settle \(sweepSettle) is not a duration; write e.g. 10s, 2500ms or 0s (ns, us, ms, s or m).")
+            }
         }
         if let scenarios, scenarios.isEmpty {
             throw ValidationError("--scenarios is empty; write all, none, or scenario names separated by commas (e.g. --scenarios ack-lost,link-drop).")
@@ -508,6 +519,13 @@ struct ReplayCommand: ParsableCommand {
         return a...b
     }
 
+    /// `--sweep-settle`'s duration (`0s` allowed), read as a fault's `by=` is.
+    static func settleDuration(_ text: String) -> Duration? {
+        if let zero = Double(text.trimmingCharacters(in: .letters)), zero == 0 { return .zero }
+        guard case .delay(_, let by)? = try? Fault(parsing: "delay:frame=1:by=\(text)") else { return nil }
+        return by
+    }
+
     /// `--sweep`: every set swept, a table per set, one JUnit test case per variant.
     func runSweeps(_ sets: [String], kind: SweepKind, options: ReplayOptions) throws {
         var suites: [JUnitReport.TestSuite] = []
@@ -516,7 +534,8 @@ struct ReplayCommand: ParsableCommand {
         for set in sets {
             let name = CaptureSetDirectory(path: set).name
             let status = StatusLine()
-            let attempt = Self.sweepSet(set, kind: kind, options: options, only: only) { done, total in
+            let settle = sweepSettle.flatMap(Self.settleDuration) ?? FaultSweep.defaultSettle
+            let attempt = Self.sweepSet(set, kind: kind, options: options, only: only, settle: settle) { done, total in
                 status.update { "sweeping \(name): \(done)/\(total) variants" }
             }
             guard case .success(let result) = attempt else {
@@ -536,7 +555,7 @@ struct ReplayCommand: ParsableCommand {
             suites.append(JUnitReport.TestSuite(name: "sweep \(kind) \(name)", cases: result.variants.map { variant in
                 let failure = variant.passed ? nil : JUnitReport.Failure(
                     message: variant.error ?? variant.broken.map(\.description).joined(separator: "; "), type: variant.error == nil ? "promise" : "error",
-                    details: "rerun: tether replay \(set) --fault \(variant.fault) --trace variant.jsonl")
+                    details: "rerun: " + Self.rerunCommand(set, variant))
                 return JUnitReport.TestCase(name: variant.fault.description, className: "sweep.\(name)", failure: failure)
             }))
         }
@@ -546,14 +565,19 @@ struct ReplayCommand: ParsableCommand {
     }
 
     /// One set loaded and swept.
-    static func sweepSet(_ set: String, kind: SweepKind, options: ReplayOptions, only: Set<Int>?,
+    static func sweepSet(_ set: String, kind: SweepKind, options: ReplayOptions, only: Set<Int>?, settle: Duration,
                          progress: @escaping @Sendable (Int, Int) -> Void) -> Result<SweepResult, ReplayError> {
         do throws(ReplayError) {
             let loaded = try loadReplaySet(at: set, options: options)
-            return .success(try FaultSweep.run(loaded, kind: kind, options: options, only: only, progress: progress))
+            return .success(try FaultSweep.run(loaded, kind: kind, options: options, only: only, settle: settle, progress: progress))
         } catch {
             return .failure(error)
         }
+    }
+
+    /// The command that replays one variant alone, with every fault it ran with.
+    static func rerunCommand(_ set: String, _ variant: SweepVariant) -> String {
+        "tether replay \(set) " + variant.faults.map { "--fault \($0)" }.joined(separator: " ") + " --trace variant.jsonl"
     }
 
     /// The sweep's table for one set.
@@ -568,11 +592,15 @@ struct ReplayCommand: ParsableCommand {
         } else {
             lines.append("  promises: " + result.promises.joined(separator: "; "))
         }
+        if !result.heldEnding.isEmpty {
+            lines.append("  the recorded end held back in every run: " + result.heldEnding.map { "--fault \($0)" }.joined(separator: " ")
+                         + " (--sweep-settle 0s ends the links as recorded)")
+        }
         let failing = result.variants.filter { !$0.passed }
         if let first = failing.first {
             lines.append("  first failing variant: frame \(first.frame), --fault \(first.fault)")
             lines.append("    " + (first.error ?? first.broken.map(\.description).joined(separator: "\n    ")))
-            lines.append("    rerun it: tether replay \(set) --fault \(first.fault) --trace variant.jsonl")
+            lines.append("    rerun it: " + rerunCommand(set, first))
             for variant in failing.dropFirst().prefix(20) {
                 lines.append("  FAIL frame \(variant.frame): " + (variant.error ?? variant.broken.map(\.description).joined(separator: "; ")))
             }

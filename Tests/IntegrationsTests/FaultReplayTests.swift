@@ -118,6 +118,68 @@ struct FaultReplayTests {
         #expect(result.promises.contains("messaging: every send completes exactly once"))
     }
 
+    @Test(arguments: ["session-clean", "session-clean-watch", "session-user-info-kill9", "session-watch-switch",
+                      "session-reply-timeout", "session-unreachable"])
+    func everySingleFaultSweepOfASessionSetKeepsEveryPromise(set: String) throws {
+        let loaded = try CaptureSetDirectory.load("\(Self.captures)/\(set)")
+        for kind in [SweepKind.drop, .delay(.seconds(6)), .disconnect(reconnectAfter: .seconds(1))] {
+            let result = try FaultSweep.run(loaded, kind: kind, options: .builtInDefaults)
+            #expect(!result.variants.isEmpty)
+            #expect(result.failed == 0, "\(set) \(kind): \(result.variants.filter { !$0.passed }.prefix(3).map { "\($0.fault): \($0.broken)" })")
+        }
+    }
+
+    @Test func aSweepHoldsTheRecordedEndBackInTheRunWithoutFaultsAndInEveryVariant() throws {
+        let loaded = try CaptureSetDirectory.load("\(Self.captures)/session-clean")
+        let held = try FaultSweep.run(loaded, kind: .drop, options: .builtInDefaults)
+        let end = try Fault(parsing: "delay:frame=105:kind=disconnection:by=10s")
+        #expect(held.heldEnding == [end])
+        #expect(held.variants.allSatisfy { $0.faults == [$0.fault, end] })
+        // Ended as recorded, the lost WELCOME (frame 65) is judged before the phone's 3 s HELLO
+        // timer could repair it.
+        let asRecorded = try FaultSweep.run(loaded, kind: .drop, options: .builtInDefaults, only: [65], settle: .zero)
+        #expect(asRecorded.heldEnding.isEmpty)
+        #expect(asRecorded.failed == 1)
+        #expect(held.variants.first { $0.frame == 65 }?.passed == true)
+    }
+
+    @Test func aLostPhoneHelloIsSentAgainOnThePhonesHandshakeTimer() throws {
+        // session-clean-watch replays the watch; frame 70 is the phone's HELLO.
+        let outcome = try replay("session-clean-watch", "drop:frame=70", "delay:frame=109:kind=disconnection:by=10s")
+        let lost = try #require(events(outcome, "fault_injected").first { $0.field("frame") == .int(70) })
+        let resent = try #require(events(outcome, "responder_made").first { $0.field("what") == .string("hello_resent") })
+        #expect(resent.timeNs == lost.timeNs + 3_000_000_000)
+        #expect(events(outcome, "handshake_completed").contains { $0.timeNs >= resent.timeNs })
+        #expect(events(outcome, "did_receive_user_info").map { $0.field("id") } == [.int(1)])
+    }
+
+    @Test func aReconnectionInAWatchSwitchIsAnsweredAsTheWatchOfThatMoment() throws {
+        // The link to watch B drops as its WELCOME arrives and comes back a second later.
+        let outcome = try replay("session-watch-switch", "disconnect:at=1599150508ns:reconnect=1s", "delay:frame=146:kind=disconnection:by=10s")
+        #expect(!events(outcome, "violation").contains { $0.field("kind") == .string("wrong-peer") })
+        #expect(events(outcome, "user_info_transfer_did_finish").contains { $0.field("id") == .int(2) })
+    }
+
+    @Test func aFileHeldBackWhileTheLinkWasDownIsSentWholeWindowByWindow() throws {
+        // The link drops at 1.014 s, with the watch's 60 KB file about to start, for a second.
+        let outcome = try replay("session-concurrent", "disconnect:at=1014383357ns:reconnect=1s")
+        #expect(events(outcome, "did_receive_file").count == 1)
+    }
+
+    @Test func anMTUFaultMakesThePhoneWriteFramesThatFitTheStatedMTU() throws {
+        let outcome = try replay("session-clean", "mtu:size=23")
+        let fault = try #require(events(outcome, "fault_injected").first)
+        #expect(fault.field("action") == .string("mtu_changed"))
+        #expect(fault.field("recorded_mtu") == .int(247))
+        let written = events(outcome, "frame_emitted").compactMap { event -> Int? in
+            if case .string(let hex)? = event.field("bytes") { return hex.count / 2 }
+            return nil
+        }
+        #expect(!written.isEmpty)
+        #expect(written.allSatisfy { $0 <= 20 }, "\(written.max() ?? 0) bytes")
+        #expect(events(outcome, "user_info_transfer_did_finish").count == 1)
+    }
+
     @Test func aSweepReportsTheSameVariantsWhateverItsParallelism() throws {
         let loaded = try CaptureSetDirectory.load("\(Self.captures)/session-clean")
         let one = try FaultSweep.run(loaded, kind: .delay(.seconds(6)), options: .builtInDefaults, parallelism: 1)
@@ -154,6 +216,15 @@ struct PromiseCheckerTests {
         #expect(check(.exactlyOneEnd(correlation: "send → completion"), [start, end]).isEmpty)
         #expect(check(.exactlyOneEnd(correlation: "send → completion"), [start, end, end]).first?.detail.contains("ended twice") == true)
         #expect(check(.exactlyOneEnd(correlation: "send → completion"), [start]).first?.detail.contains("never ended") == true)
+    }
+
+    @Test func aRequestLeftWaitingByAnExcusingEventKeepsExactlyOneEnd() {
+        let start = event(1, "api_call", ["call": .string("send"), "send": .int(1)])
+        let switched = event(2, "session_did_become_inactive", [:])
+        let rule = CorePromise.Rule.exactlyOneEnd(correlation: "send → completion", unlessAfter: ["session_did_become_inactive"])
+        #expect(check(rule, [start, switched]).isEmpty)
+        // The excuse covers only what was under way when it came.
+        #expect(check(rule, [switched, start]).first?.detail.contains("never ended") == true)
     }
 
     @Test func progressGoingBackBreaksItsPromise() {

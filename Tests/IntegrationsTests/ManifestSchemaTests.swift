@@ -107,7 +107,7 @@ func line(of needle: String, in text: String) -> Int? {
 
     @Test func anAbsentExpectationNamingAnEventNoCoreEmitsIsRefused() throws {
         let set = try EditedSet("session-clean") {
-            $0.replacingOccurrences(of: "expectations:\n", with: "expectations:\n- type: absent\n  core: session\n  event: messsage_failed\n")
+            $0.replacingOccurrences(of: "\nexpectations:\n", with: "\nexpectations:\n- type: absent\n  core: session\n  event: messsage_failed\n")
         }
         defer { set.remove() }
         let error = try set.replayError()
@@ -121,7 +121,7 @@ func line(of needle: String, in text: String) -> Int? {
 
     @Test func anExpectationWithoutACoreNamingAnEventNoCoreEmitsIsRefused() throws {
         let set = try EditedSet("session-clean") {
-            $0.replacingOccurrences(of: "expectations:\n", with: "expectations:\n- type: count\n  event: no_such_event\n  equals: 0\n")
+            $0.replacingOccurrences(of: "\nexpectations:\n", with: "\nexpectations:\n- type: count\n  event: no_such_event\n  equals: 0\n")
         }
         defer { set.remove() }
         guard case .manifest(_, _, let field, _, _) = try set.replayError() else {
@@ -133,7 +133,7 @@ func line(of needle: String, in text: String) -> Int? {
 
     @Test func anExpectationNamingACoreTheSetDoesNotRunIsRefused() throws {
         let set = try EditedSet("session-clean") {
-            $0.replacingOccurrences(of: "expectations:\n", with: "expectations:\n- type: absent\n  core: messaging\n  event: timeout\n")
+            $0.replacingOccurrences(of: "\nexpectations:\n", with: "\nexpectations:\n- type: absent\n  core: messaging\n  event: timeout\n")
         }
         defer { set.remove() }
         guard case .manifest(_, _, let field, let problem, _) = try set.replayError() else {
@@ -147,7 +147,7 @@ func line(of needle: String, in text: String) -> Int? {
     @Test(arguments: ["min: -5", "equals: -1", "max: -3", "min: 5\n  max: 2"])
     func aCountThatNoNumberOfEventsCanMeetIsRefused(bounds: String) throws {
         let set = try EditedSet("session-clean") {
-            $0.replacingOccurrences(of: "expectations:\n", with: "expectations:\n- type: count\n  core: session\n  event: timeout\n  \(bounds)\n")
+            $0.replacingOccurrences(of: "\nexpectations:\n", with: "\nexpectations:\n- type: count\n  core: session\n  event: timeout\n  \(bounds)\n")
         }
         defer { set.remove() }
         let error = try set.replayError()

@@ -28,7 +28,7 @@ struct FaultVocabularyTests {
     @Test func aFaultsTextReadsBackAsTheSameFault() throws {
         for text in ["drop:frame=412", "delay:frame=412:by=6s", "disconnect:at=1500ms:reconnect=2s", "drop:p=0.05:seed=7",
                      "reorder:window=3:hold=100ms:seed=7", "jitter:max=40ms:seed=7", "truncate:kind=datagram:bytes=20",
-                     "att-error:frame=88:code=0x0E", "drop:kind=puback"] {
+                     "att-error:frame=88:code=0x0E", "drop:kind=puback", "mtu:size=23", "delay:frame=105:kind=disconnection:by=10s"] {
             let fault = try Fault(parsing: text)
             #expect(try Fault(parsing: fault.description) == fault, "\(text) → \(fault.description)")
         }
@@ -46,6 +46,8 @@ struct FaultVocabularyTests {
         ("drop:kind=packet", "is not a peer frame kind"),
         ("drop:frames=9-3", "is not a range"),
         ("reorder:window=1:seed=2", "is not a whole number from 2"),
+        ("mtu:size=22", "is not a whole number from 23"),
+        ("mtu:kind=mtu", "needs size="),
     ])
     func aBadFaultIsRefusedSayingWhatToWrite(text: String, problem: String) {
         #expect(throws: FaultSpecError.self) { try Fault(parsing: text) }
@@ -55,6 +57,13 @@ struct FaultVocabularyTests {
             #expect(error.description.contains(problem), "\(error.description)")
             #expect(error.description.contains("docs/faults.md"))
         }
+    }
+
+    @Test func theEndOfALinkIsSelectedOnlyByASelectorThatNamesItsKind() {
+        #expect(FrameSelector(frames: 105...105, kind: .disconnection).matches(number: 105, at: .zero, kind: .disconnection))
+        #expect(!FrameSelector(frames: 100...110).matches(number: 105, at: .zero, kind: .disconnection))
+        #expect(!FrameSelector(kind: .ble).matches(number: 105, at: .zero, kind: .disconnection))
+        #expect(!FrameSelector.all.matches(number: 105, at: .zero, kind: .disconnection))
     }
 
     @Test func aRandomFaultDecidesEachFrameAloneAndTheSameOnEveryRun() {

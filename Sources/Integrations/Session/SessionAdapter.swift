@@ -93,7 +93,8 @@ public struct SessionAdapter: CoreAdapter {
     private mutating func makeResponder() {
         guard responder == nil, let prescan, let role else { return }
         responder = SessionResponder(prescan: prescan, role: role, faults: faults,
-                                     retransmissionTimeout: driver.configuration.retransmissionTimeout)
+                                     retransmissionTimeout: driver.configuration.retransmissionTimeout,
+                                     handshakeTimeout: driver.configuration.handshakeTimeout)
     }
 
     /// How far out of order the replayed side's frames may come and still pair: the link's window of

@@ -63,7 +63,10 @@ public struct SessionIntegration: CoreIntegration {
     /// message gets exactly one reply or error, every user info transfer finishes exactly once.
     public var promises: [CorePromise] {
         [CorePromise("every message gets exactly one reply or error", .exactlyOneEnd(correlation: "message → reply")),
-         CorePromise("every user info transfer finishes exactly once", .exactlyOneEnd(correlation: "user info → finished")),
+         // A transfer queued for a watch the phone switched away from waits for that watch
+         // (docs/session-core.md, "Watch switch").
+         CorePromise("every user info transfer finishes exactly once (or waits for the watch the phone switched from)",
+                     .exactlyOneEnd(correlation: "user info → finished", unlessAfter: ["session_did_become_inactive"])),
          CorePromise("user infos arrive exactly once, in order", .exactlyOnceInOrder(event: "did_receive_user_info", key: "id")),
          CorePromise("files arrive exactly once, in order", .exactlyOnceInOrder(event: "did_receive_file", key: "file")),
          CorePromise("the latest application context wins", .lastAsInPlainRun(event: "did_receive_application_context", field: "value"))]

@@ -92,6 +92,11 @@ public struct SessionCapturePrescan: Sendable {
 ///   the core has not acknowledged again from their start. Resent frames are `responder_made` too.
 ///   A frame the capture itself resends in that time (the recorded peer's own retransmission) is
 ///   left to the capture.
+/// - **The phone's handshake timer** (watch replayed): when a fault lost the recorded phone's HELLO
+///   and the core wrote no WELCOME for its nonce within the phone's handshake timeout, the
+///   responder sends that HELLO again under a new control id, every timeout, as the phone does
+///   (docs/session-link.md, "Handshake"), until the WELCOME comes or the capture's phone sends a
+///   HELLO of its own.
 /// - Control ids: every control frame the core gets from the peer passes ``prepare(_:)``, which
 ///   renumbers one whose id is not above the last one given (a captured answer delivered after a
 ///   later one, a made one), so none is dropped as a late copy.
@@ -141,9 +146,26 @@ struct SessionResponder: Sendable {
         var held: UInt32
     }
 
+    /// A HELLO of the recorded phone (watch replayed): its frames, and whether a fault lost it.
+    private struct PeerHello: Sendable {
+        var timeNs: Int64
+        var nonce: UInt32
+        var frames: [[UInt8]]
+        var lost: Bool
+    }
+
+    /// The phone's HELLO the responder sends again when its handshake timer runs out.
+    private struct HelloRetry: Sendable {
+        var nonce: UInt32
+        var frames: [[UInt8]]
+        var dueNs: Int64
+        var resends = 0
+    }
+
     let role: SessionRole
     private let faults: PeerFrameFaults
     private let retransmissionNs: Int64
+    private let handshakeNs: Int64
     private let peerMessageLimitNs: Int64 = 10_000_000_000
     /// Without faults the capture holds every resend the recorded peer made: the responder makes none.
     private let resendsEnabled: Bool
@@ -152,7 +174,9 @@ struct SessionResponder: Sendable {
 
     // The capture.
     private var welcomes: [UInt32: [Answer]] = [:]
-    private var lastCapturedWelcome: Answer?
+    /// Every captured WELCOME, in capture order: a made one copies the watch's latest (a capture
+    /// of a watch switch holds two watches).
+    private var capturedWelcomes: [Answer] = []
     private var acks: [[UInt32]: [Answer]] = [:]
     private var statusAcks: [UInt32: [Answer]] = [:]
     /// Reply frames by the message id they answer, each with its delay after the core's message
@@ -161,6 +185,10 @@ struct SessionResponder: Sendable {
     /// The peer's data frames that are initiatives, in capture order, for the retransmission state.
     private var initiatives: [(timeNs: Int64, lost: Bool, sent: SessionFrame)] = []
     private var initiativeCursor = 0
+    /// The recorded phone's HELLOs, in capture order (watch replayed).
+    private var peerHellos: [PeerHello] = []
+    private var peerHelloCursor = 0
+    private var helloRetry: HelloRetry?
     /// First copies of every peer data item's frames, by offset (what a resend sends again).
     private var itemFrames: [ItemKey: [UInt32: SessionFrame]] = [:]
     /// Captured instants (faults applied) of each peer data item's frames that reach the core.
@@ -196,10 +224,12 @@ struct SessionResponder: Sendable {
     /// Answers the responder made, for the summary.
     private(set) var made = 0
 
-    init(prescan: SessionCapturePrescan, role: SessionRole, faults: PeerFrameFaults = .init(), retransmissionTimeout: Duration = .seconds(2)) {
+    init(prescan: SessionCapturePrescan, role: SessionRole, faults: PeerFrameFaults = .init(), retransmissionTimeout: Duration = .seconds(2),
+         handshakeTimeout: Duration = .seconds(3)) {
         self.role = role
         self.faults = faults
         self.retransmissionNs = retransmissionTimeout.replayNanoseconds
+        self.handshakeNs = handshakeTimeout.replayNanoseconds
         self.resendsEnabled = !faults.isEmpty
         let phoneIsCore = role == .phone
         var ownFrames: [(timeNs: Int64, frame: SessionFrame)] = []
@@ -210,6 +240,8 @@ struct SessionResponder: Sendable {
         var welcomeWindow: UInt16?
         var controlBuffers = ControlAssembler()
         var peerControl = ControlAssembler()
+        /// The peer's control frames of an item not yet complete, by control id (a fragmented HELLO).
+        var peerControlFrames: [UInt32: [(frame: Int, bytes: [UInt8])]] = [:]
         var ackDelays: [Int64] = []
         /// The message each reply item answers, from its first frame (reply ids restart with the
         /// peer's process: the latest first frame wins).
@@ -237,14 +269,33 @@ struct SessionResponder: Sendable {
                 continue
             }
             if frame.channel == .control {
-                guard frame.flags.contains(.first) && frame.flags.contains(.last), let control = peerControl.add(frame) else { continue }
+                let single = frame.flags.contains(.first) && frame.flags.contains(.last)
+                let control: SessionControl?
+                if phoneIsCore {
+                    control = single ? Self.decodeControl(frame) : nil
+                } else {
+                    // The phone's control items are followed whole, fragments too: a HELLO on a
+                    // 23-byte MTU comes in pieces, and the handshake timer resends every piece.
+                    peerControlFrames[frame.id, default: []].append((captured.frame, captured.bytes))
+                    control = peerControl.add(frame)
+                    if let control {
+                        let parts = peerControlFrames.removeValue(forKey: frame.id) ?? []
+                        if case .hello(let hello) = control {
+                            let lost = parts.contains { part in
+                                faults.deliveries(ofFrame: part.frame, kind: .write, capturedAt: .nanoseconds(captured.timeNs)).isEmpty
+                            }
+                            peerHellos.append(PeerHello(timeNs: captured.timeNs, nonce: hello.nonce, frames: parts.map(\.bytes), lost: lost))
+                        }
+                    }
+                }
+                guard single, let control else { continue }
                 switch control {
                 case .welcome(let welcome) where phoneIsCore:
                     if let stated = welcome.window { welcomeWindow = stated }
                     let delay = lastHello[welcome.nonce].map { captured.timeNs - $0 } ?? 0
                     let answer = Answer(frame: captured.frame, timeNs: captured.timeNs, bytes: captured.bytes, delayNs: max(0, delay))
                     welcomes[welcome.nonce, default: []].append(answer)
-                    lastCapturedWelcome = lastCapturedWelcome ?? answer
+                    capturedWelcomes.append(answer)
                 case .hello(let hello) where !phoneIsCore:
                     if let stated = hello.window { helloWindow = stated }
                 case .ack(let channel, let id, let received):
@@ -396,7 +447,16 @@ struct SessionResponder: Sendable {
     /// When the responder wants time next.
     var nextDueNs: Int64? {
         let delivery = deliveries.first?.timeNs
-        let deadline = resendsEnabled ? outgoing.values.compactMap(\.deadlineNs).min() : nil
+        // A frame a fault lost never reaches the adapter: the responder wakes at its instant to
+        // start the peer's timer for it (unless that item's timer already runs: everything else
+        // the frame changes waits for the next call, which catches up first).
+        let lostInitiative = initiatives[initiativeCursor...].first { initiative in
+            initiative.lost && outgoing[ItemKey(channel: initiative.sent.channel.rawValue, id: initiative.sent.id)]?.deadlineNs == nil
+        }?.timeNs
+        let lostHello = peerHellos[peerHelloCursor...].first(where: \.lost)?.timeNs
+        let deadline = resendsEnabled
+            ? (outgoing.values.compactMap(\.deadlineNs) + [helloRetry?.dueNs, lostInitiative, lostHello].compactMap { $0 }).min()
+            : nil
         switch (delivery, deadline) {
         case let (a?, b?): return min(a, b)
         case let (a?, nil): return a
@@ -408,6 +468,7 @@ struct SessionResponder: Sendable {
     /// The next delivery due at or before `nowNs` (resends due are made first).
     mutating func popDue(nowNs: Int64) -> Delivery? {
         advance(nowNs: nowNs)
+        if let retry = helloRetry, retry.dueNs <= nowNs { resendHello(nowNs: nowNs) }
         for key in outgoing.keys.sorted() {
             guard let item = outgoing[key], let deadline = item.deadlineNs, deadline <= nowNs else { continue }
             outgoing[key]?.deadlineNs = nil
@@ -439,6 +500,7 @@ struct SessionResponder: Sendable {
         case .hello(let hello) where role == .phone:
             answerHello(hello, nowNs: nowNs)
         case .welcome(let welcome) where role == .watch:
+            if helloRetry?.nonce == welcome.nonce { helloRetry = nil }
             dropBelowWatermarks(welcome.watermarks)
         case .ack(let channel, let id, let received):
             let key = ItemKey(channel: channel.rawValue, id: id)
@@ -494,7 +556,8 @@ struct SessionResponder: Sendable {
         // A HELLO the capture holds no WELCOME for: a repeated one (its WELCOME lost) is answered
         // again unchanged; one of a new nonce (a reconnection) gets the recorded watch's WELCOME
         // with the nonce echoed and the watermarks of what the peer holds now.
-        guard let base = list.last ?? lastCapturedWelcome, let baseFrame = Self.decodeFrame(base.bytes),
+        let latest = capturedWelcomes.last { $0.timeNs <= nowNs } ?? capturedWelcomes.first
+        guard let base = list.last ?? latest, let baseFrame = Self.decodeFrame(base.bytes),
               case .welcome(var welcome)? = Self.decodeControl(baseFrame) else { return }
         if !answeredNonces.contains(hello.nonce) || list.isEmpty {
             welcome.nonce = hello.nonce
@@ -723,6 +786,9 @@ struct SessionResponder: Sendable {
             var item = Outgoing(firstSentNs: nowNs)
             item.managed = true
             outgoing[next] = item
+            // The peer sends the whole item now, window by window: frames the capture brought while
+            // the link was down never reached the responder, so every frame counts as held.
+            heldFrames[next] = Set(itemFrames[next]?.keys.map { $0 } ?? [])
             if linkUp { resend(next, nowNs: nowNs, retransmission: false, why: "held_back") } else { outgoing[next]?.needsRestart = true }
         }
     }
@@ -761,6 +827,31 @@ struct SessionResponder: Sendable {
             let next = initiatives[initiativeCursor]
             initiativeCursor += 1
             peerSent(next.sent, atNs: next.timeNs, lost: next.lost)
+        }
+        while peerHelloCursor < peerHellos.count, peerHellos[peerHelloCursor].timeNs <= nowNs {
+            let hello = peerHellos[peerHelloCursor]
+            peerHelloCursor += 1
+            // The phone's timer runs from each HELLO it sends; one that arrives stops the last's.
+            helloRetry = hello.lost && resendsEnabled
+                ? HelloRetry(nonce: hello.nonce, frames: hello.frames, dueNs: hello.timeNs + handshakeNs)
+                : nil
+        }
+    }
+
+    /// The phone's HELLO again, under a new control id (every fragment), as its handshake timer
+    /// sends it.
+    private mutating func resendHello(nowNs: Int64) {
+        guard var retry = helloRetry else { return }
+        retry.dueNs = nowNs + handshakeNs
+        retry.resends += 1
+        helloRetry = retry.resends > Self.maximumResends ? nil : retry
+        guard linkUp else { return }
+        lastControlID += 1
+        for bytes in retry.frames {
+            var copy = bytes
+            if copy.count >= SessionLink.headerLength { Self.put(lastControlID, into: &copy, at: 2) }
+            made += 1
+            append(Delivery(timeNs: nowNs, order: 0, bytes: copy, made: "hello_resent", sent: nil))
         }
     }
 

@@ -135,8 +135,8 @@ public struct ReplayEngine {
     /// reordered or altered peer frames, and links that drop. Empty: the capture as recorded.
     public var faults: [Fault] = []
     /// Called with each peer frame (``PeerFrameClassifier``) as it is read: its number, virtual
-    /// instant and kind. What a fault sweep enumerates its variants from.
-    public var peerFrameObserver: ((Int, Duration, PeerFrameKind) -> Void)?
+    /// instant, kind and interface index. What a fault sweep enumerates its variants from.
+    public var peerFrameObserver: ((Int, Duration, PeerFrameKind, Int) -> Void)?
     /// Called with a frame's number just before it is handed to the adapters: the events that
     /// follow, up to the next call, are that frame's doing.
     public var frameObserver: ((Int) -> Void)?
@@ -262,7 +262,7 @@ public struct ReplayEngine {
             dissected = state.dissect(bytes, flags: header.flags, interface: route.interface)
         }
         if observed, let kind = PeerFrameClassifier.classify(bytes, dissected: dissected, interface: route.interface) {
-            peerFrameObserver?(header.number, frameTime, kind)
+            peerFrameObserver?(header.number, frameTime, kind, index)
         }
         if faulted, var injector = state.injector {
             let decision = injector.decide(number: header.number, at: frameTime, bytes: bytes, flags: header.flags,

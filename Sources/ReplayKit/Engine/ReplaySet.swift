@@ -289,6 +289,15 @@ func timerSettings(of core: String, in set: LoadedCaptureSet, options: ReplayOpt
 /// calls for, handing each trace event to `emit` as it is made: the trace is not kept, so
 /// memory does not grow with the capture.
 public func replaySet(_ set: LoadedCaptureSet, options: ReplayOptions, emit: (TraceEvent) -> Void) throws(ReplayError) -> ReplayRun {
+    try replaySet(set, options: options, peerFrameObserver: nil, frameObserver: nil, emit: emit)
+}
+
+/// Replays a loaded set, telling the observers each peer frame and each frame fed (what a fault
+/// sweep's plain run records: ``ReplayEngine/peerFrameObserver``, ``ReplayEngine/frameObserver``).
+public func replaySet(
+    _ set: LoadedCaptureSet, options: ReplayOptions, peerFrameObserver: ((Int, Duration, PeerFrameKind, Int) -> Void)?,
+    frameObserver: ((Int) -> Void)?, emit: (TraceEvent) -> Void
+) throws(ReplayError) -> ReplayRun {
     let (adapters, interfaces, unlabelled, sectionWarnings) = try replayAdapters(for: set, options: options)
     var summary: ReplaySummary
     do throws(CaptureError) {
@@ -298,6 +307,8 @@ public func replaySet(_ set: LoadedCaptureSet, options: ReplayOptions, emit: (Tr
         engine.scheduledCalls = options.scheduledCalls
         engine.replacedCallCores = options.replacedCallCores
         engine.faults = options.faults
+        engine.peerFrameObserver = peerFrameObserver
+        engine.frameObserver = frameObserver
         summary = try engine.run(reader: reader, emit: emit)
     } catch {
         throw .capture(error)

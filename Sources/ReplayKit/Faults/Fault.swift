@@ -3,7 +3,9 @@
 /// A *peer frame* is one the core under test receives from the other side of its link: an HCI
 /// ACL packet from the controller (the watch's ATT PDUs), a TCP segment from the MQTT broker, a
 /// UDP datagram to the ingest port (``PeerFrameClassifier``). The core's own writes, HCI events
-/// and `api-calls` records are never selected.
+/// and `api-calls` records are never selected, with one exception: the controller's HCI
+/// Disconnection Complete (kind `disconnection`), selected only by naming that kind, so a run can
+/// hold back or lose the recorded end of a BLE link (a sweep holds back the capture's last one).
 public struct FrameSelector: Sendable, Hashable, CustomStringConvertible {
     /// Capture frame numbers (1-based, as `tether inspect --frames` shows them).
     public var frames: ClosedRange<Int>?
@@ -27,6 +29,9 @@ public struct FrameSelector: Sendable, Hashable, CustomStringConvertible {
         if let frames, !frames.contains(number) { return false }
         if let window, !window.contains(time) { return false }
         if let kind, !kind.covers(frameKind) { return false }
+        // The controller's report of a link's end is no packet on the air: only a selector that
+        // names its kind touches it, never `drop:p=…` or a frame range meant for the peer's data.
+        if frameKind == .disconnection, kind != .disconnection { return false }
         return true
     }
 
@@ -60,6 +65,9 @@ public enum PeerFrameKind: String, Sendable, Hashable, CaseIterable {
     case mtu
     /// Any other ACL packet from the peer (signalling, SMP, a fragment).
     case acl
+    /// HCI Disconnection Complete: the controller reporting that the link ended (the recorded
+    /// end of a connection). Selected only by `kind=disconnection`.
+    case disconnection
     // MQTT (from the broker)
     /// CONNACK.
     case connack
@@ -91,7 +99,7 @@ public enum PeerFrameKind: String, Sendable, Hashable, CaseIterable {
     /// layer retransmits them until the link itself is lost). What a sweep drops and delays.
     public var isApplicationData: Bool {
         switch self {
-        case .writeResponse, .readResponse, .errorResponse, .mtu, .acl, .connack, .suback, .unsuback, .pingresp, .pubflow, .tcp: false
+        case .writeResponse, .readResponse, .errorResponse, .mtu, .acl, .disconnection, .connack, .suback, .unsuback, .pingresp, .pubflow, .tcp: false
         default: true
         }
     }
@@ -138,6 +146,10 @@ public enum Fault: Sendable, Hashable, CustomStringConvertible {
     /// Each selected ATT Write Response reaches the core as an ATT Error Response to the write it
     /// answers, with error code `code` (default 0x0E, Unlikely Error).
     case attError(FrameSelector, code: UInt8)
+    /// Each selected ATT Exchange MTU Response (or Request, from a peer that starts the exchange)
+    /// reaches the core stating `size` instead of the recorded MTU: the peer's stack offers less
+    /// (or more) than it did in the recording, and the connection runs at the smaller of the two.
+    case mtu(FrameSelector, size: UInt16)
 
     /// The text form `--fault` takes: `drop:frame=412`, `delay:frame=412:by=6s`, `drop:p=0.05:seed=7`…
     public var description: String {
@@ -158,6 +170,7 @@ public enum Fault: Sendable, Hashable, CustomStringConvertible {
         case .attError(let s, let code):
             let hex = String(code, radix: 16, uppercase: true)
             return with("att-error", s, ["code=0x\(hex.count == 1 ? "0" + hex : hex)"])
+        case .mtu(let s, let size): return with("mtu", s, ["size=\(size)"])
         }
     }
 
@@ -165,7 +178,7 @@ public enum Fault: Sendable, Hashable, CustomStringConvertible {
     public var selector: FrameSelector? {
         switch self {
         case .drop(let s), .delay(let s, _), .duplicate(let s), .randomDrop(let s, _, _), .reorder(let s, _, _, _),
-             .jitter(let s, _, _), .truncate(let s, _), .attError(let s, _):
+             .jitter(let s, _, _), .truncate(let s, _), .attError(let s, _), .mtu(let s, _):
             return s
         case .disconnect:
             return nil

@@ -165,6 +165,12 @@ struct FaultInjector {
                     fields["attribute_handle"] = .int(Int64(attribute))
                     fields["error_code"] = .int(Int64(code))
                     action = "att_error"
+                case .mtu(_, let size):
+                    guard kind == .mtu, let stated = LinkFaultFrames.exchangeMTU(Array(bytes), size: size, linkType: linkType) else { continue }
+                    for i in decision.deliveries.indices { decision.deliveries[i].replacement = LinkFaultFrames.Frame(bytes: stated.bytes, flags: flags) }
+                    fields["recorded_mtu"] = .int(Int64(stated.recorded))
+                    fields["mtu"] = .int(Int64(size))
+                    action = "mtu_changed"
                 case .reorder(_, let window, let hold, _):
                     guard !decision.deliveries.isEmpty, decision.held == nil else { continue }
                     nextTicket += 1

@@ -19,11 +19,12 @@ public struct FaultSpecError: Error, Sendable, Hashable, CustomStringConvertible
 
 extension Fault {
     /// The fault kinds `--fault` takes.
-    public static let kinds = ["drop", "delay", "duplicate", "disconnect", "reorder", "jitter", "truncate", "att-error"]
+    public static let kinds = ["drop", "delay", "duplicate", "disconnect", "reorder", "jitter", "truncate", "att-error", "mtu"]
 
     /// Reads a fault from its text form (`drop:frame=412`, `delay:frame=412:by=6s`,
     /// `disconnect:at=1.5s:reconnect=2s`, `drop:p=0.05:seed=7`, `reorder:window=3:seed=7`,
-    /// `jitter:max=40ms:seed=7`, `truncate:kind=datagram:bytes=20`, `att-error:frame=88:code=0x0E`).
+    /// `jitter:max=40ms:seed=7`, `truncate:kind=datagram:bytes=20`, `att-error:frame=88:code=0x0E`,
+    /// `mtu:size=23`).
     /// Selector keys (`frame`, `frames=A-B`, `from`, `to`, `kind`) go with every kind but
     /// `disconnect`.
     /// - Throws: ``FaultSpecError`` naming the text and what to write instead.
@@ -87,6 +88,12 @@ extension Fault {
             let bytes = try reader.integer("bytes", range: 0...65_535, required: true) ?? 0
             try reader.finish(allowed: FaultValues.selectorKeys + ["bytes"])
             self = .truncate(selector, bytes: bytes)
+        case "mtu":
+            // ATT_MTU is at least 23 on LE (Core Specification Vol 3 Part F 3.2.8) and at most 517
+            // (a 512-byte attribute value plus its header).
+            let size = try reader.integer("size", range: 23...517, required: true) ?? 23
+            try reader.finish(allowed: FaultValues.selectorKeys + ["size"])
+            self = .mtu(selector, size: UInt16(size))
         default: // att-error
             let code = try reader.integer("code", range: 1...255) ?? 0x0E
             try reader.finish(allowed: FaultValues.selectorKeys + ["code"])

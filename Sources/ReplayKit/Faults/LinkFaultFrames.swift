@@ -37,6 +37,27 @@ enum LinkFaultFrames {
         }
     }
 
+    /// An ACL packet carrying an ATT Exchange MTU Request or Response, with the MTU it states
+    /// replaced by `size`, and the MTU it recorded; `nil` for any other packet (or a fragment).
+    static func exchangeMTU(_ bytes: [UInt8], size: UInt16, linkType: LinkType) -> (bytes: [UInt8], recorded: UInt16)? {
+        let acl: Int
+        switch linkType {
+        case .bluetoothHCIH4WithPHDR: acl = 5
+        case .bluetoothHCIH4: acl = 1
+        case .bluetoothLinuxMonitor: acl = 4
+        default: return nil
+        }
+        // ACL header (4), L2CAP length and channel (4), then the 3-byte ATT PDU on channel 0x0004.
+        let opcode = acl + 8
+        guard bytes.count >= opcode + 3, bytes[acl + 6] == 0x04, bytes[acl + 7] == 0x00,
+              bytes[opcode] == 0x02 || bytes[opcode] == 0x03 else { return nil }
+        let recorded = UInt16(bytes[opcode + 1]) | UInt16(bytes[opcode + 2]) << 8
+        var copy = bytes
+        copy[opcode + 1] = UInt8(size & 0xFF)
+        copy[opcode + 2] = UInt8(size >> 8)
+        return (copy, recorded)
+    }
+
     /// The connection handle of an HCI ACL packet, `nil` for anything else.
     static func aclHandle(_ bytes: UnsafeRawBufferPointer, linkType: LinkType) -> UInt16? {
         guard PeerFrameClassifier.isACL(bytes, linkType: linkType) else { return nil }

@@ -8,7 +8,9 @@ import MQTT
 ///
 /// - BLE (`ble-hci`, `ble-monitor`, or an undescribed HCI link type): an ACL packet the controller
 ///   passed up to the host (direction *received*); its kind is its ATT PDU's. HCI events are the
-///   local controller's, and ACL the host sent is the core's own output: neither is a peer frame.
+///   local controller's, and ACL the host sent is the core's own output: neither is a peer frame,
+///   except HCI Disconnection Complete (kind `disconnection`), the recorded end of a link, which
+///   only a selector naming that kind touches.
 /// - MQTT over TCP (`mqtt-tcp`): a segment from the broker port; its kind is the MQTT packet it
 ///   completes.
 /// - UDP (`ingest-udp`, or an undescribed IP interface): a datagram to the ingest port (any UDP
@@ -46,6 +48,7 @@ public enum PeerFrameClassifier {
     }
 
     private static func bleKind(_ bytes: UnsafeRawBufferPointer, dissected: DissectedFrame?, linkType: LinkType) -> PeerFrameKind? {
+        if case .disconnected? = dissected?.linkChange { return .disconnection }
         guard isACL(bytes, linkType: linkType), dissected?.direction == .received else { return nil }
         guard let record = dissected?.att.first else { return .acl }
         switch record.opcode {

@@ -36,7 +36,7 @@ public struct PeerFrameFaults: Sendable, Hashable {
         case .jitter(_, let max, let seed):
             let ns = Int64(unit(seed: seed, frame: number) * Double(max.replayNanoseconds + 1))
             return .late(.nanoseconds(Swift.min(ns, max.replayNanoseconds)))
-        case .disconnect, .reorder, .truncate, .attError: return nil
+        case .disconnect, .reorder, .truncate, .attError, .mtu: return nil
         }
     }
 

@@ -20,8 +20,11 @@ public struct CorePromise: Sendable, Hashable {
     /// replayed without faults (the *plain* run).
     public enum Rule: Sendable, Hashable {
         /// Every request of `correlation` (the integration's ``CoreIntegration/correlations``, by
-        /// name) gets exactly one of its ends: none missing when the run is over, none twice.
-        case exactlyOneEnd(correlation: String)
+        /// name) gets exactly one of its ends: none twice, and none missing when the run is over,
+        /// unless one of the events `unlessAfter` names came after the request (what the core
+        /// documents as leaving it waiting: a user info queued for a watch the phone switched away
+        /// from waits for that watch).
+        case exactlyOneEnd(correlation: String, unlessAfter: [String] = [])
         /// The progress of each request of `correlation` never goes back.
         case progressNeverGoesBack(correlation: String)
         /// The `key` values of `event` arrive exactly as in the plain run: each once, in the same
@@ -79,6 +82,8 @@ public struct PromiseChecker {
     var currentFrame = 0
 
     private var starts: [String: [String: Int]] = [:]
+    /// Requests an `unlessAfter` event followed, by promise.
+    private var excused: [String: Set<String>] = [:]
     private var ends: [String: [String: Int]] = [:]
     private var progress: [String: [String: Double]] = [:]
     private var sequences: [String: [String]] = [:]
@@ -121,8 +126,12 @@ public struct PromiseChecker {
         for (index, entry) in promises.enumerated() where entry.core == event.core {
             let slot = "\(index)"
             switch entry.promise.rule {
-            case .exactlyOneEnd(let name):
+            case .exactlyOneEnd(let name, let unlessAfter):
                 guard let c = correlation(entry.core, name) else { continue }
+                if unlessAfter.contains(event.event) {
+                    for (key, _) in starts[slot] ?? [:] where (ends[slot]?[key] ?? 0) == 0 { excused[slot, default: []].insert(key) }
+                    continue
+                }
                 if c.starts.contains(where: { $0.matches(event) }), let key = event.field(c.key).map(TraceCorrelation.keyText) {
                     starts[slot, default: [:]][key, default: 0] += 1
                     if starts[slot]?[key] == 2 { breakPromise(index, "\(name) \(key) was requested twice (at \(event.timeNs) ns)") }
@@ -172,8 +181,9 @@ public struct PromiseChecker {
         for (index, entry) in promises.enumerated() {
             let slot = "\(index)"
             switch entry.promise.rule {
-            case .exactlyOneEnd(let name):
-                for (key, _) in (starts[slot] ?? [:]).sorted(by: { $0.key < $1.key }) where (ends[slot]?[key] ?? 0) == 0 {
+            case .exactlyOneEnd(let name, _):
+                for (key, _) in (starts[slot] ?? [:]).sorted(by: { $0.key < $1.key })
+                where (ends[slot]?[key] ?? 0) == 0 && !(excused[slot]?.contains(key) ?? false) {
                     breakPromise(index, "\(name) \(key) never ended")
                     break
                 }

@@ -55,6 +55,9 @@ public struct SweepVariant: Sendable, Hashable {
     public var frame: Int
     /// Its fault, as `--fault` takes it.
     public var fault: Fault
+    /// Every fault the variant ran with: ``fault``, then the sweep's hold on the recorded end
+    /// (``SweepResult/heldEnding``), as `--fault` options rerun it alone.
+    public var faults: [Fault]
     /// The promises it broke; empty when it passed.
     public var broken: [BrokenPromise]
     /// Why it could not be replayed, if it could not.
@@ -76,6 +79,11 @@ public struct SweepResult: Sendable {
     public var variants: [SweepVariant]
     /// Wall time of the whole sweep, plain run included.
     public var elapsedSeconds: Double
+    /// The recorded ends of links the sweep held back (the plain run and every variant ran with
+    /// them), so that a fault near the end of the capture has the time to be recovered from that
+    /// the protocol's timers need: `delay:frame=N:kind=disconnection:by=SETTLE`. Empty when the
+    /// capture ends with its links up, or the settle time is zero.
+    public var heldEnding: [Fault]
 
     /// Variants that broke no promise.
     public var passed: Int { variants.filter(\.passed).count }
@@ -91,10 +99,16 @@ public struct SweepResult: Sendable {
 /// fault. Variants are independent, so they run in parallel on the machine's cores; the result
 /// is the same whatever the parallelism.
 public enum FaultSweep {
+    /// How long a sweep holds back the recorded end of each link, unless told otherwise: longer
+    /// than the session link's 3 s handshake and 2 s retransmission timers together, and the
+    /// Connect IQ 5 s transfer timeout.
+    public static let defaultSettle: Duration = .seconds(10)
+
     /// Sweeps `set`. `only` limits the variants to these frame numbers; `progress` is called after
-    /// each variant with the count done.
+    /// each variant with the count done. `settle` is how long the recorded end of each link is
+    /// held back (``SweepResult/heldEnding``); zero ends the links as recorded.
     public static func run(
-        _ set: LoadedCaptureSet, kind: SweepKind, options: ReplayOptions, only: Set<Int>? = nil,
+        _ set: LoadedCaptureSet, kind: SweepKind, options: ReplayOptions, only: Set<Int>? = nil, settle: Duration = defaultSettle,
         parallelism: Int = ProcessInfo.processInfo.activeProcessorCount, progress: @escaping @Sendable (Int, Int) -> Void = { _, _ in }
     ) throws(ReplayError) -> SweepResult {
         let started = DispatchTime.now().uptimeNanoseconds
@@ -105,29 +119,28 @@ public enum FaultSweep {
         let promises = selected.flatMap { integration in integration.promises.map { (core: integration.name, promise: $0) } }
         let correlations = options.integrations.correlations
 
-        // The plain run: peer frames, and the facts promises compare with.
-        var checker = PromiseChecker(promises: promises, correlations: correlations, plain: nil)
+        // A pass over the peer frames: what the variants go to, and where the links end.
         var peerFrames: [(number: Int, time: Duration)] = []
+        var ending = RecordedEnding()
         // Drops and delays go to what the peer's application sends; a lost ATT response or TCP
         // segment is a lost link (the link layer and TCP retransmit until then), which
         // `disconnect` sweeps. A disconnect goes at every peer frame's instant.
         let everyFrame: Bool
         if case .disconnect = kind { everyFrame = true } else { everyFrame = false }
-        let (adapters, interfaces, unlabelled, _) = try replayAdapters(for: set, options: plainOptions)
-        do throws(CaptureError) {
-            let reader = try CaptureFile.open(path: set.capturePath)
-            var engine = ReplayEngine(adapters: adapters, manifestInterfaces: interfaces, gattHandles: set.manifest.gattHandles,
-                                      drainHorizon: options.drainHorizon)
-            engine.unlabelledAPICallsCore = unlabelled
-            engine.peerFrameObserver = { number, time, frameKind in
-                if everyFrame || frameKind.isApplicationData { peerFrames.append((number, time)) }
-            }
-            engine.frameObserver = { checker.currentFrame = $0 }
-            _ = try engine.run(reader: reader) { checker.observe($0) }
-        } catch {
-            throw .capture(error)
+        var plainFacts = try plainRun(set, options: plainOptions, promises: promises, correlations: correlations) { number, time, frameKind, interface in
+            ending.observe(number: number, kind: frameKind, interface: interface)
+            if frameKind == .disconnection { return }
+            if everyFrame || frameKind.isApplicationData { peerFrames.append((number, time)) }
         }
-        let facts = checker.facts()
+        let heldEnding = settle > .zero
+            ? ending.frames.map { Fault.delay(FrameSelector(frames: $0...$0, kind: .disconnection), by: settle) }
+            : []
+        if !heldEnding.isEmpty {
+            // The facts promises compare with come from a run with the end held like every variant's.
+            plainOptions.faults = heldEnding
+            plainFacts = try plainRun(set, options: plainOptions, promises: promises, correlations: correlations, peerFrames: nil)
+        }
+        let facts = plainFacts
         let frames = peerFrames.filter { only?.contains($0.number) ?? true }
 
         let results = VariantResults(count: frames.count)
@@ -138,31 +151,62 @@ public enum FaultSweep {
             while let index = next.take(below: frames.count) {
                 let frame = frames[index]
                 let fault = kind.fault(frame: frame.number, at: frame.time)
-                results.set(index, variant(set, fault: fault, frame: frame.number, options: variantOptions, promises: promises,
-                                          correlations: correlations, facts: facts))
+                results.set(index, variant(set, fault: fault, held: heldEnding, frame: frame.number, options: variantOptions,
+                                          promises: promises, correlations: correlations, facts: facts))
                 progress(results.done, frames.count)
             }
         }
         let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
         return SweepResult(set: set.name, kind: kind, promises: promises.map { "\($0.core): \($0.promise.name)" },
-                           variants: results.all, elapsedSeconds: elapsed)
+                           variants: results.all, elapsedSeconds: elapsed, heldEnding: heldEnding)
+    }
+
+    /// Replays `set` without the sweep's faults (only `options.faults`), recording the facts the
+    /// promises compare with; `peerFrames` is told each peer frame's number, virtual instant, kind
+    /// and interface.
+    static func plainRun(
+        _ set: LoadedCaptureSet, options: ReplayOptions, promises: [(core: String, promise: CorePromise)],
+        correlations: [String: [TraceCorrelation]], peerFrames: ((Int, Duration, PeerFrameKind, Int) -> Void)?
+    ) throws(ReplayError) -> PlainRunFacts {
+        var checker = PromiseChecker(promises: promises, correlations: correlations, plain: nil)
+        _ = try replaySet(set, options: options, peerFrameObserver: peerFrames, frameObserver: { checker.currentFrame = $0 }) {
+            checker.observe($0)
+        }
+        return checker.facts()
     }
 
     /// One variant replayed and checked.
     static func variant(
-        _ set: LoadedCaptureSet, fault: Fault, frame: Int, options: ReplayOptions, promises: [(core: String, promise: CorePromise)],
-        correlations: [String: [TraceCorrelation]], facts: PlainRunFacts
+        _ set: LoadedCaptureSet, fault: Fault, held: [Fault], frame: Int, options: ReplayOptions,
+        promises: [(core: String, promise: CorePromise)], correlations: [String: [TraceCorrelation]], facts: PlainRunFacts
     ) -> SweepVariant {
         var options = options
-        options.faults = [fault]
+        options.faults = [fault] + held
         var checker = PromiseChecker(promises: promises, correlations: correlations, plain: facts)
         do throws(ReplayError) {
             _ = try replaySet(set, options: options) { checker.observe($0) }
         } catch {
-            return SweepVariant(frame: frame, fault: fault, broken: [], error: error.description)
+            return SweepVariant(frame: frame, fault: fault, faults: options.faults, broken: [], error: error.description)
         }
-        return SweepVariant(frame: frame, fault: fault, broken: checker.verdict(), error: nil)
+        return SweepVariant(frame: frame, fault: fault, faults: options.faults, broken: checker.verdict(), error: nil)
     }
+}
+
+/// Where a capture's links end for good: on each BLE interface, the last Disconnection Complete
+/// with no peer frame after it (a link that came back is not ended).
+struct RecordedEnding {
+    private var last: [Int: Int] = [:]
+
+    mutating func observe(number: Int, kind: PeerFrameKind, interface: Int) {
+        if kind == .disconnection {
+            last[interface] = number
+        } else if PeerFrameKind.ble.covers(kind) {
+            last[interface] = nil
+        }
+    }
+
+    /// The frame numbers of the final Disconnection Completes, in capture order.
+    var frames: [Int] { last.values.sorted() }
 }
 
 /// The variants' results, filled in by parallel workers.
