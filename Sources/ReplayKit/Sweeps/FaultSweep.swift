@@ -94,9 +94,10 @@ public struct SweepResult: Sendable {
 /// Runs a capture set once per peer frame with one fault on that frame, and checks every variant
 /// against the promises of its cores (``CoreIntegration/promises``): `tether replay --sweep`.
 ///
-/// First the set is replayed without faults in responder mode, recording its peer frames and the
-/// facts the promises compare with; then each variant is replayed the same way with its one
-/// fault. Variants are independent, so they run in parallel on the machine's cores; the result
+/// First the set is replayed without faults in responder mode, recording its peer frames, where
+/// its links end, and the facts the promises compare with (from a second run with the links'
+/// recorded ends held back by the settle time, as every variant's are); then each variant is
+/// replayed the same way with its one fault. Variants are independent, so they run in parallel on the machine's cores; the result
 /// is the same whatever the parallelism.
 public enum FaultSweep {
     /// How long a sweep holds back the recorded end of each link, unless told otherwise: longer
