@@ -185,6 +185,12 @@ let package = Package(
             ]
         ),
         .executableTarget(name: "tether", dependencies: ["TetherCLI", "TetherIntegrations"]),
+        // A `tether` whose ingest core traps on purpose: the sweep's worker processes are tested
+        // against it (Tests/TetherCLITests/SweepTrapTests.swift).
+        .executableTarget(
+            name: "tether-trap-fixture", dependencies: ["TetherCLI", "TetherIntegrations", "IngestIntegration", "ReplayKit", "BehaviourTrace", "CaptureSet"],
+            path: "Tests/Fixtures/TetherTrapFixture"
+        ),
         .executableTarget(
             name: "TetherBench",
             dependencies: ["CaptureKit", "Dissectors", "IngestCore", "ReplayKit", "BehaviourTrace", "CaptureSet", "MessagingCore", "SessionCore", "MonkeyC", "MQTT", "IngestIntegration", "MessagingIntegration", "SessionIntegration", "TetherIntegrations", "MonkeyCTrace"]

@@ -128,6 +128,11 @@ struct ReplayCommand: ParsableCommand {
         valueName: "duration"))
     var sweepSettle: String?
 
+    /// A sweep's worker process (``SweepWorkers``): the set it sweeps; frame numbers on standard
+    /// input, one JSON result a line on standard output.
+    @Option(name: .customLong("sweep-worker"), help: ArgumentHelp(visibility: .hidden))
+    var sweepWorker: String?
+
     @Flag(name: .long, help: "Send the captured ingest datagrams over real UDP at their recorded pace instead.")
     var realtime = false
 
@@ -256,7 +261,12 @@ struct ReplayCommand: ParsableCommand {
             integrations: CLIIntegrations.registry, verify: !noVerify, settings: try parsedSettings(), frameMatching: frameMatching)
         options.faults = try parsedFaults()
         if let sweep, let kind = SweepKind(sweep) {
-            try runSweeps(sets, kind: kind, options: options)
+            let settle = sweepSettle.flatMap(Self.settleDuration) ?? FaultSweep.defaultSettle
+            if let sweepWorker {
+                try SweepWorkers.serve(try loadReplaySet(at: sweepWorker, options: options), kind: kind, options: options, settle: settle)
+                return
+            }
+            try runSweeps(sets, kind: kind, options: options, settle: settle)
             return
         }
         let tolerance = Int64((toleranceMs * 1_000_000).rounded())
@@ -527,14 +537,13 @@ struct ReplayCommand: ParsableCommand {
     }
 
     /// `--sweep`: every set swept, a table per set, one JUnit test case per variant.
-    func runSweeps(_ sets: [String], kind: SweepKind, options: ReplayOptions) throws {
+    func runSweeps(_ sets: [String], kind: SweepKind, options: ReplayOptions, settle: Duration) throws {
         var suites: [JUnitReport.TestSuite] = []
         var anyFailed = false
         let only = sweepFrames.flatMap(Self.frameRange).map { Set($0) }
         for set in sets {
             let name = CaptureSetDirectory(path: set).name
             let status = StatusLine()
-            let settle = sweepSettle.flatMap(Self.settleDuration) ?? FaultSweep.defaultSettle
             let attempt = Self.sweepSet(set, kind: kind, options: options, only: only, settle: settle) { done, total in
                 status.update { "sweeping \(name): \(done)/\(total) variants" }
             }
@@ -564,12 +573,14 @@ struct ReplayCommand: ParsableCommand {
         if anyFailed { throw CommandFailure(message: "", exitCode: 1) }
     }
 
-    /// One set loaded and swept.
+    /// One set loaded and swept, its variants in worker processes (``SweepWorkers``).
     static func sweepSet(_ set: String, kind: SweepKind, options: ReplayOptions, only: Set<Int>?, settle: Duration,
                          progress: @escaping @Sendable (Int, Int) -> Void) -> Result<SweepResult, ReplayError> {
         do throws(ReplayError) {
             let loaded = try loadReplaySet(at: set, options: options)
-            return .success(try FaultSweep.run(loaded, kind: kind, options: options, only: only, settle: settle, progress: progress))
+            let plan = try FaultSweep.plan(loaded, kind: kind, options: options, only: only, settle: settle)
+            let variants = SweepWorkers.run(plan, setPath: set, parallelism: SweepWorkers.processors, progress: progress)
+            return .success(plan.result(variants))
         } catch {
             return .failure(error)
         }
@@ -577,7 +588,9 @@ struct ReplayCommand: ParsableCommand {
 
     /// The command that replays one variant alone, with every fault it ran with.
     static func rerunCommand(_ set: String, _ variant: SweepVariant) -> String {
-        "tether replay \(set) " + variant.faults.map { "--fault \($0)" }.joined(separator: " ") + " --trace variant.jsonl"
+        // The tool that runs the sweep (a package's own, with its own cores, names itself).
+        let tool = CommandLine.arguments.first.flatMap { $0.split(separator: "/").last.map(String.init) } ?? "tether"
+        return "\(tool) replay \(set) " + variant.faults.map { "--fault \($0)" }.joined(separator: " ") + " --trace variant.jsonl"
     }
 
     /// The sweep's table for one set.

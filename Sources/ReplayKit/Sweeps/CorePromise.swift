@@ -50,6 +50,13 @@ public struct BrokenPromise: Sendable, Hashable, CustomStringConvertible {
     /// What happened, naming events by their virtual time.
     public var detail: String
 
+    /// A broken promise: its name, its core, and what happened.
+    public init(promise: String, core: String, detail: String) {
+        self.promise = promise
+        self.core = core
+        self.detail = detail
+    }
+
     /// `messaging: every send completes exactly once — send 2 completed twice (…)`.
     public var description: String { "\(core): \(promise) — \(detail)" }
 }

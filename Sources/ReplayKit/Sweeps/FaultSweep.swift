@@ -107,11 +107,31 @@ public enum FaultSweep {
 
     /// Sweeps `set`. `only` limits the variants to these frame numbers; `progress` is called after
     /// each variant with the count done. `settle` is how long the recorded end of each link is
-    /// held back (``SweepResult/heldEnding``); zero ends the links as recorded.
+    /// held back (``SweepResult/heldEnding``); zero ends the links as recorded. The variants run
+    /// in this process: a core that traps ends it (`tether replay --sweep` runs them in worker
+    /// processes instead, and reports a trap as the variant's broken promise).
     public static func run(
         _ set: LoadedCaptureSet, kind: SweepKind, options: ReplayOptions, only: Set<Int>? = nil, settle: Duration = defaultSettle,
         parallelism: Int = ProcessInfo.processInfo.activeProcessorCount, progress: @escaping @Sendable (Int, Int) -> Void = { _, _ in }
     ) throws(ReplayError) -> SweepResult {
+        let plan = try self.plan(set, kind: kind, options: options, only: only, settle: settle)
+        let results = SweepVariantQueue(count: plan.count)
+        let workers = max(1, min(parallelism, plan.count))
+        DispatchQueue.concurrentPerform(iterations: workers) { _ in
+            while let index = results.take() {
+                results.set(index, plan.variant(at: index))
+                progress(results.done, plan.count)
+            }
+        }
+        return plan.result(results.all)
+    }
+
+    /// Makes a sweep of `set` ready: replays it without faults (twice when its links end in the
+    /// capture) for the peer frames, where the links end, and the facts promises compare with.
+    /// `only` limits the variants to these frame numbers.
+    public static func plan(
+        _ set: LoadedCaptureSet, kind: SweepKind, options: ReplayOptions, only: Set<Int>? = nil, settle: Duration = defaultSettle
+    ) throws(ReplayError) -> SweepPlan {
         let started = DispatchTime.now().uptimeNanoseconds
         var plainOptions = options
         plainOptions.faults = []
@@ -121,17 +141,17 @@ public enum FaultSweep {
         let correlations = options.integrations.correlations
 
         // A pass over the peer frames: what the variants go to, and where the links end.
-        var peerFrames: [(number: Int, time: Duration)] = []
+        var peerFrames: [SweepPlan.Point] = []
         var ending = RecordedEnding()
         // Drops and delays go to what the peer's application sends; a lost ATT response or TCP
         // segment is a lost link (the link layer and TCP retransmit until then), which
         // `disconnect` sweeps. A disconnect goes at every peer frame's instant.
         let everyFrame: Bool
         if case .disconnect = kind { everyFrame = true } else { everyFrame = false }
-        var plainFacts = try plainRun(set, options: plainOptions, promises: promises, correlations: correlations) { number, time, frameKind, interface in
+        var facts = try plainRun(set, options: plainOptions, promises: promises, correlations: correlations) { number, time, frameKind, interface in
             ending.observe(number: number, kind: frameKind, interface: interface)
             if frameKind == .disconnection { return }
-            if everyFrame || frameKind.isApplicationData { peerFrames.append((number, time)) }
+            if everyFrame || frameKind.isApplicationData { peerFrames.append(SweepPlan.Point(frame: number, time: time)) }
         }
         let heldEnding = settle > .zero
             ? ending.frames.map { Fault.delay(FrameSelector(frames: $0...$0, kind: .disconnection), by: settle) }
@@ -139,27 +159,10 @@ public enum FaultSweep {
         if !heldEnding.isEmpty {
             // The facts promises compare with come from a run with the end held like every variant's.
             plainOptions.faults = heldEnding
-            plainFacts = try plainRun(set, options: plainOptions, promises: promises, correlations: correlations, peerFrames: nil)
+            facts = try plainRun(set, options: plainOptions, promises: promises, correlations: correlations, peerFrames: nil)
         }
-        let facts = plainFacts
-        let frames = peerFrames.filter { only?.contains($0.number) ?? true }
-
-        let results = VariantResults(count: frames.count)
-        let workers = max(1, min(parallelism, frames.count))
-        let next = VariantCounter()
-        let variantOptions = plainOptions
-        DispatchQueue.concurrentPerform(iterations: workers) { _ in
-            while let index = next.take(below: frames.count) {
-                let frame = frames[index]
-                let fault = kind.fault(frame: frame.number, at: frame.time)
-                results.set(index, variant(set, fault: fault, held: heldEnding, frame: frame.number, options: variantOptions,
-                                          promises: promises, correlations: correlations, facts: facts))
-                progress(results.done, frames.count)
-            }
-        }
-        let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
-        return SweepResult(set: set.name, kind: kind, promises: promises.map { "\($0.core): \($0.promise.name)" },
-                           variants: results.all, elapsedSeconds: elapsed, heldEnding: heldEnding)
+        return SweepPlan(set: set, kind: kind, points: peerFrames.filter { only?.contains($0.frame) ?? true }, heldEnding: heldEnding,
+                         options: plainOptions, promises: promises, correlations: correlations, facts: facts, startedNs: started)
     }
 
     /// Replays `set` without the sweep's faults (only `options.faults`), recording the facts the
@@ -193,6 +196,69 @@ public enum FaultSweep {
     }
 }
 
+/// A sweep made ready (``FaultSweep/plan(_:kind:options:only:settle:)``): its variants, one per
+/// point, and what each is checked against. Running a variant needs nothing else, so variants can
+/// run in any order, on any thread, or in another process that made the same plan.
+public struct SweepPlan: Sendable {
+    /// A peer frame a variant puts its fault on.
+    public struct Point: Sendable, Hashable {
+        /// The frame's number in the capture.
+        public var frame: Int
+        /// Its virtual instant (where a `disconnect` goes).
+        public var time: Duration
+    }
+
+    /// The set swept.
+    public let set: LoadedCaptureSet
+    /// The sweep.
+    public let kind: SweepKind
+    /// One point per variant, in frame order.
+    public let points: [Point]
+    /// The recorded ends held back in every run (``SweepResult/heldEnding``).
+    public let heldEnding: [Fault]
+    let options: ReplayOptions
+    let promises: [(core: String, promise: CorePromise)]
+    let correlations: [String: [TraceCorrelation]]
+    let facts: PlainRunFacts
+    let startedNs: UInt64
+
+    /// How many variants.
+    public var count: Int { points.count }
+
+    /// The fault of variant `index`.
+    public func fault(at index: Int) -> Fault {
+        kind.fault(frame: points[index].frame, at: points[index].time)
+    }
+
+    /// Variant `index` replayed and checked, in this process.
+    public func variant(at index: Int) -> SweepVariant {
+        FaultSweep.variant(set, fault: fault(at: index), held: heldEnding, frame: points[index].frame, options: options,
+                           promises: promises, correlations: correlations, facts: facts)
+    }
+
+    /// Variant `index` with the promises a run in another process broke (`broken`) or the error
+    /// that stopped it.
+    public func variant(at index: Int, broken: [BrokenPromise], error: String?) -> SweepVariant {
+        let fault = fault(at: index)
+        return SweepVariant(frame: points[index].frame, fault: fault, faults: [fault] + heldEnding, broken: broken, error: error)
+    }
+
+    /// Variant `index`, whose replay ended the process that ran it (a core trapped): it broke the
+    /// promise every core makes, not to trap. `detail` says how the process ended.
+    public func trapped(at index: Int, detail: String) -> SweepVariant {
+        let cores = Array(Set(promises.map(\.core))).sorted()
+        let core = cores.isEmpty ? "replay" : cores.joined(separator: "+")
+        return variant(at: index, broken: [BrokenPromise(promise: "no trap", core: core, detail: detail)], error: nil)
+    }
+
+    /// The sweep's result from its variants (in point order).
+    public func result(_ variants: [SweepVariant]) -> SweepResult {
+        let elapsed = Double(DispatchTime.now().uptimeNanoseconds - startedNs) / 1e9
+        return SweepResult(set: set.name, kind: kind, promises: promises.map { "\($0.core): \($0.promise.name)" },
+                           variants: variants, elapsedSeconds: elapsed, heldEnding: heldEnding)
+    }
+}
+
 /// Where a capture's links end for good: on each BLE interface, the last Disconnection Complete
 /// with no peer frame after it (a link that came back is not ended).
 struct RecordedEnding {
@@ -210,38 +276,46 @@ struct RecordedEnding {
     var frames: [Int] { last.values.sorted() }
 }
 
-/// The variants' results, filled in by parallel workers.
-private final class VariantResults: @unchecked Sendable {
+/// A sweep's variants handed out to parallel runners and their results gathered, in point order:
+/// what ``FaultSweep/run(_:kind:options:only:settle:parallelism:progress:)`` and a tool's own
+/// runners (worker processes) share.
+public final class SweepVariantQueue: @unchecked Sendable {
     private let lock = NSLock()
     private var variants: [SweepVariant?]
-    private(set) var done = 0
+    private var next = 0
+    private var finished = 0
 
-    init(count: Int) { variants = Array(repeating: nil, count: count) }
+    /// A queue of `count` variants, none handed out yet.
+    public init(count: Int) { variants = Array(repeating: nil, count: count) }
 
-    func set(_ index: Int, _ variant: SweepVariant) {
+    /// The next variant's index to run, or `nil` when every one has been handed out.
+    public func take() -> Int? {
+        lock.lock()
+        defer { lock.unlock() }
+        guard next < variants.count else { return nil }
+        next += 1
+        return next - 1
+    }
+
+    /// Variant `index`'s result.
+    public func set(_ index: Int, _ variant: SweepVariant) {
         lock.lock()
         variants[index] = variant
-        done += 1
+        finished += 1
         lock.unlock()
     }
 
-    var all: [SweepVariant] {
+    /// How many results are in.
+    public var done: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return finished
+    }
+
+    /// Every result in, in point order.
+    public var all: [SweepVariant] {
         lock.lock()
         defer { lock.unlock() }
         return variants.compactMap { $0 }
-    }
-}
-
-/// Hands out variant indices to parallel workers.
-private final class VariantCounter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var next = 0
-
-    func take(below count: Int) -> Int? {
-        lock.lock()
-        defer { lock.unlock() }
-        guard next < count else { return nil }
-        next += 1
-        return next - 1
     }
 }

@@ -1,0 +1,213 @@
+import Foundation
+import ReplayKit
+
+/// Runs a sweep's variants in worker processes, so that a core that traps (a failed
+/// precondition, an out-of-range index: the process ends on a signal) costs that variant, reported
+/// as the promise every core makes not to trap, and not the whole sweep.
+///
+/// Each worker is this same executable (`/proc/self/exe`, so a package's own cores are there
+/// too) run with the parent's own arguments and `--sweep-worker SET`: it makes the same plan
+/// (``FaultSweep/plan(_:kind:options:only:settle:)`` is deterministic), then reads frame numbers
+/// from its standard input, one a line, and answers each with one JSON line:
+/// `{"frame":N,"broken":[{"core":…,"promise":…,"detail":…}],"error":null}`. A worker that ends
+/// before answering took the variant down with it; a new one takes over the rest.
+enum SweepWorkers {
+    /// How many workers a sweep runs: one per processor.
+    static var processors: Int { ProcessInfo.processInfo.activeProcessorCount }
+
+    /// The variants of `plan`, in point order, run by `parallelism` workers for the set at
+    /// `setPath`; `progress` is told the count done after each.
+    static func run(_ plan: SweepPlan, setPath: String, parallelism: Int, progress: @escaping @Sendable (Int, Int) -> Void) -> [SweepVariant] {
+        let results = SweepVariantQueue(count: plan.count)
+        let workers = max(1, min(parallelism, plan.count))
+        let arguments = Array(CommandLine.arguments.dropFirst()) + ["--sweep-worker", setPath]
+        DispatchQueue.concurrentPerform(iterations: workers) { _ in
+            var worker: WorkerProcess?
+            while let index = results.take() {
+                if worker == nil {
+                    switch WorkerProcess.start(arguments: arguments) {
+                    case .success(let started): worker = started
+                    case .failure(let error):
+                        results.set(index, plan.variant(at: index, broken: [], error: "could not start a sweep worker process: \(error)"))
+                        progress(results.done, plan.count)
+                        continue
+                    }
+                }
+                guard let running = worker else { continue }
+                let frame = plan.points[index].frame
+                if let line = running.ask("\(frame)\n") {
+                    if let answer = WorkerAnswer(line: line), answer.frame == frame {
+                        results.set(index, plan.variant(at: index, broken: answer.broken, error: answer.error))
+                    } else {
+                        results.set(index, plan.variant(at: index, broken: [], error: "the sweep worker answered frame \(frame) with \"\(line.prefix(200))\", not a variant's result"))
+                        running.finish()
+                        worker = nil
+                    }
+                } else {
+                    results.set(index, plan.trapped(at: index, detail: running.ended()))
+                    worker = nil
+                }
+                progress(results.done, plan.count)
+            }
+            worker?.finish()
+        }
+        return results.all
+    }
+
+    /// `--sweep-worker`: makes the plan, then answers frame numbers from standard input until it
+    /// ends.
+    static func serve(_ set: LoadedCaptureSet, kind: SweepKind, options: ReplayOptions, settle: Duration) throws(ReplayError) {
+        let plan = try FaultSweep.plan(set, kind: kind, options: options, settle: settle)
+        let indices = Dictionary(plan.points.enumerated().map { ($0.element.frame, $0.offset) }, uniquingKeysWith: { first, _ in first })
+        let output = FileHandle.standardOutput
+        while let line = readLine() {
+            let text: String
+            if let frame = Int(line.trimmingCharacters(in: .whitespaces)), let index = indices[frame] {
+                let variant = plan.variant(at: index)
+                text = WorkerAnswer(frame: frame, broken: variant.broken, error: variant.error).line
+            } else {
+                text = WorkerAnswer(frame: Int(line) ?? -1, broken: [], error: "the worker's plan has no variant for frame \(line)").line
+            }
+            output.write(Data((text + "\n").utf8))
+        }
+    }
+}
+
+/// One answer of a worker, as a JSON line.
+struct WorkerAnswer {
+    var frame: Int
+    var broken: [BrokenPromise]
+    var error: String?
+
+    init(frame: Int, broken: [BrokenPromise], error: String?) {
+        self.frame = frame
+        self.broken = broken
+        self.error = error
+    }
+
+    /// Reads a line a worker wrote; `nil` when it is not one.
+    init?(line: String) {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+              let frame = object["frame"] as? Int, let broken = object["broken"] as? [[String: Any]] else { return nil }
+        var promises: [BrokenPromise] = []
+        for entry in broken {
+            guard let core = entry["core"] as? String, let promise = entry["promise"] as? String, let detail = entry["detail"] as? String else { return nil }
+            promises.append(BrokenPromise(promise: promise, core: core, detail: detail))
+        }
+        self.init(frame: frame, broken: promises, error: object["error"] as? String)
+    }
+
+    /// The JSON line (without its newline).
+    var line: String {
+        let object: [String: Any] = [
+            "frame": frame,
+            "broken": broken.map { ["core": $0.core, "promise": $0.promise, "detail": $0.detail] },
+            "error": error.map { $0 as Any } ?? NSNull(),
+        ]
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]),
+              let text = String(data: data, encoding: .utf8) else {
+            // Strings and numbers always serialize; this is unreachable but must not trap.
+            return #"{"broken":[],"error":"the worker could not write its answer","frame":\#(frame)}"#
+        }
+        return text
+    }
+}
+
+/// One worker process, asked one frame at a time.
+final class WorkerProcess {
+    private let process: Process
+    private let input: FileHandle
+    private let output: FileHandle
+    private let errorLog: URL
+    private var buffer = Data()
+
+    private init(process: Process, input: FileHandle, output: FileHandle, errorLog: URL) {
+        self.process = process
+        self.input = input
+        self.output = output
+        self.errorLog = errorLog
+    }
+
+    /// Starts this executable with `arguments`; its standard error goes to a file, read when it
+    /// ends (a pipe nobody reads could fill and stop it).
+    static func start(arguments: [String]) -> Result<WorkerProcess, Error> {
+        do {
+            let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+            let errorLog = FileManager.default.temporaryDirectory.appendingPathComponent("tether-sweep-worker-\(UUID().uuidString).log")
+            guard FileManager.default.createFile(atPath: errorLog.path, contents: nil) else {
+                return .failure(CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: errorLog.path]))
+            }
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: executable)
+            process.arguments = arguments
+            var environment = ProcessInfo.processInfo.environment
+            // A trap is reported by the variant; the backtrace, by rerunning it alone.
+            environment["SWIFT_BACKTRACE"] = "enable=no"
+            process.environment = environment
+            let stdin = Pipe()
+            let stdout = Pipe()
+            process.standardInput = stdin
+            process.standardOutput = stdout
+            process.standardError = try FileHandle(forWritingTo: errorLog)
+            try process.run()
+            return .success(WorkerProcess(process: process, input: stdin.fileHandleForWriting, output: stdout.fileHandleForReading, errorLog: errorLog))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// Sends `request` and reads the answer's line; `nil` when the worker ended first.
+    func ask(_ request: String) -> String? {
+        do {
+            try input.write(contentsOf: Data(request.utf8))
+        } catch {
+            return nil // the worker is gone: its end says why
+        }
+        while true {
+            if let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
+                buffer.removeSubrange(buffer.startIndex...newline)
+                return line
+            }
+            let more = output.availableData
+            if more.isEmpty { return nil }
+            buffer.append(more)
+        }
+    }
+
+    /// Waits for a worker that stopped answering and says how it ended, with the last lines it
+    /// wrote to standard error (the trap's message).
+    func ended() -> String {
+        try? input.close()
+        process.waitUntilExit()
+        let how: String
+        if process.terminationReason == .uncaughtSignal {
+            let signal = process.terminationStatus
+            let name = [4: "SIGILL", 5: "SIGTRAP", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV"][Int(signal)] ?? "signal \(signal)"
+            how = "the process replaying this variant ended on \(name)" + ([4, 5].contains(signal) ? " (a Swift trap)" : "")
+        } else {
+            how = "the process replaying this variant exited with status \(process.terminationStatus) before answering"
+        }
+        let log: String
+        do {
+            log = try String(contentsOf: errorLog, encoding: .utf8)
+        } catch {
+            log = "(its standard error could not be read: \(error))"
+        }
+        removeLog()
+        let lines = log.split(separator: "\n").map(String.init).filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
+        let message = lines.last { $0.contains("Fatal error") || $0.contains("Precondition failed") || $0.contains("Assertion failed") } ?? lines.last
+        return how + (message.map { ": \($0)" } ?? "") + "; rerun it alone for the backtrace"
+    }
+
+    /// Ends a worker that has no more to do.
+    func finish() {
+        try? input.close()
+        process.waitUntilExit()
+        removeLog()
+    }
+
+    private func removeLog() {
+        try? FileManager.default.removeItem(at: errorLog)
+    }
+}
