@@ -104,7 +104,7 @@ public enum CaptureScanner {
                     notes.append("\(name) (Security Request) has no AuthReq; ignored")
                     return
                 }
-                let delay = max(0, frame.timestampNs - (connectionStart[connection] ?? frame.timestampNs))
+                let delay = elapsedNs(from: connectionStart[connection] ?? frame.timestampNs, to: frame.timestampNs)
                 securityRequests.append(RecordedSecurityRequest(connection: connection, frame: frame.number, delayNs: delay, authReq: authReq))
             case 0x01:  // Pairing Request
                 guard let features = SMPPairingFeatures(parameters: record.parameters) else {
@@ -184,7 +184,7 @@ public enum CaptureScanner {
             var order: [Int] = []
             for pdu in pdus where !pdu.fromClient && RecordedCentralDiscovery.discoveryOpcodes.contains(pdu.opcode) {
                 if found[pdu.connection] == nil {
-                    let delay = max(0, pdu.timeNs - (connectionStart[pdu.connection] ?? pdu.timeNs))
+                    let delay = elapsedNs(from: connectionStart[pdu.connection] ?? pdu.timeNs, to: pdu.timeNs)
                     found[pdu.connection] = RecordedCentralDiscovery(connection: pdu.connection, frame: pdu.frame, delayNs: delay, requests: [:])
                     order.append(pdu.connection)
                 }
