@@ -368,18 +368,17 @@ class EmulateBridge:
         return connection.handle in self.connections
 
     async def send_security_request(self, connection, request: dict) -> None:
-        """A Security Request at the recorded delay: Bumble's SMP sends it from the pairing config,
-        so its AuthReq carries the offered pairing (SC clear for legacy)."""
+        """A Security Request at the recorded delay, with the recorded AuthReq (it agrees with the
+        pairing offered: both come from the recorded device)."""
         if not await self.wait_until(connection, request.get("delay_ns", 0)):
             return
-        config = self.pairing_config(connection)
-        auth_req = smp.AuthReq.from_booleans(bonding=config.bonding, sc=config.sc, mitm=config.mitm)
         try:
-            connection.request_pairing()
+            auth_req = smp.AuthReq(int(request.get("auth_req", 0)) & 0xFF)
+            self.device.smp_manager.send_command(connection, smp.SMP_Security_Request_Command(auth_req=auth_req))
         except Exception as error:
             self.emit({"ev": "error", "message": f"Security Request failed: {error!r}"})
             return
-        log(f"Security Request sent to {connection.peer_address} (AuthReq 0x{int(auth_req):02x}; recorded 0x{int(request.get('auth_req', 0)):02x})")
+        log(f"Security Request sent to {connection.peer_address} (AuthReq 0x{int(auth_req):02x}, as recorded in frame {request.get('frame')})")
         self.emit({"ev": "security_request", "peer": str(connection.peer_address), "auth_req": f"0x{int(auth_req):02x}"})
 
     async def discover_central(self, connection, discover: dict) -> None:
