@@ -15,6 +15,12 @@ names one.
     python3 Harness/emulate_central.py --hci tcp-client:127.0.0.1:9002 --set Captures/gatt-sensor \\
         --peer F0:5E:00:00:00:01
 
+Security and the peripheral as GATT client (a device that asks to be paired and discovers the
+phone): `--pair-on-security-request` pairs when the peripheral's Security Request arrives (asking
+for LE Secure Connections, Just Works, bonding) instead of up front, and reports which pairing was
+made; `--linger S` stays connected S seconds after the last step. The discovery requests the
+emulated peripheral makes of this central's own database are counted either way.
+
 Exits 0 when everything matched, 1 with a list of the differences otherwise. `--json` prints the
 counts as one JSON object on stdout.
 """
@@ -43,6 +49,24 @@ CLIENT_REQUESTS = {0x04, 0x06, 0x08, 0x0A, 0x0C, 0x0E, 0x10, 0x12, 0x16, 0x18, 0
 NOTIFICATION, INDICATION = 0x1B, 0x1D
 WRITE_REQUEST, WRITE_COMMAND, READ_REQUEST, READ_RESPONSE = 0x12, 0x52, 0x0A, 0x0B
 CENTRAL_ADDRESS = "F0:CE:00:00:00:01"
+# The server's handlers of the ATT requests that discover a database (Core v6.0 Vol 3 Part G §4.4-4.7).
+DISCOVERY_HANDLERS = ("on_att_read_by_group_type_request", "on_att_find_by_type_value_request",
+                      "on_att_read_by_type_request", "on_att_find_information_request")
+
+
+def count_discovery_requests(device: Device) -> dict:
+    """Counts, by handler, the discovery requests this central's GATT server answers."""
+    served = {name: 0 for name in DISCOVERY_HANDLERS}
+    server = device.gatt_server
+    for name in DISCOVERY_HANDLERS:
+        original = getattr(server, name)
+
+        def counting(bearer, request, name=name, original=original):
+            served[name] += 1
+            return original(bearer, request)
+
+        setattr(server, name, counting)
+    return served
 
 
 def recorded_steps(set_path: str, tether: str):
@@ -52,7 +76,10 @@ def recorded_steps(set_path: str, tether: str):
     output = subprocess.run([tether, "inspect", set_path, "--frames", "--json"], check=True, capture_output=True, text=True).stdout
     frames = json.loads(output)["frame_list"]
     pdus = [att for frame in frames for att in frame.get("att_all", [])]
-    client = next((p["direction"] for p in pdus if p["opcode"] in CLIENT_REQUESTS), None)
+    # The central's direction: that of its reads and writes, else of any client request (a
+    # peripheral that discovers the phone's database sends client requests the other way).
+    client = next((p["direction"] for p in pdus if p["opcode"] in (WRITE_REQUEST, WRITE_COMMAND, READ_REQUEST)), None)
+    client = client or next((p["direction"] for p in pdus if p["opcode"] in CLIENT_REQUESTS), None)
     if client is None:
         raise SystemExit(f"{set_path}: no ATT request of a central in the capture")
     steps, names, pending_read = [], {}, None
@@ -173,21 +200,46 @@ async def run(args) -> int:
     steps, names = recorded_steps(args.set, args.tether)
     async with await open_transport(args.hci) as transport:
         device = Device.with_hci("emulate-central", hci.Address(CENTRAL_ADDRESS), transport.source, transport.sink)
+        served = count_discovery_requests(device)
+        # Bonding as many wearables' apps do: LE Secure Connections asked for, Just Works.
+        device.pairing_config_factory = lambda _connection: PairingConfig(
+            sc=True, mitm=False, bonding=True, delegate=PairingDelegate(io_capability=PairingDelegate.IoCapability.NO_OUTPUT_NO_INPUT))
         await device.power_on()
+        security_request = asyncio.get_running_loop().create_future()
+        connected_at = time.monotonic()
         connection = await asyncio.wait_for(device.connect(hci.Address(args.peer)), 15.0)
+        connected_at = time.monotonic()
+
+        def on_security_request(auth_req):
+            if not security_request.done():
+                security_request.set_result((time.monotonic() - connected_at, int(auth_req)))
+
+        connection.on("security_request", on_security_request)
         peer = Peer(connection)
+        pairing = {}
         if args.pair:
-            # Bonding as many wearables' apps do: LE Secure Connections, Just Works.
-            device.pairing_config_factory = lambda _connection: PairingConfig(
-                sc=True, mitm=False, bonding=True, delegate=PairingDelegate(io_capability=PairingDelegate.IoCapability.NO_OUTPUT_NO_INPUT))
             await asyncio.wait_for(connection.pair(), 15.0)
+        if args.pair_on_security_request:
+            try:
+                after_s, auth_req = await asyncio.wait_for(asyncio.shield(security_request), 10.0)
+            except asyncio.TimeoutError:
+                raise SystemExit("no Security Request from the peripheral within 10 s")
+            await asyncio.wait_for(connection.pair(), 15.0)
+            pairing = {"security_request_after_s": round(after_s, 3), "security_request_auth_req": auth_req}
+        if args.pair or args.pair_on_security_request:
+            pairing["pairing"] = "LE Secure Connections" if connection.sc else "legacy pairing"
         if args.mtu:
             await peer.request_mtu(args.mtu)
         checker = Checker(connection, peer, args.answer_timeout)
         problems = await check_discovery(peer, steps, names)
         counts = await checker.run(steps)
         problems += checker.problems
+        if args.linger:
+            await asyncio.sleep(args.linger)
         await connection.disconnect()
+    counts.update(pairing)
+    counts["security_request_seen"] = security_request.done()
+    counts["discovery_requests_served"] = {name[len("on_att_"):-len("_request")]: n for name, n in served.items()}
     counts["problems"] = problems
     if args.json:
         print(json.dumps(counts))
@@ -208,6 +260,9 @@ def main() -> int:
     parser.add_argument("--mtu", type=int, default=247, help="ATT MTU to ask for (0: none)")
     parser.add_argument("--answer-timeout", type=float, default=10.0, help="seconds to wait for a write's notifications")
     parser.add_argument("--pair", action="store_true", help="pair first (LE Secure Connections, Just Works) and encrypt the link")
+    parser.add_argument("--pair-on-security-request", action="store_true",
+                        help="wait for the peripheral's Security Request, then pair (asking for LE Secure Connections, Just Works)")
+    parser.add_argument("--linger", type=float, default=0.0, help="seconds to stay connected after the last step")
     parser.add_argument("--json", action="store_true", help="print the counts and differences as JSON")
     args = parser.parse_args()
     return asyncio.run(run(args))

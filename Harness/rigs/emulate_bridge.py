@@ -21,11 +21,19 @@ host -> bridge
                                   the answer to request I; the notifications and indications are
                                   sent D ns after the request arrived, in order
   {"op":"send","answers":[...]}   answers not tied to a request (at connection time)
+  {"op":"initiate","handle":H,"security_request":{"delay_ns":D,"auth_req":A,"frame":F}|absent,
+   "discover":{"delay_ns":D,"services":B,"characteristics":B,"descriptors":B,"requests":N,"frame":F}|absent}
+                                  what the recorded peripheral did unasked on this connection, each
+                                  D ns after the connection came up: send a Security Request; discover
+                                  the central's own GATT database (as GATT client)
   {"op":"quit"}                   EOF on the socket = quit
 bridge -> host
   {"ev":"bluetooth","ready":true}                  the controller is up (sent on accept)
   {"ev":"serving","attributes":N}                  the database is built, advertising started
-  {"ev":"connected","peer":P}                      a central connected
+  {"ev":"connected","peer":P,"handle":H}           a central connected
+  {"ev":"security_request","peer":P,"auth_req":A}   a Security Request was sent
+  {"ev":"discovered","peer":P,"services":N,"characteristics":N,"descriptors":N,"requests":N}
+                                                   the central's database was discovered
   {"ev":"mtu","peer":P,"mtu":M}                    the ATT MTU changed (an exchange was made)
   {"ev":"pairing","peer":P,"result":"..."}         a central paired (or failed to)
   {"ev":"responder","kind":"connectiq","apps":".."} a protocol-aware responder serves part of the database
@@ -35,8 +43,11 @@ bridge -> host
   {"ev":"disconnected","peer":P,"reason":R}        the link dropped
   {"ev":"error","message":"..."}                   a bad command (the bridge stays up)
 
-Pairing: any pairing a central asks for is accepted, LE Secure Connections with Just Works (no
-input, no output), bonding with fresh keys each time.
+Pairing: the serve command's "pairing":{"sc":B,"io_capability":C,"bonding":B,"mitm":B,"recorded":B} is the
+recorded peripheral's side of the recorded pairing: "sc":false offers legacy pairing only (the
+Pairing Response clears the SC flag, so a central that asks for LE Secure Connections gets legacy).
+Without it: LE Secure Connections with Just Works (no input, no output), bonding. Fresh keys each
+time; each pairing is reported with the pairing and association model used.
 
 Example (controllers from ciq_controllers.py on 9001/9002):
     python3 emulate_bridge.py --hci tcp-client:127.0.0.1:9001 --listen 127.0.0.1:0 --address F0:E0:00:00:00:01
@@ -49,7 +60,7 @@ import json
 import sys
 import time
 
-from bumble import att, hci
+from bumble import att, hci, smp
 from bumble.core import UUID, AdvertisingData
 from bumble.device import Device, Peer
 from bumble.gatt import Characteristic, CharacteristicDeclaration, CharacteristicValue, Descriptor, Service
@@ -74,6 +85,35 @@ def log(text: str) -> None:
     print(f"{time.monotonic() - _START:9.3f} emulate-bridge {text}", file=sys.stderr, flush=True)
 
 
+ASSOCIATION_MODELS = {
+    smp.PairingMethod.JUST_WORKS: "Just Works",
+    smp.PairingMethod.NUMERIC_COMPARISON: "Numeric Comparison",
+    smp.PairingMethod.PASSKEY: "Passkey Entry",
+    smp.PairingMethod.OOB: "Out of Band",
+}
+
+
+class ReportingSession(smp.Session):
+    """Bumble's SMP session, noting on the connection which association model the pairing used
+    (the pairing event carries only the keys)."""
+
+    async def on_pairing(self) -> None:
+        self.connection.tether_association_model = ASSOCIATION_MODELS.get(self.pairing_method, str(self.pairing_method))
+        await super().on_pairing()
+
+
+class LoggingDelegate(PairingDelegate):
+    """The recorded peripheral's IO capability; a passkey or number it must show goes to the log
+    (for a person entering it on the phone), a comparison is confirmed."""
+
+    async def display_number(self, number: int, digits: int) -> None:
+        log(f"pairing: show {number:0{digits}d} on the central")
+
+    async def compare_numbers(self, number: int, digits: int) -> bool:
+        log(f"pairing: numeric comparison {number:0{digits}d}, confirmed")
+        return True
+
+
 class EmulateBridge:
     """The JSON-lines client on one side, the emulated peripheral's GATT server on the other."""
 
@@ -91,10 +131,10 @@ class EmulateBridge:
         self.plan: dict | None = None
         self.blob_offset = 0
         self.responder: ConnectIQResponder | None = None
+        self.connected_at: dict[int, float] = {}  # connection handle -> when it came up (monotonic)
         device.on("connection", self.on_connection)
-        device.pairing_config_factory = lambda connection: PairingConfig(
-            sc=True, mitm=False, bonding=True, delegate=PairingDelegate(io_capability=PairingDelegate.IoCapability.NO_OUTPUT_NO_INPUT)
-        )
+        device.pairing_config_factory = self.pairing_config
+        device.smp_session_proxy = ReportingSession
         original_blob = device.gatt_server.on_att_read_blob_request
 
         def read_blob(bearer, request):
@@ -162,8 +202,17 @@ class EmulateBridge:
             connection = next(iter(self.connections.values()), None)
             if connection is not None:
                 self.schedule(connection, op.get("answers", []), time.monotonic())
+        elif kind == "initiate":
+            connection = self.connections.get(op.get("handle")) or next(iter(self.connections.values()), None)
+            if connection is None:
+                self.emit({"ev": "error", "message": "initiate: no connection"})
+                return
+            if isinstance(op.get("security_request"), dict):
+                self.spawn(self.send_security_request(connection, op["security_request"]))
+            if isinstance(op.get("discover"), dict):
+                self.spawn(self.discover_central(connection, op["discover"]))
         else:
-            self.emit({"ev": "error", "message": f"unknown op {kind!r}; expected serve, answer, send or quit"})
+            self.emit({"ev": "error", "message": f"unknown op {kind!r}; expected serve, answer, send, initiate or quit"})
 
     # --- the database --------------------------------------------------------------------
 
@@ -297,23 +346,104 @@ class EmulateBridge:
                 log(f"answer on 0x{handle:04x} failed: {error!r}")
                 return
 
+    # --- what the recorded peripheral did unasked ------------------------------------------
+
+    def pairing_config(self, _connection) -> PairingConfig:
+        """The recorded peripheral's side of the recorded pairing (see the module's docstring)."""
+        offer = (self.plan or {}).get("pairing") or {}
+        capability = int(offer.get("io_capability", PairingDelegate.IoCapability.NO_OUTPUT_NO_INPUT))
+        try:
+            io_capability = PairingDelegate.IoCapability(capability)
+        except ValueError:  # a reserved value: nothing to show or enter, as the specification treats it
+            io_capability = PairingDelegate.IoCapability.NO_OUTPUT_NO_INPUT
+        return PairingConfig(sc=bool(offer.get("sc", True)), mitm=bool(offer.get("mitm", False)), bonding=bool(offer.get("bonding", True)),
+                             delegate=LoggingDelegate(io_capability=io_capability))
+
+    async def wait_until(self, connection, delay_ns: int) -> bool:
+        """Sleeps until `delay_ns` after the connection came up; False when it went away meanwhile."""
+        due = self.connected_at.get(connection.handle, time.monotonic()) + max(0, int(delay_ns)) / 1e9
+        wait = due - time.monotonic()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        return connection.handle in self.connections
+
+    async def send_security_request(self, connection, request: dict) -> None:
+        """A Security Request at the recorded delay, with the recorded AuthReq (it agrees with the
+        pairing offered: both come from the recorded device)."""
+        if not await self.wait_until(connection, request.get("delay_ns", 0)):
+            return
+        try:
+            auth_req = smp.AuthReq(int(request.get("auth_req", 0)) & 0xFF)
+            self.device.smp_manager.send_command(connection, smp.SMP_Security_Request_Command(auth_req=auth_req))
+        except Exception as error:
+            self.emit({"ev": "error", "message": f"Security Request failed: {error!r}"})
+            return
+        log(f"Security Request sent to {connection.peer_address} (AuthReq 0x{int(auth_req):02x}, as recorded in frame {request.get('frame')})")
+        self.emit({"ev": "security_request", "peer": str(connection.peer_address), "auth_req": f"0x{int(auth_req):02x}"})
+
+    async def discover_central(self, connection, discover: dict) -> None:
+        """The recorded peripheral discovered the central's own GATT database: so does the
+        emulator, as GATT client, with the kinds of discovery the recording made. What the central
+        answers is not compared with the recording; what matters is that it is asked."""
+        if not await self.wait_until(connection, discover.get("delay_ns", 0)):
+            return
+        peer = Peer(connection)
+        client = peer.gatt_client
+        sent = 0
+        original = client.send_request
+
+        async def counting(request):
+            nonlocal sent
+            sent += 1
+            return await original(request)
+
+        client.send_request = counting
+        services = characteristics = descriptors = 0
+        try:
+            found = await peer.discover_services()
+            services = len(found)
+            if discover.get("characteristics") or discover.get("descriptors"):
+                for service in found:
+                    characteristics += len(await peer.discover_characteristics(service=service))
+            if discover.get("descriptors"):
+                for service in found:
+                    for characteristic in service.characteristics:
+                        descriptors += len(await peer.discover_descriptors(characteristic=characteristic))
+        except Exception as error:  # the link dropped, or the central refused
+            self.emit({"ev": "error", "message": f"discovery of the central's database failed after {sent} requests: {error!r}"})
+            return
+        finally:
+            client.send_request = original
+        log(f"discovered central {connection.peer_address}: {services} services, {characteristics} characteristics, "
+            f"{descriptors} descriptors in {sent} requests (recorded: {discover.get('requests')})")
+        self.emit({"ev": "discovered", "peer": str(connection.peer_address), "services": services,
+                   "characteristics": characteristics, "descriptors": descriptors, "requests": sent})
+
     # --- Bluetooth -----------------------------------------------------------------------
 
     def on_connection(self, connection) -> None:
         peer = str(connection.peer_address)
         self.connections[connection.handle] = connection
+        self.connected_at[connection.handle] = time.monotonic()
         log(f"central {peer} connected, handle 0x{connection.handle:04x}")
-        self.emit({"ev": "connected", "peer": peer})
+        self.emit({"ev": "connected", "peer": peer, "handle": connection.handle})
         if self.responder is not None:
             self.responder.on_connection(connection)
         connection.on("disconnection", lambda reason: self.on_disconnection(connection, peer, reason))
         connection.on("connection_att_mtu_update", lambda: self.emit({"ev": "mtu", "peer": peer, "mtu": connection.att_mtu}))
-        connection.on("pairing", lambda keys: self.emit(
-            {"ev": "pairing", "peer": peer, "result": "paired: LE Secure Connections, Just Works, fresh keys (accepted as asked)"}))
+        connection.on("pairing", lambda keys: self.emit({"ev": "pairing", "peer": peer, "result": self.paired(connection)}))
         connection.on("pairing_failure", lambda reason: self.emit({"ev": "pairing", "peer": peer, "result": f"failed, reason {reason}"}))
         request_mtu = (self.plan or {}).get("request_mtu")
         if request_mtu:
             self.spawn(self.request_mtu(connection, request_mtu))
+
+    def paired(self, connection) -> str:
+        """The pairing log line: which pairing and association model were used, and the keys."""
+        kind = "LE Secure Connections" if connection.sc else "legacy pairing"
+        model = getattr(connection, "tether_association_model", "?")
+        offer = (self.plan or {}).get("pairing") or {}
+        how = "offered as recorded" if offer.get("recorded") else "accepted as asked"
+        return f"paired: {kind}, {model}, fresh keys ({how})"
 
     async def request_mtu(self, connection, mtu: int) -> None:
         """The recorded peripheral started the MTU exchange itself: so does the emulation."""
@@ -324,6 +454,7 @@ class EmulateBridge:
 
     def on_disconnection(self, connection, peer: str, reason: int) -> None:
         self.connections.pop(connection.handle, None)
+        self.connected_at.pop(connection.handle, None)
         if self.responder is not None:
             self.responder.on_disconnection(connection, reason)
         log(f"central {peer} disconnected, reason 0x{int(reason):02x}")

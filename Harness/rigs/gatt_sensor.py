@@ -18,6 +18,14 @@ GATT database (Bumble numbers the handles in this order):
     config   (read, write)     each read gives b"cfg" + the number of reads so far (u8); a write
                                replaces the b"cfg" prefix
 
+Security and the peripheral as GATT client, as trackers in real phone captures behave (each off by
+default; `Harness/record_gatt_sensor_security_sets.py` records sets with them on):
+  --security-request S    send an SMP Security Request S seconds after each connection comes up
+  --legacy-pairing        accept LE legacy pairing only (the Pairing Response clears the SC flag),
+                          Just Works, bonding; otherwise LE Secure Connections, Just Works, bonding
+  --discover-central S    S seconds after each connection, discover the central's own GATT database
+                          (services, characteristics, descriptors) as GATT client
+
 Run it on a controller (e.g. from ciq_controllers.py):
     python3 gatt_sensor.py --hci tcp-client:127.0.0.1:9001 --address F0:5E:00:00:00:01
 It prints `READY` once advertising and runs until SIGTERM or SIGINT.
@@ -31,8 +39,9 @@ import sys
 
 from bumble import hci
 from bumble.core import AdvertisingData
-from bumble.device import Device
+from bumble.device import Device, Peer
 from bumble.gatt import Characteristic, CharacteristicValue, Service
+from bumble.pairing import PairingConfig, PairingDelegate
 from bumble.transport import open_transport
 
 from hci_latency import LatencyProbe
@@ -68,8 +77,18 @@ def stream_value(sequence: int) -> bytes:
 class Sensor:
     """The sensor's GATT database and behaviour on one Bumble device."""
 
-    def __init__(self, device: Device):
+    def __init__(self, device: Device, security_request_s: float | None = None, legacy_pairing: bool = False,
+                 discover_central_s: float | None = None):
         self.device = device
+        self.security_request_s = security_request_s
+        self.legacy_pairing = legacy_pairing
+        self.discover_central_s = discover_central_s
+        self.central_discoveries: list[int] = []  # services found, one entry per discovery made
+        device.pairing_config_factory = lambda _connection: PairingConfig(
+            sc=not legacy_pairing, mitm=False, bonding=True,
+            delegate=PairingDelegate(io_capability=PairingDelegate.IoCapability.NO_OUTPUT_NO_INPUT))
+        if security_request_s is not None or discover_central_s is not None:
+            device.on("connection", self.on_connection)
         self.reads = 0
         self.pongs = 0
         self.prefix = b"cfg"
@@ -93,6 +112,32 @@ class Sensor:
             Service(SENSOR_SERVICE, [self.stream, control, self.burst, self.reply, config]),
         ])
         self.stream.on("subscription", self.on_stream_subscription)
+
+    def on_connection(self, connection) -> None:
+        if self.security_request_s is not None:
+            self.spawn(self.request_security(connection, self.security_request_s))
+        if self.discover_central_s is not None:
+            self.spawn(self.discover_central(connection, self.discover_central_s))
+
+    async def request_security(self, connection, delay_s: float) -> None:
+        """A Security Request: the central is asked to pair (its AuthReq from the pairing config)."""
+        await asyncio.sleep(delay_s)
+        if connection.is_encrypted or connection.handle not in self.device.connections:
+            return
+        connection.request_pairing()
+
+    async def discover_central(self, connection, delay_s: float) -> None:
+        """The sensor as GATT client: discovers the central's whole database."""
+        await asyncio.sleep(delay_s)
+        if connection.handle not in self.device.connections:
+            return
+        peer = Peer(connection)
+        try:
+            await peer.discover_all()
+        except Exception as error:  # the link went away under it
+            print(f"gatt_sensor: discovery of the central failed: {error!r}", file=sys.stderr)
+            return
+        self.central_discoveries.append(len(peer.services))
 
     def spawn(self, coroutine) -> None:
         task = asyncio.create_task(coroutine)
@@ -152,7 +197,8 @@ async def run(args) -> int:
         device = Device.with_hci(NAME, hci.Address(args.address), transport.source, sink)
         if probe:
             probe.attach_source(transport.source)
-        sensor = Sensor(device)
+        sensor = Sensor(device, security_request_s=args.security_request, legacy_pairing=args.legacy_pairing,
+                        discover_central_s=args.discover_central)
         await device.power_on()
         await device.start_advertising(advertising_data=sensor.advertising_data(), auto_restart=True)
         await ready_until_stopped("READY")
@@ -165,6 +211,9 @@ def main() -> int:
     parser.add_argument("--hci", required=True, help="Bumble transport of the sensor's controller")
     parser.add_argument("--address", default="F0:5E:00:00:00:01", help="static random address to advertise")
     parser.add_argument("--latency-log", help="write when each write arrived and its first answer left (hci_latency.py; CI/bench/emulate-latency)")
+    parser.add_argument("--security-request", type=float, metavar="S", help="send a Security Request S seconds after each connection")
+    parser.add_argument("--legacy-pairing", action="store_true", help="accept LE legacy pairing only (SC flag clear)")
+    parser.add_argument("--discover-central", type=float, metavar="S", help="discover the central's GATT database S seconds after each connection")
     args = parser.parse_args()
     check_address(parser, args.address)
     return asyncio.run(run(args))

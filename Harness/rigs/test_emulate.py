@@ -97,10 +97,10 @@ def controllers():
         process.cleanup()
 
 
-def run_central(port, extra=()):
+def run_central(port, extra=(), set_path=SET, peer=SENSOR):
     return subprocess.run(
         [sys.executable, str(ROOT / "Harness" / "emulate_central.py"), "--hci", f"tcp-client:127.0.0.1:{port}",
-         "--set", str(SET), "--peer", SENSOR, "--tether", tether_binary(), "--json", *extra],
+         "--set", str(set_path), "--peer", peer, "--tether", tether_binary(), "--json", *extra],
         capture_output=True, text=True, timeout=120,
     )
 
@@ -114,6 +114,9 @@ def test_a_paired_central_sees_the_recorded_notifications_byte_for_byte(controll
         counts = json.loads(central.stdout)
         emulation.wait_for(r"^pairing with F0:CE:00:00:00:01: paired: LE Secure Connections, Just Works")
         assert counts["problems"] == []
+        # gatt-sensor's device never asked for security nor discovered the phone: neither does its emulation.
+        assert counts["security_request_seen"] is False
+        assert sum(counts["discovery_requests_served"].values()) == 0
         assert counts["notifications_expected"] >= 120
         assert counts["notifications_received"] == counts["notifications_expected"]
         code, err = emulation.interrupt()
@@ -141,6 +144,82 @@ def test_on_unknown_end_stops_at_the_first_request_the_capture_cannot_answer(con
         assert second.returncode == 1
         emulation.wait_for(r"^emulation ended \(on-unknown end\)")
         assert emulation.popen.wait(15) == 1
+    finally:
+        emulation.kill()
+
+
+# =============================================================================================
+# Security and the peripheral as GATT client: the trackers of real phone captures
+# =============================================================================================
+
+LEGACY_SET = ROOT / "Captures" / "gatt-sensor-legacy-pairing"
+SC_SET = ROOT / "Captures" / "gatt-sensor-sc-pairing"
+SECURE_SENSOR = "F0:5E:00:00:00:02"
+# The recorded Security Requests came 151-152 ms after the connection (the phone's btsnoop); the
+# emulator's is timed from its own connection event, the central's clock starts when its connect()
+# returns. A Security Request sent at once, or seconds late, is outside this.
+SECURITY_REQUEST_WINDOW_S = (0.08, 0.6)
+
+
+def test_a_device_that_asks_for_legacy_pairing_and_discovers_the_phone_does_so_on_every_connection(controllers):
+    """`Captures/gatt-sensor-legacy-pairing`: the device sent a Security Request 0.15 s after each
+    connection, was re-paired with legacy pairing each time although the phone asked for LE Secure
+    Connections, and discovered the phone's own database 0.6 s in. Two centrals in turn against its
+    emulation each see the Security Request, pair with legacy pairing, and serve the emulator's
+    discovery of their database (Read By Group Type, Read By Type, Find Information)."""
+    emulation = Emulation([tether_binary(), "emulate", str(LEGACY_SET), "--hci", f"tcp-client:127.0.0.1:{controllers[0]}",
+                           "--reset-per-connection"])
+    try:
+        emulation.wait_for(r"^note: pairing offered: legacy pairing \(frame \d+: legacy pairing, Just Works, peripheral NoInputNoOutput, bonding")
+        emulation.wait_for(rf"^advertising as .* at {SECURE_SENSOR}")
+        served_total = 0
+        for run in (1, 2):
+            central = run_central(controllers[1], extra=("--pair-on-security-request", "--linger", "1.0"), set_path=LEGACY_SET, peer=SECURE_SENSOR)
+            assert central.returncode == 0, f"run {run}: " + central.stdout + central.stderr
+            counts = json.loads(central.stdout)
+            assert counts["problems"] == [], counts
+            assert counts["security_request_seen"] is True
+            low, high = SECURITY_REQUEST_WINDOW_S
+            assert low <= counts["security_request_after_s"] <= high, counts
+            # The AuthReq of a legacy-only device: bonding, SC clear.
+            assert counts["security_request_auth_req"] & 0x08 == 0 and counts["security_request_auth_req"] & 0x03 == 0x01
+            assert counts["pairing"] == "legacy pairing"
+            served = counts["discovery_requests_served"]
+            assert served["read_by_group_type"] >= 1 and served["read_by_type"] >= 1 and served["find_information"] >= 1, served
+            served_total += sum(served.values())
+            assert counts["notifications_received"] == counts["notifications_expected"] > 0
+        emulation.wait_for(r"^pairing with F0:CE:00:00:00:01: paired: legacy pairing, Just Works, fresh keys \(offered as recorded\)")
+        emulation.wait_for(r"^discovered the database of central F0:CE:00:00:00:01, as the recorded peripheral did: [1-9]\d* services")
+        code, err = emulation.interrupt()
+        assert code == 0, err
+        final = emulation.wait_for(r"^emulation ended")
+        done = re.search(r"; 2 Security Requests sent, 2 pairings, 2 discoveries of the central's database \((\d+) requests\)$", final)
+        assert done is not None, final
+        assert int(done.group(1)) == served_total
+    finally:
+        emulation.kill()
+
+
+def test_a_device_recorded_with_le_secure_connections_is_still_offered_them(controllers):
+    """`Captures/gatt-sensor-sc-pairing`: the same device recorded pairing with LE Secure
+    Connections: its emulation sends the Security Request with the SC bit and pairs with LE Secure
+    Connections, and discovers nothing of the central (the recording did not)."""
+    emulation = Emulation([tether_binary(), "emulate", str(SC_SET), "--hci", f"tcp-client:127.0.0.1:{controllers[0]}"])
+    try:
+        emulation.wait_for(r"^note: pairing offered: LE Secure Connections \(frame \d+: LE Secure Connections, Just Works")
+        emulation.wait_for(rf"^advertising as .* at {SECURE_SENSOR}")
+        central = run_central(controllers[1], extra=("--pair-on-security-request",), set_path=SC_SET, peer=SECURE_SENSOR)
+        assert central.returncode == 0, central.stdout + central.stderr
+        counts = json.loads(central.stdout)
+        assert counts["problems"] == [], counts
+        assert counts["security_request_auth_req"] & 0x08 == 0x08
+        assert counts["pairing"] == "LE Secure Connections"
+        assert sum(counts["discovery_requests_served"].values()) == 0
+        emulation.wait_for(r"^pairing with F0:CE:00:00:00:01: paired: LE Secure Connections, Just Works, fresh keys \(offered as recorded\)")
+        code, err = emulation.interrupt()
+        assert code == 0, err
+        final = emulation.wait_for(r"^emulation ended")
+        assert final.endswith("; 1 Security Request sent, 1 pairing, 0 discoveries of the central's database (0 requests)"), final
     finally:
         emulation.kill()
 

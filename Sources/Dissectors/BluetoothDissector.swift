@@ -221,7 +221,9 @@ struct BluetoothDissector: Sendable {
             // A dropped unfinished PDU before a good one: both are worth seeing.
             problem = [earlier.description, problem].compactMap { $0 }.joined(separator: "; ")
         }
-        return DissectedFrame(summary: frame.summary, direction: direction, att: frame.records, problem: problem)
+        var dissected = DissectedFrame(summary: frame.summary, direction: direction, att: frame.records, problem: problem)
+        if let smp = frame.smp { dissected.smp = [smp] }
+        return dissected
     }
 
     /// Where a problem's offsets count from when they are not frame offsets.
@@ -236,6 +238,7 @@ struct BluetoothDissector: Sendable {
         var summary: String
         var records: [ATTRecord] = []
         var problemValue: DissectionProblem?
+        var smp: SMPRecord? = nil
     }
 
     private mutating func l2cap(_ pdu: UnsafeRawBufferPointer, connection: ConnectionKey, direction: HCIDirection, context: @autoclosure () -> String) -> Partial {
@@ -258,8 +261,10 @@ struct BluetoothDissector: Sendable {
             let channel = L2CAPBasicHeader.channelName(header.channelID)
             return Partial(summary: "L2CAP \(channel) \(code)")
         case L2CAPBasicHeader.smpChannel:
-            let code = payload.u8(at: 0).map(L2CAPBasicHeader.smpCommandName) ?? "empty"
-            return Partial(summary: "SMP \(code)")
+            guard let code = payload.u8(at: 0) else { return Partial(summary: "SMP empty") }
+            let record = SMPRecord(connectionHandle: connection.handle, direction: direction, code: code,
+                                   parameters: payload.bytes(at: 1, count: payload.count - 1) ?? [])
+            return Partial(summary: "SMP \(L2CAPBasicHeader.smpCommandName(code))", smp: record)
         default:
             let channel = L2CAPBasicHeader.channelName(header.channelID)
             return Partial(summary: "L2CAP \(channel) \(header.payloadLength) bytes")

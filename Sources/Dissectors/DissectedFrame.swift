@@ -122,6 +122,28 @@ public struct ATTRecord: Sendable, Hashable {
     }
 }
 
+/// A Security Manager PDU (L2CAP channel 0x0006, Core v6.0 Vol 3 Part H §3.3), as sent: the core
+/// adapters and the emulator read pairing from it (who asked, which pairing, which keys) without
+/// parsing L2CAP themselves.
+public struct SMPRecord: Sendable, Hashable {
+    /// The ACL connection handle it travelled on.
+    public var connectionHandle: UInt16
+    /// Which way the PDU went (`.unknown` under LINKTYPE_BLUETOOTH_HCI_H4 without `epb_flags`).
+    public var direction: HCIDirection
+    /// The SMP command code (0x01 Pairing Request … 0x0B Security Request, §3.3 table 3.4).
+    public var code: UInt8
+    /// The command's parameters after the code, as sent (keys included: a capture already holds them).
+    public var parameters: [UInt8]
+
+    /// A record; see the properties.
+    public init(connectionHandle: UInt16, direction: HCIDirection, code: UInt8, parameters: [UInt8]) {
+        self.connectionHandle = connectionHandle
+        self.direction = direction
+        self.code = code
+        self.parameters = parameters
+    }
+}
+
 /// A change of an LE link that an HCI event reports, so core adapters can follow connections
 /// without parsing HCI themselves.
 public enum HCILinkChange: Sendable, Hashable {
@@ -146,6 +168,8 @@ public struct DissectedFrame: Sendable, Hashable {
     public var att: [ATTRecord]
     /// The UDP datagram completed by this frame, if any.
     public var udp: UDPDatagram?
+    /// Security Manager PDUs completed by this frame.
+    public var smp: [SMPRecord] = []
     /// The TCP segment the frame carries, if any.
     public var tcp: TCPSegment? = nil
     /// What stream reassembly made of ``tcp``.

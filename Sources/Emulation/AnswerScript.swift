@@ -117,17 +117,17 @@ public struct AnswerScript: Sendable, Hashable {
             }
             // From the peripheral.
             if [0x03, 0x0B, 0x0D, 0x13].contains(pdu.opcode), let asked = requestTime.removeValue(forKey: pdu.connection) {
-                let roundTrip = pdu.timeNs - asked
+                let roundTrip = elapsedNs(from: asked, to: pdu.timeNs)
                 if roundTrip >= 0 { linkRoundTripNs = min(linkRoundTripNs ?? roundTrip, roundTrip) }
             }
             switch pdu.opcode {
             case 0x1B, 0x1D:
                 guard let handle = pdu.handle else { continue }
                 if let index = lastWrite[pdu.connection] {
-                    let delay = pdu.timeNs - timeOf(writes[index].frame, in: pdus)
+                    let delay = elapsedNs(from: timeOf(writes[index].frame, in: pdus), to: pdu.timeNs)
                     writes[index].answers.append(RecordedAnswer(isIndication: pdu.opcode == 0x1D, handle: handle, value: pdu.value, delayNs: max(0, delay), frame: pdu.frame))
                 } else {
-                    let delay = pdu.timeNs - (firstTime[pdu.connection] ?? pdu.timeNs)
+                    let delay = elapsedNs(from: firstTime[pdu.connection] ?? pdu.timeNs, to: pdu.timeNs)
                     connectionAnswers[pdu.connection, default: []].append(
                         RecordedAnswer(isIndication: pdu.opcode == 0x1D, handle: handle, value: pdu.value, delayNs: max(0, delay), frame: pdu.frame))
                 }
@@ -165,6 +165,13 @@ public struct AnswerScript: Sendable, Hashable {
             }
         }
     }
+}
+
+/// Nanoseconds from `start` to `end`; 0 when the capture's clock ran backwards or the difference does
+/// not fit (a capture's timestamps are input: any 64-bit values may be there).
+func elapsedNs(from start: Int64, to end: Int64) -> Int64 {
+    let (difference, overflow) = end.subtractingReportingOverflow(start)
+    return overflow ? 0 : max(0, difference)
 }
 
 /// The capture time of `frame` among `pdus` (frames are in capture order).

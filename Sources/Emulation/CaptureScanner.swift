@@ -1,5 +1,4 @@
 import CaptureKit
-import CaptureSet
 import Dissectors
 
 /// Reads a capture set's Bluetooth HCI into a ``RecordedPeripheral``: the ATT PDUs with who sent
@@ -12,47 +11,6 @@ import Dissectors
 public enum CaptureScanner {
     /// The link types whose frames are Bluetooth HCI.
     public static let bluetoothLinkTypes: Set<LinkType> = [.bluetoothHCIH4, .bluetoothHCIH4WithPHDR, .bluetoothLinuxMonitor]
-
-    /// Scans the set at `setPath`. `verify` checks the capture's recorded SHA-256 first.
-    public static func scan(setPath: String, verify: Bool = true) throws(EmulationError) -> RecordedPeripheral {
-        let loaded: LoadedCaptureSet
-        do {
-            loaded = try CaptureSetDirectory.load(setPath, verify: verify)
-        } catch {
-            throw .cannotLoad(set: setPath, reason: "\(error)")
-        }
-        var named: [UInt16: (service: String?, characteristic: String)] = [:]
-        for handle in loaded.manifest.gattHandles { named[handle.handle] = (handle.serviceUUID, handle.characteristicUUID) }
-        let reader: any CaptureReader
-        do {
-            reader = try CaptureFile.open(path: loaded.capturePath)
-        } catch {
-            throw .unreadableCapture(file: loaded.capturePath, frame: 0, reason: "\(error)")
-        }
-        var scan = Scan()
-        var lastFrame = 0
-        while true {
-            let frame: CaptureFrame?
-            do {
-                frame = try reader.next()
-            } catch {
-                throw .unreadableCapture(file: loaded.capturePath, frame: lastFrame, reason: "\(error)")
-            }
-            guard let frame else { break }
-            lastFrame = frame.number
-            guard frame.interfaceIndex < reader.interfaces.count else { continue }
-            let linkType = reader.interfaces[frame.interfaceIndex].linkType
-            guard bluetoothLinkTypes.contains(linkType) else { continue }
-            scan.add(frame, linkType: linkType)
-        }
-        guard scan.bluetoothFrames > 0 else {
-            throw .noBluetoothInterface(file: loaded.capturePath, linkTypes: reader.interfaces.map(\.linkType.rawValue))
-        }
-        guard !scan.records.isEmpty else { throw .noGATTTraffic(file: loaded.capturePath, frames: scan.bluetoothFrames) }
-        var peripheral = scan.finish()
-        peripheral.namedHandles = named
-        return peripheral
-    }
 
     /// Scans frames already read (tests, and captures held in memory).
     public static func scan(frames: [CaptureFrame], linkType: LinkType, name: String = "<memory>") throws(EmulationError) -> RecordedPeripheral {
@@ -67,22 +25,52 @@ public enum CaptureScanner {
         var dissector = FrameDissector()
         var bluetoothFrames = 0
         var records: [(frame: Int, timeNs: Int64, connection: Int, record: ATTRecord)] = []
-        var discovered = GATTDatabase()
+        /// What each discovery response added to the connection's database, with the direction it
+        /// travelled: which side is the server is only known at the end, and the central's answers
+        /// to a peripheral discovering the phone must not end up in the peripheral's database.
+        var discoveryAdditions: [(direction: HCIDirection, database: GATTDatabase)] = []
         var connections: [UInt16: Int] = [:]
         var connectionCount = 0
+        /// When each connection came up (its LE Connection Complete; its first frame when the
+        /// capture began inside it), by ordinal.
+        var connectionStart: [Int: Int64] = [:]
+        /// The direction of the central's PDUs, from the first LE Connection Complete's role.
+        var centralDirection: HCIDirection?
         var peerAddress: String?
         var advertisers: [String: Advertising] = [:]
         var advertiserOrder: [String] = []
+        var securityRequests: [RecordedSecurityRequest] = []
+        var pairings: [RecordedPairing] = []
+        /// The pairing in progress on each connection (index into ``pairings``).
+        var openPairing: [Int: Int] = [:]
+        var notes: [String] = []
 
         init() { dissector.producesSummaries = false }
 
+        /// The ordinal of the connection on `handle`, opening one when the capture began inside it.
+        mutating func ordinal(of handle: UInt16, at timeNs: Int64) -> Int {
+            if let known = connections[handle] { return known }
+            let connection = connectionCount
+            connections[handle] = connection
+            connectionStart[connection] = timeNs
+            connectionCount += 1
+            return connection
+        }
+
         mutating func add(_ frame: CaptureFrame, linkType: LinkType) {
             bluetoothFrames += 1
+            // Each open connection's database before this frame (copy-on-write: no copy is made
+            // unless the frame changes it), so a discovery response's additions can be told apart.
+            var databases: [UInt16: GATTDatabase] = [:]
+            for handle in connections.keys { databases[handle] = dissector.gattDatabase(connectionHandle: handle) ?? GATTDatabase() }
             let dissected = dissector.dissect(frame, linkType: linkType)
             if case .connected(let handle, let address, let role)? = dissected.linkChange {
                 connections[handle] = connectionCount
+                connectionStart[connectionCount] = frame.timestampNs
                 connectionCount += 1
                 if role == 0, peerAddress == nil { peerAddress = address }
+                // Role 0: the local host is central, so the central's PDUs are the ones it sent.
+                if centralDirection == nil, role <= 1 { centralDirection = role == 0 ? .sent : .received }
             }
             if let report = AdvertisingReports.parse(frame.data, linkType: linkType) {
                 for entry in report {
@@ -91,27 +79,65 @@ public enum CaptureScanner {
                 }
             }
             for record in dissected.att {
-                let connection: Int
-                if let known = connections[record.connectionHandle] {
-                    connection = known
-                } else {
-                    // The capture began inside this connection.
-                    connection = connectionCount
-                    connections[record.connectionHandle] = connection
-                    connectionCount += 1
-                }
+                let connection = ordinal(of: record.connectionHandle, at: frame.timestampNs)
                 records.append((frame.number, frame.timestampNs, connection, record))
                 if [0x05, 0x07, 0x09, 0x11].contains(record.opcode),
                    let database = dissector.gattDatabase(connectionHandle: record.connectionHandle) {
-                    discovered.merge(database)
+                    let earlier = databases[record.connectionHandle] ?? GATTDatabase()
+                    discoveryAdditions.append((record.direction, database.adding(since: earlier)))
+                    databases[record.connectionHandle] = database
                 }
+            }
+            for record in dissected.smp {
+                addSecurityManager(record, frame: frame)
             }
             if case .disconnected(let handle, _)? = dissected.linkChange { connections[handle] = nil }
         }
 
+        /// Follows pairing on the Security Manager channel: who asked, and which pairing was made.
+        mutating func addSecurityManager(_ record: SMPRecord, frame: CaptureFrame) {
+            let connection = ordinal(of: record.connectionHandle, at: frame.timestampNs)
+            let name = "frame \(frame.number): SMP command 0x\(String(record.code, radix: 16))"
+            switch record.code {
+            case 0x0B:  // Security Request: AuthReq (§3.6.7)
+                guard let authReq = record.parameters.first else {
+                    notes.append("\(name) (Security Request) has no AuthReq; ignored")
+                    return
+                }
+                let delay = elapsedNs(from: connectionStart[connection] ?? frame.timestampNs, to: frame.timestampNs)
+                securityRequests.append(RecordedSecurityRequest(connection: connection, frame: frame.number, delayNs: delay, authReq: authReq))
+            case 0x01:  // Pairing Request
+                guard let features = SMPPairingFeatures(parameters: record.parameters) else {
+                    notes.append("\(name) (Pairing Request) has \(record.parameters.count) parameter bytes, expected \(SMPPairingFeatures.parameterLength); ignored")
+                    return
+                }
+                pairings.append(RecordedPairing(connection: connection, frame: frame.number, request: features))
+                openPairing[connection] = pairings.count - 1
+            case 0x02:  // Pairing Response
+                guard let features = SMPPairingFeatures(parameters: record.parameters) else {
+                    notes.append("\(name) (Pairing Response) has \(record.parameters.count) parameter bytes, expected \(SMPPairingFeatures.parameterLength); ignored")
+                    return
+                }
+                guard let open = openPairing[connection] else {
+                    notes.append("\(name): a Pairing Response without the Pairing Request before it; ignored")
+                    return
+                }
+                pairings[open].response = features
+            case 0x05:  // Pairing Failed: Reason (§3.5.5)
+                if let open = openPairing.removeValue(forKey: connection) { pairings[open].failedReason = record.parameters.first ?? 0 }
+            default:
+                break
+            }
+        }
+
         func finish() -> RecordedPeripheral {
-            // The client's direction is the one a client-only PDU travelled in.
-            let clientDirection = records.first { ATTRole.clientOnly.contains($0.record.opcode) && $0.record.direction != .unknown }?.record.direction
+            // The client's direction: the one the central's reads and writes travelled in; else
+            // the central's, as the link's role says; else the one any client-only PDU travelled in
+            // (a peripheral discovering the phone sends client-only PDUs the other way).
+            let known = records.filter { $0.record.direction != .unknown }
+            let clientDirection = known.first { ATTRole.dataAccess.contains($0.record.opcode) }?.record.direction
+                ?? centralDirection
+                ?? known.first { ATTRole.clientOnly.contains($0.record.opcode) }?.record.direction
             let pdus = records.map { entry -> RecordedPDU in
                 let r = entry.record
                 let fromClient: Bool
@@ -123,17 +149,48 @@ public enum CaptureScanner {
                 return RecordedPDU(frame: entry.frame, timeNs: entry.timeNs, connection: entry.connection, fromClient: fromClient,
                                    opcode: r.opcode, handle: r.handle, value: r.value)
             }
-            var notes: [String] = []
+            // The peripheral's database: what its own discovery responses told.
+            var discovered = GATTDatabase()
+            var centralAnswers = 0
+            for addition in discoveryAdditions {
+                if let clientDirection, addition.direction == clientDirection {
+                    centralAnswers += 1
+                } else {
+                    discovered.merge(addition.database)
+                }
+            }
+            var notes = self.notes
             let chosen = peerAddress.flatMap { advertisers[$0] != nil ? $0 : nil } ?? (advertiserOrder.count == 1 ? advertiserOrder[0] : nil)
             let advertising = chosen.flatMap { advertisers[$0] }
             if advertising == nil {
                 notes.append("no advertising report of the peripheral in the capture: name and services come from the manifest or the options")
             }
+            if centralAnswers > 0 {
+                notes.append("\(centralAnswers) discovery responses came from the central (the peripheral discovered the phone's database): kept out of the emulated database")
+            }
             var peripheral = RecordedPeripheral(pdus: pdus, discovered: discovered, address: peerAddress ?? chosen,
                                                 name: advertising?.name, advertisedServices: advertising?.services ?? [], notes: notes)
             // The host sent the client's requests: the capture was taken on the central.
             peripheral.recordedAtCentral = clientDirection == .sent
+            peripheral.securityRequests = securityRequests
+            peripheral.pairings = pairings
+            peripheral.centralDiscoveries = Self.centralDiscoveries(pdus, connectionStart: connectionStart)
             return peripheral
+        }
+
+        /// The peripheral's discovery requests to the central, by connection.
+        static func centralDiscoveries(_ pdus: [RecordedPDU], connectionStart: [Int: Int64]) -> [RecordedCentralDiscovery] {
+            var found: [Int: RecordedCentralDiscovery] = [:]
+            var order: [Int] = []
+            for pdu in pdus where !pdu.fromClient && RecordedCentralDiscovery.discoveryOpcodes.contains(pdu.opcode) {
+                if found[pdu.connection] == nil {
+                    let delay = elapsedNs(from: connectionStart[pdu.connection] ?? pdu.timeNs, to: pdu.timeNs)
+                    found[pdu.connection] = RecordedCentralDiscovery(connection: pdu.connection, frame: pdu.frame, delayNs: delay, requests: [:])
+                    order.append(pdu.connection)
+                }
+                found[pdu.connection]!.requests[pdu.opcode, default: 0] += 1
+            }
+            return order.compactMap { found[$0] }
         }
     }
 
@@ -150,6 +207,15 @@ public enum CaptureScanner {
 }
 
 extension GATTDatabase {
+    /// What this database holds that `earlier` did not (or held otherwise).
+    func adding(since earlier: GATTDatabase) -> GATTDatabase {
+        var added = GATTDatabase()
+        for (handle, service) in services where earlier.services[handle] != service { added.addService(service) }
+        for (handle, characteristic) in characteristics where earlier.characteristics[handle] != characteristic { added.addCharacteristic(characteristic) }
+        for (handle, type) in attributeTypes where earlier.attributeTypes[handle] != type { added.addAttributeType(type, handle: handle) }
+        return added
+    }
+
     /// Adds everything `other` knows to this database.
     mutating func merge(_ other: GATTDatabase) {
         for service in other.services.values { addService(service) }

@@ -130,7 +130,8 @@ public struct EmulatedDatabase: Sendable, Hashable {
                 var properties = declaration.properties
                 properties |= usage.properties(of: declaration.valueHandle) & ~declaration.properties & 0x0C
                 let notifies = declaration.properties & 0x30 != 0 || usage.notified.contains(declaration.valueHandle)
-                if notifies, !descriptors.contains(where: { $0.uuid == .clientCharacteristicConfiguration }) {
+                // A value at 0xFFFF has no handle after it for a CCCD.
+                if notifies, declaration.valueHandle < 0xFFFF, !descriptors.contains(where: { $0.uuid == .clientCharacteristicConfiguration }) {
                     let candidate = declaration.valueHandle + 1
                     if candidate <= limit, discovered.attributeTypes[candidate] == nil {
                         descriptors.insert(Descriptor(handle: candidate, uuid: .clientCharacteristicConfiguration), at: 0)
@@ -166,7 +167,7 @@ public struct EmulatedDatabase: Sendable, Hashable {
             if name == nil { notes.append("handle 0x\(hex4(handle)) is named nowhere: characteristic UUID \(uuid) made up") }
             let service = name?.service.flatMap { BluetoothUUID($0) } ?? unnamedService
             var descriptors: [Descriptor] = []
-            if usage.cccds.contains(handle + 1) { descriptors.append(Descriptor(handle: handle + 1, uuid: .clientCharacteristicConfiguration)) }
+            if handle < 0xFFFF, usage.cccds.contains(handle + 1) { descriptors.append(Descriptor(handle: handle + 1, uuid: .clientCharacteristicConfiguration)) }
             var properties = usage.properties(of: handle)
             if properties == 0 { properties = 0x02 }
             let characteristic = Characteristic(declarationHandle: handle - 1, valueHandle: handle, properties: properties, uuid: uuid, descriptors: descriptors)

@@ -15,12 +15,9 @@ public struct EmulationPlan: Sendable {
     /// The session link's handshake responder, when the database serves the session link (`nil`
     /// with `useResponders` off).
     public var sessionLink: SessionLinkHandshake?
-
-    /// Scans the set at `setPath` and builds the plan.
-    public init(setPath: String, verify: Bool = true, useResponders: Bool = true) throws(EmulationError) {
-        let peripheral = try CaptureScanner.scan(setPath: setPath, verify: verify)
-        try self.init(peripheral: peripheral, file: setPath, useResponders: useResponders)
-    }
+    /// The pairing offered to a central: the recorded peripheral's side of the recorded pairing
+    /// (legacy when the recording paired that way), or any pairing when the capture holds none.
+    public var pairing: PairingOffer
 
     /// Builds the plan of an already scanned peripheral. `file` names the capture in errors.
     public init(peripheral: RecordedPeripheral, file: String, useResponders: Bool = true) throws(EmulationError) {
@@ -29,6 +26,7 @@ public struct EmulationPlan: Sendable {
         self.script = AnswerScript(peripheral.pdus, recordedAtCentral: peripheral.recordedAtCentral)
         self.connectIQ = useResponders ? ConnectIQLink(database: database, pdus: peripheral.pdus) : nil
         self.sessionLink = useResponders ? SessionLinkHandshake(database: database) : nil
+        self.pairing = PairingOffer.offer(for: peripheral.pairings)
     }
 
     /// Service UUIDs to advertise: the recorded ones, else the database's primary services that
@@ -57,9 +55,29 @@ public struct EmulationPlan: Sendable {
     /// Notes on what was inferred or left out.
     public var notes: [String] {
         var notes = peripheral.notes + database.notes
-        if !script.peripheralRequests.isEmpty {
-            notes.append("the peripheral made \(script.peripheralRequests.values.reduce(0, +)) requests of its own (discovering the central's database, MTU); only its MTU request is played back")
+        // Discovery of the central and the MTU exchange are made again; anything else the
+        // peripheral asked of the central (reading the phone's values, …) is not.
+        let replayed = RecordedCentralDiscovery.discoveryOpcodes.union([0x02])
+        let others = script.peripheralRequests.filter { !replayed.contains($0.key) }.values.reduce(0, +)
+        if others > 0 {
+            notes.append("the peripheral made \(others) requests of the central other than discovery and MTU (opcodes "
+                + script.peripheralRequests.keys.filter { !replayed.contains($0) }.sorted().map { "0x" + String($0, radix: 16) }.joined(separator: ", ")
+                + "): not made again")
         }
+        for discovery in peripheral.centralDiscoveries {
+            notes.append("connection \(discovery.connection + 1): the peripheral discovered the central's database with \(discovery.requestCount) requests "
+                + "\(Self.milliseconds(discovery.delayNs)) after connecting (frame \(discovery.frame)): made again on that connection")
+        }
+        for request in peripheral.securityRequests {
+            notes.append("connection \(request.connection + 1): the peripheral sent a Security Request \(Self.milliseconds(request.delayNs)) after connecting "
+                + "(frame \(request.frame), AuthReq 0x\(String(request.authReq, radix: 16))): sent again on that connection")
+        }
+        notes.append("pairing offered: \(pairing.kind.rawValue) (\(pairing.source))")
         return notes
+    }
+
+    static func milliseconds(_ ns: Int64) -> String {
+        let tenths = (ns + 50_000) / 100_000
+        return "\(tenths / 10).\(tenths % 10) ms"
     }
 }

@@ -52,6 +52,14 @@ public struct EmulationTally: Sendable, Hashable {
     public var unanswered = 0
     /// Of ``fromCapture``, writes matched by handle and position (their bytes differed).
     public var matchedByPosition = 0
+    /// Security Requests the emulator sent, as the recorded peripheral did.
+    public var securityRequestsSent = 0
+    /// Pairings completed with a central.
+    public var pairings = 0
+    /// Discoveries of a central's GATT database the emulator made, as the recorded peripheral did.
+    public var centralDiscoveries = 0
+    /// ATT requests those discoveries sent to the central.
+    public var centralDiscoveryRequests = 0
 
     /// An empty tally.
     public init() {}
@@ -86,6 +94,10 @@ public struct Emulator: Sendable {
     public private(set) var tally = EmulationTally()
     /// Connections seen so far.
     public private(set) var connections = 0
+    /// What the recorded peripheral did unasked on each recorded connection (by ordinal).
+    public let initiatives: [Int: PeripheralInitiative]
+    /// What to do unasked on the current connection (set by ``connect()``).
+    public private(set) var initiative = PeripheralInitiative()
 
     private let occurrences: [WriteKey: [Int]]
     private let writesByHandle: [UInt16: [Int]]
@@ -98,9 +110,12 @@ public struct Emulator: Sendable {
 
     /// An emulator at the start of `script`.
     /// `sessionLink` answers the session link's handshake (``SessionLinkHandshake``).
+    /// `initiatives` are the recorded peripheral's Security Requests and discoveries of the central
+    /// (``RecordedPeripheral/initiatives``).
     public init(script: AnswerScript, database: EmulatedDatabase, policy: UnknownRequestPolicy = .ignore, resetPerConnection: Bool = false,
-                sessionLink: SessionLinkHandshake? = nil) {
+                sessionLink: SessionLinkHandshake? = nil, initiatives: [Int: PeripheralInitiative] = [:]) {
         self.script = script
+        self.initiatives = initiatives
         self.database = database
         self.policy = policy
         self.resetPerConnection = resetPerConnection
@@ -129,6 +144,10 @@ public struct Emulator: Sendable {
         let ordinal = resetPerConnection ? 0 : connections
         connections += 1
         cccdValues = [:]
+        // Past the recorded connections the peripheral goes on as on its last one: a device that
+        // asks to be paired on every connection asks again on the next.
+        let recorded = max(script.connections, (initiatives.keys.max() ?? -1) + 1)
+        initiative = initiatives[min(ordinal, max(0, recorded - 1))] ?? PeripheralInitiative()
         return script.connectionAnswers[ordinal] ?? []
     }
 
@@ -195,6 +214,18 @@ public struct Emulator: Sendable {
 
     /// A request a responder answered (counted only).
     public mutating func countResponderAnswer() { tally.byResponder += 1 }
+
+    /// A Security Request was sent to the central (counted only).
+    public mutating func countSecurityRequest() { tally.securityRequestsSent += 1 }
+
+    /// A pairing with the central completed (counted only).
+    public mutating func countPairing() { tally.pairings += 1 }
+
+    /// A discovery of the central's database was made with `requests` ATT requests (counted only).
+    public mutating func countCentralDiscovery(requests: Int) {
+        tally.centralDiscoveries += 1
+        tally.centralDiscoveryRequests += max(0, requests)
+    }
 
     private func played(_ write: RecordedWrite, note: String) -> EmulatorOutcome {
         let reply: ImmediateReply = write.error.map { .error($0) } ?? .accept

@@ -49,6 +49,22 @@ public struct RecordedPeripheral: Sendable {
     /// Whether the capture was taken on the central's side (the usual phone btsnoop): then a
     /// recorded delay between a request and its answers includes the link's round trip.
     public var recordedAtCentral = false
+    /// Every Security Request the peripheral sent, in capture order.
+    public var securityRequests: [RecordedSecurityRequest] = []
+    /// Every pairing the capture shows (Pairing Request and, when captured, Response), in order.
+    public var pairings: [RecordedPairing] = []
+    /// The peripheral's discoveries of the central's GATT database, one per connection that had one.
+    public var centralDiscoveries: [RecordedCentralDiscovery] = []
+
+    /// What the peripheral did unasked on each connection (by ordinal), for the emulator to do again.
+    public var initiatives: [Int: PeripheralInitiative] {
+        var byConnection: [Int: PeripheralInitiative] = [:]
+        for request in securityRequests where byConnection[request.connection]?.securityRequest == nil {
+            byConnection[request.connection, default: PeripheralInitiative()].securityRequest = request
+        }
+        for discovery in centralDiscoveries { byConnection[discovery.connection, default: PeripheralInitiative()].centralDiscovery = discovery }
+        return byConnection
+    }
 
     /// A peripheral; see the properties.
     public init(pdus: [RecordedPDU], discovered: GATTDatabase = GATTDatabase(),
@@ -70,4 +86,7 @@ enum ATTRole {
     static let clientOnly: Set<UInt8> = [0x04, 0x06, 0x08, 0x0A, 0x0C, 0x0E, 0x10, 0x12, 0x16, 0x18, 0x1E, 0x20, 0x52, 0xD2]
     /// Responses, notifications and indications only a server sends.
     static let serverOnly: Set<UInt8> = [0x05, 0x07, 0x09, 0x0B, 0x0D, 0x0F, 0x11, 0x13, 0x17, 0x19, 0x1B, 0x1D, 0x21, 0x23]
+    /// Reads and writes of attribute values: what the central using the peripheral's database does,
+    /// and a peripheral discovering the central's database does not.
+    static let dataAccess: Set<UInt8> = [0x0A, 0x0C, 0x0E, 0x12, 0x16, 0x18, 0x20, 0x52, 0xD2]
 }

@@ -67,11 +67,17 @@ public final class EmulationHost {
     private let serveMessage: [String: TraceValue]
 
     /// A host serving `database`, answering with `emulator`, and with the Connect IQ responder on
-    /// `connectIQ`'s handles when given.
-    public init(emulator: Emulator, options: Options, serverMTU: Int?, peripheralRequestedMTU: Int?, connectIQ: ConnectIQLink? = nil) {
+    /// `connectIQ`'s handles when given. `pairing` is what the bridge offers a central that pairs
+    /// (``EmulationPlan/pairing``).
+    public init(emulator: Emulator, options: Options, serverMTU: Int?, peripheralRequestedMTU: Int?, connectIQ: ConnectIQLink? = nil,
+                pairing: PairingOffer = .acceptAnything) {
         self.emulator = emulator
         self.options = options
         var serve = Self.serve(emulator.database, options: options, mtu: serverMTU, requestMTU: peripheralRequestedMTU)
+        serve["pairing"] = .object([
+            "sc": .bool(pairing.kind == .secureConnections), "io_capability": .int(Int64(pairing.ioCapability)),
+            "bonding": .bool(pairing.bonding), "mitm": .bool(pairing.mitm), "recorded": .bool(pairing != .acceptAnything),
+        ])
         if let connectIQ {
             var responder: [String: TraceValue] = [
                 "kind": .string("connectiq"), "write": .int(Int64(connectIQ.writeHandle)), "notify": .int(Int64(connectIQ.notifyHandle)),
@@ -152,12 +158,26 @@ public final class EmulationHost {
             if !answers.isEmpty {
                 try bridge.send(["op": .string("send"), "answers": .array(answers.map(Self.answer))])
             }
+            if let initiate = Self.initiate(emulator.initiative, connection: line["handle"]) {
+                try bridge.send(initiate)
+            }
+        case "security_request":
+            emulator.countSecurityRequest()
+            options.log("Security Request sent to \(line["peer"].map(Self.text) ?? "?") (AuthReq \(line["auth_req"].map(Self.text) ?? "?")), as the recorded peripheral did")
+        case "discovered":
+            var requests = 0
+            if case .int(let n)? = line["requests"] { requests = Int(n) }
+            emulator.countCentralDiscovery(requests: requests)
+            options.log("discovered the database of central \(line["peer"].map(Self.text) ?? "?"), as the recorded peripheral did: "
+                + "\(line["services"].map(Self.text) ?? "?") services, \(line["characteristics"].map(Self.text) ?? "?") characteristics, "
+                + "\(line["descriptors"].map(Self.text) ?? "?") descriptors in \(requests) requests")
         case "disconnected":
             options.log("central \(line["peer"].map(Self.text) ?? "?") disconnected, reason \(line["reason"].map(Self.text) ?? "?")")
         case "mtu":
             emulator.countResponderAnswer()
             options.log("ATT MTU \(line["mtu"].map(Self.text) ?? "?")")
         case "pairing":
+            if case .string(let result)? = line["result"], result.hasPrefix("paired") { emulator.countPairing() }
             options.log("pairing with \(line["peer"].map(Self.text) ?? "?"): \(line["result"].map(Self.text) ?? "?")")
         case "request":
             guard case .int(let id)? = line["id"], case .int(let handle)? = line["handle"], case .string(let kind)? = line["op"],
@@ -193,6 +213,24 @@ public final class EmulationHost {
             break
         }
         return false
+    }
+
+    /// The `initiate` command: what the recorded peripheral did unasked on this connection, each at
+    /// its recorded delay after the connection came up; `nil` when it did nothing.
+    static func initiate(_ initiative: PeripheralInitiative, connection: TraceValue?) -> [String: TraceValue]? {
+        guard !initiative.isEmpty else { return nil }
+        var message: [String: TraceValue] = ["op": .string("initiate")]
+        if let connection { message["handle"] = connection }
+        if let request = initiative.securityRequest {
+            message["security_request"] = .object(["delay_ns": .int(request.delayNs), "auth_req": .int(Int64(request.authReq)), "frame": .int(Int64(request.frame))])
+        }
+        if let discovery = initiative.centralDiscovery {
+            message["discover"] = .object([
+                "delay_ns": .int(discovery.delayNs), "frame": .int(Int64(discovery.frame)), "requests": .int(Int64(discovery.requestCount)),
+                "services": .bool(discovery.services), "characteristics": .bool(discovery.characteristics), "descriptors": .bool(discovery.descriptors),
+            ])
+        }
+        return message
     }
 
     static func text(_ value: TraceValue) -> String {

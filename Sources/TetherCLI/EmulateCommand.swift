@@ -20,8 +20,11 @@ struct EmulateCommand: ParsableCommand {
             the recorded delay (matched by handle and bytes, falling back to handle and position). \
             A request the capture cannot answer gets what --on-unknown says. Where the database \
             serves the Connect IQ link, a protocol-aware responder speaks it instead (the phone's \
-            keys are new each session), with the apps as the capture shows them. Pairing a central asks \
-            for is accepted (LE Secure Connections, Just Works) and logged. Runs until SIGINT or \
+            keys are new each session), with the apps as the capture shows them. What the recorded \
+            peripheral did unasked is done again at its recorded delay after each connection: a \
+            Security Request, a discovery of the central's own GATT database. Pairing is offered \
+            as recorded (legacy pairing when the recording paired that way, else LE Secure \
+            Connections, Just Works) and each pairing is logged. Runs until SIGINT or \
             SIGTERM (or --duration), then prints how many requests were answered from the \
             capture, by a responder, or not at all. docs/emulate.md has the details.
 
@@ -115,16 +118,21 @@ struct EmulateCommand: ParsableCommand {
         // CI/bench/emulate-latency: the bridge logs when each request arrived and its answers left.
         if let latencyLog = ProcessInfo.processInfo.environment["TETHER_EMULATE_LATENCY_LOG"] { options.bridgeArguments = ["--latency-log", latencyLog] }
         let emulator = Emulator(script: plan.script, database: plan.database, policy: UnknownRequestPolicy(rawValue: onUnknown)!,
-                                resetPerConnection: resetPerConnection, sessionLink: plan.sessionLink)
+                                resetPerConnection: resetPerConnection, sessionLink: plan.sessionLink, initiatives: plan.peripheral.initiatives)
         if plan.sessionLink != nil { printLine("session-link responder on the watch's link: HELLOs matched without their random fields, WELCOMEs echo the live nonce") }
         let host = EmulationHost(emulator: emulator, options: options, serverMTU: plan.script.serverMTU,
-                                 peripheralRequestedMTU: plan.script.peripheralRequestedMTU, connectIQ: plan.connectIQ)
+                                 peripheralRequestedMTU: plan.script.peripheralRequestedMTU, connectIQ: plan.connectIQ,
+                                 pairing: plan.pairing)
         let outcome = try host.run()
         for notice in outcome.notices { Terminal.warn("tether: note: \(notice)") }
         let t = outcome.tally
         printLine("emulation ended (\(outcome.endReason)) after \(outcome.connections) connection\(outcome.connections == 1 ? "" : "s"): "
             + "\(t.fromCapture) request\(t.fromCapture == 1 ? "" : "s") answered from the capture (\(t.matchedByPosition) by position), "
-            + "\(t.byResponder) by a responder, \(t.unanswered) unanswered")
+            + "\(t.byResponder) by a responder, \(t.unanswered) unanswered"
+            + (t.securityRequestsSent + t.pairings + t.centralDiscoveries > 0
+                ? "; \(t.securityRequestsSent) Security Request\(t.securityRequestsSent == 1 ? "" : "s") sent, \(t.pairings) pairing\(t.pairings == 1 ? "" : "s"), "
+                    + "\(t.centralDiscoveries) discover\(t.centralDiscoveries == 1 ? "y" : "ies") of the central's database (\(t.centralDiscoveryRequests) requests)"
+                : ""))
         if outcome.endReason == "on-unknown end" { throw CommandFailure(message: "", exitCode: 1) }
         if outcome.endReason == "bridge exited" {
             throw CommandFailure.failed("the BLE bridge (Harness/rigs/emulate_bridge.py) exited during the emulation; rerun with --bridge-log FILE to keep its log")

@@ -33,6 +33,19 @@ import Testing
         #expect(!database.notes.isEmpty)
     }
 
+    /// Found by CI/fuzz/run emulation: a CCCD was placed at the value handle + 1, past 0xFFFF.
+    @Test func aNotifyingValueAtTheLastHandleGetsNoCCCDAndDoesNotTrap() throws {
+        var discovered = GATTDatabase()
+        discovered.addService(.init(startHandle: 0xFFF0, endHandle: 0xFFFF, uuid: .init(0x180F)))
+        discovered.addCharacteristic(.init(declarationHandle: 0xFFFE, valueHandle: 0xFFFF, properties: 0x10, uuid: .init(0x2A19)))
+        let database = try EmulatedDatabase.build(from: RecordedPeripheral(pdus: [], discovered: discovered), file: "x")
+        #expect(database.services[0].characteristics.map(\.valueHandle) == [0xFFFF])
+        #expect(database.cccdHandles.isEmpty)
+        // Without discovery: a notified value at 0xFFFF (nothing after it to subscribe through).
+        let usage = try EmulatedDatabase.build(from: RecordedPeripheral(pdus: [pdu(1, 0, client: false, 0x1B, 0xFFFF, [0x01])]), file: "x")
+        #expect(usage.services.flatMap(\.characteristics).map(\.valueHandle) == [0xFFFF])
+    }
+
     @Test func withoutDiscoveryTheHandlesUsedAndNamedMakeTheDatabase() throws {
         let pdus = [
             pdu(1, 0, client: true, 0x12, 0x0016, [0x01, 0x00]),

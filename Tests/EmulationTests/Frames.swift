@@ -10,6 +10,13 @@ enum Frames {
         return [0, 0, 0, received ? 1 : 0, 0x02] + le16(handle | 0x2000) + le16(UInt16(l2cap.count)) + l2cap
     }
 
+    /// An ACL packet carrying one Security Manager PDU on connection `handle` (L2CAP CID 6).
+    static func smp(_ code: UInt8, _ parameters: [UInt8], received: Bool, handle: UInt16 = 0x0040) -> [UInt8] {
+        let pdu = [code] + parameters
+        let l2cap = le16(UInt16(pdu.count)) + [0x06, 0x00] + pdu
+        return [0, 0, 0, received ? 1 : 0, 0x02] + le16(handle | 0x2000) + le16(UInt16(l2cap.count)) + l2cap
+    }
+
     /// LE Connection Complete (Core v6.0 Vol 4 Part E §7.7.65.1): the local host is central (role 0)
     /// and `address` the peripheral.
     static func connected(handle: UInt16 = 0x0040, address: [UInt8] = [0x01, 0x00, 0x00, 0x00, 0xE0, 0xF0]) -> [UInt8] {
