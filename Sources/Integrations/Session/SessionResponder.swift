@@ -185,6 +185,9 @@ struct SessionResponder: Sendable {
     /// The peer's data frames that are initiatives, in capture order, for the retransmission state.
     private var initiatives: [(timeNs: Int64, lost: Bool, sent: SessionFrame)] = []
     private var initiativeCursor = 0
+    /// The indices of the initiatives a fault lost, and the first of them not yet followed.
+    private var lostInitiatives: [Int] = []
+    private var lostCursor = 0
     /// The recorded phone's HELLOs, in capture order (watch replayed).
     private var peerHellos: [PeerHello] = []
     private var peerHelloCursor = 0
@@ -335,6 +338,9 @@ struct SessionResponder: Sendable {
             if !fates.isEmpty, lateNs == 0 { itemArrivals[key, default: []].append((captured.timeNs, frame.offset, Self.end(of: frame))) }
         }
         initiatives.sort { $0.timeNs < $1.timeNs }
+        var lost: [Int] = []
+        for (index, initiative) in initiatives.enumerated() where initiative.lost { lost.append(index) }
+        lostInitiatives = lost
         // A phone that states a window states it in every other HELLO of a nonce (session-link.md,
         // "Handshake"): a stated one counts; the link's window is the smaller of the two sides'.
         if let helloWindow, let welcomeWindow { window = Int(min(helloWindow, welcomeWindow)) }
@@ -450,13 +456,13 @@ struct SessionResponder: Sendable {
         // A frame a fault lost never reaches the adapter: the responder wakes at its instant to
         // start the peer's timer for it (unless that item's timer already runs: everything else
         // the frame changes waits for the next call, which catches up first).
-        let lostInitiative = initiatives[initiativeCursor...].first { initiative in
-            initiative.lost && outgoing[ItemKey(channel: initiative.sent.channel.rawValue, id: initiative.sent.id)]?.deadlineNs == nil
-        }?.timeNs
+        guard resendsEnabled else { return delivery }
+        let lostInitiative = lostInitiatives[lostCursor...].first { index in
+            let sent = initiatives[index].sent
+            return outgoing[ItemKey(channel: sent.channel.rawValue, id: sent.id)]?.deadlineNs == nil
+        }.map { initiatives[$0].timeNs }
         let lostHello = peerHellos[peerHelloCursor...].first(where: \.lost)?.timeNs
-        let deadline = resendsEnabled
-            ? (outgoing.values.compactMap(\.deadlineNs) + [helloRetry?.dueNs, lostInitiative, lostHello].compactMap { $0 }).min()
-            : nil
+        let deadline = (outgoing.values.compactMap(\.deadlineNs) + [helloRetry?.dueNs, lostInitiative, lostHello].compactMap { $0 }).min()
         switch (delivery, deadline) {
         case let (a?, b?): return min(a, b)
         case let (a?, nil): return a
@@ -828,6 +834,7 @@ struct SessionResponder: Sendable {
             initiativeCursor += 1
             peerSent(next.sent, atNs: next.timeNs, lost: next.lost)
         }
+        while lostCursor < lostInitiatives.count, lostInitiatives[lostCursor] < initiativeCursor { lostCursor += 1 }
         while peerHelloCursor < peerHellos.count, peerHellos[peerHelloCursor].timeNs <= nowNs {
             let hello = peerHellos[peerHelloCursor]
             peerHelloCursor += 1
