@@ -18,6 +18,10 @@ enum SweepWorkers {
     /// The variants of `plan`, in point order, run by `parallelism` workers for the set at
     /// `setPath`; `progress` is told the count done after each.
     static func run(_ plan: SweepPlan, setPath: String, parallelism: Int, progress: @escaping @Sendable (Int, Int) -> Void) -> [SweepVariant] {
+        // A worker that ended before its request was written must fail that write with EPIPE (its
+        // end is then reported), not end this process with SIGPIPE. This process's own output
+        // already takes EPIPE quietly (StandardOutput).
+        signal(SIGPIPE, SIG_IGN)
         let results = SweepVariantQueue(count: plan.count)
         let workers = max(1, min(parallelism, plan.count))
         let arguments = Array(CommandLine.arguments.dropFirst()) + ["--sweep-worker", setPath]
