@@ -37,7 +37,7 @@ from bumble.link import LocalLink  # noqa: E402
 from bumble.pairing import PairingConfig, PairingDelegate  # noqa: E402
 
 import gatt_sensor  # noqa: E402
-from bumble_local import make_device  # noqa: E402
+from bumble_local import make_device, scan_until_advertised  # noqa: E402
 
 SENSOR_ADDRESS = "F0:5E:00:00:00:02"
 PHONE_ADDRESS = "F0:5E:00:00:00:A0"
@@ -65,16 +65,7 @@ async def session(snoop_path: str, legacy: bool, discover: bool, connections: in
         await device.power_on()
         await phone.power_on()
         await device.start_advertising(advertising_data=sensor.advertising_data(), auto_restart=True)
-        seen = asyncio.get_running_loop().create_future()
-
-        def on_advertisement(advertisement):
-            if str(advertisement.address).startswith(SENSOR_ADDRESS) and not seen.done():
-                seen.set_result(advertisement)
-
-        phone.on("advertisement", on_advertisement)
-        await phone.start_scanning(active=False)
-        await asyncio.wait_for(seen, 5.0)
-        await phone.stop_scanning()
+        await scan_until_advertised(phone, SENSOR_ADDRESS)
         for number in range(connections):
             connection = await phone.connect(Address(SENSOR_ADDRESS))
             asked = asyncio.get_running_loop().create_future()

@@ -48,6 +48,24 @@ def make_device(link, name, address, snoop_file=None):
     return Device(name=name, address=Address(address), host=host)
 
 
+async def scan_until_advertised(central, address, timeout_s=5.0):
+    """Scans (passively) until `address` advertises, then stops scanning: a recorder's central
+    connects only to a peripheral it has seen, as a phone does. Raises TimeoutError after
+    `timeout_s` seconds."""
+    seen = asyncio.get_running_loop().create_future()
+
+    def on_advertisement(advertisement):
+        if str(advertisement.address).startswith(address) and not seen.done():
+            seen.set_result(advertisement)
+
+    central.on("advertisement", on_advertisement)
+    await central.start_scanning(active=False)
+    try:
+        return await asyncio.wait_for(seen, timeout_s)
+    finally:
+        await central.stop_scanning()
+
+
 async def connect_with_mtu(watch, phone, mtu, minimum_mtu):
     """Powers both devices on, advertises `watch`, connects `phone` to it and asks for `mtu`.
 
