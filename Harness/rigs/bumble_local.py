@@ -23,6 +23,7 @@ heart_rate_central.py).
 
 import argparse
 import asyncio
+import json
 import os
 import signal
 import socket
@@ -233,6 +234,45 @@ async def close_client(writer):
     except ConnectionError:
         pass
     writer.close()
+
+
+def error_event(message, op=None):
+    """A bridge's `error` event: what was wrong, and the command it was wrong with when there is one."""
+    event = {"ev": "error", "message": message}
+    if op is not None:
+        event["op"] = op
+    return event
+
+
+async def read_commands(reader, quitting, max_line, handle, emit, expected_ops, log=None):
+    """Reads a bridge's commands, one JSON object a line, from `reader` until `quitting` is set or
+    the client closes the socket, and awaits `handle(op)` for each object with a string "op".
+    Anything else (an overlong line, text that is not JSON, an object without "op") is answered
+    with an `error` event through `emit` and skipped: a bad command never ends the bridge. `expected_ops`
+    names the ops in that answer."""
+    while not quitting.is_set():
+        try:
+            line = await reader.readline()
+        except (ValueError, asyncio.LimitOverrunError):
+            emit(error_event(f"command line longer than {max_line} bytes; ignored"))
+            continue
+        except ConnectionError:
+            break
+        if not line:
+            if log is not None:
+                log("client closed the socket: quitting")
+            break
+        if not line.strip():
+            continue
+        try:
+            op = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError) as problem:
+            emit(error_event(f"not a JSON object: {problem}; send one object per line"))
+            continue
+        if not isinstance(op, dict) or not isinstance(op.get("op"), str):
+            emit(error_event(f'expected an object with "op": {expected_ops}', op))
+            continue
+        await handle(op)
 
 
 async def serve_until_done(bridge, listen, max_line, log, exit_watchdog_s=None, if_nobody_came=None):

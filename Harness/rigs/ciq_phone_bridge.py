@@ -54,7 +54,8 @@ from bumble.transport import open_transport
 
 import ciq_link as link
 import session_gatt
-from bumble_local import accept_stop_signals, check_address, close_client, parse_listen, rig_argument_parser, serve_until_done, set_no_delay
+from bumble_local import (accept_stop_signals, check_address, close_client, error_event, parse_listen, read_commands, rig_argument_parser,
+                          serve_until_done, set_no_delay)
 
 SERVICES = (
     ("current", link.CURRENT_SERVICE_UUID, link.CURRENT_WRITE_UUID, link.CURRENT_NOTIFY_UUID),
@@ -142,10 +143,7 @@ class Bridge:
 
     def error(self, message: str, op=None) -> None:
         """An `error` event for a bad command."""
-        event = {"ev": "error", "message": message}
-        if op is not None:
-            event["op"] = op
-        self.emit(event)
+        self.emit(error_event(message, op))
 
     # --- commands from the host -------------------------------------------------------------
 
@@ -154,30 +152,11 @@ class Bridge:
         self.reader, self.writer = reader, writer
         set_no_delay(writer)
         self.emit({"ev": "bluetooth", "ready": True})
-        while not self.quitting.is_set():
-            try:
-                line = await reader.readline()
-            except (ValueError, asyncio.LimitOverrunError):
-                self.error(f"command line longer than {MAX_LINE} bytes; ignored")
-                continue
-            except ConnectionError:
-                break
-            if not line:
-                log("client closed the socket: quitting")
-                break
-            if line.strip():
-                await self.handle_line(line)
+        await read_commands(reader, self.quitting, MAX_LINE, self.handle, self.emit, "connect, write, disconnect or quit", log=log)
         await self.quit()
 
-    async def handle_line(self, line: bytes) -> None:
-        try:
-            op = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            self.error(f"not a JSON object: {error}; send one object per line")
-            return
-        if not isinstance(op, dict) or not isinstance(op.get("op"), str):
-            self.error('expected an object with "op": connect, write, disconnect or quit', op)
-            return
+    async def handle(self, op: dict) -> None:
+        """One command."""
         kind = op["op"]
         if kind == "quit":
             self.quitting.set()

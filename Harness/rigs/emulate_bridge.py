@@ -69,7 +69,8 @@ from bumble.transport import open_transport
 
 from ciq_responder import ConnectIQResponder
 from hci_latency import LatencyProbe
-from bumble_local import accept_stop_signals, check_address, close_client, parse_listen, rig_argument_parser, serve_until_done, set_no_delay
+from bumble_local import (accept_stop_signals, check_address, close_client, parse_listen, read_commands, rig_argument_parser, serve_until_done,
+                          set_no_delay)
 
 POWER_ON_TIMEOUT_S = 10.0
 ANSWER_TIMEOUT_S = 10.0
@@ -167,27 +168,12 @@ class EmulateBridge:
         self.reader, self.writer = reader, writer
         set_no_delay(writer)
         self.emit({"ev": "bluetooth", "ready": True})
-        while not self.quitting.is_set():
-            try:
-                line = await reader.readline()
-            except (ValueError, asyncio.LimitOverrunError):
-                self.emit({"ev": "error", "message": f"command line longer than {MAX_LINE} bytes; ignored"})
-                continue
-            except ConnectionError:
-                break
-            if not line:
-                break
-            if line.strip():
-                await self.handle_line(line)
+        await read_commands(reader, self.quitting, MAX_LINE, self.handle, self.emit, "serve, answer, send, initiate or quit")
         await self.quit()
 
-    async def handle_line(self, line: bytes) -> None:
-        try:
-            op = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            self.emit({"ev": "error", "message": f"not a JSON object: {error}"})
-            return
-        kind = op.get("op") if isinstance(op, dict) else None
+    async def handle(self, op: dict) -> None:
+        """One command."""
+        kind = op["op"]
         if kind == "quit":
             self.quitting.set()
         elif kind == "serve":

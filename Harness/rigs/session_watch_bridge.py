@@ -51,7 +51,8 @@ from bumble.device import Device
 from bumble.transport import open_transport
 
 import session_gatt
-from bumble_local import accept_stop_signals, check_address, close_client, parse_listen, rig_argument_parser, serve_until_done, set_no_delay
+from bumble_local import (accept_stop_signals, check_address, close_client, error_event, parse_listen, read_commands, rig_argument_parser,
+                          serve_until_done, set_no_delay)
 
 POWER_ON_TIMEOUT_S = 10.0
 QUIT_DISCONNECT_TIMEOUT_S = 2.0
@@ -112,10 +113,7 @@ class WatchBridge:
 
     def error(self, message: str, op=None) -> None:
         """An `error` event for a bad command."""
-        event = {"ev": "error", "message": message}
-        if op is not None:
-            event["op"] = op
-        self.emit(event)
+        self.emit(error_event(message, op))
 
     def spawn(self, coroutine) -> None:
         task = asyncio.create_task(coroutine)
@@ -130,30 +128,11 @@ class WatchBridge:
         set_no_delay(writer)
         self.emit({"ev": "bluetooth", "ready": True})
         await self.apply_advertising()  # only now, so the host sees every event of every link
-        while not self.quitting.is_set():
-            try:
-                line = await reader.readline()
-            except (ValueError, asyncio.LimitOverrunError):
-                self.error(f"command line longer than {MAX_LINE} bytes; ignored")
-                continue
-            except ConnectionError:
-                break
-            if not line:
-                log("client closed the socket: quitting")
-                break
-            if line.strip():
-                await self.handle_line(line)
+        await read_commands(reader, self.quitting, MAX_LINE, self.handle, self.emit, OPS, log=log)
         await self.quit()
 
-    async def handle_line(self, line: bytes) -> None:
-        try:
-            op = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            self.error(f"not a JSON object: {error}; send one object per line")
-            return
-        if not isinstance(op, dict) or not isinstance(op.get("op"), str):
-            self.error(f'expected an object with "op": {OPS}', op)
-            return
+    async def handle(self, op: dict) -> None:
+        """One command."""
         kind = op["op"]
         if kind == "quit":
             self.quitting.set()
