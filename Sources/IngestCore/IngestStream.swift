@@ -24,6 +24,11 @@ struct IngestStream: Sendable {
     var pendingBytes = 0
     var pendingSinceNs: Int64?
     var nextSequence = 1
+    /// The template layout (``ParsedDatagram/layoutIdentity``) of the last datagram packed into
+    /// `pending`, and the key each of its entries got there: a datagram of the same layout packs
+    /// its points under those keys without comparing names (0: none yet in this buffer).
+    var packedLayout: UInt64 = 0
+    var packedKeys: [Int] = []
 
     init(source: DatagramSource, startNs: Int64, nowNs: Int64, keepsPoints: Bool = true, reportsPoints: Bool = true) {
         self.keepsPoints = keepsPoints
@@ -90,19 +95,29 @@ struct IngestStream: Sendable {
             pendingSinceNs = nowNs
             newPendingDeadline = nowNs.addingSaturating(flushNs)
         }
-        for i in datagram.entries.indices {
-            if reportsPoints {
+        if reportsPoints {
+            for i in datagram.entries.indices {
                 let point = DataPoint(source: source, timeNs: timeNs, name: datagram.entries[i].name, type: datagram.entries[i].type,
                                       value: datagram.entries[i].value, storedPayload: datagram.storedPayload(of: i))
                 sink.append(.dataPoint(point))
             }
-            // The entry is read in place: a copy of it would retain and release its two strings.
-            pendingBytes += datagram.withPayload(of: i) { payload in
-                if keepsPoints {
-                    pending.append(timeNs: timeNs, name: datagram.entries[i].name, type: datagram.entries[i].type, payload: payload)
+        }
+        if !keepsPoints {
+            for entry in datagram.entries { pendingBytes &+= entry.payload.count }
+        } else if datagram.layoutIdentity != 0, datagram.layoutIdentity == packedLayout, packedKeys.count == datagram.entries.count {
+            // Laid out as the datagram before it in this chunk: its keys are known.
+            pendingBytes &+= pending.append(timeNs: timeNs, definedKeys: packedKeys, entries: datagram.entries, payloads: datagram.payloadBytes)
+        } else {
+            packedKeys.removeAll(keepingCapacity: true)
+            for i in datagram.entries.indices {
+                // The entry is read in place: a copy of it would retain and release its two strings.
+                pendingBytes &+= datagram.withPayload(of: i) { payload in
+                    packedKeys.append(pending.append(timeNs: timeNs, name: datagram.entries[i].name, type: datagram.entries[i].type,
+                                                     payload: payload))
+                    return payload.count
                 }
-                return payload.count
             }
+            packedLayout = datagram.layoutIdentity
         }
         pendingCount += datagram.entries.count
         counters.dataPoints += datagram.entries.count
@@ -123,6 +138,7 @@ struct IngestStream: Sendable {
                                 packedPoints: pending, dataPointCount: pendingCount, byteCount: pendingBytes)
         nextSequence += 1
         pending = PackedDataPoints()
+        packedLayout = 0
         if keepsPoints { pending.reserveCapacity(room) }
         pendingCount = 0
         pendingBytes = 0

@@ -104,8 +104,10 @@ public struct PackedDataPoints: Sendable, Hashable {
         point.storedPayload.withUnsafeBytes { append(timeNs: point.timeNs, name: point.name, type: point.type, payload: $0) }
     }
 
-    /// Packs one more point from its parts (the core's path: no ``DataPoint`` is made).
-    mutating func append(timeNs: Int64, name: String, type: String, payload: UnsafeRawBufferPointer) {
+    /// Packs one more point from its parts (the core's path: no ``DataPoint`` is made); returns
+    /// the index of its (name, type) pair, which ``append(timeNs:definedKey:payload:)`` takes.
+    @discardableResult
+    mutating func append(timeNs: Int64, name: String, type: String, payload: UnsafeRawBufferPointer) -> Int {
         if isReadBack {
             // A buffer read back (perhaps in format 1) is repacked, then appended to. Sources are
             // not packed, so any will do.
@@ -121,7 +123,7 @@ public struct PackedDataPoints: Sendable, Hashable {
             putVarint(UInt64(key))
             putVarint(zigzag)
             putField(payload)
-            return
+            return key
         }
         Self.withUTF8(name) { name in
             Self.withUTF8(type) { type in
@@ -135,6 +137,24 @@ public struct PackedDataPoints: Sendable, Hashable {
         }
         lastKey = keys.count
         keys.append(Key(name: name, type: type))
+        return lastKey
+    }
+
+    /// Packs one more point whose (name, type) pair this buffer already defines as `key` (what
+    /// an earlier ``append(timeNs:name:type:payload:)`` on it returned): the stream's path for a
+    /// datagram laid out as the one before, whose names need no comparing. The bytes are those
+    /// the named append would write.
+    mutating func append(timeNs: Int64, definedKey key: Int, payload: UnsafeRawBufferPointer) {
+        assert(!isReadBack && key >= 0 && key < keys.count, "PackedDataPoints: key \(key) is not defined in this buffer")
+        let difference = timeNs &- lastTimeNs
+        let zigzag = UInt64(bitPattern: (difference << 1) ^ (difference >> 63))
+        lastTimeNs = timeNs
+        count += 1
+        lastKey = key
+        reserve(3 * 10 + payload.count)
+        putVarint(UInt64(key))
+        putVarint(zigzag)
+        putField(payload)
     }
 
     /// The index of the pair if defined already (noting it as the last used); nil if it is new.
@@ -150,6 +170,59 @@ public struct PackedDataPoints: Sendable, Hashable {
             return index
         }
         return nil
+    }
+
+    /// Packs the points of one datagram, all at `timeNs`, whose (name, type) pairs this buffer
+    /// already defines: entry `i` under `keys[i]` (what ``append(timeNs:name:type:payload:)``
+    /// returned for the same entry of an earlier datagram of the same layout), its payload
+    /// `payloads[entries[i].payload]`. One capacity check and one pass over the buffer for the
+    /// whole datagram; the bytes are those the per-point appends would write. Returns the sum of
+    /// the payloads' lengths.
+    mutating func append(timeNs: Int64, definedKeys keys: [Int], entries: [ParsedDatagram.Entry], payloads: [UInt8]) -> Int {
+        assert(!isReadBack && keys.count == entries.count && keys.allSatisfy { $0 >= 0 && $0 < self.keys.count })
+        guard !entries.isEmpty else { return 0 }
+        var payloadTotal = 0
+        for entry in entries { payloadTotal &+= entry.payload.count }
+        reserve(3 &* 10 &* entries.count &+ payloadTotal)
+        let difference = timeNs &- lastTimeNs
+        var zigzag = UInt64(bitPattern: (difference << 1) ^ (difference >> 63))
+        var at = used
+        storage.withUnsafeMutableBytes { out in
+            payloads.withUnsafeBytes { source in
+                for index in entries.indices {
+                    at = Self.putVarint(UInt64(keys[index]), into: out, at: at)
+                    at = Self.putVarint(zigzag, into: out, at: at)
+                    // The points of one datagram share its time: every difference after the first is 0.
+                    zigzag = 0
+                    let range = entries[index].payload
+                    at = Self.putVarint(UInt64(range.count), into: out, at: at)
+                    if !range.isEmpty {
+                        (out.baseAddress! + at).copyMemory(from: source.baseAddress! + range.lowerBound, byteCount: range.count)
+                        at &+= range.count
+                    }
+                }
+            }
+        }
+        used = at
+        lastTimeNs = timeNs
+        count &+= entries.count
+        lastKey = keys[keys.count &- 1]
+        return payloadTotal
+    }
+
+    /// Writes `value` as a varint at `offset` of `buffer` (room checked by the caller); returns
+    /// the offset after it.
+    @inline(__always)
+    private static func putVarint(_ value: UInt64, into buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Int {
+        var value = value
+        var offset = offset
+        while value >= 0x80 {
+            buffer[offset] = UInt8(truncatingIfNeeded: value) | 0x80
+            value >>= 7
+            offset &+= 1
+        }
+        buffer[offset] = UInt8(value)
+        return offset &+ 1
     }
 
     /// The text's UTF-8 bytes, read in place when the string is stored contiguously (a native

@@ -19,6 +19,10 @@ struct ParsedDatagram: Sendable {
     }
 
     var kind: Kind = .end
+    /// The template layout a data message matched (``ShapeTemplate/Layout/identity``), else 0.
+    /// Two datagrams with the same nonzero identity have the same entries, named and typed the
+    /// same, in the same order: a stream packing points reuses what it looked up for the first.
+    var layoutIdentity: UInt64 = 0
     /// A data message's entries, in datagram order; empty for other messages.
     var entries: [Entry] = []
     /// The decoded payloads of ``entries``, back to back. The fast paths keep it at least as long
@@ -66,6 +70,7 @@ struct ParsedDatagram: Sendable {
     /// Holds `message`, as the general reader returned it.
     mutating func set(_ message: MotionMessage) {
         entries.removeAll(keepingCapacity: true)
+        layoutIdentity = 0
         switch message {
         case .data(let timeNs, let messageEntries):
             kind = .data(timeNs: timeNs)

@@ -1,58 +1,136 @@
-/// ``DatagramParser``'s second fast path: the last data datagram that ``DataMessageScanner``
-/// read, cut into its strings and the bytes between them.
+/// ``DatagramParser``'s second fast path: the last few data datagrams that ``DataMessageScanner``
+/// read, each cut into its varying strings and the bytes between them.
 ///
-/// A plugin builds every data datagram with the same code, so the bytes between the strings —
-/// braces, brackets, commas, colons, member names and whitespace — repeat exactly from one
-/// datagram to the next; only the strings (time, names, types, payloads) change. A datagram whose
-/// bytes are the template's between-pieces, word for word, with plain strings (printable ASCII,
-/// no escape) of any length in between, has the same JSON structure as the template's datagram:
-/// no quote can occur inside a plain string, so its strings start and end at the same pieces, and
-/// the pieces hold every other token. It is therefore a data message of the same entries, and the
-/// general reader would find exactly these strings. Matching is a comparison of a few words per
-/// piece and a scan of each string, instead of reading the JSON again.
+/// A plugin builds every data datagram with the same code, so everything but the sample time and
+/// the payloads — braces, brackets, commas, colons, member names, whitespace, and the entries'
+/// names and types — repeats exactly from one datagram to the next. A datagram whose bytes are a
+/// layout's fixed pieces, word for word, with plain strings (printable ASCII, no escape) of any
+/// length where the time and the payloads go, has the same JSON structure as the layout's
+/// datagram: no quote can occur inside a plain string, so its strings start and end at the same
+/// pieces, and the pieces hold every other token. It is therefore a data message with the same
+/// entries, named and typed as the layout's, and the general reader would find exactly these
+/// strings. Matching is a comparison of a few words per piece and a scan of each varying string,
+/// instead of reading the JSON again; the names and types are the layout's strings, so they are
+/// neither compared one by one nor looked up.
 ///
-/// Any difference (another layout, another entry count, an escape) makes ``match(_:spans:)``
-/// step aside; the scanner then reads the datagram and may record it as the new template.
+/// Several layouts are kept (``capacity``), so a plugin that interleaves messages of two or three
+/// kinds (an IMU message and a GNSS one, say) stays on this path. Any difference (another layout,
+/// another entry count, another name, an escape) makes ``match(_:spans:)`` step aside; the
+/// scanner then reads the datagram and may record it as a layout.
 struct ShapeTemplate: Sendable {
-    /// The datagram the template was taken from.
-    private var bytes: [UInt8] = []
-    /// String `k` (in datagram order) spans `bytes[cuts[2k] ..< cuts[2k + 1]]`; the pieces
-    /// between are the rest.
-    private var cuts: [Int] = []
-    /// The scanner's slot of string `k`.
-    private var slots: [Int] = []
-    private var entryCount = 0
+    /// How many layouts are kept; recording one more replaces the one matched least recently.
+    static let capacity = 4
+
+    /// One recorded layout. A class with constant fields: matching reads a layout without
+    /// retaining each of its arrays (as a struct it was retained field by field, a tenth of
+    /// the core's time).
+    final class Layout: Sendable {
+        /// The datagram the layout was taken from.
+        let bytes: [UInt8]
+        /// Varying string `k` (in datagram order) spans `bytes[cuts[2k] ..< cuts[2k + 1]]`; the
+        /// pieces between are fixed.
+        let cuts: [Int]
+        /// The scanner's slot of varying string `k`: 0 for the time, `3 + 3e` for entry `e`'s payload.
+        let slots: [Int]
+        let entryCount: Int
+        /// Entry `e`'s name and type, as the general reader makes them (`String(decoding:)` of
+        /// the bytes), and the payload kind its type names.
+        let names: [String]
+        let types: [String]
+        let kinds: [PayloadKind]
+        /// Identifies the layout among every layout its template ever recorded (from 1): equal
+        /// identities mean the same entries, named and typed the same, in the same order.
+        let identity: UInt64
+
+        /// The layout of `datagram` as the scanner read it (`spans`, `order`).
+        init(_ datagram: UnsafeRawBufferPointer, spans: [Range<Int>], order: [Int], entryCount: Int, identity: UInt64) {
+            bytes = Array(datagram)
+            var cuts: [Int] = []
+            var slots: [Int] = []
+            // Slot 0 is the time and slots 3, 6, 9 … the payloads: the strings that vary.
+            for slot in order where slot % 3 == 0 {
+                cuts.append(spans[slot].lowerBound)
+                cuts.append(spans[slot].upperBound)
+                slots.append(slot)
+            }
+            self.cuts = cuts
+            self.slots = slots
+            self.entryCount = entryCount
+            var names: [String] = []
+            var types: [String] = []
+            var kinds: [PayloadKind] = []
+            for entry in 0..<entryCount {
+                let name = UnsafeRawBufferPointer(rebasing: datagram[spans[1 &+ 3 &* entry]])
+                let type = UnsafeRawBufferPointer(rebasing: datagram[spans[2 &+ 3 &* entry]])
+                names.append(String(decoding: name, as: UTF8.self))
+                types.append(String(decoding: type, as: UTF8.self))
+                kinds.append(PayloadKind(typeName: type))
+            }
+            self.names = names
+            self.types = types
+            self.kinds = kinds
+            self.identity = identity
+        }
+    }
+
+    private(set) var layouts: [Layout] = []
+    /// When each layout was last matched or recorded (a counter), for replacement.
+    private var lastUse: [UInt64] = []
+    private var recorded: UInt64 = 0
+    private var uses: UInt64 = 0
+    /// The layout matched last, tried first.
+    private var mostRecent = 0
 
     /// Creates an empty template, which matches nothing.
     init() {}
 
-    /// Takes the scanner's reading of `datagram` as the template.
+    /// Takes the scanner's reading of `datagram` as a layout: its time and payloads vary, the rest
+    /// (names and types included) is fixed.
     mutating func record(_ datagram: UnsafeRawBufferPointer, spans: [Range<Int>], order: [Int], entryCount: Int) {
-        bytes.removeAll(keepingCapacity: true)
-        bytes.append(contentsOf: datagram)
-        cuts.removeAll(keepingCapacity: true)
-        slots.removeAll(keepingCapacity: true)
-        for slot in order {
-            cuts.append(spans[slot].lowerBound)
-            cuts.append(spans[slot].upperBound)
-            slots.append(slot)
+        recorded &+= 1
+        uses &+= 1
+        let layout = Layout(datagram, spans: spans, order: order, entryCount: entryCount, identity: recorded)
+        if layouts.count < Self.capacity {
+            layouts.append(layout)
+            lastUse.append(uses)
+            mostRecent = layouts.count - 1
+        } else {
+            let oldest = lastUse.indices.min { lastUse[$0] < lastUse[$1] } ?? 0
+            layouts[oldest] = layout
+            lastUse[oldest] = uses
+            mostRecent = oldest
         }
-        self.entryCount = entryCount
     }
 
-    /// When `datagram` is laid out as the template, fills `spans` as the scanner would and
-    /// returns the number of entries; else nil.
-    func match(_ datagram: UnsafeRawBufferPointer, spans: inout [Range<Int>]) -> Int? {
-        guard !slots.isEmpty, let base = datagram.baseAddress else { return nil }
-        let count = datagram.count
-        let strings = 1 &+ 3 &* entryCount
+    /// When `datagram` is laid out as one of the layouts, fills the time's and the payloads'
+    /// slots of `spans` as the scanner would and returns that layout's index; else nil. The
+    /// name and type slots are left as they were: the layout holds those strings.
+    mutating func match(_ datagram: UnsafeRawBufferPointer, spans: inout [Range<Int>]) -> Int? {
+        guard !layouts.isEmpty, let base = datagram.baseAddress else { return nil }
+        if matches(layout: mostRecent, base, count: datagram.count, spans: &spans) { return used(mostRecent) }
+        for index in layouts.indices where index != mostRecent {
+            if matches(layout: index, base, count: datagram.count, spans: &spans) { return used(index) }
+        }
+        return nil
+    }
+
+    private mutating func used(_ index: Int) -> Int {
+        mostRecent = index
+        uses &+= 1
+        lastUse[index] = uses
+        return index
+    }
+
+    private func matches(layout index: Int, _ base: UnsafeRawPointer, count: Int, spans: inout [Range<Int>]) -> Bool {
+        let layout = layouts[index]
+        let strings = 1 &+ 3 &* layout.entryCount
         if spans.count != strings {
             spans.removeAll(keepingCapacity: true)
             spans.append(contentsOf: repeatElement(DataMessageScanner.absent, count: strings))
         }
-        let matched = bytes.withUnsafeBytes { template in
-            cuts.withUnsafeBufferPointer { cuts in
-                slots.withUnsafeBufferPointer { slots in
+        return layout.bytes.withUnsafeBytes { template in
+            layout.cuts.withUnsafeBufferPointer { cuts in
+                layout.slots.withUnsafeBufferPointer { slots in
                     spans.withUnsafeMutableBufferPointer { spans in
                         Self.match(base, count: count, template: template.baseAddress!, templateCount: template.count,
                                    cuts: cuts, slots: slots, spans: spans)
@@ -60,7 +138,6 @@ struct ShapeTemplate: Sendable {
                 }
             }
         }
-        return matched ? entryCount : nil
     }
 
     private static func match(
@@ -74,9 +151,9 @@ struct ShapeTemplate: Sendable {
             let length = pieceEnd &- pieceStart
             guard j &+ length <= count, SWAR.equal(base + j, template + pieceStart, count: length) else { return false }
             j &+= length
-            // Most strings are as long as the template's (base64 of a float64, a type, a name):
-            // checking that guess keeps the next piece's position off the scan's result, so the
-            // comparisons of one datagram do not wait on each other.
+            // Most strings are as long as the template's (base64 of a float64, a time with the
+            // same digits): checking that guess keeps the next piece's position off the scan's
+            // result, so the comparisons of one datagram do not wait on each other.
             let guess = j &+ (cuts[2 &* k &+ 1] &- pieceEnd)
             let end: Int
             if guess < count, base.load(fromByteOffset: guess, as: UInt8.self) == UInt8(ascii: "\""),

@@ -28,7 +28,12 @@ import Foundation
 /// - `parse-general`: the same with the general reader alone (what IngestCore did before the
 ///   fast paths);
 /// - `core`: `IngestCore.receive` for every datagram at its capture time, then `finish`: parsing
-///   plus streams, chunks and events, as replay drives it.
+///   plus streams, chunks and events, each call's events returned as an array;
+/// - `core-replay`: the core as `tether replay` drives it (``IngestAdapter``): no points kept in
+///   chunks, a `dataPoint` event per point, each event handed to a closure as it is made;
+/// - `core-live`: the core as `tether serve ingest` drives it (`IngestServer`): points packed into
+///   chunks for the store, no `dataPoint` events, datagrams taken 64 at a time at one `now` (one
+///   `recvmmsg` each, 3 µs apart: the live drain's pace).
 enum ParsePlugin {
     /// CPU time of the calling thread.
     static func threadCPUSeconds() -> Double {
@@ -125,6 +130,30 @@ enum ParsePlugin {
             }
             events &+= core.finish(now: .nanoseconds(times[datagrams - 1] - origin)).count
             return events
+        }
+        stage("core-replay") { all in
+            var core = IngestCore(configuration: IngestAdapter.configuration(applying: ingestSection), keepsChunkPoints: false)
+            var events = 0
+            for (i, range) in ranges.enumerated() {
+                core.receive(UnsafeRawBufferPointer(rebasing: all[range]), from: source, now: .nanoseconds(times[i] - origin)) { _ in events &+= 1 }
+            }
+            events &+= core.finish(now: .nanoseconds(times[datagrams - 1] - origin)).count
+            return events
+        }
+        stage("core-live") { all in
+            var core = IngestCore(configuration: IngestAdapter.configuration(applying: ingestSection), reportsDataPoints: false)
+            var points = 0
+            var now = Duration.zero
+            for (i, range) in ranges.enumerated() {
+                if i % 64 == 0 { now += .microseconds(3) }
+                core.receive(UnsafeRawBufferPointer(rebasing: all[range]), from: source, now: now) { event in
+                    if case .chunkReady(let chunk) = event { points &+= chunk.dataPointCount }
+                }
+            }
+            for event in core.finish(now: now) {
+                if case .chunkReady(let chunk) = event { points &+= chunk.dataPointCount }
+            }
+            return points
         }
         return 0
     }

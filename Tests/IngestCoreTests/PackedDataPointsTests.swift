@@ -52,6 +52,40 @@ private func mixedMessage(time: String) -> [UInt8] {
     #expect(silent.counters == reporting.counters)
 }
 
+@Test func aChunkOfRepeatedLayoutsPacksToTheBytesOfItsPointsPackedOneByOne() {
+    // Datagrams laid out as the one before them are packed under the keys that one defined,
+    // without comparing names: the buffer must be the one packing each point makes, byte for
+    // byte (a store tells a retried chunk from another by its bytes).
+    var core = IngestCore(configuration: .init(flushInterval: .seconds(3600), flushBytes: 1_500))
+    var random = SplitMix64(seed: 0x9ACC_0002)
+    var events: [IngestEvent] = []
+    for i in 0..<600 {
+        let datagram: [UInt8]
+        switch random.next() % 10 {
+        case 0: datagram = floatMessage(time: "1700000000.\(i)", [("gnss/lat", 35.6), ("gnss/lon", Double(i))])
+        case 1: datagram = floatMessage(time: "1699999999.\(i)", [("v1/1/yaw", Double(i))])  // time goes backwards
+        case 2: datagram = mixedMessage(time: "1700000000.\(i)")  // not ASCII: the general reader's
+        default:
+            // Plain ASCII: the template path, whose layouts make packing reuse the keys.
+            datagram = sampleDataMessage(time: "1700000000.\(i)", entries: [
+                ("v1/1/yaw", "float64", float64Bytes(Double(i))), ("v1/1/count", "int64", [0, 0, 0, 0, 0, 0, 1, UInt8(i & 0xFF)]),
+                ("v1/1/note", "string", Array("a note of \(i)".utf8)), ("v1/1/blob", "vendor/x", Array(repeating: UInt8(i & 0xFF), count: i % 50)),
+            ])
+        }
+        events += core.receive(datagram, from: i % 4 == 0 ? otherPlugin : plugin, now: ms(i))
+    }
+    events += core.finish(now: ms(10_000))
+    let made = chunks(events)
+    #expect(made.count > 10)
+    for chunk in made {
+        #expect(chunk.packedPoints.bytes == PackedDataPoints(chunk.dataPoints).bytes)
+    }
+    for source in [plugin, otherPlugin] {
+        #expect(made.filter { $0.source == source }.flatMap(\.dataPoints) == points(events).filter { $0.source == source })
+    }
+    #expect(made.map(\.dataPointCount).reduce(0, +) == points(events).count)
+}
+
 @Test func packedLayoutIsTheDocumentedOne() throws {
     let first = DataPoint(source: plugin, timeNs: 300, name: "ab", type: "int64", value: .int64(7),
                           payload: [0, 0, 0, 0, 0, 0, 0, 7])

@@ -258,15 +258,56 @@ func fastPathsAgreeWithTheGeneralReaderOnMutatedDatagrams(seed: UInt64) {
     #expect(parser.pathCounts.scanner > 0)
 }
 
-@Test func stringsOfAnotherLengthThanTheTemplatesAreFoundByScanning() throws {
+@Test func timesAndPayloadsOfAnotherLengthThanTheLayoutsAreFoundByScanning() throws {
     var parser = DatagramParser()
     for time in ["1", "1674790238.1234567", "12", "1674790238.1", "1674790238.123456789123"] {
-        for name in ["a", "v1/1/yaw", "a-much-longer-name-than-the-template-had", ""] {
-            let datagram = sampleDataMessage(time: time, entries: [(name, "float64", float64Bytes(2)), ("b", "bytes", Array(repeating: 7, count: 20))])
+        for length in [0, 1, 20, 3, 200] {
+            let datagram = sampleDataMessage(time: time, entries: [("v1/1/yaw", "float64", float64Bytes(2)), ("b", "bytes", Array(repeating: 7, count: length))])
             #expect(reading(datagram, with: &parser) == generalReading(datagram))
         }
     }
     #expect(parser.pathCounts.template > 10)
+}
+
+@Test func aNameOrTypeOtherThanTheLayoutsIsReadAgain() throws {
+    // Names and types are part of a layout's fixed bytes: another one is another layout.
+    var parser = DatagramParser()
+    for name in ["a", "v1/1/yaw", "a-much-longer-name-than-the-template-had", "", "v1/1/yaX"] {
+        for type in ["float64", "int64", "vendor/x"] {
+            let datagram = sampleDataMessage(time: "1.5", entries: [(name, type, float64Bytes(2)), ("b", "bytes", [1, 2])])
+            #expect(reading(datagram, with: &parser) == generalReading(datagram))
+            #expect(reading(datagram, with: &parser) == generalReading(datagram))
+        }
+    }
+    #expect(parser.pathCounts.template == 15)
+    #expect(parser.pathCounts.scanner == 15)
+}
+
+@Test func interleavedLayoutsStayOnTheTemplatePath() {
+    // A plugin that sends two or three kinds of message in turn (an IMU one, a GNSS one, …).
+    var parser = DatagramParser()
+    let kinds: [[(String, Double)]] = [
+        [("imu/ax", 1), ("imu/ay", 2), ("imu/az", 3)],
+        [("gnss/lat", 35.6), ("gnss/lon", 139.7)],
+        [("battery", 0.5)],
+    ]
+    for round in 0..<300 {
+        let values = kinds[round % kinds.count].map { ($0.0, $0.1 + Double(round)) }
+        let datagram = floatMessage(time: "1700000000.\(round)", values)
+        #expect(reading(datagram, with: &parser) == generalReading(datagram))
+    }
+    #expect(parser.pathCounts.scanner == kinds.count)
+    #expect(parser.pathCounts.template == 300 - kinds.count)
+}
+
+@Test func moreInterleavedLayoutsThanTheTemplateKeepsAreStillReadRight() {
+    var parser = DatagramParser()
+    let layouts = ShapeTemplate.capacity + 1
+    for round in 0..<100 {
+        let datagram = floatMessage(time: "2.\(round)", (0...(round % layouts)).map { ("v\($0)", Double(round)) })
+        #expect(reading(datagram, with: &parser) == generalReading(datagram))
+    }
+    #expect(parser.pathCounts.general == 0)
 }
 
 @Test(arguments: [31 as UInt64, 32])
