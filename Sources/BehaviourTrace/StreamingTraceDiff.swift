@@ -265,14 +265,53 @@ public final class StreamingBaselineComparison {
     /// `lineBudget` is the longest rendering of the report that must be exact, in lines
     /// (`tether replay`'s `--max-diff-lines`). Fields in `ignoringFields` count for nothing, and
     /// events named in `ignoringEvents` are left out of both sides (`tether diff`'s options).
+    ///
+    /// With `usingIndex` and no field or event ignored, a current ``BaselineIndex`` beside the
+    /// baseline (``indexLookup`` tells what was found) lets agreeing events be checked by their
+    /// digests alone; the report is the same either way.
     public init(name: String, baselinePath: String, timingToleranceNs: Int64,
                 ignoringFields: Set<String> = [], ignoringEvents: Set<String> = [],
-                window: Int = StreamingTraceDiff.defaultWindow, lineBudget: Int = 1000) throws(TraceFileError) {
+                window: Int = StreamingTraceDiff.defaultWindow, lineBudget: Int = 1000, usingIndex: Bool = true) throws(TraceFileError) {
         self.name = name
         self.ignoringEvents = ignoringEvents
-        reader = try TraceFileReader(path: baselinePath)
+        self.baselinePath = baselinePath
         diff = StreamingTraceDiff(timingToleranceNs: timingToleranceNs, ignoringFields: ignoringFields,
                                   window: window, lineBudget: lineBudget)
+        if usingIndex, ignoringFields.isEmpty, ignoringEvents.isEmpty {
+            indexLookup = BaselineIndex.load(forTrace: baselinePath)
+            if case .current(let index) = indexLookup {
+                self.index = index
+                // The file must open now, as it does without an index; it is read from where
+                // the index leaves off.
+                if let error = TraceFileError.unreadable(baselinePath) { throw error }
+                return
+            }
+        } else {
+            indexLookup = .absent
+        }
+        reader = try TraceFileReader(path: baselinePath)
+    }
+
+    private let baselinePath: String
+    /// What was found beside the baseline: an index in use, none, or one that could not be used.
+    public let indexLookup: BaselineIndex.Lookup
+    /// The index while the comparison goes by it; `nil` once it has left it (or never had one).
+    private var index: BaselineIndex?
+    /// The index entry of the baseline's next line, and where that line starts.
+    private var indexPosition = 0
+    private var indexOffset: UInt64 = 0
+    /// Baseline lines checked by their digests alone.
+    public private(set) var linesCheckedByIndex = 0
+
+    /// Leaves the index: the baseline is read from the line the index got to.
+    private func leaveIndex() {
+        guard index != nil else { return }
+        index = nil
+        do {
+            reader = try TraceFileReader(path: baselinePath, offset: indexOffset, lineNumber: indexPosition + 1)
+        } catch {
+            fail(error)
+        }
     }
 
     /// The next event the replay made for this core.
@@ -284,6 +323,17 @@ public final class StreamingBaselineComparison {
     /// differs is parsed and goes through the comparison; the report is the same either way.
     public func replayed(_ event: TraceEvent) {
         guard failure == nil, !ignoringEvents.contains(event.event) else { return }
+        if let index {
+            if diff.inStep, indexPosition < index.digests.count, index.digests[indexPosition] == event.stableDigest {
+                indexOffset &+= UInt64(index.lineLengths[indexPosition])
+                indexPosition &+= 1
+                linesCheckedByIndex &+= 1
+                diff.addIdenticalPair()
+                return
+            }
+            leaveIndex()
+            guard failure == nil else { return }
+        }
         if diff.inStep, let reader {
             do {
                 while true {
@@ -341,6 +391,8 @@ public final class StreamingBaselineComparison {
     /// The replay is over: reads the rest of the baseline and returns the differences.
     /// - Throws: the baseline's first malformed line (``TraceFormatError``) or read error.
     public func finish() throws -> TraceDiffReport {
+        // Lines the index did not reach are the baseline's events the replay did not make.
+        leaveIndex()
         while failure == nil, readBaseline() {}
         if let failure { throw failure }
         return diff.finish()

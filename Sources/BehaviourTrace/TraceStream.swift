@@ -48,6 +48,14 @@ public final class TraceFileWriter: TraceSink {
     private var committed = false
     /// Flushed to the file when this full: large enough that `write(2)` costs nothing per event.
     static let bufferSize = 256 * 1024
+    /// Whether each line's length and its event's digest are kept for a ``BaselineIndex``
+    /// (``lineIndex``); set before the first event.
+    public var recordsLineIndex = false
+    private var indexedLineLengths: [UInt32] = []
+    private var indexedDigests: [UInt64] = []
+    /// The lines written so far, as a ``BaselineIndex`` lists them (empty unless
+    /// ``recordsLineIndex``).
+    public var lineIndex: (lineLengths: [UInt32], digests: [UInt64]) { (indexedLineLengths, indexedDigests) }
 
     /// Creates (or truncates) the file at `path` and writes there.
     /// - Throws: ``TraceFileError`` when it cannot be created.
@@ -98,8 +106,13 @@ public final class TraceFileWriter: TraceSink {
 
     public func write(_ event: TraceEvent) {
         guard failure == nil else { return }
+        let lineStart = buffer.bytes.count
         buffer.appendEvent(event)
         buffer.bytes.append(0x0A)
+        if recordsLineIndex {
+            indexedLineLengths.append(UInt32(truncatingIfNeeded: buffer.bytes.count - lineStart))
+            indexedDigests.append(event.stableDigest)
+        }
         events += 1
         if buffer.bytes.count >= Self.bufferSize { flush() }
     }
@@ -239,6 +252,17 @@ public final class TraceFileReader {
         case .success(let fd): descriptor = fd
         case .failure(let error): throw error
         }
+    }
+
+    /// Opens the trace file at `path` to read from byte `offset`, the start of line `lineNumber`
+    /// (what a ``BaselineIndex`` knows), so errors name the right line.
+    /// - Throws: ``TraceFileError`` when it cannot be read or the offset cannot be reached.
+    public convenience init(path: String, offset: UInt64, lineNumber: Int) throws(TraceFileError) {
+        try self.init(path: path)
+        guard lseek(descriptor, off_t(offset), SEEK_SET) >= 0 else {
+            throw TraceFileError(path: path, operation: "seek to byte \(offset) of trace file", reason: FileIO.errnoText())
+        }
+        self.lineNumber = lineNumber
     }
 
     deinit {

@@ -267,6 +267,10 @@ public enum SetRedactor {
             let source = set + "/" + relative
             var isDirectory: ObjCBool = false
             guard relative != capture, FileManager.default.fileExists(atPath: source, isDirectory: &isDirectory), !isDirectory.boolValue else { continue }
+            // A baseline's index (BehaviourTrace's BaselineIndex, `<baseline>.index`) describes the
+            // baseline as it was: the redacted copy would not match it, so it is left behind and
+            // the copy's baselines are read without one.
+            if relative.hasSuffix(".jsonl.index") { continue }
             guard let data = FileManager.default.contents(atPath: source) else {
                 throw .file(path: source, reason: "cannot be read")
             }

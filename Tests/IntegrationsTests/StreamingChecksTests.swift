@@ -388,7 +388,9 @@ import TetherTestSupport
     // MARK: baselines
 
     /// Every committed baseline, compared as `tether replay` now compares it (the baseline file
-    /// read alongside the replay) and as it did (both traces whole): the same report.
+    /// read alongside the replay, by its index while they agree) and as it did (both traces
+    /// whole): the same report. Every committed baseline has a current index, and an agreeing
+    /// replay is checked by it alone.
     @Test func streamingBaselineComparisonEqualsCompareOnEveryCommittedSet() throws {
         var compared = 0
         for (name, path, outcome) in Self.replays {
@@ -399,6 +401,11 @@ import TetherTestSupport
                 let comparison = try StreamingBaselineComparison(name: core, baselinePath: baseline, timingToleranceNs: 0)
                 for event in replayed { comparison.replayed(event) }
                 #expect(try comparison.finish() == whole, "\(name) \(core)")
+                guard case .current = comparison.indexLookup else {
+                    Issue.record("\(name) \(core): the baseline's index is not current (\(comparison.indexLookup)); `tether replay \(path) --update-baseline` writes it")
+                    continue
+                }
+                if whole.isEmpty { #expect(comparison.linesCheckedByIndex == replayed.count, "\(name) \(core)") }
                 compared += 1
             }
         }

@@ -141,7 +141,9 @@ public final class BaselineWriters {
             if writers[event.core] == nil {
                 writers[event.core] = Result {
                     let path = try CaptureSetDirectory(path: set).resolve(relativePath(event.core), field: "baselines.\(event.core)")
-                    return try TraceFileWriter.replacing(path)
+                    let writer = try TraceFileWriter.replacing(path)
+                    writer.recordsLineIndex = true
+                    return writer
                 }
             }
             lastCore = event.core
@@ -159,10 +161,15 @@ public final class BaselineWriters {
         for core in cores.sorted() {
             let relative = relativePath(core)
             let path = try CaptureSetDirectory(path: set).resolve(relative, field: "baselines.\(core)")
+            // Each baseline gets its index beside it (BaselineIndex): a replay that agrees with
+            // it is then checked without reading its lines.
             if let writer = writers[core] {
-                try writer.get().commit()
+                let written = try writer.get()
+                try written.commit()
+                try BaselineIndex.write(forTrace: path, lineLengths: written.lineIndex.lineLengths, digests: written.lineIndex.digests)
             } else {
                 try CaptureSetDirectory.writeAtomically([], to: path)
+                try BaselineIndex.write(forTrace: path, lineLengths: [], digests: [])
             }
             manifest.baselines[core] = relative
         }

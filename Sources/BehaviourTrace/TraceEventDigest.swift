@@ -1,0 +1,111 @@
+/// A 64-bit digest of a ``TraceEvent`` that is the same in every process and on every machine
+/// (unlike `Hasher`, which is seeded per process): its time, core, event name and fields, each
+/// value with its type, the fields in key order. Two events with equal digests are, but for a
+/// 2⁻⁶⁴ chance, equal — what a ``BaselineIndex`` relies on to tell that a replayed event is the
+/// baseline's without reading the baseline's line. It does not depend on whether the fields are
+/// held inline (a datapoint) or in a dictionary.
+///
+/// The mixing is a multiply–rotate round per 64-bit word (the construction of XXH64's round),
+/// with a length and a type tag before every variable-length part, so no two different events
+/// feed the same words.
+struct TraceEventDigest {
+    private var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+
+    private static let prime1: UInt64 = 0x9E37_79B1_85EB_CA87
+    private static let prime2: UInt64 = 0xC2B2_AE3D_27D4_EB4F
+
+    /// The digest of `event`.
+    static func of(_ event: TraceEvent) -> UInt64 {
+        var digest = TraceEventDigest()
+        digest.add(UInt64(bitPattern: event.timeNs))
+        digest.add(event.core)
+        digest.add(event.event)
+        switch event.storage {
+        case .dataPoint(let point):
+            // Fields are held inline exactly when they are a datapoint's five (TraceEvent.Storage
+            // makes that choice from the fields alone), so a dictionary never holds these keys:
+            // a tag of its own stands for them, and the values follow in key order.
+            digest.add(0xDA7A_9017)
+            digest.add(point.name)
+            digest.add(point.source)
+            digest.add(UInt64(bitPattern: point.timeNs))
+            digest.add(point.type)
+            digest.add(point.value)
+        case .dictionary(let fields):
+            digest.add(object: fields)
+        }
+        return digest.finished
+    }
+
+    @inline(__always)
+    private mutating func add(_ word: UInt64) {
+        let mixed = (state ^ (word &* Self.prime2))
+        state = ((mixed << 31) | (mixed >> 33)) &* Self.prime1
+    }
+
+    private mutating func add(_ text: String) {
+        // A native or small string is contiguous: read in place, no copy.
+        if text.utf8.withContiguousStorageIfAvailable({ add(utf8: UnsafeRawBufferPointer($0)) }) == nil {
+            Array(text.utf8).withUnsafeBytes { add(utf8: $0) }
+        }
+    }
+
+    @inline(__always)
+    private mutating func add(utf8 bytes: UnsafeRawBufferPointer) {
+        add(UInt64(bytes.count))
+        var index = 0
+        while index &+ 8 <= bytes.count {
+            add(UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self)))
+            index &+= 8
+        }
+        guard index < bytes.count else { return }
+        var tail: UInt64 = 0
+        var shift: UInt64 = 0
+        while index < bytes.count {
+            tail |= UInt64(bytes[index]) << shift
+            shift &+= 8
+            index &+= 1
+        }
+        add(tail)
+    }
+
+    private mutating func add(_ value: TraceValue) {
+        switch value {
+        case .string(let text): add(1); add(text)
+        case .int(let number): add(2); add(UInt64(bitPattern: number))
+        case .double(let number): add(3); add(number.bitPattern)
+        case .bool(let flag): add(4); add(flag ? 1 : 0)
+        case .null: add(5)
+        case .array(let elements):
+            add(6)
+            add(UInt64(elements.count))
+            for element in elements { add(element) }
+        case .object(let fields):
+            add(7)
+            add(object: fields)
+        }
+    }
+
+    private mutating func add(object fields: [String: TraceValue]) {
+        add(UInt64(fields.count))
+        for (key, value) in fields.sorted(by: { $0.key < $1.key }) {
+            add(key)
+            add(value)
+        }
+    }
+
+    private var finished: UInt64 {
+        var h = state
+        h ^= h >> 33
+        h = h &* Self.prime2
+        h ^= h >> 29
+        h = h &* 0x1656_67B1_9E37_79F9
+        h ^= h >> 32
+        return h
+    }
+}
+
+extension TraceEvent {
+    /// The event's stable digest (``TraceEventDigest``).
+    var stableDigest: UInt64 { TraceEventDigest.of(self) }
+}
