@@ -306,6 +306,7 @@ struct ReplayCommand: ParsableCommand {
                 outcome = CaptureSetOutcome(name: name, expectations: checked.expectations, baselines: [])
             } else {
                 let (compared, baselineErrors) = checked.outcome()
+                for note in checked.baselineIndexNotes { Terminal.warn("tether: note: \(name): \(note)") }
                 errors += baselineErrors.map { (name, $0) }
                 setErrors = baselineErrors
                 outcome = compared
@@ -343,6 +344,7 @@ struct ReplayCommand: ParsableCommand {
                     scenarioOutcome = CaptureSetOutcome(name: scenarioName, expectations: result.expectations, baselines: [])
                 } else {
                     let (checkedOutcome, baselineErrors) = result.outcome()
+                    for note in result.baselineIndexNotes { Terminal.warn("tether: note: \(scenarioName): \(note)") }
                     var compared = checkedOutcome
                     compared.name = scenarioName
                     errors += baselineErrors.map { (scenarioName, $0) }

@@ -38,6 +38,16 @@ public struct CheckedReplay {
     /// The faults the run carried.
     public var faults: [Fault] = []
 
+    /// One line per baseline whose index (`<baseline>.index`, ``BaselineIndex``) is there but
+    /// could not be used, saying why: the comparison read that baseline line by line (same
+    /// verdict, slower).
+    public var baselineIndexNotes: [String] {
+        comparisons.compactMap { core, comparison in
+            guard case .success(let comparison) = comparison, case .unusable(let why) = comparison.indexLookup else { return nil }
+            return "baseline \(core): its index was not used, so the baseline was read line by line: \(why)"
+        }
+    }
+
     /// Finishes every baseline comparison: the set's outcome, and one message per baseline that
     /// could not be read or compared (`baseline messaging: …`).
     public func outcome() -> (outcome: CaptureSetOutcome, errors: [String]) {
