@@ -4,32 +4,85 @@ import CaptureSet
 import Dissectors
 
 /// One capture interface as replay sees it: the file's description joined with the manifest's.
+///
+/// Its fields live in one immutable object shared by every copy: the engine hands the interface
+/// to an adapter with every frame, and copying six fields (three of them reference-counted) per
+/// frame was a measurable part of a replay. Setting a field makes a new object.
 public struct ReplayInterface: Sendable, Hashable {
+    private final class Fields: Sendable {
+        let index: Int
+        let linkType: LinkType
+        let name: String?
+        let role: InterfaceRole?
+        let core: String?
+        let parameters: [String: String]
+
+        init(index: Int, linkType: LinkType, name: String?, role: InterfaceRole?, core: String?, parameters: [String: String]) {
+            self.index = index
+            self.linkType = linkType
+            self.name = name
+            self.role = role
+            self.core = core
+            self.parameters = parameters
+        }
+    }
+
+    private var fields: Fields
+
     /// Index in the capture file (pcapng Interface Description Block order).
-    public var index: Int
+    public var index: Int {
+        get { fields.index }
+        set { fields = Fields(index: newValue, linkType: linkType, name: name, role: role, core: core, parameters: parameters) }
+    }
     /// Link type of its frames.
-    public var linkType: LinkType
+    public var linkType: LinkType {
+        get { fields.linkType }
+        set { fields = Fields(index: index, linkType: newValue, name: name, role: role, core: core, parameters: parameters) }
+    }
     /// Interface name from the manifest, else from the capture file.
-    public var name: String?
+    public var name: String? {
+        get { fields.name }
+        set { fields = Fields(index: index, linkType: linkType, name: newValue, role: role, core: core, parameters: parameters) }
+    }
     /// Role from the manifest; `nil` when the manifest does not describe this interface.
-    public var role: InterfaceRole?
+    public var role: InterfaceRole? {
+        get { fields.role }
+        set { fields = Fields(index: index, linkType: linkType, name: name, role: newValue, core: core, parameters: parameters) }
+    }
     /// The core whose adapter takes this interface's frames: the manifest's `core:`, else the one
     /// the registry chose for its role (``IntegrationRegistry/select(for:manifestPath:)``). `nil`
     /// for an undescribed interface and for `api-calls`, whose records are split by their own
     /// `core` field.
-    public var core: String?
+    public var core: String? {
+        get { fields.core }
+        set { fields = Fields(index: index, linkType: linkType, name: name, role: role, core: newValue, parameters: parameters) }
+    }
     /// Every other key the manifest gives the interface, as text (`ingest_port`, `broker_port`,
     /// or a user integration's own): what an adapter reads about an interface beyond its role.
-    public var parameters: [String: String]
+    public var parameters: [String: String] {
+        get { fields.parameters }
+        set { fields = Fields(index: index, linkType: linkType, name: name, role: role, core: core, parameters: newValue) }
+    }
 
     /// Describe one interface.
     public init(index: Int, linkType: LinkType, name: String? = nil, role: InterfaceRole? = nil, core: String? = nil, parameters: [String: String] = [:]) {
-        self.index = index
-        self.linkType = linkType
-        self.name = name
-        self.role = role
-        self.core = core
-        self.parameters = parameters
+        fields = Fields(index: index, linkType: linkType, name: name, role: role, core: core, parameters: parameters)
+    }
+
+    /// Equal when every field is.
+    public static func == (a: ReplayInterface, b: ReplayInterface) -> Bool {
+        a.fields === b.fields || (a.index == b.index && a.linkType == b.linkType && a.name == b.name && a.role == b.role
+            && a.core == b.core && a.parameters == b.parameters)
+    }
+
+    /// Hashes every field.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(index)
+        hasher.combine(linkType)
+        hasher.combine(name)
+        hasher.combine(role)
+        hasher.combine(core)
+        hasher.combine(parameters)
     }
 
     /// The interface as the manifest describes it (`nil`: undescribed), on a file interface of
