@@ -278,9 +278,10 @@ public final class StreamingBaselineComparison {
         diff = StreamingTraceDiff(timingToleranceNs: timingToleranceNs, ignoringFields: ignoringFields,
                                   window: window, lineBudget: lineBudget)
         if usingIndex, ignoringFields.isEmpty, ignoringEvents.isEmpty {
-            indexLookup = BaselineIndex.load(forTrace: baselinePath)
-            if case .current(let index) = indexLookup {
-                self.index = index
+            let (lookup, entries) = BaselineIndex.lookUp(forTrace: baselinePath)
+            indexLookup = lookup
+            if let entries {
+                index = entries
                 // The file must open now, as it does without an index; it is read from where
                 // the index leaves off.
                 if let error = TraceFileError.unreadable(baselinePath) { throw error }
@@ -295,9 +296,12 @@ public final class StreamingBaselineComparison {
     private let baselinePath: String
     /// What was found beside the baseline: an index in use, none, or one that could not be used.
     public let indexLookup: BaselineIndex.Lookup
-    /// The index while the comparison goes by it; `nil` once it has left it (or never had one).
-    private var index: BaselineIndex?
-    /// The index entry of the baseline's next line, and where that line starts.
+    /// The index's entries while the comparison goes by them; `nil` once it has left them (or
+    /// never had an index).
+    private var index: BaselineIndex.EntryReader?
+    /// The index entry of the baseline's next line (read, not yet matched), its number, and
+    /// where that line starts.
+    private var nextEntry: (lineLength: UInt32, digest: UInt64)?
     private var indexPosition = 0
     private var indexOffset: UInt64 = 0
     /// Baseline lines checked by their digests alone.
@@ -324,9 +328,11 @@ public final class StreamingBaselineComparison {
     public func replayed(_ event: TraceEvent) {
         guard failure == nil, !ignoringEvents.contains(event.event) else { return }
         if let index {
-            if diff.inStep, indexPosition < index.digests.count, index.digests[indexPosition] == event.stableDigest {
-                indexOffset &+= UInt64(index.lineLengths[indexPosition])
+            if nextEntry == nil { nextEntry = index.next() }
+            if diff.inStep, let entry = nextEntry, entry.digest == event.stableDigest {
+                indexOffset &+= UInt64(entry.lineLength)
                 indexPosition &+= 1
+                nextEntry = nil
                 linesCheckedByIndex &+= 1
                 diff.addIdenticalPair()
                 return

@@ -48,14 +48,16 @@ public final class TraceFileWriter: TraceSink {
     private var committed = false
     /// Flushed to the file when this full: large enough that `write(2)` costs nothing per event.
     static let bufferSize = 256 * 1024
-    /// Whether each line's length and its event's digest are kept for a ``BaselineIndex``
-    /// (``lineIndex``); set before the first event.
-    public var recordsLineIndex = false
-    private var indexedLineLengths: [UInt32] = []
-    private var indexedDigests: [UInt64] = []
-    /// The lines written so far, as a ``BaselineIndex`` lists them (empty unless
-    /// ``recordsLineIndex``).
-    public var lineIndex: (lineLengths: [UInt32], digests: [UInt64]) { (indexedLineLengths, indexedDigests) }
+    /// The index written beside the trace, when ``recordLineIndex()`` asked for one.
+    private var lineIndex: BaselineIndex.StreamingWriter?
+
+    /// Writes a ``BaselineIndex`` of the trace beside it (`<file>.index`), entry by entry as
+    /// events are written, put in place by ``commit()`` after the trace. Call before the first event.
+    /// - Throws: ``TraceFileError`` when the index's temporary file cannot be created.
+    public func recordLineIndex() throws(TraceFileError) {
+        precondition(events == 0, "TraceFileWriter.recordLineIndex() after \(events) events")
+        lineIndex = try BaselineIndex.StreamingWriter(forTrace: destination ?? path)
+    }
 
     /// Creates (or truncates) the file at `path` and writes there.
     /// - Throws: ``TraceFileError`` when it cannot be created.
@@ -109,10 +111,7 @@ public final class TraceFileWriter: TraceSink {
         let lineStart = buffer.bytes.count
         buffer.appendEvent(event)
         buffer.bytes.append(0x0A)
-        if recordsLineIndex {
-            indexedLineLengths.append(UInt32(truncatingIfNeeded: buffer.bytes.count - lineStart))
-            indexedDigests.append(event.stableDigest)
-        }
+        lineIndex?.append(lineLength: UInt32(truncatingIfNeeded: buffer.bytes.count - lineStart), digest: event.stableDigest)
         events += 1
         if buffer.bytes.count >= Self.bufferSize { flush() }
     }
@@ -151,13 +150,19 @@ public final class TraceFileWriter: TraceSink {
     public func commit() throws(TraceFileError) {
         flush()
         try finish(sync: true)
-        guard let destination else { return }
+        guard let destination else {
+            try lineIndex?.commit()
+            lineIndex = nil
+            return
+        }
         guard rename(path, destination) == 0 else {
             let error = TraceFileError(path: destination, operation: "rename \(path) to", reason: FileIO.errnoText())
             unlink(path)
             throw error
         }
         committed = true
+        try lineIndex?.commit()
+        lineIndex = nil
         let folder = FileIO.split(destination).dir
         let fd = open(folder, O_RDONLY | O_CLOEXEC)
         if fd >= 0 {
@@ -174,6 +179,8 @@ public final class TraceFileWriter: TraceSink {
             descriptor = -1
         }
         if destination != nil { unlink(path) }
+        lineIndex?.discard()
+        lineIndex = nil
         Self.removeEmptyFolders(createdFolders)
         createdFolders = []
         failure = failure ?? TraceFileError(path: path, operation: "write trace file", reason: "discarded")

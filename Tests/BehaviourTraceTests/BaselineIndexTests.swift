@@ -35,10 +35,9 @@ private func trace(_ count: Int) -> [TraceEvent] {
 private func writeBaseline(_ events: [TraceEvent], in folder: TemporaryFolder, name: String = "ingest.jsonl") throws -> String {
     let path = folder.path(name).path
     let writer = try TraceFileWriter.replacing(path)
-    writer.recordsLineIndex = true
+    try writer.recordLineIndex()
     for event in events { writer.write(event) }
     try writer.commit()
-    try BaselineIndex.write(forTrace: path, lineLengths: writer.lineIndex.lineLengths, digests: writer.lineIndex.digests)
     return path
 }
 
@@ -57,8 +56,9 @@ private func compared(_ replayed: [TraceEvent], baseline path: String, usingInde
     let (report, byIndex, lookup) = try compared(events, baseline: path, usingIndex: true)
     #expect(report.isEmpty)
     #expect(byIndex == events.count)
-    guard case .current(let index) = lookup else { Issue.record("the index was not used: \(lookup)"); return }
-    #expect(index.digests.count == events.count)
+    #expect(lookup == .current(lines: events.count))
+    let index = try BaselineIndex.decode(try FileIO.readAll(BaselineIndex.path(forTrace: path)), path: "index")
+    #expect(index.digests == events.map(\.stableDigest))
     #expect(index.lineLengths.map(Int.init).reduce(0, +) == (try FileIO.readAll(path)).count)
 }
 
@@ -114,6 +114,21 @@ func anyDifferenceIsReportedAsWithoutTheIndex(seed: UInt64) throws {
     #expect(indexed.byIndex == 0)
     #expect(!indexed.report.isEmpty)
     #expect(indexed.report == (try compared(baseline, baseline: path, usingIndex: false)).report)
+}
+
+@Test func anIndexCutShortOrOverlongIsNotUsed() throws {
+    let folder = try TemporaryFolder("baseline-index")
+    let baseline = trace(100)
+    let path = try writeBaseline(baseline, in: folder)
+    let indexPath = BaselineIndex.path(forTrace: path)
+    let whole = try FileIO.readAll(indexPath)
+    for damaged in [Array(whole.dropLast(5)), whole + [0], Array(whole.prefix(10))] {
+        try CaptureSetDirectory.writeAtomically(damaged, to: indexPath)
+        let indexed = try compared(baseline, baseline: path, usingIndex: true)
+        guard case .unusable = indexed.lookup else { Issue.record("a damaged index was used: \(indexed.lookup)"); continue }
+        #expect(indexed.report.isEmpty)
+        #expect(indexed.byIndex == 0)
+    }
 }
 
 @Test func aDamagedIndexIsRefusedWithWhereItIsWrong() throws {

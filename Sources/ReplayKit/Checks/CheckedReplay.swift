@@ -152,7 +152,7 @@ public final class BaselineWriters {
                 writers[event.core] = Result {
                     let path = try CaptureSetDirectory(path: set).resolve(relativePath(event.core), field: "baselines.\(event.core)")
                     let writer = try TraceFileWriter.replacing(path)
-                    writer.recordsLineIndex = true
+                    try writer.recordLineIndex()
                     return writer
                 }
             }
@@ -174,12 +174,10 @@ public final class BaselineWriters {
             // Each baseline gets its index beside it (BaselineIndex): a replay that agrees with
             // it is then checked without reading its lines.
             if let writer = writers[core] {
-                let written = try writer.get()
-                try written.commit()
-                try BaselineIndex.write(forTrace: path, lineLengths: written.lineIndex.lineLengths, digests: written.lineIndex.digests)
+                try writer.get().commit()
             } else {
                 try CaptureSetDirectory.writeAtomically([], to: path)
-                try BaselineIndex.write(forTrace: path, lineLengths: [], digests: [])
+                try BaselineIndex.writeIndex(forTrace: path, lineLengths: [], digests: [])
             }
             manifest.baselines[core] = relative
         }
