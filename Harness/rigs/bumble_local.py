@@ -7,7 +7,8 @@ advertise the watch, connect the phone to it, and raise the ATT MTU.
 
 `discover_characteristic` finds one characteristic of one service and its descriptors.
 `accept_stop_signals` lets a rig's SIGTERM/SIGINT handlers run even when its parent started it
-with those signals blocked.
+with those signals blocked. `skip_debug_formatting` spares a host the debug line Bumble formats for
+every HCI packet even when nobody logs it (the bridges' largest cost per frame at ATT MTU 23).
 
 The rigs' common skeleton: `rig_argument_parser` (the command line from the module docstring),
 `check_address` (--address), `parse_listen` and `serve_one_client` (the bridges' one JSON-lines
@@ -24,12 +25,14 @@ heart_rate_central.py).
 import argparse
 import asyncio
 import json
+import logging
 import os
 import signal
 import socket
 import struct
 import threading
 
+from bumble import hci
 from bumble.controller import Controller
 from bumble.device import Device, Peer
 from bumble.hci import HCI_REMOTE_DEVICE_TERMINATED_CONNECTION_DUE_TO_POWER_OFF_ERROR as POWER_OFF
@@ -47,6 +50,35 @@ def make_device(link, name, address, snoop_file=None):
     if snoop_file is not None:
         host.snooper = BtSnooper(snoop_file)
     return Device(name=name, address=Address(address), host=host)
+
+
+def skip_debug_formatting(host):
+    """Routes the ACL data and events of Bumble `host` past the debug line its `on_hci_packet` and
+    `send_hci_packet` build for every packet (an f-string that formats the whole packet, built even
+    when debug logging is off): at ATT MTU 23 that formatting was 23-45% of a bridge's CPU
+    (py-spy, CI/bench/README.md). Nothing else changes: packets go to the same handlers in the same
+    order. Does nothing when the `bumble.host` logger logs DEBUG or the host has a snooper (whose
+    copy the original methods make)."""
+    if logging.getLogger("bumble.host").isEnabledFor(logging.DEBUG) or host.snooper is not None:
+        return
+    logged_receive, logged_send = host.on_hci_packet, host.send_hci_packet
+
+    def on_hci_packet(packet):
+        if isinstance(packet, hci.HCI_AclDataPacket):
+            host.on_hci_acl_data_packet(packet)
+        elif isinstance(packet, hci.HCI_Event):
+            host.on_hci_event_packet(packet)
+        else:  # commands from a controller, SCO, ISO: rare; Bumble's own path
+            logged_receive(packet)
+
+    def send_hci_packet(packet):
+        if host.hci_sink is None:
+            logged_send(packet)
+        else:
+            host.hci_sink.on_packet(bytes(packet))
+
+    host.on_hci_packet = on_hci_packet
+    host.send_hci_packet = send_hci_packet
 
 
 async def scan_until_advertised(central, address, timeout_s=5.0):

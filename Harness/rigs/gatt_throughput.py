@@ -42,7 +42,7 @@ from bumble.device import Device, Peer
 from bumble.transport import open_transport
 
 import session_gatt
-from bumble_local import accept_stop_signals, discover_characteristic, rig_argument_parser, stop_signal_event
+from bumble_local import accept_stop_signals, discover_characteristic, rig_argument_parser, skip_debug_formatting, stop_signal_event
 
 RIGS = os.path.dirname(os.path.abspath(__file__))
 SERVER_ADDRESS = "F0:F1:F2:F3:F4:F5"
@@ -75,6 +75,7 @@ async def serve(args) -> int:
 
     async with await open_transport(args.hci) as transport:
         device = Device.with_hci("Tether throughput server", hci.Address(SERVER_ADDRESS), transport.source, transport.sink)
+        skip_debug_formatting(device.host)  # as the session bridges do: the reference runs the same host code
         service, _notify = session_gatt.make_service(on_write)
         device.gatt_server.max_mtu = args.mtu
         device.add_service(service)
@@ -153,6 +154,7 @@ async def measure(args) -> dict:
 async def run_client(args, client_hci: str, server: asyncio.subprocess.Process) -> dict:
     async with await open_transport(client_hci) as transport:
         device = Device.with_hci("Tether throughput client", hci.Address(CLIENT_ADDRESS), transport.source, transport.sink)
+        skip_debug_formatting(device.host)  # as the session bridges do: the reference runs the same host code
         await asyncio.wait_for(device.power_on(), STARTUP_TIMEOUT_S)
         connection = await device.connect(hci.Address(SERVER_ADDRESS), transport=PhysicalTransport.LE, timeout=STARTUP_TIMEOUT_S)
         peer = Peer(connection)
