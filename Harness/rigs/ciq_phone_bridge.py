@@ -55,7 +55,8 @@ from bumble.transport import open_transport
 import ciq_link as link
 import session_gatt
 from bumble_local import (accept_stop_signals, check_address, close_client, error_event, parse_listen, read_commands, rig_argument_parser,
-                          serve_until_done, set_no_delay, skip_debug_formatting)
+                          serve_until_done, set_no_delay, skip_debug_formatting,
+                          write_command_prefix)
 
 SERVICES = (
     ("current", link.CURRENT_SERVICE_UUID, link.CURRENT_WRITE_UUID, link.CURRENT_NOTIFY_UUID),
@@ -92,6 +93,12 @@ PROFILES = {
 POWER_ON_TIMEOUT_S = 10.0
 QUIT_DISCONNECT_TIMEOUT_S = 2.0
 MAX_LINE = 1 << 20
+#: ACL packets a peer's writes may have queued in the host, in flight included, before the bridge
+#: stops reading commands until the controller completes some (gatt_throughput.py's --backlog): the
+#: bridge then takes in the controller's completions while the host still has packets to send,
+#: instead of parsing every buffered command first and leaving the controller idle meanwhile.
+WRITE_BACKLOG = 128
+FLOW_WAIT_S = 0.5
 
 _START = time.monotonic()
 
@@ -114,6 +121,7 @@ class PeerLink:
         self.connection = None
         self.write_characteristic = None
         self.write_command = b""  # ATT Write Command opcode and the write characteristic's handle
+        self.packets = None  # the host's ACL packet queue of the connection (Bumble DataPacketQueue)
         self.notify_prefix = ""  # the `notify` event line up to its hex digits
         self.mtu = 0
         self.connected = False  # `connected` was sent
@@ -213,12 +221,12 @@ class Bridge:
             if self.args.verbose:
                 log(f"<- write {name} {data.hex()}")
             try:
-                # An ATT Write Command (Core Vol 3, Part F, 3.4.5.3: opcode 0x52, handle, value),
-                # written as the PDU itself: what Bumble's write_value(with_response=False) sends,
-                # without the ATT_PDU object and debug line it builds per write.
+                # The Write Command as a PDU (bumble_local.write_command_prefix).
                 peer.connection.send_l2cap_pdu(att.ATT_CID, peer.write_command + data)
             except Exception as error:  # the link went away under the write
                 self.error(f"write to {name} failed: {error!r}", op)
+                return
+            await self.wait_for_flow(peer)
         else:  # disconnect
             if peer is None:
                 self.error(f"peer {name} is not connected", op)
@@ -226,6 +234,18 @@ class Bridge:
                 peer.task.cancel()  # the connect procedure reports not_found
             else:
                 await self.disconnect(peer)
+
+    async def wait_for_flow(self, peer: PeerLink) -> None:
+        """While more than WRITE_BACKLOG of the peer's packets wait in the host, wait for the
+        controller to complete some (Bumble's `flow`), or for the link to drop."""
+        queue = peer.packets
+        while queue is not None and queue.pending > WRITE_BACKLOG and peer.connected:
+            flowed = asyncio.get_running_loop().create_future()
+            queue.once("flow", lambda: flowed.done() or flowed.set_result(None))
+            try:
+                await asyncio.wait_for(flowed, FLOW_WAIT_S)
+            except asyncio.TimeoutError:
+                pass  # checked again: a dropped link ends the wait through `connected`
 
     # --- Bluetooth --------------------------------------------------------------------------
 
@@ -267,6 +287,7 @@ class Bridge:
             return
         finally:
             peer.task = None
+        peer.packets = self.device.host.get_data_packet_queue(peer.connection.handle)
         peer.connected = True
         self.emit(
             {
@@ -301,7 +322,7 @@ class Bridge:
             peer.notify_prefix = '{"ev":"notify","peer":' + json.dumps(peer.name) + ',"hex":"'
             await notify.subscribe(lambda value: self.emit_notify(peer, value))
             peer.write_characteristic = write
-            peer.write_command = bytes([att.Opcode.ATT_WRITE_COMMAND]) + write.handle.to_bytes(2, "little")
+            peer.write_command = write_command_prefix(write.handle)
             return kind
         raise SetupFailed(self.profile.none_found)
 

@@ -46,13 +46,13 @@ import sys
 import time
 
 from bumble import att, hci
-from bumble.core import AdvertisingData
+from bumble.core import UUID, AdvertisingData
 from bumble.device import Device
 from bumble.transport import open_transport
 
 import session_gatt
 from bumble_local import (accept_stop_signals, check_address, close_client, error_event, parse_listen, read_commands, rig_argument_parser,
-                          serve_until_done, set_no_delay, skip_debug_formatting)
+                          serve_until_done, set_no_delay, skip_debug_formatting, take_write_commands)
 
 POWER_ON_TIMEOUT_S = 10.0
 QUIT_DISCONNECT_TIMEOUT_S = 2.0
@@ -101,6 +101,9 @@ class WatchBridge:
         self.notify_characteristic.on("subscription", self.on_subscription)
         device.gatt_server.max_mtu = args.mtu
         device.add_service(service)
+        # The frames (one Write Command per 20 bytes at ATT MTU 23) skip Bumble's GATT server.
+        write = next(c for c in service.characteristics if c.uuid == UUID(session_gatt.WRITE_UUID))
+        take_write_commands(device, write.handle, self.on_write)
         device.on("connection", self.on_connection)
 
     # --- events to the host -----------------------------------------------------------------
