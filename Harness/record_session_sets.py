@@ -57,6 +57,10 @@ SCENARIO_SETUP = {
     "watch-switch": dict(title="The phone switches from watch A to watch B: inactive, deactivated, activated again on B",
                          record=["phone"], phone=["watch-switch.phone.yaml"],
                          watches=[(WATCH_A, "watch-switch.watch.yaml"), (WATCH_B, "watch-switch.watch-b.yaml")], seed=17),
+    "compact-mtu23": dict(title="ATT MTU 23, a window of 64 and compact frames stated by both sides: a file resumed after a drop, a user info, a message with a reply",
+                          record=["phone"], phone=["compact-mtu23.phone.yaml"], watches=[(WATCH_A, "compact-mtu23.watch.yaml")], seed=19,
+                          phone_args=["--mtu", "23", "--window", "64", "--compact-frames"],
+                          watch_args=["--mtu", "23", "--window", "64", "--compact-frames"]),
     "concurrent": dict(title="While the watch sends a 60 KB file, the phone sends messages with replies, user infos and a context",
                        record=["phone"], phone=["concurrent.phone.yaml"], watches=[(WATCH_A, "concurrent.watch.yaml")], seed=18),
 }
@@ -86,7 +90,7 @@ def record(name, tether, out, logs):
                        "--address", address, "--identity", identity, "--paired", PHONE,
                        "--script", os.path.join(SCENARIOS, script), "--store", os.path.join(work, f"watch-{index}.sqlite"),
                        "--trace", trace, "--seed", str(setup["seed"] * 10 + index + 1),
-                       "--bridge-log", os.path.join(work, f"watch-{index}-bridge.log")]
+                       "--bridge-log", os.path.join(work, f"watch-{index}-bridge.log")] + setup.get("watch_args", [])
             if index == 0 and "watch" in setup["record"]:
                 command += ["--record", sets["watch"], "--title", setup["title"] + " (watch side)"]
                 traces["watch"] = trace

@@ -7,7 +7,11 @@ advertise the watch, connect the phone to it, and raise the ATT MTU.
 
 `discover_characteristic` finds one characteristic of one service and its descriptors.
 `accept_stop_signals` lets a rig's SIGTERM/SIGINT handlers run even when its parent started it
-with those signals blocked.
+with those signals blocked. `skip_debug_formatting` spares a host the debug line Bumble formats for
+every HCI packet even when nobody logs it (the bridges' largest cost per frame at ATT MTU 23);
+`write_command_prefix` and `take_write_commands` send and receive ATT Write Commands as PDUs,
+past Bumble's per-PDU objects (used alike by the session bridges and the raw reference,
+gatt_throughput.py, so that the reference measures the same code paths without SessionCore).
 
 The rigs' common skeleton: `rig_argument_parser` (the command line from the module docstring),
 `check_address` (--address), `parse_listen` and `serve_one_client` (the bridges' one JSON-lines
@@ -24,12 +28,14 @@ heart_rate_central.py).
 import argparse
 import asyncio
 import json
+import logging
 import os
 import signal
 import socket
 import struct
 import threading
 
+from bumble import att, hci
 from bumble.controller import Controller
 from bumble.device import Device, Peer
 from bumble.hci import HCI_REMOTE_DEVICE_TERMINATED_CONNECTION_DUE_TO_POWER_OFF_ERROR as POWER_OFF
@@ -47,6 +53,64 @@ def make_device(link, name, address, snoop_file=None):
     if snoop_file is not None:
         host.snooper = BtSnooper(snoop_file)
     return Device(name=name, address=Address(address), host=host)
+
+
+def skip_debug_formatting(host):
+    """Routes the ACL data and events of Bumble `host` past the debug line its `on_hci_packet` and
+    `send_hci_packet` build for every packet (an f-string that formats the whole packet, built even
+    when debug logging is off): at ATT MTU 23 that formatting was 23-45% of a bridge's CPU
+    (py-spy, CI/bench/README.md). Nothing else changes: packets go to the same handlers in the same
+    order. Does nothing when the `bumble.host` logger logs DEBUG or the host has a snooper (whose
+    copy the original methods make)."""
+    if logging.getLogger("bumble.host").isEnabledFor(logging.DEBUG) or host.snooper is not None:
+        return
+    logged_receive, logged_send = host.on_hci_packet, host.send_hci_packet
+
+    def on_hci_packet(packet):
+        if isinstance(packet, hci.HCI_AclDataPacket):
+            host.on_hci_acl_data_packet(packet)
+        elif isinstance(packet, hci.HCI_Event):
+            host.on_hci_event_packet(packet)
+        else:  # commands from a controller, SCO, ISO: rare; Bumble's own path
+            logged_receive(packet)
+
+    def send_hci_packet(packet):
+        if host.hci_sink is None:
+            logged_send(packet)
+        else:
+            host.hci_sink.on_packet(bytes(packet))
+
+    host.on_hci_packet = on_hci_packet
+    host.send_hci_packet = send_hci_packet
+
+
+def write_command_prefix(handle):
+    """The first 3 bytes of an ATT Write Command to `handle` (Core Vol 3, Part F, 3.4.5.3: opcode
+    0x52, handle u16): the PDU is these and the value, sent with
+    `connection.send_l2cap_pdu(att.ATT_CID, pdu)` — what Bumble's `write_value(with_response=False)`
+    sends, without the ATT_PDU object and debug line it builds for each write."""
+    return bytes([att.Opcode.ATT_WRITE_COMMAND]) + handle.to_bytes(2, "little")
+
+
+def take_write_commands(device, handle, on_value):
+    """ATT Write Commands to attribute `handle` of `device`'s GATT server go from the ATT channel
+    straight to `on_value(connection, value)`, in arrival order, instead of through Bumble's GATT
+    server (which parses each into an ATT_PDU object, formats a debug line for it and runs the
+    write as a task). Every other ATT PDU, Write Requests to the same handle included, still goes to
+    Bumble. Values longer than an attribute's 512 bytes are left to Bumble too (it ignores them)."""
+    channels = device.l2cap_channel_manager.fixed_channels
+    bumble_att = channels[att.ATT_CID]
+    prefix = write_command_prefix(handle)
+
+    def on_att_pdu(connection_handle, pdu):
+        if 3 < len(pdu) <= 3 + 512 and pdu[:3] == prefix:
+            connection = device.lookup_connection(connection_handle)
+            if connection is not None:
+                on_value(connection, pdu[3:])
+                return
+        bumble_att(connection_handle, pdu)
+
+    channels[att.ATT_CID] = on_att_pdu
 
 
 async def scan_until_advertised(central, address, timeout_s=5.0):

@@ -46,7 +46,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from bumble import hci
+from bumble import att, hci
 from bumble.core import UUID, PhysicalTransport
 from bumble.device import Device, Peer
 from bumble.gatt import GATT_CLIENT_CHARACTERISTIC_CONFIGURATION_DESCRIPTOR
@@ -55,7 +55,8 @@ from bumble.transport import open_transport
 import ciq_link as link
 import session_gatt
 from bumble_local import (accept_stop_signals, check_address, close_client, error_event, parse_listen, read_commands, rig_argument_parser,
-                          serve_until_done, set_no_delay)
+                          serve_until_done, set_no_delay, skip_debug_formatting,
+                          write_command_prefix)
 
 SERVICES = (
     ("current", link.CURRENT_SERVICE_UUID, link.CURRENT_WRITE_UUID, link.CURRENT_NOTIFY_UUID),
@@ -92,6 +93,12 @@ PROFILES = {
 POWER_ON_TIMEOUT_S = 10.0
 QUIT_DISCONNECT_TIMEOUT_S = 2.0
 MAX_LINE = 1 << 20
+#: ACL packets a peer's writes may have queued in the host, in flight included, before the bridge
+#: stops reading commands until the controller completes some (gatt_throughput.py's --backlog): the
+#: bridge then takes in the controller's completions while the host still has packets to send,
+#: instead of parsing every buffered command first and leaving the controller idle meanwhile.
+WRITE_BACKLOG = 128
+FLOW_WAIT_S = 0.5
 
 _START = time.monotonic()
 
@@ -113,6 +120,9 @@ class PeerLink:
         self.address = address
         self.connection = None
         self.write_characteristic = None
+        self.write_command = b""  # ATT Write Command opcode and the write characteristic's handle
+        self.packets = None  # the host's ACL packet queue of the connection (Bumble DataPacketQueue)
+        self.notify_prefix = ""  # the `notify` event line up to its hex digits
         self.mtu = 0
         self.connected = False  # `connected` was sent
         self.drop_reason: int | None = None  # HCI reason when the link dropped during setup
@@ -129,6 +139,7 @@ class Bridge:
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
         self.peers: dict[str, PeerLink] = {}  # by normalized address
+        self.keys: dict[str, str] = {}  # peer as a command writes it -> normalized address
         self.connect_lock = asyncio.Lock()  # one LE connection attempt at a time
         self.quitting = asyncio.Event()
 
@@ -140,6 +151,13 @@ class Bridge:
             log(f"-> {json.dumps(event)}")
         if self.writer is not None and not self.writer.is_closing():
             self.writer.write((json.dumps(event, separators=(",", ":")) + "\n").encode())
+
+    def emit_notify(self, peer: PeerLink, value) -> None:
+        """The `notify` event, the one sent per frame: its line put together without json.dumps."""
+        if self.args.verbose:
+            log(f"-> notify {peer.name} {bytes(value).hex()}")
+        if self.writer is not None and not self.writer.is_closing():
+            self.writer.write((peer.notify_prefix + bytes(value).hex() + '"}\n').encode())
 
     def error(self, message: str, op=None) -> None:
         """An `error` event for a bad command."""
@@ -168,19 +186,24 @@ class Bridge:
         if not isinstance(name, str):
             self.error(f'"{kind}" needs "peer": a Bluetooth address such as "F0:F1:F2:F3:F4:F5"', op)
             return
-        try:
-            address = hci.Address(name.strip())
-        except Exception as error:  # Bumble raises ValueError or InvalidArgumentError
-            self.error(f"peer {name!r} is not a Bluetooth address ({error})", op)
-            return
-        key = str(address)
+        key = self.keys.get(name)
+        if key is None:  # parsed once per spelling: a write per frame names the same peer
+            try:
+                address = hci.Address(name.strip())
+            except Exception as error:  # Bumble raises ValueError or InvalidArgumentError
+                self.error(f"peer {name!r} is not a Bluetooth address ({error})", op)
+                return
+            key = str(address)
+            self.keys[name] = key
+        else:
+            address = None
         peer = self.peers.get(key)
         if kind == "connect":
             if peer is not None:
                 state = "connected" if peer.connected else "being connected"
                 self.error(f"peer {name} is already {state}; disconnect it first", op)
                 return
-            peer = PeerLink(name, address)
+            peer = PeerLink(name, address if address is not None else hci.Address(name.strip()))
             self.peers[key] = peer
             peer.task = asyncio.create_task(self.connect(key, peer))
         elif kind == "write":
@@ -198,9 +221,12 @@ class Bridge:
             if self.args.verbose:
                 log(f"<- write {name} {data.hex()}")
             try:
-                await peer.write_characteristic.write_value(data, with_response=False)
+                # The Write Command as a PDU (bumble_local.write_command_prefix).
+                peer.connection.send_l2cap_pdu(att.ATT_CID, peer.write_command + data)
             except Exception as error:  # the link went away under the write
                 self.error(f"write to {name} failed: {error!r}", op)
+                return
+            await self.wait_for_flow(peer)
         else:  # disconnect
             if peer is None:
                 self.error(f"peer {name} is not connected", op)
@@ -208,6 +234,18 @@ class Bridge:
                 peer.task.cancel()  # the connect procedure reports not_found
             else:
                 await self.disconnect(peer)
+
+    async def wait_for_flow(self, peer: PeerLink) -> None:
+        """While more than WRITE_BACKLOG of the peer's packets wait in the host, wait for the
+        controller to complete some (Bumble's `flow`), or for the link to drop."""
+        queue = peer.packets
+        while queue is not None and queue.pending > WRITE_BACKLOG and peer.connected:
+            flowed = asyncio.get_running_loop().create_future()
+            queue.once("flow", lambda: flowed.done() or flowed.set_result(None))
+            try:
+                await asyncio.wait_for(flowed, FLOW_WAIT_S)
+            except asyncio.TimeoutError:
+                pass  # checked again: a dropped link ends the wait through `connected`
 
     # --- Bluetooth --------------------------------------------------------------------------
 
@@ -249,6 +287,7 @@ class Bridge:
             return
         finally:
             peer.task = None
+        peer.packets = self.device.host.get_data_packet_queue(peer.connection.handle)
         peer.connected = True
         self.emit(
             {
@@ -280,9 +319,10 @@ class Bridge:
             await notify.discover_descriptors()
             if notify.get_descriptor(GATT_CLIENT_CHARACTERISTIC_CONFIGURATION_DESCRIPTOR) is None:
                 raise SetupFailed(f"the {kind} notify characteristic has no CCCD")
-            name = peer.name
-            await notify.subscribe(lambda value: self.emit({"ev": "notify", "peer": name, "hex": bytes(value).hex()}))
+            peer.notify_prefix = '{"ev":"notify","peer":' + json.dumps(peer.name) + ',"hex":"'
+            await notify.subscribe(lambda value: self.emit_notify(peer, value))
             peer.write_characteristic = write
+            peer.write_command = write_command_prefix(write.handle)
             return kind
         raise SetupFailed(self.profile.none_found)
 
@@ -343,6 +383,7 @@ class Bridge:
 async def run(args) -> int:
     async with await open_transport(args.hci) as hci_transport:
         device = Device.with_hci("Tether phone", hci.Address(args.address), hci_transport.source, hci_transport.sink)
+        skip_debug_formatting(device.host)
         try:
             await asyncio.wait_for(device.power_on(), POWER_ON_TIMEOUT_S)
         except asyncio.TimeoutError:

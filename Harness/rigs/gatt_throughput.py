@@ -14,6 +14,9 @@ What runs:
   - the client (this process, like the phone bridge): connects, asks for ATT MTU --mtu, discovers
     the write characteristic, then writes --bytes bytes as Write Commands of MTU - 3 bytes each
     (the last one shorter), keeping at most --backlog ACL packets queued in its host.
+Both ends run the Bumble code paths the session bridges run (bumble_local: no per-packet debug
+formatting in the hosts, Write Commands sent and taken as PDUs), so the reference differs from the
+session path by exactly SessionCore, the Swift hosts and the bridges' JSON.
 
 Measured: from just before the first write to the moment the server's callback has seen the last
 byte (both read with time.monotonic(), one system-wide clock). One JSON line on stdout:
@@ -36,13 +39,14 @@ import signal
 import sys
 import time
 
-from bumble import hci
+from bumble import att, hci
 from bumble.core import UUID, AdvertisingData, PhysicalTransport
 from bumble.device import Device, Peer
 from bumble.transport import open_transport
 
 import session_gatt
-from bumble_local import accept_stop_signals, discover_characteristic, rig_argument_parser, stop_signal_event
+from bumble_local import (accept_stop_signals, discover_characteristic, rig_argument_parser, skip_debug_formatting, stop_signal_event,
+                          take_write_commands, write_command_prefix)
 
 RIGS = os.path.dirname(os.path.abspath(__file__))
 SERVER_ADDRESS = "F0:F1:F2:F3:F4:F5"
@@ -75,9 +79,13 @@ async def serve(args) -> int:
 
     async with await open_transport(args.hci) as transport:
         device = Device.with_hci("Tether throughput server", hci.Address(SERVER_ADDRESS), transport.source, transport.sink)
+        skip_debug_formatting(device.host)  # as the session bridges do: the reference runs the same host code
         service, _notify = session_gatt.make_service(on_write)
         device.gatt_server.max_mtu = args.mtu
         device.add_service(service)
+        # As the session watch bridge takes its frames: the reference runs the same receive path.
+        write = next(c for c in service.characteristics if c.uuid == UUID(session_gatt.WRITE_UUID))
+        take_write_commands(device, write.handle, on_write)
         await asyncio.wait_for(device.power_on(), STARTUP_TIMEOUT_S)
         advertising = AdvertisingData(
             [
@@ -153,6 +161,7 @@ async def measure(args) -> dict:
 async def run_client(args, client_hci: str, server: asyncio.subprocess.Process) -> dict:
     async with await open_transport(client_hci) as transport:
         device = Device.with_hci("Tether throughput client", hci.Address(CLIENT_ADDRESS), transport.source, transport.sink)
+        skip_debug_formatting(device.host)  # as the session bridges do: the reference runs the same host code
         await asyncio.wait_for(device.power_on(), STARTUP_TIMEOUT_S)
         connection = await device.connect(hci.Address(SERVER_ADDRESS), transport=PhysicalTransport.LE, timeout=STARTUP_TIMEOUT_S)
         peer = Peer(connection)
@@ -162,6 +171,7 @@ async def run_client(args, client_hci: str, server: asyncio.subprocess.Process) 
         writes = math.ceil(args.bytes / size)
         block = bytes(i & 0xFF for i in range(size))
         queue = device.host.get_data_packet_queue(connection.handle)
+        prefix = write_command_prefix(write.handle)
         log("client", f"ATT MTU {mtu}: {args.bytes} bytes in {writes} Write Commands of up to {size} bytes")
 
         loop = asyncio.get_running_loop()
@@ -188,7 +198,8 @@ async def run_client(args, client_hci: str, server: asyncio.subprocess.Process) 
             if done.done():
                 break
             chunk = block if args.bytes - sent >= size else block[: args.bytes - sent]
-            await write.write_value(chunk, with_response=False)
+            # As the session phone bridge writes its frames: the Write Command as a PDU.
+            connection.send_l2cap_pdu(att.ATT_CID, prefix + chunk)
             sent += len(chunk)
         await asyncio.wait({done, lost}, timeout=max(0.0, deadline - time.monotonic()), return_when=asyncio.FIRST_COMPLETED)
         if not done.done():

@@ -12,6 +12,8 @@ What is here:
 - `frame(...)`: one frame `channel u8 · flags u8 · id u32 · total/offset u32 · bytes`;
 - `fragment(...)`: the frames of one item (FIRST on the first, LAST on the final one, NEEDS-ACK on
   the final one and on each frame that fills the 8-frame window, extra flags on all);
+- `FrameContext`: compact frames (page version 3), the 4-byte continuation header a link uses when
+  both handshake items state option 0x02: `encode` and `decode` for one direction of one binding;
 - the control items (`hello`, `welcome`, `ack`, `error`, `cancel`, `status`, `status_ack`) and
   `control_frames` to frame one;
 - the payloads of the reply and file-metadata channels, and `dictionary` (the Monkey C
@@ -147,6 +149,101 @@ def fragment(channel: int, item_id: int, payload: bytes, max_payload: int, extra
 
 
 # ---------------------------------------------------------------------------------------------
+# Compact frames (session-link.md page version 3, "Compact frames")
+# ---------------------------------------------------------------------------------------------
+
+COMPACT_HEADER_LENGTH = 4
+COMPACT = 0x80
+
+
+class CompactFrameError(ValueError):
+    """Bytes that are no frame of a link with compact frames; `offset` is where, in the frame."""
+
+    def __init__(self, offset: int, reason: str):
+        super().__init__(f"byte {offset}: {reason}")
+        self.offset = offset
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Frame:
+    """A frame with every field known, however it went on the wire."""
+    channel: int
+    flags: int
+    item_id: int
+    #: The total with FIRST, else the offset of `data` in the item.
+    total_or_offset: int
+    data: bytes
+    compact: bool = False
+
+
+class FrameContext:
+    """One direction of one binding of a link with compact frames: per data channel (1-8) the id
+    and the end (offset + bytes) of the last data frame that went that way. Sender and receiver
+    each keep one, empty when the link is bound, and record every data frame in order."""
+
+    def __init__(self):
+        self.last: dict[int, tuple[int, int]] = {}
+
+    def compact_allowed(self, channel: int, item_id: int, offset: int) -> bool:
+        """A continuation of `item_id` on `channel` at `offset` may go compact: the channel's last
+        frame had that id and `offset` is within -32768..+32767 of its end."""
+        last = self.last.get(channel)
+        return 1 <= channel <= 8 and last is not None and last[0] == item_id and -32768 <= offset - last[1] < 32768
+
+    def record(self, channel: int, item_id: int, offset: int, count: int) -> None:
+        if 1 <= channel <= 8:
+            self.last[channel] = (item_id, offset + count)
+
+    def encode(self, channel: int, flags: int, item_id: int, total_or_offset: int, data: bytes) -> bytes:
+        """The frame as it goes on the wire: compact when a continuation the context allows,
+        else the 10-byte frame; recorded either way."""
+        offset = 0 if flags & FIRST else total_or_offset
+        if not flags & FIRST and self.compact_allowed(channel, item_id, offset):
+            wire = bytes([COMPACT | (item_id & 7) << 4 | channel, flags]) + struct.pack("<H", offset & 0xFFFF) + bytes(data)
+        else:
+            wire = frame(channel, flags, item_id, total_or_offset, data)
+        self.record(channel, item_id, offset, len(data))
+        return wire
+
+    def decode(self, wire: bytes) -> Frame:
+        """One frame of the direction: a compact one completed from the context, any other read
+        as the 10-byte frame. Raises CompactFrameError; the context then stays as it was."""
+        if not wire or not wire[0] & COMPACT:
+            if len(wire) < HEADER_LENGTH:
+                raise CompactFrameError(len(wire), f"a frame is at least {HEADER_LENGTH} bytes")
+            channel, flags, item_id, field = struct.unpack_from("<BBII", wire)
+            data = bytes(wire[HEADER_LENGTH:])
+            self.record(channel, item_id, 0 if flags & FIRST else field, len(data))
+            return Frame(channel, flags, item_id, field, data)
+        if len(wire) < COMPACT_HEADER_LENGTH:
+            raise CompactFrameError(len(wire), "the compact header is 4 bytes")
+        channel, tag, flags = wire[0] & 0x0F, (wire[0] >> 4) & 7, wire[1]
+        if not 1 <= channel <= 8:
+            raise CompactFrameError(0, f"compact frames carry channels 0x01-0x08, not 0x{channel:02x}")
+        if flags & FIRST:
+            raise CompactFrameError(1, "a compact frame never has FIRST")
+        if len(wire) == COMPACT_HEADER_LENGTH:
+            raise CompactFrameError(COMPACT_HEADER_LENGTH, "a continuation carries at least one byte")
+        last = self.last.get(channel)
+        if last is None:
+            raise CompactFrameError(0, f"no frame of {channel_text(channel)} before this compact one")
+        item_id, end = last
+        if item_id & 7 != tag:
+            raise CompactFrameError(0, f"id tag {tag}, but the channel's last frame was #{item_id}")
+        bits = struct.unpack_from("<H", wire, 2)[0]
+        delta = (bits - end) & 0xFFFF
+        offset = end + (delta - 0x10000 if delta >= 0x8000 else delta)
+        data = bytes(wire[COMPACT_HEADER_LENGTH:])
+        if offset < 0:
+            raise CompactFrameError(2, f"offset bits 0x{bits:04x} after a frame ending at {end} give an offset below 0")
+        if offset + len(data) > 0xFFFFFFFF:
+            raise CompactFrameError(2, "the offset plus the bytes pass 2^32 - 1")
+        self.record(channel, item_id, offset, len(data))
+        return Frame(channel, flags, item_id, offset, data, compact=True)
+
+
+# ---------------------------------------------------------------------------------------------
 # Control items (session-link.md, "Control items")
 # ---------------------------------------------------------------------------------------------
 
@@ -171,6 +268,8 @@ CONTROL_LENGTHS = {Op.HELLO: 55, Op.WELCOME: 55, Op.ACK: 10, Op.ERROR: 8, Op.CAN
 VERSION = 1
 #: The handshake option stating a window (session-link.md page version 2, "Options").
 WINDOW_OPTION = 0x01
+#: The handshake option stating compact frames (page version 3, "Compact frames"): no value.
+COMPACT_FRAMES_OPTION = 0x02
 
 # Status flags (HELLO, WELCOME, STATUS).
 PAIRED = 0x01
@@ -220,10 +319,12 @@ class Handshake:
     version: int = VERSION
     #: The window option (page version 2), frames the sender accepts ahead; None: no option.
     window: int | None = None
+    #: The compact frames option (page version 3): the sender accepts compact frames.
+    compact_frames: bool = False
 
     def encode(self, op: int) -> bytes:
         """The control item with `op` (HELLO or WELCOME): 55 bytes, then the window option
-        (`01 02` and the window as u16) when one is stated."""
+        (`01 02` and the window as u16) when one is stated, then `02 00` when compact frames are."""
         item = (bytes([op, self.version]) + self.identity.bytes
                 + struct.pack("<IIIB", self.incarnation, self.epoch, self.nonce, self.status)
                 + struct.pack("<6I", self.watermark_context, self.watermark_user_info,
@@ -231,6 +332,8 @@ class Handshake:
                               self.resume_id, self.resume_offset))
         if self.window is not None:
             item += bytes([WINDOW_OPTION, 2]) + struct.pack("<H", self.window)
+        if self.compact_frames:
+            item += bytes([COMPACT_FRAMES_OPTION, 0])
         return item
 
 

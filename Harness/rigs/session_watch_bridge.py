@@ -46,13 +46,13 @@ import sys
 import time
 
 from bumble import att, hci
-from bumble.core import AdvertisingData
+from bumble.core import UUID, AdvertisingData
 from bumble.device import Device
 from bumble.transport import open_transport
 
 import session_gatt
 from bumble_local import (accept_stop_signals, check_address, close_client, error_event, parse_listen, read_commands, rig_argument_parser,
-                          serve_until_done, set_no_delay)
+                          serve_until_done, set_no_delay, skip_debug_formatting, take_write_commands)
 
 POWER_ON_TIMEOUT_S = 10.0
 QUIT_DISCONNECT_TIMEOUT_S = 2.0
@@ -76,6 +76,7 @@ class Central:
     def __init__(self, connection):
         self.connection = connection
         self.name = str(connection.peer_address)
+        self.write_prefix = '{"ev":"write","peer":' + json.dumps(self.name) + ',"hex":"'  # the per-frame event line's start
         self.subscribed = False  # notifications enabled on the CCCD right now
         self.announced = False  # `connected` was sent for this connection
 
@@ -100,6 +101,9 @@ class WatchBridge:
         self.notify_characteristic.on("subscription", self.on_subscription)
         device.gatt_server.max_mtu = args.mtu
         device.add_service(service)
+        # The frames (one Write Command per 20 bytes at ATT MTU 23) skip Bumble's GATT server.
+        write = next(c for c in service.characteristics if c.uuid == UUID(session_gatt.WRITE_UUID))
+        take_write_commands(device, write.handle, self.on_write)
         device.on("connection", self.on_connection)
 
     # --- events to the host -----------------------------------------------------------------
@@ -216,8 +220,14 @@ class WatchBridge:
     def on_write(self, connection, value) -> None:
         """Bumble calls this for each Write Command / Write Request, in arrival order."""
         central = self.central
-        name = central.name if central is not None and central.connection is connection else str(connection.peer_address)
-        self.emit({"ev": "write", "peer": name, "hex": bytes(value).hex()})
+        if central is None or central.connection is not connection:
+            self.emit({"ev": "write", "peer": str(connection.peer_address), "hex": bytes(value).hex()})
+            return
+        # The event sent per frame: its line put together without json.dumps.
+        if self.args.verbose:
+            log(f"-> write {central.name} {bytes(value).hex()}")
+        if self.writer is not None and not self.writer.is_closing():
+            self.writer.write((central.write_prefix + bytes(value).hex() + '"}\n').encode())
 
     def on_subscription(self, bearer, notify_enabled: bool, _indicate_enabled: bool) -> None:
         """The central wrote the notify characteristic's CCCD (Bumble's `subscription` event)."""
@@ -285,6 +295,7 @@ class WatchBridge:
 async def run(args) -> int:
     async with await open_transport(args.hci) as hci_transport:
         device = Device.with_hci(args.name, hci.Address(args.address), hci_transport.source, hci_transport.sink)
+        skip_debug_formatting(device.host)
         bridge = WatchBridge(device, args)
         try:
             await asyncio.wait_for(device.power_on(), POWER_ON_TIMEOUT_S)

@@ -14,7 +14,13 @@
 -- little-endian, identities most significant byte first, Monkey C values big-endian.
 --
 -- Each frame is decoded on its own (no reassembly): the header, the flags, and — when the frame
--- holds a whole item (FIRST|LAST) — the control item or the dictionary it carries. Every read is
+-- holds a whole item (FIRST|LAST) — the control item or the dictionary it carries. Compact frames
+-- (page version 3, "Compact frames") are the exception: whether a link negotiated them is in its
+-- HELLO and WELCOME, which at ATT MTU 23 span several frames, and a compact frame's id and offset
+-- come from the frames before it. So on the first pass, in capture order, the script reassembles
+-- the handshake items of each direction (for their options only), keeps each direction's frame
+-- context, and stores for every frame what it needs; later passes read what was stored. It
+-- follows one link at a time (a capture of one phone and one watch). Every read is
 -- bounds-checked first; anything the link refuses gets an expert info; no input raises a Lua
 -- error. The script stands alone (it shares no file with connectiq.lua), so either or both can
 -- be loaded.
@@ -134,6 +140,9 @@ local F = {
     resume_id      = ProtoField.uint32("tsl.control.resume_id", "File resume id", base.DEC),
     resume_offset  = ProtoField.uint32("tsl.control.resume_offset", "File resume offset", base.DEC),
     window         = ProtoField.uint16("tsl.control.window", "Window (frames)", base.DEC),
+    compact_frames = ProtoField.bool("tsl.control.compact_frames", "Compact frames stated"),
+    compact        = ProtoField.bool("tsl.compact", "Compact frame"),
+    offset_bits    = ProtoField.uint16("tsl.offset_bits", "Offset mod 2^16", base.DEC),
     option_type    = ProtoField.uint8("tsl.control.option", "Handshake option", base.HEX),
     ctl_channel    = ProtoField.uint8("tsl.control.channel", "Channel", base.HEX, CHANNEL_NAMES),
     ctl_id         = ProtoField.uint32("tsl.control.id", "Item id", base.DEC),
@@ -146,7 +155,7 @@ tsl.fields = {
     F.expects_reply, F.current_compl, F.reserved, F.id, F.total, F.offset, F.data, F.value,
     F.in_reply_to, F.file_size, F.op, F.version, F.identity, F.incarnation, F.epoch, F.nonce,
     F.status, F.paired, F.installed, F.complication, F.reachable, F.activated, F.wm_context,
-    F.wm_user_info, F.wm_complication, F.wm_file, F.resume_id, F.resume_offset, F.window, F.option_type, F.ctl_channel,
+    F.wm_user_info, F.wm_complication, F.wm_file, F.resume_id, F.resume_offset, F.window, F.compact_frames, F.compact, F.offset_bits, F.option_type, F.ctl_channel,
     F.ctl_id, F.received, F.code, F.sequence,
 }
 
@@ -680,6 +689,14 @@ local function dissect_control(item, size, tree, direction)
                 end
                 tree:add_le(F.window, item(offset + 2, 2))
                 info = info .. string.format(" window=%d", item(offset + 2, 2):le_uint())
+            elseif option_type == 2 then
+                if option_length ~= 0 then
+                    op_item:add_proto_expert_info(E.malformed_control, string.format(
+                        "%s compact frames option takes no value (malformed-control)", name))
+                    return info .. " [malformed option]", true
+                end
+                tree:add(F.compact_frames, item(offset, 2), true)
+                info = info .. " compact-frames"
             end
             offset = offset + 2 + option_length
         end
@@ -818,12 +835,170 @@ local function flags_problem(channel, flags)
     return nil
 end
 
+---------------------------------------------------------------------------------------------
+-- Compact frames (page version 3): the link's state, followed on the first pass
+---------------------------------------------------------------------------------------------
+
+local COMPACT_HEADER_LENGTH = 4
+
+-- Per direction: whether compact frames are in use, the frame context (channel -> {id, end}),
+-- and the control item being reassembled. Reset when a capture is (re)loaded.
+local link = {}
+-- Per frame number: what the first pass found (compact frames only: channel, id, offset or why
+-- not), read again on later passes.
+local stored = {}
+
+local function reset_link()
+    link = {
+        [PHONE_TO_WATCH] = { compact = false, context = {}, control = nil },
+        [WATCH_TO_PHONE] = { compact = false, context = {}, control = nil },
+        welcome_nonce = nil,
+    }
+    stored = {}
+end
+reset_link()
+function tsl.init() reset_link() end
+
+--- The options of a whole HELLO or WELCOME (a Lua string): whether it states compact frames.
+local function states_compact(item)
+    local offset = 56
+    while offset + 1 <= #item do
+        local option_type, length = item:byte(offset), item:byte(offset + 1)
+        if option_type == 2 and length == 0 then return true end
+        offset = offset + 2 + length
+    end
+    return false
+end
+
+--- A whole control item seen on the first pass: a WELCOME decides compact frames (the watch states
+--- them only for a HELLO that did). The watch's sending context starts again with every WELCOME;
+--- the phone's when it takes one, which is the first WELCOME of a nonce.
+local function take_control_item(item)
+    if #item < 55 or item:byte(1) ~= OP_WELCOME then return end
+    local compact = states_compact(item)
+    link[WATCH_TO_PHONE].compact = compact
+    link[WATCH_TO_PHONE].context = {}
+    local nonce = item:sub(27, 30)
+    if nonce ~= link.welcome_nonce then
+        link.welcome_nonce = nonce
+        link[PHONE_TO_WATCH].compact = compact
+        link[PHONE_TO_WATCH].context = {}
+    end
+end
+
+--- First pass, a full frame: reassembles control items (in order, as a sender writes them) and
+--- records data frames in the direction's context.
+local function follow_full_frame(tvb, direction, channel, flags, id, field, n)
+    local state = link[direction]
+    if channel == CH_CONTROL then
+        if has_bit(flags, FIRST) then
+            if field <= 256 then state.control = { id = id, total = field, bytes = "" } else state.control = nil end
+        end
+        local c = state.control
+        local offset = has_bit(flags, FIRST) and 0 or field
+        if c ~= nil and c.id == id and offset == #c.bytes and #c.bytes + n <= c.total then
+            if n > 0 then c.bytes = c.bytes .. tvb(HEADER_LENGTH, n):raw() end
+            if #c.bytes == c.total then
+                state.control = nil
+                take_control_item(c.bytes)
+            end
+        end
+    elseif channel >= 1 and channel <= 8 then
+        state.context[channel] = { id = id, last_end = (has_bit(flags, FIRST) and 0 or field) + n }
+    end
+end
+
+--- First pass, a compact frame: its fields from the context, or why it has none.
+local function follow_compact_frame(tvb, direction)
+    local size = tvb:len()
+    if size < COMPACT_HEADER_LENGTH then
+        return { problem = string.format("a compact frame of %d bytes; its header alone is 4", size) }
+    end
+    local b0, flags = tvb(0, 1):uint(), tvb(1, 1):uint()
+    local channel, tag = b0 % 16, math.floor(b0 / 16) % 8
+    local found = { channel = channel, flags = flags }
+    if channel < 1 or channel > 8 then
+        found.problem = string.format("compact frames carry channels 0x01-0x08, not 0x%02x", channel)
+    elseif has_bit(flags, FIRST) then
+        found.problem = "a compact frame never has FIRST; an item starts with a full frame"
+    elseif size == COMPACT_HEADER_LENGTH then
+        found.problem = "a continuation carries at least one byte"
+    else
+        local context = link[direction].context[channel]
+        if context == nil then
+            found.problem = "no frame of " .. channel_text(channel) .. " before it in this binding: its id is unknown"
+        elseif context.id % 8 ~= tag then
+            found.problem = string.format("id tag %d, but the channel's last frame was #%d: a frame is missing", tag, context.id)
+        else
+            local bits = tvb(2, 2):le_uint()
+            local delta = (bits - context.last_end) % 65536
+            if delta >= 32768 then delta = delta - 65536 end
+            local offset = context.last_end + delta
+            local n = size - COMPACT_HEADER_LENGTH
+            if offset < 0 or offset + n > U32_MAX then
+                found.problem = string.format("offset bits 0x%04x after a frame ending at %d give offset %d", bits,
+                    context.last_end, offset)
+            else
+                found.id, found.offset = context.id, offset
+                link[direction].context[channel] = { id = context.id, last_end = offset + n }
+            end
+        end
+    end
+    return found
+end
+
+--- Shows a compact frame (what the first pass stored for it).
+local function dissect_compact(tvb, pinfo, root, found)
+    local size = tvb:len()
+    local channel_item = root:add(F.channel, tvb(0, 1), found.channel)
+    root:add(F.compact, tvb(0, 1), true)
+    local info
+    if size >= 2 then
+        local flags_item = root:add(F.flags, tvb(1, 1))
+        flags_item:append_text(" (" .. (found.flags == 0 and "none" or flag_text(found.flags)) .. ")")
+        for _, field in ipairs({ F.first, F.last, F.needs_ack, F.retransmission, F.expects_reply, F.current_compl, F.reserved }) do
+            flags_item:add(field, tvb(1, 1))
+        end
+        local problem = flags_problem(found.channel, found.flags)
+        if problem then
+            flags_item:add_proto_expert_info(E.invalid_flags, problem .. "; the frame is refused (invalid-flags)")
+        end
+    end
+    if size >= COMPACT_HEADER_LENGTH then root:add_le(F.offset_bits, tvb(2, 2)) end
+    if found.problem then
+        root:add_proto_expert_info(E.malformed_frame, found.problem .. " (malformed-frame)")
+        info = string.format("compact %s [malformed]", channel_text(found.channel))
+    else
+        root:add(F.id, tvb(0, 1), found.id):set_generated()
+        root:add(F.offset, tvb(2, 2), found.offset):set_generated()
+        root:add(F.data, tvb(COMPACT_HEADER_LENGTH, size - COMPACT_HEADER_LENGTH))
+        info = channel_text(found.channel) .. " " .. found.id
+        local flag_words = flag_text(found.flags)
+        if flag_words ~= "" then info = info .. " [" .. flag_words .. "]" end
+        info = info .. " offset=" .. found.offset .. " (compact)"
+    end
+    root:append_text(", " .. info)
+    pinfo.cols.info:set(info)
+    return size
+end
+
 local function dissect_frame(tvb, pinfo, tree, direction)
     pinfo.cols.protocol:set("TSL")
     local size = tvb:len()
     local root = tree:add(tsl, tvb())
     root:add(F.direction, direction):set_generated()
     local info
+    if not pinfo.visited then
+        if size >= 1 and tvb(0, 1):uint() >= 0x80 and link[direction].compact then
+            stored[pinfo.number] = follow_compact_frame(tvb, direction)
+        elseif size >= HEADER_LENGTH then
+            follow_full_frame(tvb, direction, tvb(0, 1):uint(), tvb(1, 1):uint(), tvb(2, 4):le_uint(),
+                tvb(6, 4):le_uint(), size - HEADER_LENGTH)
+        end
+    end
+    if stored[pinfo.number] ~= nil then
+        return dissect_compact(tvb, pinfo, root, stored[pinfo.number])
+    end
     if size < HEADER_LENGTH then
         -- What fits of the header is still shown.
         if size >= 1 then root:add(F.channel, tvb(0, 1)) end

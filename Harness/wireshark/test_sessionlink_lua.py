@@ -211,7 +211,16 @@ def spec_vectors():
 
 def test_the_document_has_the_test_vectors_this_suite_knows():
     assert sorted(spec_vectors()) == sorted(["hello", "welcome", "context", "fragmented message", "ack", "error", "file",
-                                             "hello with a window"])
+                                             "hello with a window", "hello with compact frames", "file with compact frames"])
+
+
+def compact_file_frames():
+    """File 1 of the alphabet at maxPayload 20 through a sender's frame context (page version 3)."""
+    context = sl.FrameContext()
+    alphabet = b"abcdefghijklmnopqrstuvwxyz"
+    return [context.encode(sl.Channel.FILE_METADATA, sl.FIRST | sl.LAST | sl.NEEDS_ACK, 1, 4, sl.file_metadata_payload(26)),
+            context.encode(sl.Channel.FILE_CHUNK, sl.FIRST, 1, 26, alphabet[:10]),
+            context.encode(sl.Channel.FILE_CHUNK, sl.LAST | sl.NEEDS_ACK, 1, 10, alphabet[10:])]
 
 
 def test_the_encoder_reproduces_every_test_vector_byte_for_byte():
@@ -223,6 +232,9 @@ def test_the_encoder_reproduces_every_test_vector_byte_for_byte():
         "hello": sl.control_frames(1, sl.hello(sl.Handshake(phone, 0x11223344, 0x55667788, 0x0BADCAFE, status)), 244),
         "hello with a window": sl.control_frames(
             1, sl.hello(sl.Handshake(phone, 0x11223344, 0x55667788, 0x0BADCAFE, status, window=64)), 244),
+        "hello with compact frames": sl.control_frames(
+            1, sl.hello(sl.Handshake(phone, 0x11223344, 0x55667788, 0x0BADCAFE, status, compact_frames=True)), 244),
+        "file with compact frames": compact_file_frames(),
         "welcome": sl.control_frames(1, sl.welcome(sl.Handshake(
             watch, 0x99AABBCC, 0x01020304, 0x0BADCAFE, status, watermark_user_info=3, watermark_file=1,
             resume_id=2, resume_offset=40)), 244),
@@ -240,7 +252,7 @@ def test_the_encoder_reproduces_every_test_vector_byte_for_byte():
 
 #: Vectors of page version 2 that the recorded exchange (a page-version-1 link: no options) does
 #: not carry; the encoder test above reproduces them, the dissector test below reads them.
-PAGE_2_VECTORS = {"hello with a window"}
+PAGE_2_VECTORS = {"hello with a window", "hello with compact frames", "file with compact frames"}
 
 
 def test_the_scenario_carries_every_test_vector_in_order():
@@ -451,3 +463,67 @@ def test_a_handshake_stating_a_window_is_read_with_its_window(tmp_path):
     assert [frame["tsl.control.window"] for frame in shown] == [["64"], ["32"]]
     assert [frame["_ws.col.Info"][0].endswith(f"window={w}") for frame, w in zip(shown, (64, 32))] == [True, True]
     assert all(frame.get("_ws.expert", []) == [] for frame in shown), shown
+
+
+# --------------------------------------------------------------------------------------------
+# Page version 3: compact frames, negotiated in a handshake fragmented at ATT MTU 23
+# --------------------------------------------------------------------------------------------
+
+
+def test_the_mirror_decodes_what_it_encodes_and_refuses_a_frame_of_another_item():
+    sender, receiver = sl.FrameContext(), sl.FrameContext()
+    frames = [(sl.Channel.FILE_CHUNK, sl.FIRST, 5, 70000, b"x" * 10), (sl.Channel.FILE_CHUNK, 0, 5, 10, b"y" * 16),
+              (sl.Channel.USER_INFO, sl.FIRST, 2, 30, b"u" * 10), (sl.Channel.FILE_CHUNK, sl.RETRANSMISSION, 5, 10, b"y" * 16),
+              (sl.Channel.USER_INFO, sl.LAST | sl.NEEDS_ACK, 2, 10, b"v" * 16), (sl.Channel.FILE_CHUNK, 0, 5, 60000, b"z")]
+    for channel, flags, item_id, field, data in frames:
+        wire = sender.encode(channel, flags, item_id, field, data)
+        got = receiver.decode(wire)
+        assert (got.channel, got.flags, got.item_id, got.total_or_offset, got.data) == (channel, flags, item_id, field, data)
+        assert got.compact == (not flags & sl.FIRST and field != 60000)
+    with pytest.raises(sl.CompactFrameError) as refused:
+        receiver.decode(bytes([0x80 | 6 << 4 | sl.Channel.FILE_CHUNK, 0, 0x10, 0x00, 1]))
+    assert refused.value.offset == 0 and "id tag 6" in refused.value.reason
+
+
+def test_compact_frames_after_a_fragmented_handshake_are_read_with_their_id_and_offset(tmp_path):
+    """A HELLO and a WELCOME stating compact frames, each in several 20-byte frames, then the
+    document's compact file, then a compact frame of another item: tshark reads the negotiation
+    from the reassembled handshake, the compact frame's id and offset from the context, and
+    refuses the stray one."""
+    tshark_path()
+    require_bumble()
+    hello = dataclasses.replace(msc.HELLO, compact_frames=True)
+    welcome = dataclasses.replace(msc.WELCOME, compact_frames=True)
+    values = [(msc.PHONE, f) for f in sl.control_frames(1, hello.encode(sl.Op.HELLO), msc.SMALL)]
+    values += [(msc.WATCH, f) for f in sl.control_frames(1, welcome.encode(sl.Op.WELCOME), msc.SMALL)]
+    values += [(msc.WATCH, f) for f in spec_vectors()["file with compact frames"]]
+    values.append((msc.WATCH, bytes([0x80 | 2 << 4 | sl.Channel.FILE_CHUNK, 0, 0x1a, 0x00, 0x41])))
+    steps = [msc.Step(sender, value, None, (), "") for sender, value in values]
+    capture = str(tmp_path / "compact.btsnoop")
+    msc.record_btsnoop(capture, steps)
+    shown = tshark_fields(capture, "tsl", ["tsl.compact", "tsl.channel", "tsl.id", "tsl.offset", "tsl.data",
+                                           "tsl.control.compact_frames", "_ws.col.Info", "tsl.malformed_frame"])
+    assert len(shown) == len(values)
+    handshakes = [f for f in shown if f.get("tsl.control.compact_frames")]
+    assert len(handshakes) == 0  # fragmented: no frame holds a whole item, the options show nowhere
+    compact = [f for f in shown if f.get("tsl.compact") == ["1"]]
+    assert len(compact) == 2
+    read, stray = compact
+    assert read["tsl.id"] == ["1"] and read["tsl.offset"] == ["10"] and read["tsl.channel"] == ["0x08"]
+    assert read["tsl.data"] == [b"klmnopqrstuvwxyz".hex()]
+    assert read["_ws.col.Info"] == ["file-chunk 1 [LAST|NEEDS-ACK] offset=10 (compact)"]
+    assert "tsl.malformed_frame" not in read
+    assert "tsl.malformed_frame" in stray and "tsl.id" not in stray
+
+
+def test_a_compact_frame_on_a_link_that_did_not_negotiate_them_is_an_unknown_channel(tmp_path):
+    tshark_path()
+    require_bumble()
+    values = [(msc.PHONE, f) for f in sl.control_frames(1, msc.HELLO.encode(sl.Op.HELLO), msc.MAX_PAYLOAD)]
+    values += [(msc.WATCH, f) for f in sl.control_frames(1, msc.WELCOME.encode(sl.Op.WELCOME), msc.MAX_PAYLOAD)]
+    values += [(msc.WATCH, f) for f in spec_vectors()["file with compact frames"]]
+    steps = [msc.Step(sender, value, None, (), "") for sender, value in values]
+    capture = str(tmp_path / "plain.btsnoop")
+    msc.record_btsnoop(capture, steps)
+    shown = tshark_fields(capture, "tsl", ["tsl.compact", "tsl.unknown_channel"])
+    assert [("tsl.compact" in f, "tsl.unknown_channel" in f) for f in shown][-1] == (False, True)

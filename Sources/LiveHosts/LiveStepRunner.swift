@@ -101,7 +101,14 @@ package struct LiveStepRunner {
             if let deadline = host.nextDeadline(), start + deadline <= ContinuousClock.now {
                 try host.fireTimers()
             }
-            if let waiting = waitingFor, host.occurred(waiting.event, waiting.mark) {
+            var arrived = false
+            if let waiting = waitingFor {
+                arrived = host.occurred(waiting.event, waiting.mark)
+                // What was looked at needs no second look: the next check starts here, so a long
+                // wait_for over a growing trace (a frame's events each time) stays linear.
+                if !arrived { waitingFor = (waiting.event, host.mark(waiting.event)) }
+            }
+            if arrived {
                 waitingFor = nil
                 waitUntil = nil
             } else if let until = waitUntil, ContinuousClock.now >= until {

@@ -32,6 +32,9 @@ extension SessionCore {
         // multiple of half the window (in item bytes), so ACKs come back while the other half is on
         // the wire; without one, only at the window's end, as link version 1 always did.
         let ackStride = session.windowNegotiated ? max(1, session.window / 2) * room : 0
+        // With compact frames a continuation the context allows carries `room` bytes (4-byte
+        // header); a FIRST frame, or one the context does not allow, the full frame's.
+        let fullRoom = session.frameLength - SessionLink.headerLength
         var sent = false
         while true {
             var flags = progress.extraFlags
@@ -43,7 +46,9 @@ extension SessionCore {
                 guard progress.next < progress.payload.count, progress.next < windowEnd else { break }
                 start = progress.next
             }
-            let end = min(progress.payload.count, start + room)
+            let compact = !flags.contains(.first)
+                && link?.sendContext?.compactAllowed(channel: progress.channel, id: progress.id, offset: start) == true
+            let end = min(progress.payload.count, start + (compact ? room : fullRoom))
             if end == progress.payload.count { flags.insert(.last) }
             if end == progress.payload.count || end >= windowEnd || (ackStride > 0 && end / ackStride > start / ackStride) {
                 flags.insert(.needsAck)
@@ -53,7 +58,11 @@ extension SessionCore {
                 channel: progress.channel, flags: flags, id: progress.id,
                 totalOrOffset: flags.contains(.first) ? UInt32(progress.payload.count) : UInt32(start),
                 bytes: Array(progress.payload[start..<end]))
-            output.writes.append(frame.encode())
+            if let bytes = link?.sendContext?.encode(frame) {
+                output.writes.append(bytes)
+            } else {
+                output.writes.append(frame.encode())
+            }
             if flags.contains(.first) { progress.firstSent = true }
             progress.next = end
             progress.highestSent = max(progress.highestSent, end)

@@ -76,9 +76,22 @@ extension SessionCore {
             violation(.frameWhileLinkDown, "\(bytes.count)-byte frame while the link is down; call linkUp(maxPayload:now:) when the link comes up")
             return finish()
         }
+        if link?.receiveContext == nil, link?.boundPeer == nil, configuration.compactFrames,
+           let first = bytes.first, first & SessionLink.compactMarker != 0 {
+            // A compact frame of a binding this side has not taken (its WELCOME was lost, or it is
+            // still handshaking): it cannot be read without the binding's context.
+            if link?.wasBound != true {
+                violation(.frameBeforeHandshake, "\(bytes.count)-byte compact frame before the handshake bound the link; it is ignored")
+            }
+            return finish()
+        }
         let frame: SessionFrame
         do {
-            frame = try SessionFrame.decode(bytes)
+            if link?.receiveContext != nil {
+                frame = try link!.receiveContext!.decode(bytes)
+            } else {
+                frame = try SessionFrame.decode(bytes)
+            }
         } catch {
             violation(.malformedFrame, "\(error)")
             return finish()
@@ -220,7 +233,7 @@ extension SessionCore {
 
     /// This side's handshake towards `peer`: its watermarks and partial file for that peer, and the
     /// window it states (`nil`: none).
-    func ownHandshake(for peer: SessionDeviceID, nonce: UInt32, window: UInt16? = nil) -> SessionHandshake {
+    func ownHandshake(for peer: SessionDeviceID, nonce: UInt32, window: UInt16? = nil, compactFrames: Bool = false) -> SessionHandshake {
         let record = peerRecord(peer)
         return SessionHandshake(
             identity: identity,
@@ -231,7 +244,8 @@ extension SessionCore {
             watermarks: record?.watermarks ?? SessionWatermarks(),
             fileResumeID: record?.inboundFile?.id ?? 0,
             fileResumeOffset: UInt32(record?.inboundFile?.received ?? 0),
-            window: window)
+            window: window,
+            compactFrames: compactFrames)
     }
 
     /// The window this side states in a HELLO or WELCOME: its configured one, if any.
@@ -261,7 +275,7 @@ extension SessionCore {
         let deadline = clock + configuration.handshakeTimeout
         link?.phase = .handshaking(nonce: nonce, deadline: deadline)
         link?.helloCount = 1
-        sendControl(.hello(ownHandshake(for: peer, nonce: nonce, window: statedWindow)))
+        sendControl(.hello(ownHandshake(for: peer, nonce: nonce, window: statedWindow, compactFrames: configuration.compactFrames)))
     }
 
     mutating func handleHello(_ hello: SessionHandshake) {
@@ -280,7 +294,11 @@ extension SessionCore {
         if case let .bound(peer, nonce) = link?.phase, peer == hello.identity, nonce == hello.nonce {
             // The phone missed the WELCOME: answer again, keep everything (the window included,
             // whether or not this copy of the HELLO states one).
-            sendControl(.welcome(ownHandshake(for: peer, nonce: nonce, window: link?.welcomeWindow)))
+            let compact = link?.welcomeCompact ?? false
+            sendControl(.welcome(ownHandshake(for: peer, nonce: nonce, window: link?.welcomeWindow, compactFrames: compact)))
+            // The phone takes this WELCOME only if it lost the first: frames from here on start
+            // the compact context afresh (a full frame first on each channel), as the phone's does.
+            if compact { link?.sendContext = SessionFrameContext() }
             return
         }
         if link?.boundPeer != nil {
@@ -294,9 +312,14 @@ extension SessionCore {
         let window = hello.window == nil ? nil : statedWindow
         link?.welcomeWindow = window
         bindWindow(own: window, peer: hello.window)
-        let welcome = ownHandshake(for: hello.identity, nonce: hello.nonce, window: window)
+        // Compact frames likewise: stated only in answer to a HELLO that states them.
+        let compact = hello.compactFrames && configuration.compactFrames
+        link?.welcomeCompact = compact
+        let welcome = ownHandshake(for: hello.identity, nonce: hello.nonce, window: window, compactFrames: compact)
         link?.announcedStatus = welcome.status
         sendControl(.welcome(welcome))
+        link?.sendContext = compact ? SessionFrameContext() : nil
+        link?.receiveContext = compact ? SessionFrameContext() : nil
         cancelStaleResume(hello.fileResumeID)
         reachabilityCheckpoint()
         pump()
@@ -326,6 +349,10 @@ extension SessionCore {
         }
         link?.phase = .bound(peer: paired, nonce: nonce)
         bindWindow(own: statedWindow, peer: welcome.window)
+        // A watch states compact frames only in answer to a HELLO that stated them.
+        let compact = configuration.compactFrames && welcome.compactFrames
+        link?.sendContext = compact ? SessionFrameContext() : nil
+        link?.receiveContext = compact ? SessionFrameContext() : nil
         let announced = ownStatus
         link?.announcedStatus = announced
         output.events.append(.handshakeCompleted(peer: paired, peerEpoch: welcome.epoch, peerIncarnation: welcome.incarnation))
@@ -559,11 +586,13 @@ extension SessionCore {
             output.events.append(.timeout(.handshake, deadline: deadline))
             let next = clock + configuration.handshakeTimeout
             link?.phase = .handshaking(nonce: nonce, deadline: next)
-            // Every second HELLO states no window: a watch of the page before the window option
+            // Every second HELLO states no option: a watch of a page before the options it states
             // refuses the longer HELLO (`malformed-control`), and answers the plain one.
             let count = (link?.helloCount ?? 0) + 1
             link?.helloCount = count
-            sendControl(.hello(ownHandshake(for: peer, nonce: nonce, window: count % 2 == 1 ? statedWindow : nil)))
+            let options = count % 2 == 1
+            sendControl(.hello(ownHandshake(for: peer, nonce: nonce, window: options ? statedWindow : nil,
+                                            compactFrames: options && configuration.compactFrames)))
         case .status:
             guard let session = link, let status = session.announcedStatus else {
                 link?.statusDeadline = nil

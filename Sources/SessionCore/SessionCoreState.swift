@@ -158,14 +158,25 @@ struct LinkSession: Sendable {
     /// `malformed-control`, still binds).
     var welcomeWindow: UInt16?
     var helloCount = 0
+    /// Watch: whether the WELCOME for the HELLO it is bound to stated compact frames.
+    var welcomeCompact = false
+    /// Compact frames in this binding (both HELLO and WELCOME stated them): the context of the
+    /// frames this side sends, started empty with each WELCOME the watch sends and when the phone
+    /// takes the WELCOME; `nil` when the binding did not negotiate them (or while handshaking).
+    var sendContext: SessionFrameContext?
+    /// The context of the frames the peer sends, started empty when this side is bound. Kept through
+    /// a re-handshake until the next binding, so frames of the old binding still decode (and are
+    /// dropped); `nil` when the binding did not negotiate compact frames.
+    var receiveContext: SessionFrameContext?
 
     init(frameLength: Int, phase: Phase) {
         self.frameLength = frameLength
         self.phase = phase
     }
 
-    /// Item bytes per frame.
-    var room: Int { frameLength - SessionLink.headerLength }
+    /// Item bytes per frame: of a compact frame when the binding negotiated them (what windows are
+    /// measured in), else of a full frame.
+    var room: Int { frameLength - (sendContext != nil ? SessionLink.compactHeaderLength : SessionLink.headerLength) }
 
     /// The peer the link is bound to.
     var boundPeer: SessionDeviceID? {
@@ -192,6 +203,8 @@ struct LinkSession: Sendable {
         window = SessionLink.windowFrames
         windowNegotiated = false
         welcomeWindow = nil
+        welcomeCompact = false
+        sendContext = nil
     }
 }
 

@@ -18,6 +18,11 @@ public enum SessionLink {
     public static let version: UInt8 = 1
     /// Bytes of the frame header before the item bytes.
     public static let headerLength = 10
+    /// Bytes of a compact frame's header (page version 3, "Compact frames"): channel and id tag,
+    /// flags, offset mod 2¹⁶.
+    public static let compactHeaderLength = 4
+    /// Bit 7 of byte 0: the frame is compact (no channel of the link has it).
+    public static let compactMarker: UInt8 = 0x80
     /// The smallest ATT payload (ATT MTU − 3) the link works with: BLE's minimum MTU of 23 gives 20.
     /// A smaller `maxPayload` at link-up is taken as 20.
     public static let minimumFrameLength = 20
@@ -282,6 +287,17 @@ public struct SessionFrameError: Error, Sendable, Hashable, CustomStringConverti
         case incompleteItem(received: Int, total: UInt32)
         /// Bytes left over after the last field of a control item or a fixed-size payload.
         case trailingBytes(count: Int)
+        /// A compact frame whose byte 0 names a channel outside 0x01–0x08 (the raw low four bits).
+        case compactChannel(UInt8)
+        /// A compact frame with FIRST: an item always starts with a full frame.
+        case compactFirstFrame
+        /// A compact frame of a channel on which no frame came before in this binding: its id is unknown.
+        case compactWithoutContext(channel: SessionChannel)
+        /// A compact frame whose id tag (id mod 8) is not that of the channel's last frame.
+        case compactIDMismatch(channel: SessionChannel, id: UInt32, tag: UInt8)
+        /// A compact frame whose offset, taken as the nearest to the end of the channel's last frame,
+        /// falls below 0.
+        case compactOffsetBelowZero(end: UInt32, lowBits: UInt16)
         /// A handshake option whose length or value breaks its definition (`type`, what is wrong).
         case invalidHandshakeOption(type: UInt8, reason: String)
         /// The Monkey C value inside the payload does not decode.
@@ -334,6 +350,16 @@ public struct SessionFrameError: Error, Sendable, Hashable, CustomStringConverti
             what = "the frames end after \(received) of \(total) bytes; the item is incomplete"
         case .trailingBytes(let count):
             what = "\(count) bytes after the last field"
+        case .compactChannel(let value):
+            what = "a compact frame of channel 0x\(String(value, radix: 16)); compact frames carry channels 0x01-0x08 only"
+        case .compactFirstFrame:
+            what = "a compact frame with FIRST; an item starts with a full 10-byte frame"
+        case .compactWithoutContext(let channel):
+            what = "a compact frame of \(channel), but no frame of \(channel) came before it in this binding; its id is unknown"
+        case let .compactIDMismatch(channel, id, tag):
+            what = "a compact frame of \(channel) with id tag \(tag), but the channel's last frame was #\(id) (tag \(id & 7)); a frame is missing"
+        case let .compactOffsetBelowZero(end, lowBits):
+            what = "a compact frame with offset bits 0x\(String(lowBits, radix: 16)) after a frame ending at \(end) gives an offset below 0"
         case let .invalidHandshakeOption(type, reason):
             what = "handshake option 0x\(String(type, radix: 16)): \(reason)"
         case .monkeyC(let inner):
@@ -342,6 +368,134 @@ public struct SessionFrameError: Error, Sendable, Hashable, CustomStringConverti
             what = "not a property-list dictionary: \(reason)"
         }
         return "session link \(place): \(what)"
+    }
+}
+
+// MARK: - Compact frames
+
+/// What a compact frame leaves out, for one direction of one binding (docs/session-link.md, page
+/// version 3, "Compact frames"): for each data channel, the id and the end (offset + bytes) of the
+/// last data frame that went that way on it.
+///
+/// A compact frame is a continuation frame with a 4-byte header:
+///
+///     offset  size  field
+///     0       1     0x80 | (id mod 8) << 4 | channel (0x01–0x08)
+///     1       1     flags (never FIRST)
+///     2       2     offset mod 2¹⁶ (u16)
+///     4       n     bytes (n ≥ 1)
+///
+/// Its id is the channel's last id; its offset is the one, among those with these low 16 bits,
+/// nearest to the channel's last end (at most 32,768 below it, less than 32,768 above it). The
+/// sender and the receiver of one direction each keep one context, start it empty when the link is
+/// bound, and record every data frame in order; ATT's order makes both see the same frames. A
+/// sender sends a frame compact only when ``compactAllowed(channel:id:offset:)`` says so, and
+/// otherwise the full frame, which (re)establishes the channel's context.
+public struct SessionFrameContext: Sendable, Hashable {
+    /// Id and end of the last data frame of a channel.
+    struct Entry: Sendable, Hashable {
+        var id: UInt32
+        var end: UInt32
+    }
+
+    /// Indexed by channel (0x01–0x08; index 0 unused).
+    var entries: [Entry?] = Array(repeating: nil, count: 9)
+
+    /// An empty context: every channel's first frame after it goes out whole.
+    public init() {}
+
+    /// Whether a continuation frame of item `id` on `channel` at `offset` may go out compact: the
+    /// channel's last frame had this id and `offset` lies within −32,768…+32,767 of its end.
+    public func compactAllowed(channel: SessionChannel, id: UInt32, offset: Int) -> Bool {
+        guard (0x01...0x08).contains(channel.rawValue), let entry = entries[Int(channel.rawValue)], entry.id == id else {
+            return false
+        }
+        let delta = offset - Int(entry.end)
+        return delta >= -32_768 && delta < 32_768
+    }
+
+    /// Records a data frame that went this way (sent, or decoded on receipt): its channel's id and
+    /// end become the context. Control frames and unknown channels are not recorded.
+    public mutating func record(_ frame: SessionFrame) {
+        guard (0x01...0x08).contains(frame.channel.rawValue) else { return }
+        let end = UInt64(frame.offset) + UInt64(frame.bytes.count)
+        entries[Int(frame.channel.rawValue)] = Entry(id: frame.id, end: UInt32(clamping: end))
+    }
+
+    /// The frame's bytes on the wire, compact when allowed (a continuation whose position the context
+    /// allows), else whole; records the frame.
+    public mutating func encode(_ frame: SessionFrame) -> [UInt8] {
+        defer { record(frame) }
+        guard !frame.flags.contains(.first),
+              compactAllowed(channel: frame.channel, id: frame.id, offset: Int(frame.totalOrOffset)) else {
+            return frame.encode()
+        }
+        var output: [UInt8] = [
+            SessionLink.compactMarker | UInt8(truncatingIfNeeded: frame.id & 7) << 4 | frame.channel.rawValue,
+            frame.flags.rawValue,
+        ]
+        output.reserveCapacity(SessionLink.compactHeaderLength + frame.bytes.count)
+        appendLittleEndian(UInt16(truncatingIfNeeded: frame.totalOrOffset), to: &output)
+        output += frame.bytes
+        return output
+    }
+
+    /// Reads one frame of a link that negotiated compact frames: a compact frame (byte 0 has bit 7)
+    /// is completed from the context, any other is read as ``SessionFrame/decode(_:)`` reads it. A
+    /// frame that decodes is recorded; one that does not leaves the context unchanged.
+    /// - Throws: ``SessionFrameError`` with the offset of the problem in `bytes`.
+    public mutating func decode(_ bytes: [UInt8]) throws(SessionFrameError) -> SessionFrame {
+        let frame: SessionFrame
+        if let first = bytes.first, first & SessionLink.compactMarker != 0 {
+            frame = try decodeCompact(bytes)
+        } else {
+            frame = try SessionFrame.decode(bytes)
+        }
+        record(frame)
+        return frame
+    }
+
+    /// The fields a compact frame carries, without a context: channel, id tag, flags, offset bits, bytes.
+    /// - Throws: ``SessionFrameError`` when the bytes are no compact frame on their own.
+    public static func compactFields(_ bytes: [UInt8]) throws(SessionFrameError)
+        -> (channel: SessionChannel, idTag: UInt8, flags: SessionFrameFlags, offsetBits: UInt16, bytes: ArraySlice<UInt8>) {
+        guard bytes.count >= SessionLink.compactHeaderLength else {
+            throw SessionFrameError(frame: 0, offset: bytes.count, problem: .truncated(
+                expected: "the 4-byte compact frame header (channel and id tag, flags, offset bits)",
+                needed: SessionLink.compactHeaderLength, available: bytes.count))
+        }
+        let channel = bytes[0] & 0x0F
+        guard (0x01...0x08).contains(channel) else {
+            throw SessionFrameError(frame: 0, offset: 0, problem: .compactChannel(channel))
+        }
+        let flags = SessionFrameFlags(rawValue: bytes[1])
+        guard !flags.contains(.first) else {
+            throw SessionFrameError(frame: 0, offset: 1, problem: .compactFirstFrame)
+        }
+        guard bytes.count > SessionLink.compactHeaderLength else {
+            throw SessionFrameError(frame: 0, offset: SessionLink.compactHeaderLength, problem: .continuationWithoutBytes)
+        }
+        return (SessionChannel(rawValue: channel), (bytes[0] >> 4) & 7, flags, readLittleEndianUInt16(bytes, at: 2),
+                bytes[SessionLink.compactHeaderLength...])
+    }
+
+    func decodeCompact(_ bytes: [UInt8]) throws(SessionFrameError) -> SessionFrame {
+        let fields = try Self.compactFields(bytes)
+        guard let entry = entries[Int(fields.channel.rawValue)] else {
+            throw SessionFrameError(frame: 0, offset: 0, problem: .compactWithoutContext(channel: fields.channel))
+        }
+        guard UInt8(truncatingIfNeeded: entry.id & 7) == fields.idTag else {
+            throw SessionFrameError(frame: 0, offset: 0, problem: .compactIDMismatch(channel: fields.channel, id: entry.id, tag: fields.idTag))
+        }
+        let delta = Int(Int16(bitPattern: fields.offsetBits &- UInt16(truncatingIfNeeded: entry.end)))
+        let offset = Int64(entry.end) + Int64(delta)
+        guard offset >= 0 else {
+            throw SessionFrameError(frame: 0, offset: 2, problem: .compactOffsetBelowZero(end: entry.end, lowBits: fields.offsetBits))
+        }
+        guard offset + Int64(fields.bytes.count) <= Int64(UInt32.max) else {
+            throw SessionFrameError(frame: 0, offset: 2, problem: .offsetOverflow(offset: UInt32(clamping: offset), count: fields.bytes.count))
+        }
+        return SessionFrame(channel: fields.channel, flags: fields.flags, id: entry.id, totalOrOffset: UInt32(offset), bytes: Array(fields.bytes))
     }
 }
 

@@ -81,11 +81,17 @@ public struct SessionHandshake: Sendable, Hashable, CustomStringConvertible {
     /// The window the sender accepts (frames ahead of its acknowledged offset, 1…65535), carried as
     /// option 0x01; `nil`: the sender states none, and the link keeps the window of 8 frames.
     public var window: UInt16?
+    /// The sender accepts compact frames (option 0x02, no value; session link page version 3): when
+    /// the HELLO and the WELCOME that bound the link both state it, each side may send continuation
+    /// frames with the 4-byte compact header (``SessionFrameContext``).
+    public var compactFrames: Bool
 
     /// Bytes of a handshake item without options, op included.
     public static let length = 55
     /// Option type of the window: `01 02 <window u16>`.
     public static let windowOption: UInt8 = 0x01
+    /// Option type of compact frames: `02 00`.
+    public static let compactFramesOption: UInt8 = 0x02
 
     /// Creates a handshake.
     public init(
@@ -98,7 +104,8 @@ public struct SessionHandshake: Sendable, Hashable, CustomStringConvertible {
         watermarks: SessionWatermarks = SessionWatermarks(),
         fileResumeID: UInt32 = 0,
         fileResumeOffset: UInt32 = 0,
-        window: UInt16? = nil
+        window: UInt16? = nil,
+        compactFrames: Bool = false
     ) {
         self.version = version
         self.identity = identity
@@ -110,6 +117,7 @@ public struct SessionHandshake: Sendable, Hashable, CustomStringConvertible {
         self.fileResumeID = fileResumeID
         self.fileResumeOffset = fileResumeOffset
         self.window = window
+        self.compactFrames = compactFrames
     }
 
     /// `v1 <identity> incarnation 0x… epoch 0x… nonce 0x… <status> marks c/u/x/f resume id@offset`.
@@ -117,6 +125,7 @@ public struct SessionHandshake: Sendable, Hashable, CustomStringConvertible {
         "v\(version) \(identity) incarnation \(hex32(incarnation)) epoch \(hex32(epoch)) nonce \(hex32(nonce)) \(status) "
             + "marks \(watermarks.applicationContext)/\(watermarks.userInfo)/\(watermarks.complicationUserInfo)/\(watermarks.file) "
             + "resume \(fileResumeID)@\(fileResumeOffset)" + (window.map { " window \($0)" } ?? "")
+            + (compactFrames ? " compact-frames" : "")
     }
 }
 
@@ -176,6 +185,9 @@ public enum SessionControl: Sendable, Hashable, CustomStringConvertible {
                 output += [SessionHandshake.windowOption, 2]
                 appendLittleEndian(window, to: &output)
             }
+            if handshake.compactFrames {
+                output += [SessionHandshake.compactFramesOption, 0]
+            }
         case let .ack(channel, id, received):
             output.append(channel.rawValue)
             appendLittleEndian(id, to: &output)
@@ -199,9 +211,11 @@ public enum SessionControl: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The options after a handshake's 55 bytes: each `type u8 · length u8 · value`, unknown types
-    /// skipped; returns the window (option 0x01, exactly 2 bytes, not 0) if stated.
-    static func handshakeWindow(_ payload: [UInt8], name: String) throws(SessionFrameError) -> UInt16? {
+    /// skipped; returns the window (option 0x01, exactly 2 bytes, not 0) if stated, and whether
+    /// compact frames (option 0x02, no value) are stated.
+    static func handshakeOptions(_ payload: [UInt8], name: String) throws(SessionFrameError) -> (window: UInt16?, compactFrames: Bool) {
         var window: UInt16?
+        var compactFrames = false
         var at = SessionHandshake.length
         while at < payload.count {
             guard at + 2 <= payload.count else {
@@ -224,10 +238,18 @@ public enum SessionControl: Sendable, Hashable, CustomStringConvertible {
                     throw SessionFrameError(frame: nil, offset: at + 2, problem: .invalidHandshakeOption(type: type, reason: "a window of 0 frames"))
                 }
                 window = value
+            } else if type == SessionHandshake.compactFramesOption {
+                guard length == 0 else {
+                    throw SessionFrameError(frame: nil, offset: at, problem: .invalidHandshakeOption(type: type, reason: "compact frames take no value, not \(length) bytes"))
+                }
+                guard !compactFrames else {
+                    throw SessionFrameError(frame: nil, offset: at, problem: .invalidHandshakeOption(type: type, reason: "compact frames are stated twice"))
+                }
+                compactFrames = true
             }
             at += 2 + length
         }
-        return window
+        return (window, compactFrames)
     }
 
     /// Reads a control item. Offsets in errors are into `payload`.
@@ -252,7 +274,7 @@ public enum SessionControl: Sendable, Hashable, CustomStringConvertible {
                 throw SessionFrameError(frame: nil, offset: payload.count, problem: .truncated(
                     expected: "the rest of \(name) (55 bytes before its options)", needed: SessionHandshake.length - payload.count, available: 0))
             }
-            let window = try handshakeWindow(payload, name: name)
+            let options = try handshakeOptions(payload, name: name)
             // Exactly 16 bytes by construction.
             let identity = SessionDeviceID(bytes: Array(payload[2..<18]))!
             let handshake = SessionHandshake(
@@ -269,7 +291,8 @@ public enum SessionControl: Sendable, Hashable, CustomStringConvertible {
                     file: readLittleEndianUInt32(payload, at: 43)),
                 fileResumeID: readLittleEndianUInt32(payload, at: 47),
                 fileResumeOffset: readLittleEndianUInt32(payload, at: 51),
-                window: window)
+                window: options.window,
+                compactFrames: options.compactFrames)
             return op == 0x01 ? .hello(handshake) : .welcome(handshake)
         case 0x03:
             try exact(10, "ACK (10 bytes)")

@@ -80,6 +80,11 @@ public struct SessionConfiguration: Sendable, Hashable {
     /// one; `nil` (the default) states none, so the link keeps today's 8 frames and its HELLO and
     /// WELCOME are byte for byte those of link version 1 without options (docs/session-link.md, "Window").
     public var windowFrames: Int?
+    /// Whether this side states the compact frames option in its handshake (page version 3): when
+    /// both sides state it, continuation frames go out with a 4-byte header instead of 10
+    /// (``SessionFrameContext``), which at ATT MTU 23 carries 16 item bytes a frame instead of 10.
+    /// `false` (the default) states nothing, so the HELLO and WELCOME stay those of page version 2.
+    public var compactFrames: Bool
 
     /// Creates a configuration; every value has the default named on its property. Timers shorter
     /// than 1 ns are taken as 1 ns; limits are clamped to what the wire can carry.
@@ -93,7 +98,8 @@ public struct SessionConfiguration: Sendable, Hashable {
         maximumUserInfoBytes: Int = 65_536,
         maximumApplicationContextBytes: Int = 262_144,
         maximumFileBytes: Int = 4_294_967_294,
-        windowFrames: Int? = nil
+        windowFrames: Int? = nil,
+        compactFrames: Bool = false
     ) {
         let tick = Duration.nanoseconds(1)
         self.handshakeTimeout = max(handshakeTimeout, tick)
@@ -107,6 +113,7 @@ public struct SessionConfiguration: Sendable, Hashable {
         self.maximumApplicationContextBytes = min(max(0, maximumApplicationContextBytes), wireLimit)
         self.maximumFileBytes = min(max(0, maximumFileBytes), 4_294_967_294)
         self.windowFrames = windowFrames.map { min(max(1, $0), SessionLink.maximumWindowFrames) }
+        self.compactFrames = compactFrames
     }
 }
 

@@ -81,6 +81,10 @@ struct LiveSessionCommand: ParsableCommand {
             transform: { try OptionValues.integer($0, option: "--window", range: 1...4096) })
     var window: Int?
 
+    @Flag(name: .customLong("compact-frames"),
+          help: "State compact frames in the handshake: with a peer that states them too, continuation frames carry a 4-byte header instead of 10.")
+    var compactFrames = false
+
     @Option(name: .long, help: "The largest ATT MTU the BLE bridge asks for (phone) or accepts (watch) (23-517; default 247).",
             transform: { try OptionValues.integer($0, option: "--mtu", range: 23...517) })
     var mtu: Int?
@@ -117,7 +121,8 @@ struct LiveSessionCommand: ParsableCommand {
             let overrides = SessionOverrides(
                 messageReplyTimeoutMs: messageReplyTimeout.map { Int(($0 * 1000).rounded()) },
                 complicationTransfersPerWindow: complicationBudget,
-                windowFrames: window)
+                windowFrames: window,
+                compactFrames: compactFrames ? true : nil)
             options.configuration = SessionAdapter.configuration(applying: overrides)
             options.log = printLine
             let outcome = try runLiveSession(options, recordSet: live.record, title: live.title,

@@ -18,16 +18,21 @@ public struct SessionOverrides: Sendable, Hashable, Codable {
     /// The window the core states in its handshake, in frames (none by default: the link keeps 8
     /// frames, and the HELLO / WELCOME carry no window option; docs/session-link.md, "Window").
     public var windowFrames: Int?
+    /// Whether the core states compact frames in its handshake (not by default: its frames keep the
+    /// 10-byte header; docs/session-link.md, "Compact frames").
+    public var compactFrames: Bool?
 
     /// Overrides; all `nil` means the core's defaults.
     public init(handshakeTimeoutMs: Int? = nil, retransmissionTimeoutMs: Int? = nil, messageReplyTimeoutMs: Int? = nil,
-                complicationTransfersPerWindow: Int? = nil, complicationBudgetWindowS: Int? = nil, windowFrames: Int? = nil) {
+                complicationTransfersPerWindow: Int? = nil, complicationBudgetWindowS: Int? = nil, windowFrames: Int? = nil,
+                compactFrames: Bool? = nil) {
         self.handshakeTimeoutMs = handshakeTimeoutMs
         self.retransmissionTimeoutMs = retransmissionTimeoutMs
         self.messageReplyTimeoutMs = messageReplyTimeoutMs
         self.complicationTransfersPerWindow = complicationTransfersPerWindow
         self.complicationBudgetWindowS = complicationBudgetWindowS
         self.windowFrames = windowFrames
+        self.compactFrames = compactFrames
     }
 
     /// These overrides with every field `other` sets taken from `other`.
@@ -39,7 +44,8 @@ public struct SessionOverrides: Sendable, Hashable, Codable {
             messageReplyTimeoutMs: other.messageReplyTimeoutMs ?? messageReplyTimeoutMs,
             complicationTransfersPerWindow: other.complicationTransfersPerWindow ?? complicationTransfersPerWindow,
             complicationBudgetWindowS: other.complicationBudgetWindowS ?? complicationBudgetWindowS,
-            windowFrames: other.windowFrames ?? windowFrames)
+            windowFrames: other.windowFrames ?? windowFrames,
+            compactFrames: other.compactFrames ?? compactFrames)
     }
 
     enum CodingKeys: String, CodingKey {
@@ -49,6 +55,7 @@ public struct SessionOverrides: Sendable, Hashable, Codable {
         case complicationTransfersPerWindow = "complication_transfers_per_window"
         case complicationBudgetWindowS = "complication_budget_window_s"
         case windowFrames = "window_frames"
+        case compactFrames = "compact_frames"
     }
 }
 

@@ -112,7 +112,8 @@ public struct SessionAdapter: CoreAdapter {
             complicationBudgetWindow: overrides.complicationBudgetWindowS.map { .seconds($0) } ?? base.complicationBudgetWindow,
             maximumMessageBytes: base.maximumMessageBytes, maximumUserInfoBytes: base.maximumUserInfoBytes,
             maximumApplicationContextBytes: base.maximumApplicationContextBytes, maximumFileBytes: base.maximumFileBytes,
-            windowFrames: overrides.windowFrames ?? base.windowFrames)
+            windowFrames: overrides.windowFrames ?? base.windowFrames,
+            compactFrames: overrides.compactFrames ?? base.compactFrames)
     }
 
     /// API-call records raw; BLE interfaces the manifest gives to `session` dissected.

@@ -22,6 +22,9 @@ public enum SessionSectionSchema {
         SectionField(key: "settings.window_frames", flag: "session-window-frames",
                      help: "The window SessionCore states in its HELLO or WELCOME, in frames (1 to 4096; absent: none stated, the link's default of 8).",
                      kind: .integer(1...4096)),
+        SectionField(key: "settings.compact_frames",
+                     help: "Whether SessionCore states compact frames in its HELLO or WELCOME (true or false; absent: false, page-2 frames).",
+                     kind: .boolean),
         SectionField(key: "frame_matching", help: "How emitted frames are checked: strict, responder or off.", kind: .choice(["strict", "responder", "off"])),
     ]
 

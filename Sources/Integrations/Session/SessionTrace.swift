@@ -107,8 +107,18 @@ public enum SessionTrace {
     }
 
     /// One line for a session-link frame, as `inspect` and the frame matcher show it: the control
-    /// item for a whole control frame, else the frame header.
+    /// item for a whole control frame, else the frame header; a compact frame (byte 0 with bit 7,
+    /// page version 3) with what it carries itself (its id and offset need the link's earlier frames).
     public static func describeFrame(_ bytes: [UInt8]) -> String {
+        if let first = bytes.first, first & SessionLink.compactMarker != 0 {
+            do throws(SessionFrameError) {
+                let fields = try SessionFrameContext.compactFields(bytes)
+                let bits = String(fields.offsetBits, radix: 16)
+                return "compact \(fields.channel) id tag \(fields.idTag) \(fields.flags) offset bits 0x\(bits), \(fields.bytes.count) bytes"
+            } catch {
+                return "malformed compact frame: \(error)"
+            }
+        }
         let frame: SessionFrame
         do throws(SessionFrameError) {
             frame = try SessionFrame.decode(bytes)

@@ -25,6 +25,8 @@ public final class SessionStore {
     /// The partial file being written: chunks come one after another, so one open handle serves
     /// them all instead of an open and close per chunk.
     private var incoming: (path: String, handle: FileHandle)?
+    /// The file `incoming` is open for: a write of the same file (one per frame) skips building its path.
+    private var incomingFile: (peer: SessionDeviceID, id: FileTransferID)?
 
     /// The store's writer lock (`<store>.lock`), held while this store is open.
     private let writerLock: StoreLock
@@ -204,7 +206,8 @@ public final class SessionStore {
 
     /// Writes received bytes at `offset` of the partial file (not appended: after a crash some come again).
     public func writeIncoming(peer: SessionDeviceID, id: FileTransferID, offset: Int, bytes: [UInt8]) throws(LiveHostError) {
-        let path = partialPath(peer: peer, id: id)
+        let path = incoming != nil && incomingFile?.peer == peer && incomingFile?.id == id
+            ? incoming!.path : partialPath(peer: peer, id: id)
         do {
             if incoming?.path != path {
                 closeIncoming()
@@ -212,6 +215,7 @@ public final class SessionStore {
                     guard FileManager.default.createFile(atPath: path, contents: nil) else { throw CocoaError(.fileWriteUnknown) }
                 }
                 incoming = (path, try FileHandle(forWritingTo: URL(fileURLWithPath: path)))
+                incomingFile = (peer, id)
             }
             try incoming!.handle.seek(toOffset: UInt64(offset))
             try incoming!.handle.write(contentsOf: Data(bytes))
@@ -225,6 +229,7 @@ public final class SessionStore {
         // Closing a handle whose writes all succeeded cannot lose data; its error would say nothing new.
         try? incoming?.handle.close()
         incoming = nil
+        incomingFile = nil
     }
 
     /// Drops a partial file the sender cancelled.
