@@ -1,9 +1,10 @@
 /// A 64-bit digest of a ``TraceEvent`` that is the same in every process and on every machine
 /// (unlike `Hasher`, which is seeded per process): its time, core, event name and fields, each
-/// value with its type, the fields in key order. Two events with equal digests are, but for a
-/// 2⁻⁶⁴ chance, equal — what a ``BaselineIndex`` relies on to tell that a replayed event is the
-/// baseline's without reading the baseline's line. It does not depend on whether the fields are
-/// held inline (a datapoint) or in a dictionary.
+/// value with its type, the fields in key order. Two different events have equal digests only by
+/// a 64-bit collision — what a ``BaselineIndex`` relies on to tell that a replayed event is the
+/// baseline's without reading the baseline's line. The mixing is not cryptographic: it tells
+/// changed behaviour apart, not an event forged to collide. It does not depend on whether the
+/// fields are held inline (a datapoint) or in a dictionary.
 ///
 /// The mixing is a multiply–rotate round per 64-bit word (the construction of XXH64's round),
 /// with a length and a type tag before every variable-length part, so no two different events
