@@ -77,7 +77,7 @@ struct ReplayCommand: ParsableCommand {
         valueName: "dir"))
     var html: String?
 
-    @Flag(name: .customLong("update-baseline"), help: "Accept this run's traces as the sets' baselines (writes baseline/<core>.jsonl and the manifest).")
+    @Flag(name: .customLong("update-baseline"), help: "Accept this run's traces as the sets' baselines (writes baseline/<core>.jsonl, its index baseline/<core>.jsonl.index, and the manifest).")
     var updateBaseline = false
 
     @Option(name: .customLong("set"), help: ArgumentHelp(
