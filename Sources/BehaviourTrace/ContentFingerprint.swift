@@ -18,10 +18,23 @@ struct ContentFingerprint {
     private var pending: [UInt8] = []
     private var length: UInt64 = 0
 
+    /// One multiply–rotate round: `word` mixed into `lane`. ``TraceEventDigest`` mixes with it too.
     @inline(__always)
-    private static func round(_ lane: UInt64, _ word: UInt64) -> UInt64 {
+    static func round(_ lane: UInt64, _ word: UInt64) -> UInt64 {
         let mixed = lane &+ word &* prime2
         return ((mixed << 31) | (mixed >> 33)) &* prime1
+    }
+
+    /// The final mix of a 64-bit state, so every input bit reaches every output bit.
+    @inline(__always)
+    static func avalanche(_ state: UInt64) -> UInt64 {
+        var h = state
+        h ^= h >> 33
+        h = h &* prime2
+        h ^= h >> 29
+        h = h &* prime3
+        h ^= h >> 32
+        return h
     }
 
     @inline(__always)
@@ -76,12 +89,7 @@ struct ContentFingerprint {
                 index += 1
             }
         }
-        h ^= h >> 33
-        h = h &* Self.prime2
-        h ^= h >> 29
-        h = h &* Self.prime3
-        h ^= h >> 32
-        return h
+        return Self.avalanche(h)
     }
 
     /// The fingerprint of the file at `path`, read in 1 MiB pieces (constant memory).

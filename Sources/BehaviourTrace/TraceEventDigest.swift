@@ -6,14 +6,10 @@
 /// changed behaviour apart, not an event forged to collide. It does not depend on whether the
 /// fields are held inline (a datapoint) or in a dictionary.
 ///
-/// The mixing is a multiply–rotate round per 64-bit word (the construction of XXH64's round),
-/// with a length and a type tag before every variable-length part, so no two different events
-/// feed the same words.
+/// The mixing is ``ContentFingerprint``'s multiply–rotate round per 64-bit word, with a length and
+/// a type tag before every variable-length part, so no two different events feed the same words.
 struct TraceEventDigest {
     private var state: UInt64 = 0x9E37_79B9_7F4A_7C15
-
-    private static let prime1: UInt64 = 0x9E37_79B1_85EB_CA87
-    private static let prime2: UInt64 = 0xC2B2_AE3D_27D4_EB4F
 
     /// The digest of `event`.
     static func of(_ event: TraceEvent) -> UInt64 {
@@ -40,8 +36,7 @@ struct TraceEventDigest {
 
     @inline(__always)
     private mutating func add(_ word: UInt64) {
-        let mixed = (state ^ (word &* Self.prime2))
-        state = ((mixed << 31) | (mixed >> 33)) &* Self.prime1
+        state = ContentFingerprint.round(state, word)
     }
 
     private mutating func add(_ text: String) {
@@ -95,15 +90,7 @@ struct TraceEventDigest {
         }
     }
 
-    private var finished: UInt64 {
-        var h = state
-        h ^= h >> 33
-        h = h &* Self.prime2
-        h ^= h >> 29
-        h = h &* 0x1656_67B1_9E37_79F9
-        h ^= h >> 32
-        return h
-    }
+    private var finished: UInt64 { ContentFingerprint.avalanche(state) }
 }
 
 extension TraceEvent {

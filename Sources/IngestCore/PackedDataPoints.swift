@@ -242,19 +242,8 @@ public struct PackedDataPoints: Sendable, Hashable {
     }
 
     private mutating func putVarint(_ value: UInt64) {
-        var value = value
         let start = used
-        let written = storage.withUnsafeMutableBufferPointer { buffer -> Int in
-            var offset = start
-            while value >= 0x80 {
-                buffer[offset] = UInt8(truncatingIfNeeded: value) | 0x80
-                value >>= 7
-                offset &+= 1
-            }
-            buffer[offset] = UInt8(value)
-            return offset &+ 1 &- start
-        }
-        used &+= written
+        used = storage.withUnsafeMutableBytes { Self.putVarint(value, into: $0, at: start) }
     }
 
     private mutating func putField(_ field: UnsafeRawBufferPointer) {
