@@ -244,6 +244,9 @@ public struct BaselineIndex: Sendable, Equatable {
         private var buffer: [UInt8] = []
         private var count: UInt64 = 0
         private var failure: TraceFileError?
+        /// The fingerprint of the trace's bytes as they are written (``traceBytesWritten(_:)``), so
+        /// the trace is not read back for its header.
+        private var traceFingerprint = ContentFingerprint()
 
         init(forTrace tracePath: String) throws(TraceFileError) {
             self.tracePath = tracePath
@@ -258,6 +261,11 @@ public struct BaselineIndex: Sendable, Equatable {
         }
 
         deinit { discard() }
+
+        /// The trace's next bytes, as its writer hands them to the file.
+        func traceBytesWritten(_ bytes: UnsafeRawBufferPointer) {
+            traceFingerprint.update(bytes)
+        }
 
         func append(lineLength: UInt32, digest: UInt64) {
             withUnsafeBytes(of: lineLength.littleEndian) { buffer.append(contentsOf: $0) }
@@ -292,8 +300,8 @@ public struct BaselineIndex: Sendable, Equatable {
             return true
         }
 
-        /// Writes the header (the fingerprint of the trace file, now in place at ``tracePath``),
-        /// syncs the index and renames it beside the trace.
+        /// Writes the header (the fingerprint of every trace byte written), syncs the index and
+        /// renames it beside the trace (now in place at ``tracePath``).
         func commit() throws(TraceFileError) {
             flush()
             let indexPath = BaselineIndex.path(forTrace: tracePath)
@@ -302,12 +310,7 @@ public struct BaselineIndex: Sendable, Equatable {
                 return error
             }
             if let failure { throw fail(failure) }
-            let fingerprint: UInt64
-            do {
-                fingerprint = try ContentFingerprint.of(file: tracePath)
-            } catch {
-                throw fail(TraceFileError(path: tracePath, operation: "read trace file for its index", reason: "\(error)"))
-            }
+            let fingerprint = traceFingerprint.value
             var header = BaselineIndex.magic + Array(BaselineIndex.hex(fingerprint).utf8) + [0x0A]
             withUnsafeBytes(of: count.littleEndian) { header.append(contentsOf: $0) }
             guard writeAll(header, at: 0) else {

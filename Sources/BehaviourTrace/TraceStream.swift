@@ -133,6 +133,7 @@ public final class TraceFileWriter: TraceSink {
             offset += n
         }
         bytes += UInt64(count)
+        if let lineIndex { buffer.bytes.withUnsafeBytes { lineIndex.traceBytesWritten($0) } }
         buffer.bytes.removeAll(keepingCapacity: true)
     }
 
