@@ -57,19 +57,23 @@ public struct BaselineIndex: Sendable, Equatable {
 
     /// The index file's bytes.
     public func encoded() -> [UInt8] {
-        var bytes = Self.magic
+        var bytes = Self.header(traceFingerprint: traceFingerprint, count: UInt64(digests.count))
         bytes.reserveCapacity(Self.headerBytes + Self.entryBytes * digests.count)
-        bytes += Array(Self.hex(traceFingerprint).utf8)
-        bytes.append(0x0A)
-        func put<T: FixedWidthInteger>(_ value: T) {
-            withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
-        }
-        put(UInt64(digests.count))
-        for (length, digest) in zip(lineLengths, digests) {
-            put(length)
-            put(digest)
-        }
+        for (length, digest) in zip(lineLengths, digests) { Self.appendEntry(length, digest, to: &bytes) }
         return bytes
+    }
+
+    /// The ``headerBytes`` an index file starts with.
+    static func header(traceFingerprint: UInt64, count: UInt64) -> [UInt8] {
+        var bytes = magic + Array(hex(traceFingerprint).utf8) + [0x0A]
+        withUnsafeBytes(of: count.littleEndian) { bytes.append(contentsOf: $0) }
+        return bytes
+    }
+
+    /// One entry: the line's length, then its event's digest.
+    static func appendEntry(_ lineLength: UInt32, _ digest: UInt64, to bytes: inout [UInt8]) {
+        withUnsafeBytes(of: lineLength.littleEndian) { bytes.append(contentsOf: $0) }
+        withUnsafeBytes(of: digest.littleEndian) { bytes.append(contentsOf: $0) }
     }
 
     /// Why an index file cannot be used.
@@ -225,14 +229,6 @@ public struct BaselineIndex: Sendable, Equatable {
         }
     }
 
-    /// Writes the index of the trace file at `tracePath` beside it, from its lines' lengths and
-    /// their events' digests (an index of a baseline written some other way than by
-    /// ``TraceFileWriter/recordLineIndex()``, e.g. an empty one).
-    public static func writeIndex(forTrace tracePath: String, lineLengths: [UInt32], digests: [UInt64]) throws(CaptureSetError) {
-        let index = BaselineIndex(traceFingerprint: try ContentFingerprint.of(file: tracePath), lineLengths: lineLengths, digests: digests)
-        try CaptureSetDirectory.writeAtomically(index.encoded(), to: path(forTrace: tracePath))
-    }
-
     /// Writes an index as its trace file is written, entry by entry, into a temporary file beside
     /// it (so memory does not grow with the trace), then puts the header in front and the file in
     /// place once the trace is (``commit()``).
@@ -268,8 +264,7 @@ public struct BaselineIndex: Sendable, Equatable {
         }
 
         func append(lineLength: UInt32, digest: UInt64) {
-            withUnsafeBytes(of: lineLength.littleEndian) { buffer.append(contentsOf: $0) }
-            withUnsafeBytes(of: digest.littleEndian) { buffer.append(contentsOf: $0) }
+            BaselineIndex.appendEntry(lineLength, digest, to: &buffer)
             count += 1
             if buffer.count >= 1 << 16 { flush() }
         }
@@ -310,10 +305,7 @@ public struct BaselineIndex: Sendable, Equatable {
                 return error
             }
             if let failure { throw fail(failure) }
-            let fingerprint = traceFingerprint.value
-            var header = BaselineIndex.magic + Array(BaselineIndex.hex(fingerprint).utf8) + [0x0A]
-            withUnsafeBytes(of: count.littleEndian) { header.append(contentsOf: $0) }
-            guard writeAll(header, at: 0) else {
+            guard writeAll(BaselineIndex.header(traceFingerprint: traceFingerprint.value, count: count), at: 0) else {
                 throw fail(TraceFileError(path: temporaryPath, operation: "write baseline index", reason: FileIO.errnoText()))
             }
             guard fsync(descriptor) == 0, close(descriptor) == 0 else {

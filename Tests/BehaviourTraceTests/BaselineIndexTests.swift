@@ -195,3 +195,13 @@ func anyDifferenceIsReportedAsWithoutTheIndex(seed: UInt64) throws {
     }
     #expect(seen.count == 1 + 2 * ((bytes.count + 6) / 7))
 }
+
+@Test func anEmptyBaselineGetsAnIndexOfNoLines() throws {
+    // A core that made no event still gets its (empty) baseline and index from --update-baseline.
+    let folder = try TemporaryFolder("baseline-index")
+    let path = try writeBaseline([], in: folder)
+    let (report, byIndex, lookup) = try compared([], baseline: path, usingIndex: true)
+    #expect(lookup == .current(lines: 0))
+    #expect(report.isEmpty && byIndex == 0)
+    #expect(try FileIO.readAll(BaselineIndex.path(forTrace: path)).count == BaselineIndex.headerBytes)
+}

@@ -150,10 +150,7 @@ public final class BaselineWriters {
         if event.core != lastCore || lastWriter == nil {
             if writers[event.core] == nil {
                 writers[event.core] = Result {
-                    let path = try CaptureSetDirectory(path: set).resolve(relativePath(event.core), field: "baselines.\(event.core)")
-                    let writer = try TraceFileWriter.replacing(path)
-                    try writer.recordLineIndex()
-                    return writer
+                    try Self.indexedWriter(CaptureSetDirectory(path: set).resolve(relativePath(event.core), field: "baselines.\(event.core)"))
                 }
             }
             lastCore = event.core
@@ -161,6 +158,13 @@ public final class BaselineWriters {
             lastWriter = try? writers[event.core]?.get()
         }
         lastWriter?.write(event)
+    }
+
+    /// A new baseline at `path` that writes its index as it goes.
+    private static func indexedWriter(_ path: String) throws -> TraceFileWriter {
+        let writer = try TraceFileWriter.replacing(path)
+        try writer.recordLineIndex()
+        return writer
     }
 
     /// Puts every core's new baseline in place, in core order, and saves the manifest when it
@@ -173,12 +177,9 @@ public final class BaselineWriters {
             let path = try CaptureSetDirectory(path: set).resolve(relative, field: "baselines.\(core)")
             // Each baseline gets its index beside it (BaselineIndex): a replay that agrees with
             // it is then checked without reading its lines.
-            if let writer = writers[core] {
-                try writer.get().commit()
-            } else {
-                try CaptureSetDirectory.writeAtomically([], to: path)
-                try BaselineIndex.writeIndex(forTrace: path, lineLengths: [], digests: [])
-            }
+            // A core that wrote nothing gets an empty baseline (and its index) all the same.
+            let writer = try writers[core]?.get() ?? Self.indexedWriter(path)
+            try writer.commit()
             manifest.baselines[core] = relative
         }
         if let scenario {

@@ -9,45 +9,47 @@ import Dissectors
 /// to an adapter with every frame, and copying six fields (three of them reference-counted) per
 /// frame was a measurable part of a replay. Setting a field makes a new object.
 public struct ReplayInterface: Sendable, Hashable {
-    private final class Fields: Sendable {
-        let index: Int
-        let linkType: LinkType
-        let name: String?
-        let role: InterfaceRole?
-        let core: String?
-        let parameters: [String: String]
-
-        init(index: Int, linkType: LinkType, name: String?, role: InterfaceRole?, core: String?, parameters: [String: String]) {
-            self.index = index
-            self.linkType = linkType
-            self.name = name
-            self.role = role
-            self.core = core
-            self.parameters = parameters
-        }
+    private struct Fields: Sendable, Hashable {
+        var index: Int
+        var linkType: LinkType
+        var name: String?
+        var role: InterfaceRole?
+        var core: String?
+        var parameters: [String: String]
     }
 
-    private var fields: Fields
+    private final class Box: Sendable {
+        let fields: Fields
+        init(_ fields: Fields) { self.fields = fields }
+    }
+
+    private var box: Box
+
+    /// Reads `box`'s fields; writing one makes a new box.
+    private var fields: Fields {
+        get { box.fields }
+        set { box = Box(newValue) }
+    }
 
     /// Index in the capture file (pcapng Interface Description Block order).
     public var index: Int {
         get { fields.index }
-        set { fields = Fields(index: newValue, linkType: linkType, name: name, role: role, core: core, parameters: parameters) }
+        set { fields.index = newValue }
     }
     /// Link type of its frames.
     public var linkType: LinkType {
         get { fields.linkType }
-        set { fields = Fields(index: index, linkType: newValue, name: name, role: role, core: core, parameters: parameters) }
+        set { fields.linkType = newValue }
     }
     /// Interface name from the manifest, else from the capture file.
     public var name: String? {
         get { fields.name }
-        set { fields = Fields(index: index, linkType: linkType, name: newValue, role: role, core: core, parameters: parameters) }
+        set { fields.name = newValue }
     }
     /// Role from the manifest; `nil` when the manifest does not describe this interface.
     public var role: InterfaceRole? {
         get { fields.role }
-        set { fields = Fields(index: index, linkType: linkType, name: name, role: newValue, core: core, parameters: parameters) }
+        set { fields.role = newValue }
     }
     /// The core whose adapter takes this interface's frames: the manifest's `core:`, else the one
     /// the registry chose for its role (``IntegrationRegistry/select(for:manifestPath:)``). `nil`
@@ -55,34 +57,28 @@ public struct ReplayInterface: Sendable, Hashable {
     /// `core` field.
     public var core: String? {
         get { fields.core }
-        set { fields = Fields(index: index, linkType: linkType, name: name, role: role, core: newValue, parameters: parameters) }
+        set { fields.core = newValue }
     }
     /// Every other key the manifest gives the interface, as text (`ingest_port`, `broker_port`,
     /// or a user integration's own): what an adapter reads about an interface beyond its role.
     public var parameters: [String: String] {
         get { fields.parameters }
-        set { fields = Fields(index: index, linkType: linkType, name: name, role: role, core: core, parameters: newValue) }
+        set { fields.parameters = newValue }
     }
 
     /// Describe one interface.
     public init(index: Int, linkType: LinkType, name: String? = nil, role: InterfaceRole? = nil, core: String? = nil, parameters: [String: String] = [:]) {
-        fields = Fields(index: index, linkType: linkType, name: name, role: role, core: core, parameters: parameters)
+        box = Box(Fields(index: index, linkType: linkType, name: name, role: role, core: core, parameters: parameters))
     }
 
     /// Equal when every field is.
     public static func == (a: ReplayInterface, b: ReplayInterface) -> Bool {
-        a.fields === b.fields || (a.index == b.index && a.linkType == b.linkType && a.name == b.name && a.role == b.role
-            && a.core == b.core && a.parameters == b.parameters)
+        a.box === b.box || a.fields == b.fields
     }
 
     /// Hashes every field.
     public func hash(into hasher: inout Hasher) {
-        hasher.combine(index)
-        hasher.combine(linkType)
-        hasher.combine(name)
-        hasher.combine(role)
-        hasher.combine(core)
-        hasher.combine(parameters)
+        hasher.combine(fields)
     }
 
     /// The interface as the manifest describes it (`nil`: undescribed), on a file interface of
