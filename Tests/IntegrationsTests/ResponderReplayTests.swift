@@ -212,6 +212,42 @@ import Testing
         #expect(!outcome.trace.contains { $0.event == "violation" && $0.fields["kind"] == .string("duplicate-frame") })
     }
 
+    @Test func aCompactFrameLostAtMTU23IsResentWholeAndTheRestOfTheSessionStillCompletes() throws {
+        // Replaying the phone of a compact link at ATT MTU 23: frame 86 is a compact piece of the
+        // watch's user info #1. The link drops before the watch's timer runs out; after the new
+        // binding the watch sends #1 again, whole frames from its start. The file the phone was
+        // asked to send while the link was down reached the watch not at all, so the WELCOME the
+        // watch answers with says it holds nothing of it (not the 4,618 bytes of the recording),
+        // and the file goes from its start over compact frames the responder reads.
+        let outcome = try replay("session-compact-mtu23", faults: ["drop:frame=86"])
+        #expect(events(outcome, "did_receive_user_info").count == 1)
+        let made = events(outcome, "responder_made")
+        let resent = made.filter { $0.fields["what"] == .string("restart_after_binding") }
+        #expect(resent.count == 7)
+        #expect(resent.allSatisfy {
+            guard case .string(let frame)? = $0.fields["frame"] else { return false }
+            return frame.hasPrefix("user-info #1 ")
+        })
+        #expect(made.contains { $0.fields["what"] == .string("welcome_resume") })
+        let progress = events(outcome, "file_transfer_progress").compactMap { event -> Int64? in
+            guard case .int(let done)? = event.fields["completed"] else { return nil }
+            return done
+        }
+        #expect(progress.first == 0 && progress.last == 24_000)
+        #expect(events(outcome, "file_transfer_did_finish").map { $0.fields["code"] } == [.null])
+        #expect(events(outcome, "did_receive_reply").count == 1)
+        #expect(events(outcome, "violation").isEmpty)
+    }
+
+    @Test func aRecordedFrameWhoseAnswerWentDownWithTheLinkGetsNoMadeAnswer() throws {
+        // session-compact-mtu23's phone wrote chunks up to 4,618 bytes just before the watch fell
+        // silent and the link dropped; the capture holds no ACK of them. Without faults the
+        // responder makes none either, so the phone sends nothing the recorded one did not.
+        let outcome = try replay("session-compact-mtu23", frameMatching: .responder)
+        #expect(events(outcome, "responder_made").isEmpty)
+        #expect(try summary(outcome, core: "session")["frames_unsent"] == .int(0))
+    }
+
     @Test(arguments: [(nil, nil, 8), (4, 4, 4), (16, 6, 6), (4, nil, 8)] as [(UInt16?, UInt16?, Int)])
     func aResendGoesFromTheAcknowledgedOffsetAcrossTheNegotiatedWindow(hello: UInt16?, welcome: UInt16?, window: Int) throws {
         let phone = try #require(SessionDeviceID("0ff1ce00-0000-4000-8000-000000000001"))

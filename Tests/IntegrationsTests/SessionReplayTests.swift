@@ -16,7 +16,7 @@ import Testing
 @Suite struct SessionReplayTests {
     static let liveSets = [
         "session-clean", "session-clean-watch", "session-unreachable", "session-reply-timeout", "session-user-info-kill9",
-        "session-file-resume", "session-complication-budget", "session-watch-switch", "session-concurrent",
+        "session-file-resume", "session-complication-budget", "session-watch-switch", "session-concurrent", "session-compact-mtu23",
     ]
 
     func replay(_ name: String, _ options: ReplayOptions = .builtInDefaults) throws -> ReplayOutcome {

@@ -158,11 +158,14 @@ public struct SessionAdapter: CoreAdapter {
                 counts.ownFrames += 1
                 guard matching != .off else { continue }
                 events += matcher.captured(bytes, channel: SessionTrace.channel, frame: frame.number, timeNs: timeNs)
-            case .peerFrame(let bytes):
+            case .peerFrame(let captured):
                 counts.peerFrames += 1
+                // The responder works with full frames (``CapturedCompactFrames``); strict replay
+                // feeds the frame as captured.
+                let bytes = responder?.wholeFrame(captured, capturedIn: frame.number) ?? captured
                 // An answer comes from the responder when the core asks for it (``SessionResponder``),
                 // and counts as a link input then, not here.
-                if let responder, responder.isAnswer(bytes) { continue }
+                if let responder, responder.isAnswer(bytes, capturedIn: frame.number) { continue }
                 events += feed(.frame(bytes), frame: frame, now: now)
             case .other:
                 break
@@ -306,7 +309,7 @@ public struct SessionAdapter: CoreAdapter {
     private mutating func apply(_ input: LinkInput, now: Duration) -> [TraceEvent] {
         switch input {
         case .up(let maxPayload):
-            responder?.linkCameUp(nowNs: now.replayNanoseconds)
+            responder?.linkCameUp(nowNs: now.replayNanoseconds, maxPayload: maxPayload)
             return perform(driver.linkUp(maxPayload: maxPayload, now: now), now: now)
         case .frame(let bytes):
             guard var responder else { return perform(driver.receive(bytes, now: now), now: now) }

@@ -127,6 +127,14 @@ struct SessionResponder: Sendable {
         var delayNs: Int64
     }
 
+    /// A captured WELCOME (phone replayed): its frames (several at ATT MTU 23) and what it says.
+    private struct CapturedWelcome: Sendable {
+        var frames: [Answer]
+        var welcome: SessionHandshake
+        var timeNs: Int64 { frames[0].timeNs }
+        var delayNs: Int64 { frames[0].delayNs }
+    }
+
     /// A peer data item the peer has sent and the core has not acknowledged complete.
     private struct Outgoing: Sendable {
         var acked: UInt32 = 0
@@ -173,10 +181,13 @@ struct SessionResponder: Sendable {
     static let maximumResends = 30
 
     // The capture.
-    private var welcomes: [UInt32: [Answer]] = [:]
+    private var welcomes: [UInt32: [CapturedWelcome]] = [:]
     /// Every captured WELCOME, in capture order: a made one copies the watch's latest (a capture
     /// of a watch switch holds two watches).
-    private var capturedWelcomes: [Answer] = []
+    private var capturedWelcomes: [CapturedWelcome] = []
+    /// Capture frames that carry a later fragment of an answer (a WELCOME in pieces): the adapter
+    /// skips them with the answer's first frame.
+    private var answerFragments: Set<Int> = []
     private var acks: [[UInt32]: [Answer]] = [:]
     private var statusAcks: [UInt32: [Answer]] = [:]
     /// Reply frames by the message id they answer, each with its delay after the core's message
@@ -208,17 +219,26 @@ struct SessionResponder: Sendable {
     /// recorded host never sent before the link dropped never reached the peer.
     private let ownFrames: [(timeNs: Int64, bytes: [UInt8])]
     private let linkDrops: [Int64]
+    /// The capture's compact frames completed, for the peer frames the adapter feeds.
+    private let capturedFrames: CapturedCompactFrames
 
     // The run.
     private var answerCursors: [String: Int] = [:]
     private var deliveries: [Delivery] = []
     private var order = 0
     private var lastControlID: UInt32 = 0
+    /// The control item being renumbered: its pieces after the first take the first's new id.
+    private var renumbering: (from: UInt32, to: UInt32)?
+    /// The link's frame length (ATT MTU − 3): a made control item goes in pieces of it.
+    private var frameLength = SessionLink.maximumFrameLength
     private var outgoing: [ItemKey: Outgoing] = [:]
     private var incoming: [ItemKey: Incoming] = [:]
     private var completed: Set<ItemKey> = []
     /// The core's control items, reassembled (a HELLO is fragmented on a 23-byte MTU).
     private var coreAssembler = ControlAssembler()
+    /// What the peer's receiving side holds of the core's frames (the core's compact frames are
+    /// completed from it). Kept across bindings: see ``CapturedCompactFrames``.
+    private var coreFrames = SessionFrameContext()
     private var answeredNonces: Set<UInt32> = []
     /// Replies waiting for the reply lane, with when each would go, and the reply on it.
     private var heldReplies: [(atNs: Int64, frames: [Answer])] = []
@@ -243,14 +263,17 @@ struct SessionResponder: Sendable {
         var welcomeWindow: UInt16?
         var controlBuffers = ControlAssembler()
         var peerControl = ControlAssembler()
-        /// The peer's control frames of an item not yet complete, by control id (a fragmented HELLO).
-        var peerControlFrames: [UInt32: [(frame: Int, bytes: [UInt8])]] = [:]
+        /// The peer's control frames of an item not yet complete, by control id (a HELLO or a
+        /// WELCOME in pieces at ATT MTU 23).
+        var peerControlFrames: [UInt32: [(frame: Int, timeNs: Int64, bytes: [UInt8])]] = [:]
         var ackDelays: [Int64] = []
         /// The message each reply item answers, from its first frame (reply ids restart with the
         /// peer's process: the latest first frame wins).
         var replyTo: [UInt32: UInt32] = [:]
         var window = SessionLink.windowFrames
-        for captured in prescan.frames {
+        // Compact frames are read as the full frames they stand for (``CapturedCompactFrames``).
+        let expanded = CapturedCompactFrames(prescan.frames)
+        for captured in expanded.frames {
             guard let frame = Self.decodeFrame(captured.bytes) else { continue }
             let own = captured.fromPhone == phoneIsCore
             if own {
@@ -272,36 +295,31 @@ struct SessionResponder: Sendable {
                 continue
             }
             if frame.channel == .control {
-                let single = frame.flags.contains(.first) && frame.flags.contains(.last)
-                let control: SessionControl?
-                if phoneIsCore {
-                    control = single ? Self.decodeControl(frame) : nil
-                } else {
-                    // The phone's control items are followed whole, fragments too: a HELLO on a
-                    // 23-byte MTU comes in pieces, and the handshake timer resends every piece.
-                    peerControlFrames[frame.id, default: []].append((captured.frame, captured.bytes))
-                    control = peerControl.add(frame)
-                    if let control {
-                        let parts = peerControlFrames.removeValue(forKey: frame.id) ?? []
-                        if case .hello(let hello) = control {
-                            let lost = parts.contains { part in
-                                faults.deliveries(ofFrame: part.frame, kind: .write, capturedAt: .nanoseconds(captured.timeNs)).isEmpty
-                            }
-                            peerHellos.append(PeerHello(timeNs: captured.timeNs, nonce: hello.nonce, frames: parts.map(\.bytes), lost: lost))
-                        }
-                    }
-                }
-                guard single, let control else { continue }
+                // The peer's control items are followed whole, fragments too: at ATT MTU 23 a HELLO
+                // and a WELCOME come in pieces (and the handshake timer resends every piece).
+                peerControlFrames[frame.id, default: []].append((captured.frame, captured.timeNs, captured.bytes))
+                guard let control = peerControl.add(frame) else { continue }
+                let parts = peerControlFrames.removeValue(forKey: frame.id) ?? [(captured.frame, captured.timeNs, captured.bytes)]
+                let single = parts.count == 1
                 switch control {
-                case .welcome(let welcome) where phoneIsCore:
-                    if let stated = welcome.window { welcomeWindow = stated }
-                    let delay = lastHello[welcome.nonce].map { captured.timeNs - $0 } ?? 0
-                    let answer = Answer(frame: captured.frame, timeNs: captured.timeNs, bytes: captured.bytes, delayNs: max(0, delay))
-                    welcomes[welcome.nonce, default: []].append(answer)
-                    capturedWelcomes.append(answer)
                 case .hello(let hello) where !phoneIsCore:
                     if let stated = hello.window { helloWindow = stated }
-                case .ack(let channel, let id, let received):
+                    let lost = parts.contains { part in
+                        faults.deliveries(ofFrame: part.frame, kind: .write, capturedAt: .nanoseconds(part.timeNs)).isEmpty
+                    }
+                    peerHellos.append(PeerHello(timeNs: captured.timeNs, nonce: hello.nonce, frames: parts.map(\.bytes), lost: lost))
+                case .welcome(let welcome) where phoneIsCore:
+                    if let stated = welcome.window { welcomeWindow = stated }
+                    // The pieces keep their captured spacing after the first.
+                    let start = parts[0].timeNs
+                    let delay = max(0, lastHello[welcome.nonce].map { start - $0 } ?? 0)
+                    let answer = CapturedWelcome(frames: parts.map { part in
+                        Answer(frame: part.frame, timeNs: part.timeNs, bytes: part.bytes, delayNs: delay + (part.timeNs - start))
+                    }, welcome: welcome)
+                    welcomes[welcome.nonce, default: []].append(answer)
+                    capturedWelcomes.append(answer)
+                    for part in parts.dropFirst() { answerFragments.insert(part.frame) }
+                case .ack(let channel, let id, let received) where single:
                     // The core's frame it answers: the latest of the item that ends where it says.
                     let item = ownFrames.last { $0.frame.channel == channel && $0.frame.id == id && Self.end(of: $0.frame) == received }
                         ?? ownFrames.last { $0.frame.channel == channel && $0.frame.id == id }
@@ -310,7 +328,7 @@ struct SessionResponder: Sendable {
                     ackDelays.append(delay)
                     acks[[UInt32(channel.rawValue), id, received], default: []].append(
                         Answer(frame: captured.frame, timeNs: captured.timeNs, bytes: captured.bytes, delayNs: delay))
-                case .statusAck(let sequence) where phoneIsCore == false:
+                case .statusAck(let sequence) where single && !phoneIsCore:
                     let delay = lastStatus[sequence].map { captured.timeNs - $0 } ?? 0
                     statusAcks[sequence, default: []].append(Answer(frame: captured.frame, timeNs: captured.timeNs, bytes: captured.bytes, delayNs: max(0, delay)))
                 default:
@@ -347,16 +365,28 @@ struct SessionResponder: Sendable {
         self.windowFrames = max(1, window)
         self.linkDrops = prescan.linkDrops
         self.ownFrames = prescan.frames.filter { $0.fromPhone == phoneIsCore }.map { ($0.timeNs, $0.bytes) }
+        self.capturedFrames = expanded
         self.madeDelayNs = ackDelays.filter { $0 > 0 }.min() ?? 5_000_000
     }
 
     // MARK: what the adapter asks
 
-    /// `true` for a peer frame the responder delivers itself (an answer): the adapter skips it.
-    func isAnswer(_ bytes: [UInt8]) -> Bool {
+    /// The full frame for a peer frame captured in `frame`: a compact one completed as the capture's
+    /// order reads it. Every peer frame reaches the core whole in responder mode, since the
+    /// responder moves and resends the peer's frames and a compact one would then meet a context
+    /// the recorded peer never saw.
+    func wholeFrame(_ bytes: [UInt8], capturedIn frame: Int) -> [UInt8] {
+        capturedFrames.wholeFrame(bytes, capturedIn: frame)
+    }
+
+    /// `true` for a peer frame, captured in frame `captured`, the responder delivers itself (an
+    /// answer, or a later piece of one): the adapter skips it.
+    func isAnswer(_ bytes: [UInt8], capturedIn captured: Int) -> Bool {
         guard let frame = Self.decodeFrame(bytes) else { return false }
         if frame.channel == .messageReply { return true }
-        guard frame.channel == .control, frame.flags.contains(.first), let op = frame.bytes.first else { return false }
+        guard frame.channel == .control else { return false }
+        guard frame.flags.contains(.first) else { return answerFragments.contains(captured) }
+        guard let op = frame.bytes.first else { return false }
         switch op {
         case 0x02: return role == .phone
         case 0x03: return true
@@ -365,24 +395,35 @@ struct SessionResponder: Sendable {
         }
     }
 
-    /// A peer frame on its way to the core: a control frame whose id is not above the last one
-    /// given is renumbered (its copy would be dropped as late).
+    /// A peer frame on its way to the core: a control item whose id is not above the last one
+    /// given is renumbered (its copy would be dropped as late), every piece of it alike.
     mutating func prepare(_ bytes: [UInt8]) -> [UInt8] {
-        guard bytes.count >= SessionLink.headerLength, bytes[0] == 0, bytes[1] & 0x03 == 0x03 else { return bytes }
+        guard bytes.count >= SessionLink.headerLength, bytes[0] == 0 else { return bytes }
         let id = Self.u32(bytes, 2)
-        guard id <= lastControlID else {
-            lastControlID = id
-            return bytes
+        let newID: UInt32
+        if bytes[1] & SessionFrameFlags.first.rawValue != 0 {
+            guard id <= lastControlID else {
+                lastControlID = id
+                renumbering = nil
+                return bytes
+            }
+            lastControlID += 1
+            renumbering = (id, lastControlID)
+            newID = lastControlID
+        } else {
+            // A later piece follows its item's first.
+            guard let renumbering, renumbering.from == id else { return bytes }
+            newID = renumbering.to
         }
-        lastControlID += 1
         var copy = bytes
-        Self.put(lastControlID, into: &copy, at: 2)
+        Self.put(newID, into: &copy, at: 2)
         return copy
     }
 
-    /// The link came up.
-    mutating func linkCameUp(nowNs: Int64) {
+    /// The link came up, carrying frames of up to `maxPayload` bytes (ATT MTU − 3).
+    mutating func linkCameUp(nowNs: Int64, maxPayload: Int = SessionLink.maximumFrameLength) {
         linkUp = true
+        frameLength = SessionFrame.clampFrameLength(maxPayload)
         advance(nowNs: nowNs)
     }
 
@@ -429,13 +470,23 @@ struct SessionResponder: Sendable {
     /// The core wrote `bytes` at `nowNs`: schedule what the peer answers.
     mutating func coreWrote(_ bytes: [UInt8], nowNs: Int64) {
         advance(nowNs: nowNs)
-        guard !neverSent(bytes, nowNs: nowNs), let frame = Self.decodeFrame(bytes) else { return }
+        guard !neverSent(bytes, nowNs: nowNs), let frame = readCoreFrame(bytes) else { return }
         if frame.channel == .control {
             guard let control = coreAssembler.add(frame) else { return }
-            coreControl(control, nowNs: nowNs)
+            coreControl(control, nowNs: nowNs, written: bytes)
             return
         }
-        receiveCoreData(frame, nowNs: nowNs)
+        receiveCoreData(frame, nowNs: nowNs, written: bytes)
+    }
+
+    /// The core's frame in `bytes`, a compact one completed from the core's frames before it;
+    /// `nil` when it does not decode (the core's own error, which strict matching reports).
+    private mutating func readCoreFrame(_ bytes: [UInt8]) -> SessionFrame? {
+        do throws(SessionFrameError) {
+            return try coreFrames.decode(bytes)
+        } catch {
+            return nil
+        }
     }
 
     /// Whether the core's write at `nowNs` is one the recorded host never sent: the capture's link
@@ -501,7 +552,7 @@ struct SessionResponder: Sendable {
 
     // MARK: the core's frames
 
-    private mutating func coreControl(_ control: SessionControl, nowNs: Int64) {
+    private mutating func coreControl(_ control: SessionControl, nowNs: Int64, written: [UInt8]) {
         switch control {
         case .hello(let hello) where role == .phone:
             answerHello(hello, nowNs: nowNs)
@@ -534,7 +585,7 @@ struct SessionResponder: Sendable {
             }
         case .status(let sequence, _) where role == .watch:
             let made = SessionControl.statusAck(sequence: sequence)
-            deliverAnswer(key: "status-ack \(sequence)", captured: statusAcks[sequence], nowNs: nowNs, make: made, what: "status_ack")
+            deliverAnswer(key: "status-ack \(sequence)", captured: statusAcks[sequence], nowNs: nowNs, written: written, make: made, what: "status_ack")
         default:
             break
         }
@@ -548,23 +599,39 @@ struct SessionResponder: Sendable {
         if cursor < list.count {
             answerCursors[cursorKey] = cursor + 1
             answeredNonces.insert(hello.nonce)
-            if let frame = Self.decodeFrame(list[cursor].bytes), case .welcome(let welcome)? = Self.decodeControl(frame) {
-                // The recorded peer says what it holds of the file it resumes: the model takes it.
-                let key = ItemKey(channel: SessionChannel.fileChunk.rawValue, id: welcome.fileResumeID)
-                if welcome.fileResumeID != 0, var item = incoming[key] {
-                    item.held = welcome.fileResumeOffset
-                    incoming[key] = item
+            var welcome = list[cursor].welcome
+            let frames = list[cursor].frames
+            let start = Self.answerTime(capturedNs: frames[0].timeNs, delayNs: frames[0].delayNs, nowNs: nowNs)
+            let held = fileResume() ?? (0, 0)
+            if resendsEnabled, welcome.fileResumeID != held.0 || welcome.fileResumeOffset != held.1 {
+                // A fault changed what the watch holds of the file it would resume (a chunk lost,
+                // a transfer that never reached it): the WELCOME says what it holds now, as the
+                // real watch's would. It travels as the captured one would, or is lost with it.
+                var lateNs: Int64 = 0
+                for answer in frames {
+                    guard let first = faults.deliveries(ofFrame: answer.frame, kind: .notification, capturedAt: .nanoseconds(answer.timeNs)).first else { return }
+                    lateNs = max(lateNs, first.replayNanoseconds)
                 }
+                welcome.fileResumeID = held.0
+                welcome.fileResumeOffset = held.1
+                enqueue(made: .welcome(welcome), atNs: start + lateNs, what: "welcome_resume")
+                return
             }
-            schedule(list[cursor], nowNs: nowNs)
+            // The recorded peer says what it holds of the file it resumes: the model takes it.
+            let key = ItemKey(channel: SessionChannel.fileChunk.rawValue, id: welcome.fileResumeID)
+            if welcome.fileResumeID != 0, var item = incoming[key] {
+                item.held = welcome.fileResumeOffset
+                incoming[key] = item
+            }
+            for answer in frames { schedule(answer, atNs: start + (answer.timeNs - frames[0].timeNs), sent: nil) }
             return
         }
         // A HELLO the capture holds no WELCOME for: a repeated one (its WELCOME lost) is answered
         // again unchanged; one of a new nonce (a reconnection) gets the recorded watch's WELCOME
         // with the nonce echoed and the watermarks of what the peer holds now.
         let latest = capturedWelcomes.last { $0.timeNs <= nowNs } ?? capturedWelcomes.first
-        guard let base = list.last ?? latest, let baseFrame = Self.decodeFrame(base.bytes),
-              case .welcome(var welcome)? = Self.decodeControl(baseFrame) else { return }
+        guard let base = list.last ?? latest else { return }
+        var welcome = base.welcome
         if !answeredNonces.contains(hello.nonce) || list.isEmpty {
             welcome.nonce = hello.nonce
             welcome.watermarks = watermarksHeld(over: welcome.watermarks)
@@ -573,6 +640,8 @@ struct SessionResponder: Sendable {
                 welcome.fileResumeOffset = offset
             }
             if hello.window == nil { welcome.window = nil }
+            // A watch states compact frames only in answer to a HELLO that stated them.
+            if !hello.compactFrames { welcome.compactFrames = false }
         }
         answeredNonces.insert(hello.nonce)
         let what = list.isEmpty ? "welcome" : "welcome_repeated"
@@ -580,7 +649,7 @@ struct SessionResponder: Sendable {
     }
 
     /// The peer's receiving side takes one of the core's data frames; the ACK it owes, if any.
-    private mutating func receiveCoreData(_ frame: SessionFrame, nowNs: Int64) {
+    private mutating func receiveCoreData(_ frame: SessionFrame, nowNs: Int64, written: [UInt8]) {
         let key = ItemKey(channel: frame.channel.rawValue, id: frame.id)
         var answer: UInt32?
         if completed.contains(key) {
@@ -615,7 +684,7 @@ struct SessionResponder: Sendable {
         guard let received = answer else { return }
         let made = SessionControl.ack(channel: frame.channel, id: frame.id, received: received)
         deliverAnswer(key: "ack \(key.channel) \(key.id) \(received)", captured: acks[[UInt32(key.channel), key.id, received]],
-                      nowNs: nowNs, make: made, what: "ack")
+                      nowNs: nowNs, written: written, make: made, what: "ack")
     }
 
     /// The peer's reply lane carries one reply at a time (session-link.md, "One item per lane on the
@@ -641,14 +710,28 @@ struct SessionResponder: Sendable {
 
     // MARK: answers and resends
 
-    private mutating func deliverAnswer(key: String, captured: [Answer]?, nowNs: Int64, make: SessionControl, what: String) {
+    /// Delivers the next captured answer for `key`, else makes `make` — unless the write it answers
+    /// (`written`) is a recorded one whose answer the link's drop took.
+    private mutating func deliverAnswer(key: String, captured: [Answer]?, nowNs: Int64, written: [UInt8], make: SessionControl, what: String) {
         let cursor = answerCursors[key, default: 0]
         if let captured, cursor < captured.count {
             answerCursors[key] = cursor + 1
             schedule(captured[cursor], nowNs: nowNs)
-        } else {
+        } else if !answerLostWithLink(written, nowNs: nowNs) {
             enqueue(made: make, atNs: nowNs + madeDelayNs, what: what)
         }
+    }
+
+    /// Whether the answer to the core's write `written` at `nowNs` went down with the link: the
+    /// capture has these bytes from the recorded host at about this time (the write is its
+    /// recorded counterpart), holds no answer to them (the caller looked), and its link dropped
+    /// within a retransmission timeout after. The recorded peer's answer was lost with the link, so
+    /// the responder makes none either.
+    private func answerLostWithLink(_ written: [UInt8], nowNs: Int64) -> Bool {
+        guard let drop = linkDrops.first(where: { $0 >= nowNs }), drop - nowNs <= retransmissionNs + Self.captureLatencyToleranceNs else {
+            return false
+        }
+        return ownFrames.contains { abs($0.timeNs - nowNs) <= Self.captureLatencyToleranceNs && $0.timeNs <= drop && $0.bytes == written }
     }
 
     /// A captured answer, after its recorded delay, as the faults decide for its frame.
@@ -682,11 +765,13 @@ struct SessionResponder: Sendable {
         return early >= 0 && early <= captureLatencyToleranceNs ? capturedNs : nowNs + delayNs
     }
 
+    /// A control item the responder makes, in pieces of the link's frame length (``prepare(_:)``
+    /// numbers it).
     private mutating func enqueue(made control: SessionControl, atNs: Int64, what: String) {
-        let payload = control.encode()
-        let frame = SessionFrame(channel: .control, flags: [.first, .last], id: 0, totalOrOffset: UInt32(payload.count), bytes: payload)
         made += 1
-        append(Delivery(timeNs: atNs, order: 0, bytes: frame.encode(), made: what, sent: nil))
+        for frame in SessionFrame.fragment(channel: .control, id: 0, payload: control.encode(), maxFrameLength: frameLength) {
+            append(Delivery(timeNs: atNs, order: 0, bytes: frame.encode(), made: what, sent: nil))
+        }
     }
 
     private mutating func append(_ delivery: Delivery) {
@@ -845,7 +930,7 @@ struct SessionResponder: Sendable {
         }
     }
 
-    /// The phone's HELLO again, under a new control id (every fragment), as its handshake timer
+    /// The phone's HELLO again, under a new control id (every piece), as its handshake timer
     /// sends it.
     private mutating func resendHello(nowNs: Int64) {
         guard var retry = helloRetry else { return }
@@ -853,12 +938,10 @@ struct SessionResponder: Sendable {
         retry.resends += 1
         helloRetry = retry.resends > Self.maximumResends ? nil : retry
         guard linkUp else { return }
-        lastControlID += 1
+        // ``prepare(_:)`` gives the pieces a new control id as they go.
         for bytes in retry.frames {
-            var copy = bytes
-            if copy.count >= SessionLink.headerLength { Self.put(lastControlID, into: &copy, at: 2) }
             made += 1
-            append(Delivery(timeNs: nowNs, order: 0, bytes: copy, made: "hello_resent", sent: nil))
+            append(Delivery(timeNs: nowNs, order: 0, bytes: bytes, made: "hello_resent", sent: nil))
         }
     }
 
