@@ -248,6 +248,25 @@ import Testing
         #expect(try summary(outcome, core: "session")["frames_unsent"] == .int(0))
     }
 
+    @Test func theCoresCompactFramesAreReadWithTheContextOfWhatItSent() throws {
+        // Replaying the watch of a compact link: its user info #1 goes out FIRST whole, the rest
+        // compact. The peer's receiving side completes them and owes the ACK of the whole item.
+        var responder = SessionResponder(prescan: SessionCapturePrescan(), role: .watch)
+        responder.linkCameUp(nowNs: 0, maxPayload: 20)
+        var frames = SessionFrame.fragment(channel: .userInfo, id: 1, payload: (0..<40).map { UInt8($0) }, maxFrameLength: 20)
+        frames[frames.count - 1].flags.insert(.needsAck)
+        var sent = SessionFrameContext()
+        let written = frames.map { sent.encode($0) }
+        #expect(written.dropFirst().allSatisfy { $0[0] & SessionLink.compactMarker != 0 })
+        for bytes in written { responder.coreWrote(bytes, nowNs: 1_000_000) }
+        let due = try #require(responder.nextDueNs)
+        let popped = responder.popDue(nowNs: due)
+        let delivery = try #require(popped)
+        #expect(delivery.made == "ack")
+        let ack = try SessionFrame.decode(try #require(delivery.bytes))
+        #expect(try SessionControl.decode(ack.bytes) == .ack(channel: .userInfo, id: 1, received: SessionLink.complete))
+    }
+
     @Test(arguments: [(nil, nil, 8), (4, 4, 4), (16, 6, 6), (4, nil, 8)] as [(UInt16?, UInt16?, Int)])
     func aResendGoesFromTheAcknowledgedOffsetAcrossTheNegotiatedWindow(hello: UInt16?, welcome: UInt16?, window: Int) throws {
         let phone = try #require(SessionDeviceID("0ff1ce00-0000-4000-8000-000000000001"))
