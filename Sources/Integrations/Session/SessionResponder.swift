@@ -244,7 +244,7 @@ struct SessionResponder: Sendable {
     private var heldReplies: [(atNs: Int64, frames: [Answer])] = []
     private var replyInFlight: UInt32?
     private var linkUp = false
-    /// Answers the responder made, for the summary.
+    /// Frames the responder made, for the summary.
     private(set) var made = 0
 
     init(prescan: SessionCapturePrescan, role: SessionRole, faults: PeerFrameFaults = .init(), retransmissionTimeout: Duration = .seconds(2),
@@ -768,8 +768,8 @@ struct SessionResponder: Sendable {
     /// A control item the responder makes, in pieces of the link's frame length (``prepare(_:)``
     /// numbers it).
     private mutating func enqueue(made control: SessionControl, atNs: Int64, what: String) {
-        made += 1
         for frame in SessionFrame.fragment(channel: .control, id: 0, payload: control.encode(), maxFrameLength: frameLength) {
+            made += 1
             append(Delivery(timeNs: atNs, order: 0, bytes: frame.encode(), made: what, sent: nil))
         }
     }
