@@ -46,6 +46,14 @@ struct IngestStream: Sendable {
         pendingSinceNs.map { $0.addingSaturating(flushNs) }
     }
 
+    /// ``idleDeadline(idleNs:)`` and ``flushDeadline(flushNs:)``. Mutating though it changes
+    /// nothing: the core asks a stream in its dictionary, where a non-mutating call copies the
+    /// whole stream out (a retain and release of each of its arrays) and a mutating one reads it
+    /// in place.
+    mutating func deadlines(idleNs: Int64, flushNs: Int64) -> (idle: Int64, flush: Int64?) {
+        (idleDeadline(idleNs: idleNs), flushDeadline(flushNs: flushNs))
+    }
+
     /// Learns the period from a data datagram's arrival; returns a gap (the interval and the
     /// period it exceeded) and a newly learned period, if any.
     mutating func noteDataArrival(nowNs: Int64, gapFactor: Double) -> (gap: (Int64, Int64)?, learnedPeriodNs: Int64?) {
@@ -95,13 +103,7 @@ struct IngestStream: Sendable {
             pendingSinceNs = nowNs
             newPendingDeadline = nowNs.addingSaturating(flushNs)
         }
-        if reportsPoints {
-            for i in datagram.entries.indices {
-                let point = DataPoint(source: source, timeNs: timeNs, name: datagram.entries[i].name, type: datagram.entries[i].type,
-                                      value: datagram.entries[i].value, storedPayload: datagram.storedPayload(of: i))
-                sink.append(.dataPoint(point))
-            }
-        }
+        if reportsPoints { sink.appendDataPoints(of: datagram, source: source, timeNs: timeNs) }
         if !keepsPoints {
             for entry in datagram.entries { pendingBytes &+= entry.payload.count }
         } else if datagram.layoutIdentity != 0, datagram.layoutIdentity == packedLayout, packedKeys.count == datagram.entries.count {

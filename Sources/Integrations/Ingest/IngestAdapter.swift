@@ -81,21 +81,20 @@ public struct IngestAdapter: CoreAdapter {
     /// ``frame(_:now:)``, each event handed to `emit` as it is made.
     public mutating func frame(_ frame: ReplayFrame, now: Duration, emit: (TraceEvent) -> Void) {
         let port = portOverride ?? ingestPort(of: frame.interface)
-        switch extractor.datagram(from: frame.bytes, linkType: frame.interface.linkType) {
+        // The payload is read where it lies in the frame, not copied out of it.
+        let (extraction, payloadRange) = extractor.datagramInPlace(from: frame.bytes, linkType: frame.interface.linkType)
+        switch extraction {
         case .datagram(let datagram):
             guard datagram.destinationPort == port else {
                 otherPortDatagrams += 1
                 return
             }
             let source = datagramSource(datagram)
-            // The cache is taken out for the call: the closure may not touch `self` while the
-            // core (part of `self`) is being changed.
-            let t = now.replayNanoseconds
-            var cache = eventCache
-            datagram.payload.withUnsafeBytes { payload in
-                ingest.receive(payload, from: source, now: now) { emit(Self.traceEvent($0, timeNs: t, cache: &cache)) }
+            if let payloadRange {
+                receive(UnsafeRawBufferPointer(rebasing: frame.bytes[payloadRange]), from: source, now: now, emit: emit)
+            } else {
+                datagram.payload.withUnsafeBytes { receive($0, from: source, now: now, emit: emit) }
             }
-            eventCache = cache
         case .fragmentPending:
             return
         case .notUDP:
@@ -105,6 +104,29 @@ public struct IngestAdapter: CoreAdapter {
             emit(TraceEvent(timeNs: now.replayNanoseconds, core: core, event: "frame_malformed",
                             fields: ["frame": .int(Int64(frame.number)), "detail": .string(detail)]))
         }
+    }
+
+    /// One datagram's payload into the core, its events made trace events.
+    private mutating func receive(_ payload: UnsafeRawBufferPointer, from source: DatagramSource, now: Duration, emit: (TraceEvent) -> Void) {
+        // The cache is taken out for the call: the closures may not touch `self` while the
+        // core (part of `self`) is being changed. The datagram's points are all from `source`,
+        // so its text is looked up once for them.
+        let t = now.replayNanoseconds
+        let sourceText = eventCache.sourceText(source)
+        var cache = takeEventCache()
+        ingest.receive(payload, from: source, now: now, dataPoint: { pointSource, timeNs, name, type, value in
+            emit(Self.dataPointEvent(source: pointSource == source ? sourceText : pointSource.description,
+                                     timeNs: timeNs, name: name, type: type, value: value, at: t))
+        }, emit: { emit(Self.traceEvent($0, timeNs: t, cache: &cache)) })
+        eventCache = cache
+    }
+
+    /// ``eventCache``, left empty in its place: moved out, not copied (a copy retains and releases
+    /// what it holds, per frame).
+    private mutating func takeEventCache() -> TraceEventCache {
+        var cache = TraceEventCache()
+        swap(&cache, &eventCache)
+        return cache
     }
 
     /// The interface's `ingest_port`, else ``defaultPort``; see ``lastPort``.
@@ -140,7 +162,7 @@ public struct IngestAdapter: CoreAdapter {
     /// ``timeout(now:)``, each event handed to `emit` as it is made.
     public mutating func timeout(now: Duration, emit: (TraceEvent) -> Void) {
         let t = now.replayNanoseconds
-        var cache = eventCache
+        var cache = takeEventCache()
         ingest.handleTimeout(now: now) { emit(Self.traceEvent($0, timeNs: t, cache: &cache)) }
         eventCache = cache
     }
@@ -192,15 +214,11 @@ public struct IngestAdapter: CoreAdapter {
         return traceEvent(event, timeNs: t, cache: &cache)
     }
 
-    /// What makes the two events of nearly every line cheap: the last source's `description`
-    /// (formatting the address per event cost more than the rest of the event), and the fields
-    /// of `chunk` events as a filled-in template (a `datapoint`'s are held inline, without a
-    /// dictionary).
+    /// What makes the events of nearly every line cheap: the last source's `description`
+    /// (formatting the address per event cost more than the rest of the event).
     struct TraceEventCache {
         private var source: DatagramSource?
         private var text = ""
-        /// source, sequence, points, bytes.
-        let chunk = FieldTemplate(["source", "sequence", "points", "bytes"])
 
         mutating func sourceText(_ source: DatagramSource) -> String {
             if source != self.source {
@@ -210,6 +228,11 @@ public struct IngestAdapter: CoreAdapter {
             return text
         }
     }
+
+    /// The fields of `chunk` events, as a template to fill in (a `datapoint`'s are held inline,
+    /// without a dictionary): source, sequence, points, bytes. Shared, not in the cache, so the
+    /// cache is cheap to move.
+    static let chunkTemplate = FieldTemplate(["source", "sequence", "points", "bytes"])
 
     /// A dictionary with a fixed set of keys and the index of each. A copy of it shares the
     /// storage's layout (same buckets, same seed), so setting a value through
@@ -241,24 +264,8 @@ public struct IngestAdapter: CoreAdapter {
         }
         switch event {
         case .dataPoint(let point):
-            let value: TraceValue
-            switch point.value {
-            case .float64(let x): value = .double(x)
-            case .int64(let i): value = .int(i)
-            case .vector2D(let x, let y): value = .array([.double(x), .double(y)])
-            case .vector3D(let x, let y, let z): value = .array([.double(x), .double(y), .double(z)])
-            case .string(let s): value = .string(s)
-            case .bytes(let b):
-                // The one datapoint without `value`: built by key.
-                var f = fields(point.source, capacity: 5)
-                f["name"] = .string(point.name)
-                f["type"] = .string(point.type)
-                f["time_ns"] = .int(point.timeNs)
-                f["bytes"] = .string(hex(b))
-                return make("datapoint", f)
-            }
-            return TraceEvent(timeNs: t, core: "ingest", event: "datapoint", dataPoint: DataPointFields(
-                source: cache.sourceText(point.source), name: point.name, type: point.type, timeNs: point.timeNs, value: value))
+            return dataPointEvent(source: cache.sourceText(point.source), timeNs: point.timeNs, name: point.name, type: point.type,
+                                  value: point.value, at: t)
         case .pluginName(let source, let name):
             var f = fields(source, capacity: 2)
             f["name"] = .string(name)
@@ -296,7 +303,7 @@ public struct IngestAdapter: CoreAdapter {
             f["expected_period_ns"] = .int(expectedPeriodNs)
             return make("gap", f)
         case .chunkReady(let chunk):
-            let template = cache.chunk
+            let template = chunkTemplate
             var f = template.fields
             f.values[template.slots[0]] = .string(cache.sourceText(chunk.source))
             f.values[template.slots[1]] = .int(Int64(chunk.sequence))
@@ -304,6 +311,29 @@ public struct IngestAdapter: CoreAdapter {
             f.values[template.slots[3]] = .int(Int64(chunk.byteCount))
             return make("chunk", f)
         }
+    }
+
+    /// The `datapoint` event at `t` of a point from the source whose text is `source`: its fields
+    /// held inline, but for an opaque value (`bytes` instead of `value`), built by key.
+    static func dataPointEvent(source: String, timeNs: Int64, name: String, type: String, value: DataValue, at t: Int64) -> TraceEvent {
+        let traced: TraceValue
+        switch value {
+        case .float64(let x): traced = .double(x)
+        case .int64(let i): traced = .int(i)
+        case .vector2D(let x, let y): traced = .array([.double(x), .double(y)])
+        case .vector3D(let x, let y, let z): traced = .array([.double(x), .double(y), .double(z)])
+        case .string(let s): traced = .string(s)
+        case .bytes(let b):
+            var fields = [String: TraceValue](minimumCapacity: 5)
+            fields["source"] = .string(source)
+            fields["name"] = .string(name)
+            fields["type"] = .string(type)
+            fields["time_ns"] = .int(timeNs)
+            fields["bytes"] = .string(hex(b))
+            return TraceEvent(timeNs: t, core: "ingest", event: "datapoint", fields: fields)
+        }
+        return TraceEvent(timeNs: t, core: "ingest", event: "datapoint", dataPoint: DataPointFields(
+            source: source, name: name, type: type, timeNs: timeNs, value: traced))
     }
 
     /// Rounded to 3 decimals, so float noise in a learned rate does not churn baselines.
