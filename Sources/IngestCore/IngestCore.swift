@@ -247,7 +247,7 @@ public struct IngestCore: Sendable {
     /// out at the end of every call that changes a stream. Replay asks for it before every frame
     /// and after every timeout, more often than streams change, and working it out per question
     /// was a scan of the streams with a retain and release of their storage each time.
-    private var earliestDeadlineNs: Int64?
+    private var earliestDeadline: Duration?
     /// The datagram parser, with what it reuses from one datagram to the next (entry names and
     /// types, the last data datagram's layout, the payload buffer).
     private var parser = DatagramParser()
@@ -407,7 +407,7 @@ public struct IngestCore: Sendable {
     /// When to call ``handleTimeout(now:)`` next: the earliest flush deadline or idle timeout of
     /// any open stream, exactly; nil when no stream is open.
     public var nextDeadline: Duration? {
-        earliestDeadlineNs.map { .nanoseconds($0) }
+        earliestDeadline
     }
 
     /// Fires due timers, then flushes every pending chunk and ends every open stream with
@@ -500,7 +500,7 @@ public struct IngestCore: Sendable {
         sink.append(.streamEnded(source, cause))
     }
 
-    /// Sets ``earliestDeadlineNs`` from the streams as they are now.
+    /// Sets ``earliestDeadline`` from the streams as they are now.
     private mutating func updateEarliestDeadline() {
         // Walked by index, not over `streams.indices`: that view holds the dictionary's storage,
         // and changing a stream in place while it does copies the whole dictionary.
@@ -512,7 +512,8 @@ public struct IngestCore: Sendable {
             earliest = min(earliest ?? deadline, deadline)
             index = streams.index(after: index)
         }
-        earliestDeadlineNs = earliest
+        // Made a `Duration` here, once per change, rather than per question: it multiplies in 128 bits.
+        earliestDeadline = earliest.map { Duration(exactNanoseconds: $0) }
     }
 
     private mutating func lowerDeadlineBound(to deadline: Int64) {

@@ -115,8 +115,15 @@ public struct IngestAdapter: CoreAdapter {
         let sourceText = eventCache.sourceText(source)
         var cache = takeEventCache()
         ingest.receive(payload, from: source, now: now, dataPoint: { pointSource, timeNs, name, type, value in
-            emit(Self.dataPointEvent(source: pointSource == source ? sourceText : pointSource.description,
-                                     timeNs: timeNs, name: name, type: type, value: value, at: t))
+            // Made in the call to `emit`, not returned from a function with two ways out: the
+            // event was then copied whole into the call, stalling on the stores that made it.
+            let text = pointSource == source ? sourceText : pointSource.description
+            if let traced = Self.traceValue(value) {
+                emit(TraceEvent(timeNs: t, core: "ingest", event: "datapoint", dataPoint: DataPointFields(
+                    source: text, name: name, type: type, timeNs: timeNs, value: traced)))
+            } else {
+                emit(Self.dataPointEvent(source: text, timeNs: timeNs, name: name, type: type, value: value, at: t))
+            }
         }, emit: { emit(Self.traceEvent($0, timeNs: t, cache: &cache)) })
         eventCache = cache
     }
@@ -229,30 +236,8 @@ public struct IngestAdapter: CoreAdapter {
         }
     }
 
-    /// The fields of `chunk` events, as a template to fill in (a `datapoint`'s are held inline,
-    /// without a dictionary): source, sequence, points, bytes. Shared, not in the cache, so the
-    /// cache is cheap to move.
-    static let chunkTemplate = FieldTemplate(["source", "sequence", "points", "bytes"])
-
-    /// A dictionary with a fixed set of keys and the index of each. A copy of it shares the
-    /// storage's layout (same buckets, same seed), so setting a value through
-    /// `values[index]` on the copy costs no hashing: building a trace event's fields this way
-    /// instead of by key halves the adapter's time. The dictionary equals one built by key.
-    struct FieldTemplate {
-        let fields: [String: TraceValue]
-        let slots: [Dictionary<String, TraceValue>.Index]
-
-        init(_ keys: [String]) {
-            var fields = [String: TraceValue](minimumCapacity: keys.count)
-            for key in keys { fields[key] = .null }
-            self.fields = fields
-            slots = keys.compactMap { fields.index(forKey: $0) }
-            precondition(slots.count == keys.count, "FieldTemplate: duplicate key in \(keys)")
-        }
-    }
-
     /// Fields are built in one dictionary sized for them up front, so no event pays for a
-    /// regrowth or a copy; datapoints and chunks fill in a template.
+    /// regrowth or a copy; a datapoint's and a chunk's are held inline, without one.
     static func traceEvent(_ event: IngestEvent, timeNs t: Int64, cache: inout TraceEventCache) -> TraceEvent {
         func make(_ name: String, _ fields: [String: TraceValue]) -> TraceEvent {
             TraceEvent(timeNs: t, core: "ingest", event: name, fields: fields)
@@ -303,26 +288,22 @@ public struct IngestAdapter: CoreAdapter {
             f["expected_period_ns"] = .int(expectedPeriodNs)
             return make("gap", f)
         case .chunkReady(let chunk):
-            let template = chunkTemplate
-            var f = template.fields
-            f.values[template.slots[0]] = .string(cache.sourceText(chunk.source))
-            f.values[template.slots[1]] = .int(Int64(chunk.sequence))
-            f.values[template.slots[2]] = .int(Int64(chunk.dataPointCount))
-            f.values[template.slots[3]] = .int(Int64(chunk.byteCount))
-            return make("chunk", f)
+            return TraceEvent(timeNs: t, core: "ingest", event: "chunk", chunk: ChunkFields(
+                source: cache.sourceText(chunk.source), sequence: Int64(chunk.sequence), points: Int64(chunk.dataPointCount),
+                bytes: Int64(chunk.byteCount)))
         }
     }
 
     /// The `datapoint` event at `t` of a point from the source whose text is `source`: its fields
     /// held inline, but for an opaque value (`bytes` instead of `value`), built by key.
     static func dataPointEvent(source: String, timeNs: Int64, name: String, type: String, value: DataValue, at t: Int64) -> TraceEvent {
-        let traced: TraceValue
+        if let traced = traceValue(value) {
+            return TraceEvent(timeNs: t, core: "ingest", event: "datapoint", dataPoint: DataPointFields(
+                source: source, name: name, type: type, timeNs: timeNs, value: traced))
+        }
         switch value {
-        case .float64(let x): traced = .double(x)
-        case .int64(let i): traced = .int(i)
-        case .vector2D(let x, let y): traced = .array([.double(x), .double(y)])
-        case .vector3D(let x, let y, let z): traced = .array([.double(x), .double(y), .double(z)])
-        case .string(let s): traced = .string(s)
+        case .float64, .int64, .vector2D, .vector3D, .string:
+            preconditionFailure("IngestAdapter: a decoded value has a trace value")
         case .bytes(let b):
             var fields = [String: TraceValue](minimumCapacity: 5)
             fields["source"] = .string(source)
@@ -332,8 +313,19 @@ public struct IngestAdapter: CoreAdapter {
             fields["bytes"] = .string(hex(b))
             return TraceEvent(timeNs: t, core: "ingest", event: "datapoint", fields: fields)
         }
-        return TraceEvent(timeNs: t, core: "ingest", event: "datapoint", dataPoint: DataPointFields(
-            source: source, name: name, type: type, timeNs: timeNs, value: traced))
+    }
+
+    /// A point's `value` field; `nil` for an opaque value, which is written as `bytes` instead.
+    @inline(__always)
+    static func traceValue(_ value: DataValue) -> TraceValue? {
+        switch value {
+        case .float64(let x): return .double(x)
+        case .int64(let i): return .int(i)
+        case .vector2D(let x, let y): return .array([.double(x), .double(y)])
+        case .vector3D(let x, let y, let z): return .array([.double(x), .double(y), .double(z)])
+        case .string(let s): return .string(s)
+        case .bytes: return nil
+        }
     }
 
     /// Rounded to 3 decimals, so float noise in a learned rate does not churn baselines.

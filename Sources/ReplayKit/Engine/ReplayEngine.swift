@@ -229,7 +229,8 @@ public struct ReplayEngine {
             summary.framesOutOfOrder += 1
             virtualNs = clockNs
         }
-        let frameTime = Duration.nanoseconds(virtualNs)
+        // Multiplied in the native 128-bit integer: `.nanoseconds` uses a software one (the same value).
+        let frameTime = Duration(attoseconds: Int128(virtualNs) * 1_000_000_000)
         advance(through: frameTime, state: &state, summary: &summary, emit: emit)
         if state.halted { return }
         state.clock = frameTime
@@ -304,18 +305,16 @@ public struct ReplayEngine {
             }
         }
         // The dissection is moved into the frame, not copied: a copy retains and releases each of
-        // its texts and arrays once more per frame. The frame is made in the call, not bound to a
-        // name first: bound, it was copied into the call and the original destroyed.
-        feed(ReplayFrame(
-                number: header.number, virtualTimeNs: virtualNs, timestampNs: header.timestampNs,
-                interface: route.interface, bytes: bytes, dissected: wanted == .dissected ? dissected.take() : nil, apiCall: apiCall),
-             route: route, recipient: recipient, state: &state, summary: &summary, emit: emit)
+        // its texts and arrays once more per frame.
+        let frame = ReplayFrame(
+            number: header.number, virtualTimeNs: virtualNs, timestampNs: header.timestampNs,
+            interface: route.interface, bytes: bytes, dissected: wanted == .dissected ? dissected.take() : nil, apiCall: apiCall
+        )
+        feed(frame, route: route, recipient: recipient, state: &state, summary: &summary, emit: emit)
     }
 
-    /// Hands one frame to every adapter its route names (only `recipient`'s, when given). The
-    /// frame is consumed: taken as a borrowed parameter, it was copied (its interface and
-    /// dissection retained and released) on every frame.
-    private mutating func feed(_ frame: consuming ReplayFrame, route: InterfaceRoute, recipient: String?, state: inout RunState,
+    /// Hands one frame to every adapter its route names (only `recipient`'s, when given).
+    private mutating func feed(_ frame: ReplayFrame, route: InterfaceRoute, recipient: String?, state: inout RunState,
                                summary: inout ReplaySummary, emit: (TraceEvent) -> Void) {
         frameObserver?(frame.number)
         for i in adapters.indices where route.inputs[i] != .ignore {
