@@ -149,16 +149,24 @@ struct IngestStream: Sendable {
     /// Takes the pending points as the next chunk, or nil when nothing is pending.
     mutating func takeChunk() -> IngestChunk? {
         guard pendingCount > 0 else { return nil }
-        // The chunk takes the buffer; the next one starts with the room this one had, so a steady
-        // stream's chunks are packed without growing.
-        let room = pending.roomBytes
-        pending.trimToSize()
-        let chunk = IngestChunk(source: source, streamStartNs: startNs, sequence: nextSequence,
+        let chunk: IngestChunk
+        if keepsPoints {
+            // The chunk takes the buffer; the next one starts with the room this one had, so a
+            // steady stream's chunks are packed without growing.
+            let room = pending.roomBytes
+            pending.trimToSize()
+            chunk = IngestChunk(source: source, streamStartNs: startNs, sequence: nextSequence,
                                 packedPoints: pending, dataPointCount: pendingCount, byteCount: pendingBytes)
+            pending = PackedDataPoints()
+            pending.reserveCapacity(room)
+        } else {
+            // Nothing was packed: the chunk shares the empty buffer, which stays for the next one
+            // (a new empty buffer per chunk was an allocation per chunk).
+            chunk = IngestChunk(source: source, streamStartNs: startNs, sequence: nextSequence,
+                                packedPoints: pending, dataPointCount: pendingCount, byteCount: pendingBytes)
+        }
         nextSequence += 1
-        pending = PackedDataPoints()
         packedLayout = 0
-        if keepsPoints { pending.reserveCapacity(room) }
         pendingCount = 0
         pendingBytes = 0
         pendingSinceNs = nil
