@@ -252,7 +252,7 @@ public struct IngestCore: Sendable {
     /// types, the last data datagram's layout, the payload buffer).
     private var parser = DatagramParser()
     /// The room of the events one call hands to a caller's closure, kept from call to call.
-    private var deferred: [DeferredEventSink.Item] = []
+    private var deferred: [IngestEvent] = []
 
     /// Creates a core with no open stream; `keepsChunkPoints` false leaves chunks without their
     /// points (see ``keepsChunkPoints``), `reportsDataPoints` false leaves out the `dataPoint`
@@ -279,18 +279,17 @@ public struct IngestCore: Sendable {
                                  emit: (IngestEvent) -> Void) {
         var sink = DeferredEventSink(events: takeDeferred())
         receive(datagram, from: source, now: now, into: &sink)
-        // Read by index, not copied out: a copy of an item retains and releases what it holds.
-        for index in sink.events.indices {
-            switch sink.events[index] {
-            case .event(let event):
-                emit(event)
-            case .dataPoints(let source, let timeNs):
+        // Read by index, not copied out: a copy of an event retains and releases what it holds.
+        for index in 0...sink.events.count {
+            if index == sink.pointsAt, let points = sink.points {
                 let datagram = parser.output
                 for i in datagram.entries.indices {
-                    emit(.dataPoint(DataPoint(source: source, timeNs: timeNs, name: datagram.entries[i].name, type: datagram.entries[i].type,
-                                              value: datagram.entries[i].value, storedPayload: datagram.storedPayload(of: i))))
+                    emit(.dataPoint(DataPoint(source: points.source, timeNs: points.timeNs, name: datagram.entries[i].name,
+                                              type: datagram.entries[i].type, value: datagram.entries[i].value,
+                                              storedPayload: datagram.storedPayload(of: i))))
                 }
             }
+            if index < sink.events.count { emit(sink.events[index]) }
         }
         putBack(&sink.events)
     }
@@ -308,17 +307,15 @@ public struct IngestCore: Sendable {
     ) {
         var sink = DeferredEventSink(events: takeDeferred())
         receive(datagram, from: source, now: now, into: &sink)
-        for index in sink.events.indices {
-            switch sink.events[index] {
-            case .event(let event):
-                emit(event)
-            case .dataPoints(let source, let timeNs):
+        for index in 0...sink.events.count {
+            if index == sink.pointsAt, let points = sink.points {
                 // Each entry is read in place: a copy of one would retain and release its strings.
                 let entries = parser.output.entries
                 for i in entries.indices {
-                    dataPoint(source, timeNs, entries[i].name, entries[i].type, entries[i].value)
+                    dataPoint(points.source, points.timeNs, entries[i].name, entries[i].type, entries[i].value)
                 }
             }
+            if index < sink.events.count { emit(sink.events[index]) }
         }
         putBack(&sink.events)
     }
@@ -398,9 +395,7 @@ public struct IngestCore: Sendable {
         var sink = DeferredEventSink(events: takeDeferred())
         fireDueTimers(nowNs: advance(to: now), into: &sink)
         updateEarliestDeadline()
-        for index in sink.events.indices {
-            if case .event(let event) = sink.events[index] { emit(event) }
-        }
+        for index in sink.events.indices { emit(sink.events[index]) }
         putBack(&sink.events)
     }
 
@@ -428,14 +423,14 @@ public struct IngestCore: Sendable {
     // MARK: Steps
 
     /// The buffer of ``deferred``, left empty in its place.
-    private mutating func takeDeferred() -> [DeferredEventSink.Item] {
-        var events: [DeferredEventSink.Item] = []
+    private mutating func takeDeferred() -> [IngestEvent] {
+        var events: [IngestEvent] = []
         swap(&events, &deferred)
         return events
     }
 
     /// Empties `events` and keeps its room as ``deferred`` for the next call.
-    private mutating func putBack(_ events: inout [DeferredEventSink.Item]) {
+    private mutating func putBack(_ events: inout [IngestEvent]) {
         // One by one: a call holds a handful, and `removeAll(keepingCapacity:)` went through the
         // general `replaceSubrange`, which cost more than the items.
         while !events.isEmpty { events.removeLast() }
@@ -602,19 +597,20 @@ extension Array: IngestEventSink where Element == IngestEvent {
 
 /// Holds one call's events until the core is done with them, for the forms that hand events to a
 /// caller's closures: a sink that held the closures themselves needed `withoutActuallyEscaping`,
-/// an allocation (and a check) per call. A data message's points are held as one item standing
-/// for the parser's entries, so they are handed over from there, made into nothing first.
+/// an allocation (and a check) per call. A data message's points are not held as events: the sink
+/// notes where in the order they go, and they are handed over from the parser's entries
+/// (``DatagramParser/output``), so the usual datagram, points alone, puts nothing in the array.
 struct DeferredEventSink: IngestEventSink {
-    enum Item {
-        case event(IngestEvent)
-        /// One point per entry of the data message the parser holds (``DatagramParser/output``).
-        case dataPoints(source: DatagramSource, timeNs: Int64)
-    }
+    var events: [IngestEvent]
+    /// The source and sample time of the data message's points, when it had any.
+    var points: (source: DatagramSource, timeNs: Int64)?
+    /// The points go before `events[pointsAt]` (after every event, when it is `events.count`).
+    var pointsAt = 0
 
-    var events: [Item]
     func expect(_ count: Int) {}
-    mutating func append(_ event: IngestEvent) { events.append(.event(event)) }
+    mutating func append(_ event: IngestEvent) { events.append(event) }
     mutating func appendDataPoints(of datagram: ParsedDatagram, source: DatagramSource, timeNs: Int64) {
-        events.append(.dataPoints(source: source, timeNs: timeNs))
+        points = (source, timeNs)
+        pointsAt = events.count
     }
 }
