@@ -301,18 +301,13 @@ public struct IngestAdapter: CoreAdapter {
             return TraceEvent(timeNs: t, core: "ingest", event: "datapoint", dataPoint: DataPointFields(
                 source: source, name: name, type: type, timeNs: timeNs, value: traced))
         }
-        switch value {
-        case .float64, .int64, .vector2D, .vector3D, .string:
-            preconditionFailure("IngestAdapter: a decoded value has a trace value")
-        case .bytes(let b):
-            var fields = [String: TraceValue](minimumCapacity: 5)
-            fields["source"] = .string(source)
-            fields["name"] = .string(name)
-            fields["type"] = .string(type)
-            fields["time_ns"] = .int(timeNs)
-            fields["bytes"] = .string(hex(b))
-            return TraceEvent(timeNs: t, core: "ingest", event: "datapoint", fields: fields)
-        }
+        var fields = [String: TraceValue](minimumCapacity: 5)
+        fields["source"] = .string(source)
+        fields["name"] = .string(name)
+        fields["type"] = .string(type)
+        fields["time_ns"] = .int(timeNs)
+        if case .bytes(let b) = value { fields["bytes"] = .string(hex(b)) }
+        return TraceEvent(timeNs: t, core: "ingest", event: "datapoint", fields: fields)
     }
 
     /// A point's `value` field; `nil` for an opaque value, which is written as `bytes` instead.
