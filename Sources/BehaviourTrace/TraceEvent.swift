@@ -18,9 +18,11 @@ public enum TraceValue: Sendable, Hashable {
 ///
 /// Fields shaped like an ingest `datapoint` (exactly `source`, `name`, `type` as strings,
 /// `time_ns` as an integer, and `value`) are held inline instead of in a dictionary: they are
-/// nearly every event of a plugin replay, and a dictionary per event was most of its cost. The
-/// choice depends on the fields alone, so two events with equal fields always have the same
-/// representation; ``fields`` reads and writes either one as a dictionary.
+/// nearly every event of a plugin replay, and a dictionary per event was most of its cost. So are
+/// fields shaped like an ingest `chunk` (exactly `source` as a string, `sequence`, `points` and
+/// `bytes` as integers), the next most frequent. The choice depends on the fields alone, so two
+/// events with equal fields always have the same representation; ``fields`` reads and writes any
+/// of them as a dictionary.
 public struct TraceEvent: Sendable, Hashable {
     /// Virtual nanoseconds since the capture's first frame.
     public var timeNs: Int64
@@ -31,7 +33,7 @@ public struct TraceEvent: Sendable, Hashable {
     /// The fields, in whichever form they take (see the type's comment). Equality and hashing
     /// rely on that form being the canonical one for the fields, so only ``Storage/init(_:)``
     /// and ``init(timeNs:core:event:dataPoint:)`` make it.
-    var storage: Storage
+    @usableFromInline var storage: Storage
 
     /// Every other key of the line. Reading it from an inline `datapoint` builds a dictionary;
     /// ``field(_:)`` reads one key without that.
@@ -40,6 +42,7 @@ public struct TraceEvent: Sendable, Hashable {
             switch storage {
             case .dictionary(let fields): return fields
             case .dataPoint(let point): return point.dictionary
+            case .chunk(let chunk): return chunk.dictionary
             }
         }
         set { storage = Storage(newValue) }
@@ -53,7 +56,21 @@ public struct TraceEvent: Sendable, Hashable {
         self.storage = Storage(fields)
     }
 
-    /// An event whose fields are a datapoint's, held inline.
+    /// An event whose fields are a chunk's, held inline; inlinable for the reason
+    /// ``init(timeNs:core:event:dataPoint:)`` is.
+    @inlinable
+    package init(timeNs: Int64, core: String, event: String, chunk: ChunkFields) {
+        self.timeNs = timeNs
+        self.core = core
+        self.event = event
+        self.storage = .chunk(chunk)
+    }
+
+    /// An event whose fields are a datapoint's, held inline. Inlinable, as is
+    /// ``DataPointFields/init(source:name:type:timeNs:value:)``: built by a call into this module,
+    /// the event was returned in pieces and copied whole twice more on its way to the caller's
+    /// closure, each copy stalling on the stores of the one before (a tenth of a plugin replay).
+    @inlinable
     package init(timeNs: Int64, core: String, event: String, dataPoint: DataPointFields) {
         self.timeNs = timeNs
         self.core = core
@@ -67,6 +84,7 @@ public struct TraceEvent: Sendable, Hashable {
         switch storage {
         case .dictionary(let fields): return fields[key]
         case .dataPoint(let point): return point[key]
+        case .chunk(let chunk): return chunk[key]
         }
     }
 
@@ -76,14 +94,25 @@ public struct TraceEvent: Sendable, Hashable {
     }
 
     /// The two forms of an event's fields.
+    @usableFromInline
     enum Storage: Sendable, Hashable {
-        /// Any fields that are not shaped like a datapoint's.
+        /// Any fields that are not shaped like a datapoint's or a chunk's.
         case dictionary([String: TraceValue])
         /// Exactly a datapoint's five fields.
         case dataPoint(DataPointFields)
+        /// Exactly a chunk's four fields.
+        case chunk(ChunkFields)
 
-        /// The canonical form of `fields`: inline when they are shaped like a datapoint's.
+        /// The canonical form of `fields`: inline when they are shaped like a datapoint's or a chunk's.
         init(_ fields: [String: TraceValue]) {
+            if fields.count == ChunkFields.keys.count,
+               case .string(let source)? = fields["source"],
+               case .int(let sequence)? = fields["sequence"],
+               case .int(let points)? = fields["points"],
+               case .int(let bytes)? = fields["bytes"] {
+                self = .chunk(ChunkFields(source: source, sequence: sequence, points: points, bytes: bytes))
+                return
+            }
             if fields.count == DataPointFields.keys.count,
                case .string(let source)? = fields["source"],
                case .string(let name)? = fields["name"],
@@ -100,17 +129,19 @@ public struct TraceEvent: Sendable, Hashable {
 
 /// The fields of an ingest `datapoint` event with a `value`: `source`, `name`, `type`,
 /// `time_ns` and `value`, held without a dictionary.
+@usableFromInline
 package struct DataPointFields: Sendable, Hashable {
     /// The keys, in the order a trace line writes them (sorted).
     static let keys = ["name", "source", "time_ns", "type", "value"]
 
-    var source: String
-    var name: String
-    var type: String
-    var timeNs: Int64
-    var value: TraceValue
+    @usableFromInline var source: String
+    @usableFromInline var name: String
+    @usableFromInline var type: String
+    @usableFromInline var timeNs: Int64
+    @usableFromInline var value: TraceValue
 
     /// The five fields (the ingest integration makes them straight from its parser's values).
+    @inlinable
     package init(source: String, name: String, type: String, timeNs: Int64, value: TraceValue) {
         self.source = source
         self.name = name
@@ -161,5 +192,48 @@ extension DataPointFields {
         }
         guard let source, let name, let type, let timeNs, let value else { return nil }
         self.init(source: source, name: name, type: type, timeNs: timeNs, value: value)
+    }
+}
+
+/// The fields of an ingest `chunk` event: `source`, `sequence`, `points` and `bytes`, held
+/// without a dictionary (one per chunk, a copy of a template, was most of a chunk event's cost).
+@usableFromInline
+package struct ChunkFields: Sendable, Hashable {
+    /// The keys, in the order a trace line writes them (sorted).
+    static let keys = ["bytes", "points", "sequence", "source"]
+
+    @usableFromInline var source: String
+    @usableFromInline var sequence: Int64
+    @usableFromInline var points: Int64
+    @usableFromInline var bytes: Int64
+
+    /// The four fields (the ingest integration makes them straight from its core's chunk).
+    @inlinable
+    package init(source: String, sequence: Int64, points: Int64, bytes: Int64) {
+        self.source = source
+        self.sequence = sequence
+        self.points = points
+        self.bytes = bytes
+    }
+
+    /// The value of the field named `key`, as the dictionary form would have it.
+    subscript(key: String) -> TraceValue? {
+        switch key {
+        case "source": return .string(source)
+        case "sequence": return .int(sequence)
+        case "points": return .int(points)
+        case "bytes": return .int(bytes)
+        default: return nil
+        }
+    }
+
+    /// The same fields as a dictionary.
+    var dictionary: [String: TraceValue] {
+        var fields = [String: TraceValue](minimumCapacity: Self.keys.count)
+        fields["source"] = .string(source)
+        fields["sequence"] = .int(sequence)
+        fields["points"] = .int(points)
+        fields["bytes"] = .int(bytes)
+        return fields
     }
 }

@@ -28,6 +28,18 @@ struct TraceEventDigest {
             digest.add(UInt64(bitPattern: point.timeNs))
             digest.add(point.type)
             digest.add(point.value)
+        case .chunk(let chunk):
+            // What `add(object:)` feeds for the same four fields as a dictionary, in key order:
+            // a chunk's digest is the one every committed baseline index holds for it.
+            digest.add(4)
+            digest.add("bytes")
+            digest.add(.int(chunk.bytes))
+            digest.add("points")
+            digest.add(.int(chunk.points))
+            digest.add("sequence")
+            digest.add(.int(chunk.sequence))
+            digest.add("source")
+            digest.add(.string(chunk.source))
         case .dictionary(let fields):
             digest.add(object: fields)
         }

@@ -313,6 +313,16 @@ struct TraceJSONBytes: TextOutputStream {
             appendString(point.type)
             appendLiteral(",\"value\":")
             appendValue(point.value)
+        case .chunk(let chunk):
+            // The keys of `ChunkFields.keys`, in that (sorted) order.
+            appendLiteral(",\"bytes\":")
+            appendInt(chunk.bytes)
+            appendLiteral(",\"points\":")
+            appendInt(chunk.points)
+            appendLiteral(",\"sequence\":")
+            appendInt(chunk.sequence)
+            appendLiteral(",\"source\":")
+            appendString(chunk.source)
         }
     }
 

@@ -170,7 +170,7 @@ public struct FrameDissector: Sendable {
 
     static func describe(_ outcome: UDPExtractor.Outcome) -> DissectedFrame {
         switch outcome {
-        case .udp(let datagram, let reassembled):
+        case .udp(let datagram, let reassembled, _):
             let source = endpoint(datagram.sourceAddress, datagram.sourcePort)
             let destination = endpoint(datagram.destinationAddress, datagram.destinationPort)
             let suffix = reassembled ? " (reassembled)" : ""

@@ -21,6 +21,9 @@ public struct UDPExtractor: Sendable {
     /// Whether TCP segments carry a copy of their data (``TCPSegment/payload``). Replay reads the
     /// data from the frame while it is dissected and needs no copy.
     var copiesTCPPayload = true
+    /// Whether a UDP datagram that lies whole in the frame carries a copy of its payload
+    /// (``UDPDatagram/payload``); off only inside ``datagramInPlace(from:linkType:)``.
+    private var copiesUDPPayload = true
 
     /// An extractor with no pending fragments.
     public init() {}
@@ -28,10 +31,26 @@ public struct UDPExtractor: Sendable {
     /// The UDP datagram the frame carries or completes. `data` is the frame's bytes under `linkType`.
     public mutating func datagram(from data: UnsafeRawBufferPointer, linkType: LinkType) -> UDPExtraction {
         switch dissect(data, linkType: linkType) {
-        case .udp(let datagram, _): .datagram(datagram)
+        case .udp(let datagram, _, _): .datagram(datagram)
         case .fragmentPending: .fragmentPending
         case .tcp, .otherTransport, .notIP: .notUDP
         case .problem(let problem): .malformed(problem.description)
+        }
+    }
+
+    /// ``datagram(from:linkType:)`` without a copy of a payload that lies in `data`: the datagram
+    /// then has an empty `payload`, and `payloadRange` says where its payload is in `data`. A
+    /// datagram completed from IP fragments has its `payload` and no range. For a caller that
+    /// reads the payload while it holds `data` (replay): a copy per datagram, an array made and
+    /// freed, was a twentieth of a plugin replay.
+    public mutating func datagramInPlace(from data: UnsafeRawBufferPointer, linkType: LinkType) -> (UDPExtraction, payloadRange: Range<Int>?) {
+        copiesUDPPayload = false
+        defer { copiesUDPPayload = true }
+        switch dissect(data, linkType: linkType) {
+        case .udp(let datagram, _, let payloadRange): return (.datagram(datagram), payloadRange)
+        case .fragmentPending: return (.fragmentPending, nil)
+        case .tcp, .otherTransport, .notIP: return (.notUDP, nil)
+        case .problem(let problem): return (.malformed(problem.description), nil)
         }
     }
 
@@ -45,7 +64,10 @@ public struct UDPExtractor: Sendable {
 
     /// The full outcome, with what ``FrameDissector`` needs for a summary.
     enum Outcome: Sendable, Hashable {
-        case udp(UDPDatagram, reassembled: Bool)
+        /// A UDP datagram. `payloadRange` is where its payload lies in the frame being dissected
+        /// when the datagram's `payload` was left empty (``UDPExtractor/copiesUDPPayload`` off);
+        /// `nil` when `payload` holds the data.
+        case udp(UDPDatagram, reassembled: Bool, payloadRange: Range<Int>?)
         /// A TCP segment. `payloadRange` is where its data lies in the frame being dissected
         /// (the segment's own `payload` is then left empty, unless ``UDPExtractor/copiesTCPPayload``);
         /// `nil` for a segment reassembled from IP fragments, whose `payload` holds the data.
@@ -187,11 +209,13 @@ public struct UDPExtractor: Sendable {
         case .failure(let problem):
             return .problem(problem)
         case .success(let header):
-            let payload = buffer.bytes(at: header.payload.lowerBound, count: header.payload.count) ?? []
+            // Data reassembled from fragments lives in a buffer that is gone once this returns: copy it.
+            let copying = copiesUDPPayload || reassembled
+            let payload = copying ? buffer.bytes(at: header.payload.lowerBound, count: header.payload.count) ?? [] : []
             return .udp(UDPDatagram(
                 sourceAddress: source, sourcePort: header.sourcePort,
                 destinationAddress: destination, destinationPort: header.destinationPort,
-                payload: payload), reassembled: reassembled)
+                payload: payload), reassembled: reassembled, payloadRange: copying ? nil : header.payload)
         }
     }
 }

@@ -243,9 +243,16 @@ public struct IngestCore: Sendable {
     /// No deadline of any stream is earlier than this (it may be earlier than the earliest one):
     /// lets a datagram skip the scan of all streams when nothing can be due.
     private var deadlineLowerBound: Int64?
+    /// The earliest deadline of any open stream, exactly: what ``nextDeadline`` returns, worked
+    /// out at the end of every call that changes a stream. Replay asks for it before every frame
+    /// and after every timeout, more often than streams change, and working it out per question
+    /// was a scan of the streams with a retain and release of their storage each time.
+    private var earliestDeadline: Duration?
     /// The datagram parser, with what it reuses from one datagram to the next (entry names and
     /// types, the last data datagram's layout, the payload buffer).
     private var parser = DatagramParser()
+    /// The room of the events one call hands to a caller's closure, kept from call to call.
+    private var deferred: [IngestEvent] = []
 
     /// Creates a core with no open stream; `keepsChunkPoints` false leaves chunks without their
     /// points (see ``keepsChunkPoints``), `reportsDataPoints` false leaves out the `dataPoint`
@@ -265,19 +272,57 @@ public struct IngestCore: Sendable {
         return events
     }
 
-    /// Takes one datagram (one message), handing each event to `emit` as it is made, in the
-    /// documented order: a caller that handles events one by one (replay) then needs no array
-    /// per datagram, nor a copy of each event into one. `emit` must not use this core.
+    /// Takes one datagram (one message), handing each event to `emit` in the documented order
+    /// once the datagram is handled: a caller that handles events one by one (replay) then needs
+    /// no array per datagram. `emit` must not use this core.
     public mutating func receive(_ datagram: UnsafeRawBufferPointer, from source: DatagramSource, now: Duration,
                                  emit: (IngestEvent) -> Void) {
-        withoutActuallyEscaping(emit) { emit in
-            var sink = ClosureEventSink(emit: emit)
-            receive(datagram, from: source, now: now, into: &sink)
+        var sink = DeferredEventSink(events: takeDeferred())
+        receive(datagram, from: source, now: now, into: &sink)
+        // Read by index, not copied out: a copy of an event retains and releases what it holds.
+        for index in 0...sink.events.count {
+            if index == sink.pointsAt, let points = sink.points {
+                let datagram = parser.output
+                for i in datagram.entries.indices {
+                    emit(.dataPoint(DataPoint(source: points.source, timeNs: points.timeNs, name: datagram.entries[i].name,
+                                              type: datagram.entries[i].type, value: datagram.entries[i].value,
+                                              storedPayload: datagram.storedPayload(of: i))))
+                }
+            }
+            if index < sink.events.count { emit(sink.events[index]) }
         }
+        putBack(&sink.events)
+    }
+
+    /// ``receive(_:from:now:emit:)`` with each accepted point handed to `dataPoint` as its parts
+    /// (source, sample time, name, type, value) where `emit` would get a `dataPoint` event, in the
+    /// same place in the order: for a caller that turns every point into something else (replay's
+    /// trace event), making a ``DataPoint`` (its payload copied) and an event of it for each was
+    /// most of the cost of a point. The payload is left out: the value holds it (``DataValue/bytes(_:)``
+    /// for a type without a decoding). Neither closure may use this core.
+    public mutating func receive(
+        _ datagram: UnsafeRawBufferPointer, from source: DatagramSource, now: Duration,
+        dataPoint: (_ source: DatagramSource, _ timeNs: Int64, _ name: String, _ type: String, _ value: DataValue) -> Void,
+        emit: (IngestEvent) -> Void
+    ) {
+        var sink = DeferredEventSink(events: takeDeferred())
+        receive(datagram, from: source, now: now, into: &sink)
+        for index in 0...sink.events.count {
+            if index == sink.pointsAt, let points = sink.points {
+                // Each entry is read in place: a copy of one would retain and release its strings.
+                let entries = parser.output.entries
+                for i in entries.indices {
+                    dataPoint(points.source, points.timeNs, entries[i].name, entries[i].type, entries[i].value)
+                }
+            }
+            if index < sink.events.count { emit(sink.events[index]) }
+        }
+        putBack(&sink.events)
     }
 
     private mutating func receive(_ datagram: UnsafeRawBufferPointer, from source: DatagramSource, now: Duration,
                                   into sink: inout some IngestEventSink) {
+        defer { updateEarliestDeadline() }
         let nowNs = advance(to: now)
         counters.datagrams += 1
         guard datagram.count <= configuration.maxDatagramBytes else {
@@ -341,29 +386,23 @@ public struct IngestCore: Sendable {
     public mutating func handleTimeout(now: Duration) -> [IngestEvent] {
         var events: [IngestEvent] = []
         fireDueTimers(nowNs: advance(to: now), into: &events)
+        updateEarliestDeadline()
         return events
     }
 
-    /// ``handleTimeout(now:)``, handing each event to `emit` as it is made. `emit` must not use
-    /// this core.
+    /// ``handleTimeout(now:)``, handing each event to `emit`. `emit` must not use this core.
     public mutating func handleTimeout(now: Duration, emit: (IngestEvent) -> Void) {
-        withoutActuallyEscaping(emit) { emit in
-            var sink = ClosureEventSink(emit: emit)
-            fireDueTimers(nowNs: advance(to: now), into: &sink)
-        }
+        var sink = DeferredEventSink(events: takeDeferred())
+        fireDueTimers(nowNs: advance(to: now), into: &sink)
+        updateEarliestDeadline()
+        for index in sink.events.indices { emit(sink.events[index]) }
+        putBack(&sink.events)
     }
 
     /// When to call ``handleTimeout(now:)`` next: the earliest flush deadline or idle timeout of
     /// any open stream, exactly; nil when no stream is open.
     public var nextDeadline: Duration? {
-        // Asked before every frame replay feeds: each stream is read in place, not copied out.
-        var earliest: Int64?
-        for index in streams.values.indices {
-            var deadline = streams.values[index].idleDeadline(idleNs: idleNs)
-            if let flush = streams.values[index].flushDeadline(flushNs: flushNs) { deadline = min(deadline, flush) }
-            earliest = min(earliest ?? deadline, deadline)
-        }
-        return earliest.map { .nanoseconds($0) }
+        earliestDeadline
     }
 
     /// Fires due timers, then flushes every pending chunk and ends every open stream with
@@ -377,10 +416,26 @@ public struct IngestCore: Sendable {
             endStream(at: index, cause: .finished, into: &events)
         }
         deadlineLowerBound = nil
+        updateEarliestDeadline()
         return events
     }
 
     // MARK: Steps
+
+    /// The buffer of ``deferred``, left empty in its place.
+    private mutating func takeDeferred() -> [IngestEvent] {
+        var events: [IngestEvent] = []
+        swap(&events, &deferred)
+        return events
+    }
+
+    /// Empties `events` and keeps its room as ``deferred`` for the next call.
+    private mutating func putBack(_ events: inout [IngestEvent]) {
+        // One by one: a call holds a handful, and `removeAll(keepingCapacity:)` went through the
+        // general `replaceSubrange`, which cost more than the items.
+        while !events.isEmpty { events.removeLast() }
+        swap(&events, &deferred)
+    }
 
     private mutating func advance(to now: Duration) -> Int64 {
         lastNowNs = max(lastNowNs, now.clampedNanoseconds)
@@ -440,6 +495,22 @@ public struct IngestCore: Sendable {
         sink.append(.streamEnded(source, cause))
     }
 
+    /// Sets ``earliestDeadline`` from the streams as they are now.
+    private mutating func updateEarliestDeadline() {
+        // Walked by index, not over `streams.indices`: that view holds the dictionary's storage,
+        // and changing a stream in place while it does copies the whole dictionary.
+        var earliest: Int64?
+        var index = streams.startIndex
+        while index != streams.endIndex {
+            let (idle, flush) = streams.values[index].deadlines(idleNs: idleNs, flushNs: flushNs)
+            let deadline = flush.map { min($0, idle) } ?? idle
+            earliest = min(earliest ?? deadline, deadline)
+            index = streams.index(after: index)
+        }
+        // Made a `Duration` here, once per change, rather than per question: it multiplies in 128 bits.
+        earliestDeadline = earliest.map { Duration(exactNanoseconds: $0) }
+    }
+
     private mutating func lowerDeadlineBound(to deadline: Int64) {
         deadlineLowerBound = min(deadlineLowerBound ?? deadline, deadline)
     }
@@ -451,8 +522,7 @@ public struct IngestCore: Sendable {
             // both due, the end alone gives the same events in either order (it takes the chunk
             // the flush would have taken, then ends the stream).
             let index = streams.startIndex
-            let idle = streams.values[index].idleDeadline(idleNs: idleNs)
-            let flush = streams.values[index].flushDeadline(flushNs: flushNs)
+            let (idle, flush) = streams.values[index].deadlines(idleNs: idleNs, flushNs: flushNs)
             var earliestLeft: Int64?
             if let flush, flush > nowNs { earliestLeft = flush }
             if idle > nowNs { earliestLeft = min(earliestLeft ?? idle, idle) }
@@ -506,15 +576,41 @@ protocol IngestEventSink {
     /// About `count` more events are coming.
     mutating func expect(_ count: Int)
     mutating func append(_ event: IngestEvent)
+    /// The points of the data message `datagram` from `source`, one per entry in entry order.
+    mutating func appendDataPoints(of datagram: ParsedDatagram, source: DatagramSource, timeNs: Int64)
+}
+
+extension IngestEventSink {
+    /// One `dataPoint` event per entry.
+    mutating func appendDataPoints(of datagram: ParsedDatagram, source: DatagramSource, timeNs: Int64) {
+        for i in datagram.entries.indices {
+            let point = DataPoint(source: source, timeNs: timeNs, name: datagram.entries[i].name, type: datagram.entries[i].type,
+                                  value: datagram.entries[i].value, storedPayload: datagram.storedPayload(of: i))
+            append(.dataPoint(point))
+        }
+    }
 }
 
 extension Array: IngestEventSink where Element == IngestEvent {
     mutating func expect(_ count: Int) { reserveCapacity(self.count + count) }
 }
 
-/// Hands each event to a closure as it is made.
-struct ClosureEventSink: IngestEventSink {
-    let emit: (IngestEvent) -> Void
+/// Holds one call's events until the core is done with them, for the forms that hand events to a
+/// caller's closures: a sink that held the closures themselves needed `withoutActuallyEscaping`,
+/// an allocation (and a check) per call. A data message's points are not held as events: the sink
+/// notes where in the order they go, and they are handed over from the parser's entries
+/// (``DatagramParser/output``), so the usual datagram, points alone, puts nothing in the array.
+struct DeferredEventSink: IngestEventSink {
+    var events: [IngestEvent]
+    /// The source and sample time of the data message's points, when it had any.
+    var points: (source: DatagramSource, timeNs: Int64)?
+    /// The points go before `events[pointsAt]` (after every event, when it is `events.count`).
+    var pointsAt = 0
+
     func expect(_ count: Int) {}
-    func append(_ event: IngestEvent) { emit(event) }
+    mutating func append(_ event: IngestEvent) { events.append(event) }
+    mutating func appendDataPoints(of datagram: ParsedDatagram, source: DatagramSource, timeNs: Int64) {
+        points = (source, timeNs)
+        pointsAt = events.count
+    }
 }

@@ -30,7 +30,7 @@ import Foundation
 /// - `core`: `IngestCore.receive` for every datagram at its capture time, then `finish`: parsing
 ///   plus streams, chunks and events, each call's events returned as an array;
 /// - `core-replay`: the core as `tether replay` drives it (``IngestAdapter``): no points kept in
-///   chunks, a `dataPoint` event per point, each event handed to a closure as it is made;
+///   chunks, each point handed to a closure as its parts and every other event to another;
 /// - `core-live`: the core as `tether serve ingest` drives it (`IngestServer`): points packed into
 ///   chunks for the store, no `dataPoint` events, datagrams taken 64 at a time at one `now` (one
 ///   `recvmmsg` each, 3 µs apart: the live drain's pace).
@@ -135,7 +135,8 @@ enum ParsePlugin {
             var core = IngestCore(configuration: IngestAdapter.configuration(applying: ingestSection), keepsChunkPoints: false)
             var events = 0
             for (i, range) in ranges.enumerated() {
-                core.receive(UnsafeRawBufferPointer(rebasing: all[range]), from: source, now: .nanoseconds(times[i] - origin)) { _ in events &+= 1 }
+                core.receive(UnsafeRawBufferPointer(rebasing: all[range]), from: source, now: .nanoseconds(times[i] - origin),
+                             dataPoint: { _, _, _, _, _ in events &+= 1 }, emit: { _ in events &+= 1 })
             }
             events &+= core.finish(now: .nanoseconds(times[datagrams - 1] - origin)).count
             return events

@@ -150,3 +150,66 @@ private func randomDataPoint(_ random: inout SplitMix64) -> DataPointFields {
     }
 }
 
+
+// A `chunk`'s fields are held inline too (`TraceEvent.Storage.chunk`), with the same promise.
+
+@Test func inlineChunkReadsEncodesDigestsAndComparesAsItsDictionary() {
+    var random = SplitMix64(seed: 0x7E7E_0003)
+    for _ in 0..<2_000 {
+        let chunk = ChunkFields(source: randomText(&random), sequence: Int64(bitPattern: random.next()),
+                                points: Int64(bitPattern: random.next()), bytes: Int64(bitPattern: random.next()))
+        let event = TraceEvent(timeNs: Int64(bitPattern: random.next()), core: "ingest", event: "chunk", chunk: chunk)
+        let expected: [String: TraceValue] = ["source": .string(chunk.source), "sequence": .int(chunk.sequence),
+                                              "points": .int(chunk.points), "bytes": .int(chunk.bytes)]
+        #expect(event.fields == expected)
+        for key in ChunkFields.keys + ["name", "t_ns", "core", "event", ""] {
+            #expect(event.field(key) == expected[key])
+        }
+        let reference = dictionaryForm(event)
+        #expect(event.jsonLine() == reference.jsonLine())
+        #expect(TraceFile.encodeBytes([event, event]) == TraceFile.encodeBytes([reference, reference]))
+        // Committed baseline indexes hold the dictionary form's digest.
+        #expect(event.stableDigest == reference.stableDigest)
+        let fromDictionary = TraceEvent(timeNs: event.timeNs, core: event.core, event: event.event, fields: expected)
+        #expect(fromDictionary.storage == event.storage)
+        #expect(fromDictionary == event)
+        #expect(fromDictionary.hashValue == event.hashValue)
+        #expect(event.hasSameFields(as: fromDictionary))
+    }
+}
+
+@Test func parsedChunkLineTakesTheInlineForm() throws {
+    let line = #"{"t_ns":100000000,"core":"ingest","event":"chunk","bytes":96,"points":12,"sequence":1,"source":"127.0.0.1:50123"}"#
+    let event = try TraceEvent(jsonLine: line, lineNumber: 1, file: "t")
+    #expect(event.storage == .chunk(ChunkFields(source: "127.0.0.1:50123", sequence: 1, points: 12, bytes: 96)))
+    #expect(event.jsonLine() == line)
+}
+
+@Test func onlyExactlyAChunksFieldsTakeTheInlineForm() {
+    let base: [String: TraceValue] = ["source": .string("s"), "sequence": .int(1), "points": .int(2), "bytes": .int(3)]
+    #expect(TraceEvent(timeNs: 0, core: "c", event: "e", fields: base).storage == .chunk(
+        ChunkFields(source: "s", sequence: 1, points: 2, bytes: 3)))
+    var variants: [[String: TraceValue]] = []
+    for key in base.keys {
+        var missing = base
+        missing[key] = nil
+        variants.append(missing)
+        var renamed = missing
+        renamed["other"] = base[key]
+        variants.append(renamed)
+    }
+    var extra = base
+    extra["name"] = .string("n")
+    variants.append(extra)
+    for (key, wrong) in [("source", TraceValue.int(1)), ("sequence", .double(1)), ("points", .string("2")), ("bytes", .null)] {
+        var changed = base
+        changed[key] = wrong
+        variants.append(changed)
+    }
+    for fields in variants {
+        let event = TraceEvent(timeNs: 0, core: "c", event: "e", fields: fields)
+        #expect(event.storage == .dictionary(fields))
+        #expect(event.fields == fields)
+        #expect(event != TraceEvent(timeNs: 0, core: "c", event: "e", fields: base))
+    }
+}

@@ -271,3 +271,32 @@ fileprivate struct ATTProbe: CoreAdapter {
     _ = try engine.run(reader: MemoryReader(frames: frames(at: [base, base + 1, base + 2, base + 3, base + 4])))
     #expect(seen == [2, 4])
 }
+
+/// `replayNanoseconds` takes a shortcut for times of at least zero; every time gives what
+/// `components` gives, saturated at the ends of Int64.
+@Test func replayNanosecondsAreTheComponentsNanoseconds() {
+    var samples: [Duration] = [.zero, .nanoseconds(1), .seconds(3600), .nanoseconds(Int64.max), .nanoseconds(Int64.min),
+                               .seconds(Int64.max), .seconds(Int64.min), .seconds(-1) + .nanoseconds(1), Duration(attoseconds: 999_999_999),
+                               Duration(attoseconds: -1), Duration(secondsComponent: 18_446_744_073, attosecondsComponent: 709_551_615_999_999_999)]
+    var state: UInt64 = 41
+    func next() -> UInt64 {
+        // SplitMix64: a seeded sequence, the same on every run.
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    for _ in 0..<5_000 {
+        let seconds = Int64(bitPattern: next()) % 10_000_000_000_000
+        samples.append(Duration(secondsComponent: seconds, attosecondsComponent: Int64(next() % 1_000_000_000_000_000_000)))
+        samples.append(.nanoseconds(Int64(bitPattern: next())))
+    }
+    for duration in samples {
+        let (seconds, attoseconds) = duration.components
+        let (ns, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        let (sum, overflow2) = ns.addingReportingOverflow(attoseconds / 1_000_000_000)
+        let expected = overflow || overflow2 ? (seconds < 0 ? Int64.min : .max) : sum
+        #expect(duration.replayNanoseconds == expected, "\(duration)")
+    }
+}

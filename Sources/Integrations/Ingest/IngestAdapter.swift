@@ -81,21 +81,20 @@ public struct IngestAdapter: CoreAdapter {
     /// ``frame(_:now:)``, each event handed to `emit` as it is made.
     public mutating func frame(_ frame: ReplayFrame, now: Duration, emit: (TraceEvent) -> Void) {
         let port = portOverride ?? ingestPort(of: frame.interface)
-        switch extractor.datagram(from: frame.bytes, linkType: frame.interface.linkType) {
+        // The payload is read where it lies in the frame, not copied out of it.
+        let (extraction, payloadRange) = extractor.datagramInPlace(from: frame.bytes, linkType: frame.interface.linkType)
+        switch extraction {
         case .datagram(let datagram):
             guard datagram.destinationPort == port else {
                 otherPortDatagrams += 1
                 return
             }
             let source = datagramSource(datagram)
-            // The cache is taken out for the call: the closure may not touch `self` while the
-            // core (part of `self`) is being changed.
-            let t = now.replayNanoseconds
-            var cache = eventCache
-            datagram.payload.withUnsafeBytes { payload in
-                ingest.receive(payload, from: source, now: now) { emit(Self.traceEvent($0, timeNs: t, cache: &cache)) }
+            if let payloadRange {
+                receive(UnsafeRawBufferPointer(rebasing: frame.bytes[payloadRange]), from: source, now: now, emit: emit)
+            } else {
+                datagram.payload.withUnsafeBytes { receive($0, from: source, now: now, emit: emit) }
             }
-            eventCache = cache
         case .fragmentPending:
             return
         case .notUDP:
@@ -105,6 +104,36 @@ public struct IngestAdapter: CoreAdapter {
             emit(TraceEvent(timeNs: now.replayNanoseconds, core: core, event: "frame_malformed",
                             fields: ["frame": .int(Int64(frame.number)), "detail": .string(detail)]))
         }
+    }
+
+    /// One datagram's payload into the core, its events made trace events.
+    private mutating func receive(_ payload: UnsafeRawBufferPointer, from source: DatagramSource, now: Duration, emit: (TraceEvent) -> Void) {
+        // The cache is taken out for the call: the closures may not touch `self` while the
+        // core (part of `self`) is being changed. The datagram's points are all from `source`,
+        // so its text is looked up once for them.
+        let t = now.replayNanoseconds
+        let sourceText = eventCache.sourceText(source)
+        var cache = takeEventCache()
+        ingest.receive(payload, from: source, now: now, dataPoint: { pointSource, timeNs, name, type, value in
+            // Made in the call to `emit`, not returned from a function with two ways out: the
+            // event was then copied whole into the call, stalling on the stores that made it.
+            let text = pointSource == source ? sourceText : pointSource.description
+            if let traced = Self.traceValue(value) {
+                emit(TraceEvent(timeNs: t, core: "ingest", event: "datapoint", dataPoint: DataPointFields(
+                    source: text, name: name, type: type, timeNs: timeNs, value: traced)))
+            } else {
+                emit(Self.dataPointEvent(source: text, timeNs: timeNs, name: name, type: type, value: value, at: t))
+            }
+        }, emit: { emit(Self.traceEvent($0, timeNs: t, cache: &cache)) })
+        eventCache = cache
+    }
+
+    /// ``eventCache``, left empty in its place: moved out, not copied (a copy retains and releases
+    /// what it holds, per frame).
+    private mutating func takeEventCache() -> TraceEventCache {
+        var cache = TraceEventCache()
+        swap(&cache, &eventCache)
+        return cache
     }
 
     /// The interface's `ingest_port`, else ``defaultPort``; see ``lastPort``.
@@ -140,7 +169,7 @@ public struct IngestAdapter: CoreAdapter {
     /// ``timeout(now:)``, each event handed to `emit` as it is made.
     public mutating func timeout(now: Duration, emit: (TraceEvent) -> Void) {
         let t = now.replayNanoseconds
-        var cache = eventCache
+        var cache = takeEventCache()
         ingest.handleTimeout(now: now) { emit(Self.traceEvent($0, timeNs: t, cache: &cache)) }
         eventCache = cache
     }
@@ -192,15 +221,11 @@ public struct IngestAdapter: CoreAdapter {
         return traceEvent(event, timeNs: t, cache: &cache)
     }
 
-    /// What makes the two events of nearly every line cheap: the last source's `description`
-    /// (formatting the address per event cost more than the rest of the event), and the fields
-    /// of `chunk` events as a filled-in template (a `datapoint`'s are held inline, without a
-    /// dictionary).
+    /// What makes the events of nearly every line cheap: the last source's `description`
+    /// (formatting the address per event cost more than the rest of the event).
     struct TraceEventCache {
         private var source: DatagramSource?
         private var text = ""
-        /// source, sequence, points, bytes.
-        let chunk = FieldTemplate(["source", "sequence", "points", "bytes"])
 
         mutating func sourceText(_ source: DatagramSource) -> String {
             if source != self.source {
@@ -211,25 +236,8 @@ public struct IngestAdapter: CoreAdapter {
         }
     }
 
-    /// A dictionary with a fixed set of keys and the index of each. A copy of it shares the
-    /// storage's layout (same buckets, same seed), so setting a value through
-    /// `values[index]` on the copy costs no hashing: building a trace event's fields this way
-    /// instead of by key halves the adapter's time. The dictionary equals one built by key.
-    struct FieldTemplate {
-        let fields: [String: TraceValue]
-        let slots: [Dictionary<String, TraceValue>.Index]
-
-        init(_ keys: [String]) {
-            var fields = [String: TraceValue](minimumCapacity: keys.count)
-            for key in keys { fields[key] = .null }
-            self.fields = fields
-            slots = keys.compactMap { fields.index(forKey: $0) }
-            precondition(slots.count == keys.count, "FieldTemplate: duplicate key in \(keys)")
-        }
-    }
-
     /// Fields are built in one dictionary sized for them up front, so no event pays for a
-    /// regrowth or a copy; datapoints and chunks fill in a template.
+    /// regrowth or a copy; a datapoint's and a chunk's are held inline, without one.
     static func traceEvent(_ event: IngestEvent, timeNs t: Int64, cache: inout TraceEventCache) -> TraceEvent {
         func make(_ name: String, _ fields: [String: TraceValue]) -> TraceEvent {
             TraceEvent(timeNs: t, core: "ingest", event: name, fields: fields)
@@ -241,24 +249,8 @@ public struct IngestAdapter: CoreAdapter {
         }
         switch event {
         case .dataPoint(let point):
-            let value: TraceValue
-            switch point.value {
-            case .float64(let x): value = .double(x)
-            case .int64(let i): value = .int(i)
-            case .vector2D(let x, let y): value = .array([.double(x), .double(y)])
-            case .vector3D(let x, let y, let z): value = .array([.double(x), .double(y), .double(z)])
-            case .string(let s): value = .string(s)
-            case .bytes(let b):
-                // The one datapoint without `value`: built by key.
-                var f = fields(point.source, capacity: 5)
-                f["name"] = .string(point.name)
-                f["type"] = .string(point.type)
-                f["time_ns"] = .int(point.timeNs)
-                f["bytes"] = .string(hex(b))
-                return make("datapoint", f)
-            }
-            return TraceEvent(timeNs: t, core: "ingest", event: "datapoint", dataPoint: DataPointFields(
-                source: cache.sourceText(point.source), name: point.name, type: point.type, timeNs: point.timeNs, value: value))
+            return dataPointEvent(source: cache.sourceText(point.source), timeNs: point.timeNs, name: point.name, type: point.type,
+                                  value: point.value, at: t)
         case .pluginName(let source, let name):
             var f = fields(source, capacity: 2)
             f["name"] = .string(name)
@@ -296,13 +288,38 @@ public struct IngestAdapter: CoreAdapter {
             f["expected_period_ns"] = .int(expectedPeriodNs)
             return make("gap", f)
         case .chunkReady(let chunk):
-            let template = cache.chunk
-            var f = template.fields
-            f.values[template.slots[0]] = .string(cache.sourceText(chunk.source))
-            f.values[template.slots[1]] = .int(Int64(chunk.sequence))
-            f.values[template.slots[2]] = .int(Int64(chunk.dataPointCount))
-            f.values[template.slots[3]] = .int(Int64(chunk.byteCount))
-            return make("chunk", f)
+            return TraceEvent(timeNs: t, core: "ingest", event: "chunk", chunk: ChunkFields(
+                source: cache.sourceText(chunk.source), sequence: Int64(chunk.sequence), points: Int64(chunk.dataPointCount),
+                bytes: Int64(chunk.byteCount)))
+        }
+    }
+
+    /// The `datapoint` event at `t` of a point from the source whose text is `source`: its fields
+    /// held inline, but for an opaque value (`bytes` instead of `value`), built by key.
+    static func dataPointEvent(source: String, timeNs: Int64, name: String, type: String, value: DataValue, at t: Int64) -> TraceEvent {
+        if let traced = traceValue(value) {
+            return TraceEvent(timeNs: t, core: "ingest", event: "datapoint", dataPoint: DataPointFields(
+                source: source, name: name, type: type, timeNs: timeNs, value: traced))
+        }
+        var fields = [String: TraceValue](minimumCapacity: 5)
+        fields["source"] = .string(source)
+        fields["name"] = .string(name)
+        fields["type"] = .string(type)
+        fields["time_ns"] = .int(timeNs)
+        if case .bytes(let b) = value { fields["bytes"] = .string(hex(b)) }
+        return TraceEvent(timeNs: t, core: "ingest", event: "datapoint", fields: fields)
+    }
+
+    /// A point's `value` field; `nil` for an opaque value, which is written as `bytes` instead.
+    @inline(__always)
+    static func traceValue(_ value: DataValue) -> TraceValue? {
+        switch value {
+        case .float64(let x): return .double(x)
+        case .int64(let i): return .int(i)
+        case .vector2D(let x, let y): return .array([.double(x), .double(y)])
+        case .vector3D(let x, let y, let z): return .array([.double(x), .double(y), .double(z)])
+        case .string(let s): return .string(s)
+        case .bytes: return nil
         }
     }
 

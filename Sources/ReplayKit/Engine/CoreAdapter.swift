@@ -230,6 +230,14 @@ extension Duration {
     /// The whole nanoseconds of this duration, saturating at the ends of `Int64`: the unit of a
     /// trace's `t_ns`.
     public var replayNanoseconds: Int64 {
+        // A time of at least zero (every replay time) by one 128-by-64-bit division; `components`
+        // divides in a 128-bit software integer, and replay asks this several times per frame.
+        // The same value: ⌊a / 10¹⁸⌋ × 10⁹ + ⌊(a mod 10¹⁸) / 10⁹⌋ = ⌊a / 10⁹⌋ for a ≥ 0.
+        let atto = attoseconds
+        let high = atto >> 64
+        if high >= 0, high < 1_000_000_000 {
+            return Int64(clamping: (1_000_000_000 as UInt64).dividingFullWidth((UInt64(high), UInt64(truncatingIfNeeded: atto))).quotient)
+        }
         let (seconds, attoseconds) = components
         let (ns, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
         if overflow { return seconds < 0 ? .min : .max }

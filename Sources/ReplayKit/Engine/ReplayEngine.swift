@@ -229,7 +229,8 @@ public struct ReplayEngine {
             summary.framesOutOfOrder += 1
             virtualNs = clockNs
         }
-        let frameTime = Duration.nanoseconds(virtualNs)
+        // Multiplied in the native 128-bit integer: `.nanoseconds` uses a software one (the same value).
+        let frameTime = Duration(attoseconds: Int128(virtualNs) * 1_000_000_000)
         advance(through: frameTime, state: &state, summary: &summary, emit: emit)
         if state.halted { return }
         state.clock = frameTime
@@ -411,7 +412,7 @@ public struct ReplayEngine {
         while !state.halted {
             var chosen: (index: Int, deadline: Duration)?
             for i in adapters.indices {
-                guard let deadline = adapters[i].nextDeadline else { continue }
+                guard let deadline = adapters[i].nextDeadlineInPlace() else { continue }
                 if let earliest = chosen, earliest.deadline <= deadline { continue }
                 chosen = (i, deadline)
             }
@@ -423,7 +424,7 @@ public struct ReplayEngine {
             if state.consecutiveTimeouts[i] == 0 { state.firstTimeout[i] = now }
             state.consecutiveTimeouts[i] += 1
             let count = state.consecutiveTimeouts[i]
-            let stuck = adapters[i].nextDeadline.map { $0 <= now } ?? false
+            let stuck = adapters[i].nextDeadlineInPlace().map { $0 <= now } ?? false
             let dense = count >= RunawayTimers.consecutiveLimit
                 && now - state.firstTimeout[i] < RunawayTimers.minimumAverageSpacing * (count - 1)
             if stuck || dense {
@@ -448,6 +449,14 @@ public struct ReplayEngine {
         if overflow { return a < b ? .min : .max }
         return d
     }
+}
+
+extension CoreAdapter {
+    /// ``nextDeadline``, asked through a mutating call, though it changes nothing: on an adapter
+    /// in the engine's array a non-mutating call copied the adapter out (its box retained and
+    /// released) for every question, one per frame and two per timeout; a mutating one reaches
+    /// the adapter in place.
+    fileprivate mutating func nextDeadlineInPlace() -> Duration? { nextDeadline }
 }
 
 /// The parts of a frame's header the engine uses.
