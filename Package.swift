@@ -234,7 +234,7 @@ let package = Package(
         .testTarget(name: "TimelineReportTests", dependencies: ["TimelineReport", "ReplayKit", "BehaviourTrace", "CaptureSet"]),
         .testTarget(name: "TetherTestingTests", dependencies: ["TetherTesting", "ReplayKit", "BehaviourTrace", "TetherIntegrations", "CaptureSet"]),
         .testTarget(name: "LiveCaptureTests", dependencies: ["TetherTestSupport", "LiveCapture", "CaptureKit", "CaptureSet"]),
-        .testTarget(name: "EmulationTests", dependencies: ["TetherTestSupport", "Emulation", "CaptureKit", "CaptureSet", "Dissectors"]),
+        .testTarget(name: "EmulationTests", dependencies: ["TetherTestSupport", "Emulation", "CaptureKit", "CaptureSet", "Dissectors", "SessionCore"]),
         .testTarget(name: "JSONBytesTests", dependencies: ["JSONBytes", "TetherTestSupport"]),
         .testTarget(
             name: "TetherCLITests",

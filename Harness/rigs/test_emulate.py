@@ -373,3 +373,40 @@ def test_live_session_phone_against_the_emulated_watch_gives_the_recorded_callba
             assert recorded_ns < first_time(recorded, "activation_did_complete"), line
     finally:
         emulation.kill()
+
+
+def test_live_session_phone_at_mtu_23_binds_to_the_emulated_watch_and_resumes_its_file(controllers, tmp_path):
+    """`tether live session --role phone` with session-compact-mtu23's phone script (ATT MTU 23, a
+    window of 64, compact frames) against `tether emulate Captures/session-compact-mtu23`. At MTU 23
+    the HELLO and the WELCOME travel in 7 pieces each, the random fields and the nonce in later
+    ones: the session-link responder matches each piece without its random fields and sends the
+    recorded WELCOME's pieces with the live nonce. The phone binds on both connections, gets the
+    watch's user info once, finishes its file after the drop and gets its reply."""
+    tether = tether_binary()
+    emulation = Emulation([tether, "emulate", str(ROOT / "Captures" / "session-compact-mtu23"), "--hci", f"tcp-client:127.0.0.1:{controllers[0]}"])
+    try:
+        emulation.wait_for(r"^session-link responder on the watch's link")
+        emulation.wait_for(rf"^advertising as .* at {SESSION_WATCH}")
+        trace = tmp_path / "live.jsonl"
+        live = subprocess.run(
+            [tether, "live", "session", "--role", "phone", "--hci", f"tcp-client:127.0.0.1:{controllers[1]}", "--peer", SESSION_WATCH,
+             "--mtu", "23", "--window", "64", "--compact-frames",
+             "--script", str(ROOT / "Harness" / "scenarios" / "session" / "compact-mtu23.phone.yaml"), "--store", str(tmp_path / "phone.sqlite"),
+             "--trace", str(trace)],
+            capture_output=True, text=True, timeout=180, cwd=ROOT,
+        )
+        assert live.returncode == 0, live.stdout[-3000:] + live.stderr[-3000:]
+        code, err = emulation.interrupt()
+        assert code == 0, err
+        final = emulation.wait_for(r"^emulation ended")
+        assert re.search(r"[1-9]\d* by a responder", final), final
+        events = [json.loads(line) for line in trace.read_text().splitlines()]
+        names = [event["event"] for event in events]
+        assert names.count("handshake_completed") == 2, names
+        assert names.count("did_receive_user_info") == 1, names
+        finished = [event for event in events if event["event"] == "file_transfer_did_finish"]
+        assert [event.get("code") for event in finished] == [None], finished
+        assert names.count("did_receive_reply") == 1, names
+        assert "violation" not in names, [event for event in events if event["event"] == "violation"]
+    finally:
+        emulation.kill()

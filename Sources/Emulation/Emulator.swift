@@ -107,6 +107,9 @@ public struct Emulator: Sendable {
     private var readsSeen: [UInt16: Int] = [:]
     private var lastRead: [UInt16: [UInt8]] = [:]
     private var cccdValues: [UInt16: [UInt8]] = [:]
+    /// The nonce of the live phone's latest HELLO, gathered from the pieces that carry it (all of
+    /// it in one write at a large MTU).
+    private var liveNonce: [UInt8?] = Array(repeating: nil, count: 4)
 
     /// An emulator at the start of `script`.
     /// `sessionLink` answers the session link's handshake (``SessionLinkHandshake``).
@@ -157,13 +160,18 @@ public struct Emulator: Sendable {
         let position = writesSeen[handle, default: 0]
         writesSeen[handle] = position + 1
         let used = usedByKey[key, default: 0]
-        if let sessionLink, let nonce = sessionLink.helloNonce(handle: handle, value: value),
+        if let sessionLink {
+            for (index, byte) in sessionLink.helloNonceBytes(handle: handle, value: value) { liveNonce[index] = byte }
+        }
+        if let sessionLink, sessionLink.isHelloPiece(handle: handle, value: value),
            let indices = occurrences[key], used < indices.count {
-            // The session link's handshake: the recorded WELCOME, echoing this HELLO's nonce.
+            // The session link's handshake: the recorded WELCOME, echoing this HELLO's nonce (its
+            // pieces that carry the nonce, at a small MTU).
             usedByKey[key] = used + 1
             tally.byResponder += 1
             var outcome = played(script.writes[indices[used]], note: "session-link HELLO, occurrence \(used + 1) of \(indices.count)")
-            outcome.answers = sessionLink.answering(outcome.answers, nonce: nonce)
+            let nonce = liveNonce.compactMap { $0 }
+            if nonce.count == liveNonce.count { outcome.answers = sessionLink.answering(outcome.answers, nonce: nonce) }
             outcome.source = .responder
             return outcome
         }

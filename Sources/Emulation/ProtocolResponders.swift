@@ -60,15 +60,26 @@ public struct ConnectIQLink: Sendable, Hashable {
 /// byte. The handshake is not: the phone's HELLO carries a random incarnation, epoch and nonce, and
 /// the watch's WELCOME must echo the nonce. So a HELLO is matched with those twelve bytes left out,
 /// and the recorded WELCOME that answers it is sent with the live HELLO's nonce.
+///
+/// At a small ATT MTU (23: 20-byte frames, 10 item bytes each) a HELLO and a WELCOME travel in
+/// pieces, and the random fields and the nonce sit in later pieces: each piece is matched with the
+/// bytes of the random fields it carries left out, the nonce is gathered from the pieces that carry
+/// it, and every WELCOME piece that carries nonce bytes is sent with the live ones. A later piece
+/// does not say which item it belongs to, but only a handshake (at least 55 bytes) has bytes at item
+/// offset 18 or beyond: the phone's and the watch's other control items are at most 10 bytes.
 public struct SessionLinkHandshake: Sendable, Hashable {
     static let service = BluetoothUUID("54450001-5345-5353-494f-4e4c494e4b01")!
     static let write = BluetoothUUID("54450002-5345-5353-494f-4e4c494e4b01")!
     static let notify = BluetoothUUID("54450003-5345-5353-494f-4e4c494e4b01")!
-    /// Frame header (channel, flags, id, total) before the item's bytes.
+    /// Frame header (channel, flags, id, total or offset) before the item's bytes.
     static let header = 10
     /// Item offsets of the random fields: incarnation (18), epoch (22), nonce (26), 4 bytes each.
-    static let randomFields = (header + 18)..<(header + 30)
-    static let nonce = (header + 26)..<(header + 30)
+    static let randomFields = 18..<30
+    /// Item offsets of the nonce.
+    static let nonce = 26..<30
+    /// The ops of HELLO and WELCOME.
+    static let helloOp: UInt8 = 0x01
+    static let welcomeOp: UInt8 = 0x02
 
     /// The phone → watch characteristic's value handle.
     public var writeHandle: UInt16
@@ -84,31 +95,52 @@ public struct SessionLinkHandshake: Sendable, Hashable {
         notifyHandle = notify.valueHandle
     }
 
-    /// Whether `frame` is a whole control item with op `op` (1 HELLO, 2 WELCOME) of at least 55 bytes.
-    static func isHandshake(_ frame: [UInt8], op: UInt8) -> Bool {
-        frame.count >= header + 55 && frame[0] == 0x00 && frame[1] & 0x03 == 0x03 && frame[header] == op
+    /// The item offset of the first item byte of `frame` when it is a handshake with op `op` or a
+    /// piece of one: 0 for its first frame (whole or not), the frame's offset for a later control
+    /// piece; `nil` for anything else (a data frame, a compact frame, another control item).
+    static func handshakePiece(_ frame: [UInt8], op: UInt8) -> Int? {
+        guard frame.count > header, frame[0] == 0x00 else { return nil }
+        if frame[1] & 0x01 != 0 { return frame[header] == op ? 0 : nil }
+        return Int(frame[6]) | Int(frame[7]) << 8 | Int(frame[8]) << 16 | Int(frame[9]) << 24
     }
 
-    /// The bytes a write is matched by: a HELLO without its random fields.
+    /// The positions in `frame` (a handshake piece starting at item offset `start`) of the item
+    /// offsets `items`, with the index of each among `items`.
+    static func positions(of items: Range<Int>, inPieceAt start: Int, count: Int) -> [(index: Int, position: Int)] {
+        let end = start + (count - header)
+        return items.enumerated().compactMap { index, item in
+            item >= start && item < end ? (index, header + item - start) : nil
+        }
+    }
+
+    /// The bytes a write is matched by: a HELLO, or a piece of one, without its random fields.
     public func matchKey(handle: UInt16, value: [UInt8]) -> [UInt8] {
-        guard handle == writeHandle, Self.isHandshake(value, op: 0x01) else { return value }
+        guard handle == writeHandle, let start = Self.handshakePiece(value, op: Self.helloOp) else { return value }
         var key = value
-        key.replaceSubrange(Self.randomFields, with: repeatElement(0, count: Self.randomFields.count))
+        for (_, position) in Self.positions(of: Self.randomFields, inPieceAt: start, count: value.count) { key[position] = 0 }
         return key
     }
 
-    /// The nonce of a HELLO write, `nil` for any other write.
-    public func helloNonce(handle: UInt16, value: [UInt8]) -> [UInt8]? {
-        guard handle == writeHandle, Self.isHandshake(value, op: 0x01) else { return nil }
-        return Array(value[Self.nonce])
+    /// Whether a write is a HELLO or a piece of one (the recorded WELCOME answers its last piece).
+    public func isHelloPiece(handle: UInt16, value: [UInt8]) -> Bool {
+        handle == writeHandle && Self.handshakePiece(value, op: Self.helloOp) != nil
     }
 
-    /// `answers` with every WELCOME echoing `nonce`.
+    /// The nonce bytes a HELLO write (whole, or a piece) carries, as (index in the nonce, byte);
+    /// empty for any other write.
+    public func helloNonceBytes(handle: UInt16, value: [UInt8]) -> [(index: Int, byte: UInt8)] {
+        guard handle == writeHandle, let start = Self.handshakePiece(value, op: Self.helloOp) else { return [] }
+        return Self.positions(of: Self.nonce, inPieceAt: start, count: value.count).map { ($0.index, value[$0.position]) }
+    }
+
+    /// `answers` with every WELCOME, or WELCOME piece, that carries nonce bytes echoing `nonce`.
     public func answering(_ answers: [RecordedAnswer], nonce: [UInt8]) -> [RecordedAnswer] {
         answers.map { answer in
-            guard answer.handle == notifyHandle, Self.isHandshake(answer.value, op: 0x02) else { return answer }
+            guard answer.handle == notifyHandle, let start = Self.handshakePiece(answer.value, op: Self.welcomeOp) else { return answer }
             var rewritten = answer
-            rewritten.value.replaceSubrange(Self.nonce, with: nonce)
+            for (index, position) in Self.positions(of: Self.nonce, inPieceAt: start, count: answer.value.count) {
+                rewritten.value[position] = nonce[index]
+            }
             return rewritten
         }
     }
