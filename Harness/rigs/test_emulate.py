@@ -331,48 +331,56 @@ def first_time(trace: Path, event_name: str) -> int:
     raise AssertionError(f"{trace}: no {event_name} event")
 
 
-def test_live_session_phone_against_the_emulated_watch_gives_the_recorded_callbacks(controllers, tmp_path):
-    """`tether live session --role phone` with session-clean's phone script against `tether emulate
-    Captures/session-clean`: the same callbacks, in the same order with the same values, as the
-    committed live trace. The HELLO differs (random incarnation, epoch and nonce; the session-link
-    responder answers it) and so does the seed. Times are compared from the activation on, within
-    TOLERANCE_MS: before it, the run's start-up (bridge, controller, connection) is not the emulator's."""
+def live_phone_against_emulated_watch(controllers, tmp_path, set_name, phone_script, extra=()):
+    """`tether emulate Captures/SET_NAME` on the first controller, `tether live session --role phone`
+    with Harness/scenarios/session/PHONE_SCRIPT (and `extra` arguments) on the second; the phone's
+    trace and the emulator's final line, once both ended cleanly."""
     tether = tether_binary()
-    recorded = ROOT / "Captures" / "session-clean" / "live" / "session.jsonl"
-    emulation = Emulation([tether, "emulate", str(ROOT / "Captures" / "session-clean"), "--hci", f"tcp-client:127.0.0.1:{controllers[0]}"])
+    emulation = Emulation([tether, "emulate", str(ROOT / "Captures" / set_name), "--hci", f"tcp-client:127.0.0.1:{controllers[0]}"])
     try:
         emulation.wait_for(r"^session-link responder on the watch's link")
         emulation.wait_for(rf"^advertising as .* at {SESSION_WATCH}")
         trace = tmp_path / "live.jsonl"
         live = subprocess.run(
             [tether, "live", "session", "--role", "phone", "--hci", f"tcp-client:127.0.0.1:{controllers[1]}", "--peer", SESSION_WATCH,
-             "--script", str(ROOT / "Harness" / "scenarios" / "session" / "clean.phone.yaml"), "--store", str(tmp_path / "phone.sqlite"),
-             "--record", str(tmp_path / "set"), "--trace", str(trace)],
-            capture_output=True, text=True, timeout=120, cwd=ROOT,
+             "--script", str(ROOT / "Harness" / "scenarios" / "session" / phone_script), "--store", str(tmp_path / "phone.sqlite"),
+             "--trace", str(trace), *extra],
+            capture_output=True, text=True, timeout=180, cwd=ROOT,
         )
         assert live.returncode == 0, live.stdout[-3000:] + live.stderr[-3000:]
         code, err = emulation.interrupt()
         assert code == 0, err
-        final = emulation.wait_for(r"^emulation ended")
-        assert re.search(r"[1-9]\d* requests? answered from the capture \(0 by position\), [1-9]\d* by a responder, 0 unanswered", final), final
-        offset = first_time(recorded, "activation_did_complete") - first_time(trace, "activation_did_complete")
-        aligned = shifted(trace, offset, tmp_path / "aligned.jsonl")
-        diff = subprocess.run(
-            [tether, "diff", str(recorded), str(aligned), "--ignore-event", "frame_matched", "--ignore-event", "frame_unsent",
-             "--ignore-event", "summary", "--ignore-field", "seed", "--ignore-field", "bytes", "--ignore-field", "packet",
-             "--tolerance-ms", str(TOLERANCE_MS)],
-            capture_output=True, text=True, timeout=60,
-        )
-        # The seed call at t=0 and the events of start-up come before the activation: their times
-        # are the run's, so only timing before the activation may differ.
-        lines = [line for line in diff.stdout.splitlines() if line.startswith(("!", "-", "+"))]
-        assert lines == [], diff.stdout[-4000:]
-        early = [line for line in diff.stdout.splitlines() if line.startswith("@")]
-        for line in early:
-            recorded_ns = int(re.search(r"t_ns=(\d+)", line).group(1))
-            assert recorded_ns < first_time(recorded, "activation_did_complete"), line
+        return trace, emulation.wait_for(r"^emulation ended")
     finally:
         emulation.kill()
+
+
+def test_live_session_phone_against_the_emulated_watch_gives_the_recorded_callbacks(controllers, tmp_path):
+    """`tether live session --role phone` with session-clean's phone script against `tether emulate
+    Captures/session-clean`: the same callbacks, in the same order with the same values, as the
+    committed live trace. The HELLO differs (random incarnation, epoch and nonce; the session-link
+    responder answers it) and so does the seed. Times are compared from the activation on, within
+    TOLERANCE_MS: before it, the run's start-up (bridge, controller, connection) is not the emulator's."""
+    recorded = ROOT / "Captures" / "session-clean" / "live" / "session.jsonl"
+    trace, final = live_phone_against_emulated_watch(
+        controllers, tmp_path, "session-clean", "clean.phone.yaml", ["--record", str(tmp_path / "set")])
+    assert re.search(r"[1-9]\d* requests? answered from the capture \(0 by position\), [1-9]\d* by a responder, 0 unanswered", final), final
+    offset = first_time(recorded, "activation_did_complete") - first_time(trace, "activation_did_complete")
+    aligned = shifted(trace, offset, tmp_path / "aligned.jsonl")
+    diff = subprocess.run(
+        [tether_binary(), "diff", str(recorded), str(aligned), "--ignore-event", "frame_matched", "--ignore-event", "frame_unsent",
+         "--ignore-event", "summary", "--ignore-field", "seed", "--ignore-field", "bytes", "--ignore-field", "packet",
+         "--tolerance-ms", str(TOLERANCE_MS)],
+        capture_output=True, text=True, timeout=60,
+    )
+    # The seed call at t=0 and the events of start-up come before the activation: their times
+    # are the run's, so only timing before the activation may differ.
+    lines = [line for line in diff.stdout.splitlines() if line.startswith(("!", "-", "+"))]
+    assert lines == [], diff.stdout[-4000:]
+    early = [line for line in diff.stdout.splitlines() if line.startswith("@")]
+    for line in early:
+        recorded_ns = int(re.search(r"t_ns=(\d+)", line).group(1))
+        assert recorded_ns < first_time(recorded, "activation_did_complete"), line
 
 
 def test_live_session_phone_at_mtu_23_binds_to_the_emulated_watch_and_resumes_its_file(controllers, tmp_path):
@@ -382,31 +390,14 @@ def test_live_session_phone_at_mtu_23_binds_to_the_emulated_watch_and_resumes_it
     ones: the session-link responder matches each piece without its random fields and sends the
     recorded WELCOME's pieces with the live nonce. The phone binds on both connections, gets the
     watch's user info once, finishes its file after the drop and gets its reply."""
-    tether = tether_binary()
-    emulation = Emulation([tether, "emulate", str(ROOT / "Captures" / "session-compact-mtu23"), "--hci", f"tcp-client:127.0.0.1:{controllers[0]}"])
-    try:
-        emulation.wait_for(r"^session-link responder on the watch's link")
-        emulation.wait_for(rf"^advertising as .* at {SESSION_WATCH}")
-        trace = tmp_path / "live.jsonl"
-        live = subprocess.run(
-            [tether, "live", "session", "--role", "phone", "--hci", f"tcp-client:127.0.0.1:{controllers[1]}", "--peer", SESSION_WATCH,
-             "--mtu", "23", "--window", "64", "--compact-frames",
-             "--script", str(ROOT / "Harness" / "scenarios" / "session" / "compact-mtu23.phone.yaml"), "--store", str(tmp_path / "phone.sqlite"),
-             "--trace", str(trace)],
-            capture_output=True, text=True, timeout=180, cwd=ROOT,
-        )
-        assert live.returncode == 0, live.stdout[-3000:] + live.stderr[-3000:]
-        code, err = emulation.interrupt()
-        assert code == 0, err
-        final = emulation.wait_for(r"^emulation ended")
-        assert re.search(r"[1-9]\d* by a responder", final), final
-        events = [json.loads(line) for line in trace.read_text().splitlines()]
-        names = [event["event"] for event in events]
-        assert names.count("handshake_completed") == 2, names
-        assert names.count("did_receive_user_info") == 1, names
-        finished = [event for event in events if event["event"] == "file_transfer_did_finish"]
-        assert [event.get("code") for event in finished] == [None], finished
-        assert names.count("did_receive_reply") == 1, names
-        assert "violation" not in names, [event for event in events if event["event"] == "violation"]
-    finally:
-        emulation.kill()
+    trace, final = live_phone_against_emulated_watch(
+        controllers, tmp_path, "session-compact-mtu23", "compact-mtu23.phone.yaml", ["--mtu", "23", "--window", "64", "--compact-frames"])
+    assert re.search(r"[1-9]\d* by a responder", final), final
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    names = [event["event"] for event in events]
+    assert names.count("handshake_completed") == 2, names
+    assert names.count("did_receive_user_info") == 1, names
+    finished = [event for event in events if event["event"] == "file_transfer_did_finish"]
+    assert [event.get("code") for event in finished] == [None], finished
+    assert names.count("did_receive_reply") == 1, names
+    assert "violation" not in names, [event for event in events if event["event"] == "violation"]

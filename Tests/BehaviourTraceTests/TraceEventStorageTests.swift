@@ -80,6 +80,14 @@ private func randomDataPoint(_ random: inout SplitMix64) -> DataPointFields {
                                       "time_ns": .int(1), "value": .double(2)]
     #expect(TraceEvent(timeNs: 0, core: "c", event: "e", fields: base).storage == .dataPoint(
         DataPointFields(source: "s", name: "n", type: "t", timeNs: 1, value: .double(2))))
+    expectDictionaryForm(forEveryNearMissOf: base, extra: ("bytes", .string("00")),
+                         wrong: [("source", .int(1)), ("name", .null), ("type", .array([])), ("time_ns", .double(1)), ("time_ns", .string("1"))])
+}
+
+/// Fields one step from `base` (a key missing, a key renamed, `extra` added, a value of the wrong
+/// kind) take the dictionary form, read back as given, and differ from `base`'s event.
+func expectDictionaryForm(forEveryNearMissOf base: [String: TraceValue], extra: (key: String, value: TraceValue),
+                          wrong: [(key: String, value: TraceValue)]) {
     var variants: [[String: TraceValue]] = []
     for key in base.keys {
         var missing = base
@@ -89,12 +97,12 @@ private func randomDataPoint(_ random: inout SplitMix64) -> DataPointFields {
         renamed["other"] = base[key]
         variants.append(renamed)
     }
-    var extra = base
-    extra["bytes"] = .string("00")
-    variants.append(extra)
-    for (key, wrong) in [("source", TraceValue.int(1)), ("name", .null), ("type", .array([])), ("time_ns", .double(1)), ("time_ns", .string("1"))] {
+    var added = base
+    added[extra.key] = extra.value
+    variants.append(added)
+    for (key, value) in wrong {
         var changed = base
-        changed[key] = wrong
+        changed[key] = value
         variants.append(changed)
     }
     for fields in variants {
@@ -189,27 +197,6 @@ private func randomDataPoint(_ random: inout SplitMix64) -> DataPointFields {
     let base: [String: TraceValue] = ["source": .string("s"), "sequence": .int(1), "points": .int(2), "bytes": .int(3)]
     #expect(TraceEvent(timeNs: 0, core: "c", event: "e", fields: base).storage == .chunk(
         ChunkFields(source: "s", sequence: 1, points: 2, bytes: 3)))
-    var variants: [[String: TraceValue]] = []
-    for key in base.keys {
-        var missing = base
-        missing[key] = nil
-        variants.append(missing)
-        var renamed = missing
-        renamed["other"] = base[key]
-        variants.append(renamed)
-    }
-    var extra = base
-    extra["name"] = .string("n")
-    variants.append(extra)
-    for (key, wrong) in [("source", TraceValue.int(1)), ("sequence", .double(1)), ("points", .string("2")), ("bytes", .null)] {
-        var changed = base
-        changed[key] = wrong
-        variants.append(changed)
-    }
-    for fields in variants {
-        let event = TraceEvent(timeNs: 0, core: "c", event: "e", fields: fields)
-        #expect(event.storage == .dictionary(fields))
-        #expect(event.fields == fields)
-        #expect(event != TraceEvent(timeNs: 0, core: "c", event: "e", fields: base))
-    }
+    expectDictionaryForm(forEveryNearMissOf: base, extra: ("name", .string("n")),
+                         wrong: [("source", .int(1)), ("sequence", .double(1)), ("points", .string("2")), ("bytes", .null)])
 }
