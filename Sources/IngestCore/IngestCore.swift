@@ -279,19 +279,10 @@ public struct IngestCore: Sendable {
                                  emit: (IngestEvent) -> Void) {
         var sink = DeferredEventSink(events: takeDeferred())
         receive(datagram, from: source, now: now, into: &sink)
-        // Read by index, not copied out: a copy of an event retains and releases what it holds.
-        for index in 0...sink.events.count {
-            if index == sink.pointsAt, let points = sink.points {
-                let datagram = parser.output
-                for i in datagram.entries.indices {
-                    emit(.dataPoint(DataPoint(source: points.source, timeNs: points.timeNs, name: datagram.entries[i].name,
-                                              type: datagram.entries[i].type, value: datagram.entries[i].value,
-                                              storedPayload: datagram.storedPayload(of: i))))
-                }
-            }
-            if index < sink.events.count { emit(sink.events[index]) }
-        }
-        putBack(&sink.events)
+        handOver(&sink, point: { datagram, i, source, timeNs in
+            emit(.dataPoint(DataPoint(source: source, timeNs: timeNs, name: datagram.entries[i].name, type: datagram.entries[i].type,
+                                      value: datagram.entries[i].value, storedPayload: datagram.storedPayload(of: i))))
+        }, emit: emit)
     }
 
     /// ``receive(_:from:now:emit:)`` with each accepted point handed to `dataPoint` as its parts
@@ -307,13 +298,23 @@ public struct IngestCore: Sendable {
     ) {
         var sink = DeferredEventSink(events: takeDeferred())
         receive(datagram, from: source, now: now, into: &sink)
+        handOver(&sink, point: { datagram, i, source, timeNs in
+            dataPoint(source, timeNs, datagram.entries[i].name, datagram.entries[i].type, datagram.entries[i].value)
+        }, emit: emit)
+    }
+
+    /// Hands one call's events over in their order, a data message's points in their place: each
+    /// entry of the parsed datagram to `point` (with the points' source and sample time), every
+    /// other event to `emit`; then keeps the sink's room for the next call.
+    private mutating func handOver(_ sink: inout DeferredEventSink,
+                                   point: (_ datagram: ParsedDatagram, _ entry: Int, _ source: DatagramSource, _ timeNs: Int64) -> Void,
+                                   emit: (IngestEvent) -> Void) {
+        // Events are read by index and entries in place, not copied out: a copy retains and
+        // releases what it holds.
         for index in 0...sink.events.count {
             if index == sink.pointsAt, let points = sink.points {
-                // Each entry is read in place: a copy of one would retain and release its strings.
-                let entries = parser.output.entries
-                for i in entries.indices {
-                    dataPoint(points.source, points.timeNs, entries[i].name, entries[i].type, entries[i].value)
-                }
+                let datagram = parser.output
+                for i in datagram.entries.indices { point(datagram, i, points.source, points.timeNs) }
             }
             if index < sink.events.count { emit(sink.events[index]) }
         }
@@ -395,8 +396,8 @@ public struct IngestCore: Sendable {
         var sink = DeferredEventSink(events: takeDeferred())
         fireDueTimers(nowNs: advance(to: now), into: &sink)
         updateEarliestDeadline()
-        for index in sink.events.indices { emit(sink.events[index]) }
-        putBack(&sink.events)
+        // Timers make no points.
+        handOver(&sink, point: { _, _, _, _ in }, emit: emit)
     }
 
     /// When to call ``handleTimeout(now:)`` next: the earliest flush deadline or idle timeout of

@@ -38,15 +38,14 @@ struct CapturedCompactFrames: Sendable {
         for var linkFrame in captured {
             let bytes = linkFrame.bytes
             if negotiated, let first = bytes.first, first & SessionLink.compactMarker != 0 {
-                let decoded: Result<SessionFrame, SessionFrameError> = linkFrame.fromPhone
-                    ? Self.decode(bytes, with: &fromPhone) : Self.decode(bytes, with: &fromWatch)
-                switch decoded {
-                case .success(let frame):
-                    let full = frame.encode()
+                let decoded = linkFrame.fromPhone
+                    ? SessionResponder.decodeFrame(bytes, with: &fromPhone) : SessionResponder.decodeFrame(bytes, with: &fromWatch)
+                if let decoded {
+                    let full = decoded.encode()
                     whole[linkFrame.frame, default: []].append((bytes, full))
                     linkFrame.bytes = full
                     completed += 1
-                case .failure:
+                } else {
                     unreadable += 1
                 }
                 frames.append(linkFrame)
@@ -69,15 +68,5 @@ struct CapturedCompactFrames: Sendable {
     func wholeFrame(_ bytes: [UInt8], capturedIn frame: Int) -> [UInt8] {
         guard let first = bytes.first, first & SessionLink.compactMarker != 0, let candidates = whole[frame] else { return bytes }
         return candidates.first { $0.captured == bytes }?.whole ?? bytes
-    }
-
-    /// One frame read with a direction's context (a helper returning `Result`, so the caller's
-    /// loop holds no `do`/`catch` around a typed throw).
-    private static func decode(_ bytes: [UInt8], with context: inout SessionFrameContext) -> Result<SessionFrame, SessionFrameError> {
-        do throws(SessionFrameError) {
-            return .success(try context.decode(bytes))
-        } catch {
-            return .failure(error)
-        }
     }
 }

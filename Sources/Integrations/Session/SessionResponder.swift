@@ -470,23 +470,13 @@ struct SessionResponder: Sendable {
     /// The core wrote `bytes` at `nowNs`: schedule what the peer answers.
     mutating func coreWrote(_ bytes: [UInt8], nowNs: Int64) {
         advance(nowNs: nowNs)
-        guard !neverSent(bytes, nowNs: nowNs), let frame = readCoreFrame(bytes) else { return }
+        guard !neverSent(bytes, nowNs: nowNs), let frame = Self.decodeFrame(bytes, with: &coreFrames) else { return }
         if frame.channel == .control {
             guard let control = coreAssembler.add(frame) else { return }
             coreControl(control, nowNs: nowNs, written: bytes)
             return
         }
         receiveCoreData(frame, nowNs: nowNs, written: bytes)
-    }
-
-    /// The core's frame in `bytes`, a compact one completed from the core's frames before it;
-    /// `nil` when it does not decode (the core's own error, which strict matching reports).
-    private mutating func readCoreFrame(_ bytes: [UInt8]) -> SessionFrame? {
-        do throws(SessionFrameError) {
-            return try coreFrames.decode(bytes)
-        } catch {
-            return nil
-        }
     }
 
     /// Whether the core's write at `nowNs` is one the recorded host never sent: the capture's link
@@ -496,9 +486,20 @@ struct SessionResponder: Sendable {
     /// only when the recorded host sent the same bytes again after the drop (a window it had to
     /// send again after reconnecting).
     private func neverSent(_ bytes: [UInt8], nowNs: Int64) -> Bool {
-        guard let drop = linkDrops.first(where: { $0 >= nowNs }), drop - nowNs <= 1_000_000_000 else { return false }
-        guard !ownFrames.contains(where: { $0.timeNs >= nowNs - 1_000_000_000 && $0.timeNs <= drop && $0.bytes == bytes }) else { return false }
-        return !resendsEnabled || ownFrames.contains { $0.timeNs > drop && $0.bytes == bytes }
+        guard let drop = capturedDrop(after: nowNs, within: 1_000_000_000),
+              !recordedHostWrote(bytes, from: nowNs - 1_000_000_000, through: drop) else { return false }
+        return !resendsEnabled || recordedHostWrote(bytes, from: drop + 1, through: .max)
+    }
+
+    /// The capture's first link drop at or after `nowNs`, if it comes within `limitNs`.
+    private func capturedDrop(after nowNs: Int64, within limitNs: Int64) -> Int64? {
+        guard let drop = linkDrops.first(where: { $0 >= nowNs }), drop - nowNs <= limitNs else { return nil }
+        return drop
+    }
+
+    /// Whether the recorded host wrote exactly `bytes` between `from` and `through` (inclusive).
+    private func recordedHostWrote(_ bytes: [UInt8], from: Int64, through: Int64) -> Bool {
+        ownFrames.contains { $0.timeNs >= from && $0.timeNs <= through && $0.bytes == bytes }
     }
 
     /// When the responder wants time next.
@@ -623,7 +624,7 @@ struct SessionResponder: Sendable {
                 item.held = welcome.fileResumeOffset
                 incoming[key] = item
             }
-            for answer in frames { schedule(answer, atNs: start + (answer.timeNs - frames[0].timeNs), sent: nil) }
+            schedule(frames, from: start, tracked: false)
             return
         }
         // A HELLO the capture holds no WELCOME for: a repeated one (its WELCOME lost) is answered
@@ -700,12 +701,7 @@ struct SessionResponder: Sendable {
         guard replyInFlight == nil, !heldReplies.isEmpty else { return }
         let (at, frames) = heldReplies.removeFirst()
         replyInFlight = frames.first.flatMap { Self.decodeFrame($0.bytes) }?.id
-        // Frames keep their captured spacing after the first.
-        let start = max(at, nowNs)
-        for answer in frames {
-            let offset = answer.timeNs - frames[0].timeNs
-            schedule(answer, atNs: start + offset, sent: Self.decodeFrame(answer.bytes))
-        }
+        schedule(frames, from: max(at, nowNs), tracked: true)
     }
 
     // MARK: answers and resends
@@ -728,15 +724,24 @@ struct SessionResponder: Sendable {
     /// within a retransmission timeout after. The recorded peer's answer was lost with the link, so
     /// the responder makes none either.
     private func answerLostWithLink(_ written: [UInt8], nowNs: Int64) -> Bool {
-        guard let drop = linkDrops.first(where: { $0 >= nowNs }), drop - nowNs <= retransmissionNs + Self.captureLatencyToleranceNs else {
-            return false
-        }
-        return ownFrames.contains { abs($0.timeNs - nowNs) <= Self.captureLatencyToleranceNs && $0.timeNs <= drop && $0.bytes == written }
+        let tolerance = Self.captureLatencyToleranceNs
+        guard let drop = capturedDrop(after: nowNs, within: retransmissionNs + tolerance) else { return false }
+        return recordedHostWrote(written, from: nowNs - tolerance, through: min(nowNs + tolerance, drop))
     }
 
     /// A captured answer, after its recorded delay, as the faults decide for its frame.
     private mutating func schedule(_ answer: Answer, nowNs: Int64, sent: SessionFrame? = nil) {
         schedule(answer, atNs: Self.answerTime(capturedNs: answer.timeNs, delayNs: answer.delayNs, nowNs: nowNs), sent: sent)
+    }
+
+    /// Captured answers of one item, the first at `start` and the rest keeping their captured
+    /// spacing after it; `tracked`: each is a peer data frame whose retransmission state the
+    /// responder follows (a reply), not a control piece (a WELCOME).
+    private mutating func schedule(_ frames: [Answer], from start: Int64, tracked: Bool) {
+        guard let first = frames.first else { return }
+        for answer in frames {
+            schedule(answer, atNs: start + (answer.timeNs - first.timeNs), sent: tracked ? Self.decodeFrame(answer.bytes) : nil)
+        }
     }
 
     /// A captured answer at `at`, as the faults decide for its frame.
@@ -997,6 +1002,16 @@ struct SessionResponder: Sendable {
     static func decodeFrame(_ bytes: [UInt8]) -> SessionFrame? {
         do throws(SessionFrameError) {
             return try SessionFrame.decode(bytes)
+        } catch {
+            return nil
+        }
+    }
+
+    /// The frame in `bytes` read with a direction's `context` (a compact one completed from it;
+    /// ``SessionFrameContext/decode(_:)``), or `nil` when they are not one.
+    static func decodeFrame(_ bytes: [UInt8], with context: inout SessionFrameContext) -> SessionFrame? {
+        do throws(SessionFrameError) {
+            return try context.decode(bytes)
         } catch {
             return nil
         }
