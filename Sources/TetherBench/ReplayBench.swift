@@ -80,14 +80,17 @@ extension GeneratePluginSession {
 /// - `ingestcore`: the same, each datagram into ``IngestCore`` directly (no engine, no trace);
 /// - `replay-stream`: the real ``ReplayEngine`` with the ``IngestAdapter``, every trace event made
 ///   and handed to a closure that counts it (the engine's streaming form);
-/// - `replay`: the same with the trace kept in memory, as `tether replay` needs it to check
-///   expectations and baselines — the figure the goal (an hour in under a second) is about;
+/// - `replay`: the same with the trace kept in memory — the figure issue 3's goal (an hour in
+///   under a second) is about;
+/// - `expectations`: the set's expectations checked over that trace by ``ExpectationEvaluator``,
+///   one event at a time, as `tether replay` checks them while the trace streams by;
 /// - `replay-set`: ``replaySet(at:options:)`` as `tether replay` runs it, which adds loading the
 ///   manifest and checking the capture's SHA-256;
 /// - `trace-write`: writing the trace as JSON Lines (to FILE, or a file in the set folder's parent).
 ///
-/// `--stage replay-stream` runs that stage alone, `--rounds` times (5 unless given), one line each:
-/// for `perf record`, and for a best-of figure without the other stages' memory in the process.
+/// `--stage replay-stream` and `--stage expectations` run that stage alone (the second after one
+/// replay to make its trace), `--rounds` times (5 unless given), one line each: for `perf record`,
+/// and for a best-of figure without the other stages' memory in the process.
 enum ReplayHour {
     static func run(_ args: Arguments) throws -> Int32 {
         let setPath = try args.positional(0, "SET (a capture set folder)")
@@ -96,9 +99,16 @@ enum ReplayHour {
         let port = interfaces.first { $0.role == .ingestUDP }?.ingestPort ?? IngestAdapter.standardPort
 
         if let stage = args.string("stage") {
-            guard stage == "replay-stream" else { throw UsageError(description: "--stage: only replay-stream runs alone, not \(stage)") }
             let rounds = try args.int("rounds", default: 5)
-            for _ in 0..<rounds { try replayStream(loaded, interfaces: interfaces) }
+            switch stage {
+            case "replay-stream":
+                for _ in 0..<rounds { try replayStream(loaded, interfaces: interfaces) }
+            case "expectations":
+                let (trace, _) = try replayInMemory(loaded, interfaces: interfaces)
+                for _ in 0..<rounds { checkExpectations(loaded.manifest.expectations, over: trace) }
+            default:
+                throw UsageError(description: "--stage: only replay-stream and expectations run alone, not \(stage)")
+            }
             return 0
         }
 
@@ -152,17 +162,16 @@ enum ReplayHour {
 
         // Stage 3b: the replay engine and the ingest adapter, trace kept in memory.
         start = monotonicSeconds()
-        let reader = try CaptureFile.open(path: loaded.capturePath)
-        var engine = ReplayEngine(
-            adapters: [IngestAdapter(configuration: IngestAdapter.configuration(applying: try loaded.manifest.decodeSection("ingest", as: IngestOverrides.self)))],
-            manifestInterfaces: interfaces)
-        let (trace, summary) = try engine.run(reader: reader)
+        let (trace, summary) = try replayInMemory(loaded, interfaces: interfaces)
         let replaySeconds = monotonicSeconds() - start
         let datapoints = trace.lazy.filter { $0.event == "datapoint" }.count
         let virtualSeconds = Double(summary.endTimeNs) / 1e9
         report(["stage": "replay", "frames": "\(summary.framesRead)", "events": "\(trace.count)",
                 "datapoints": "\(datapoints)", "virtual_seconds": fixed(virtualSeconds, 3),
                 "seconds": fixed(replaySeconds, 6)])
+
+        // Stage 3c: the manifest's expectations over that trace.
+        checkExpectations(loaded.manifest.expectations, over: trace)
 
         // Stage 4: as `tether replay` runs it.
         start = monotonicSeconds()
@@ -193,5 +202,25 @@ enum ReplayHour {
         let summary = try engine.run(reader: reader) { _ in events += 1 }
         report(["stage": "replay-stream", "frames": "\(summary.framesRead)", "events": "\(events)",
                 "seconds": fixed(monotonicSeconds() - start, 6)])
+    }
+
+    /// The engine and the ingest adapter with the trace kept in memory.
+    static func replayInMemory(_ loaded: LoadedCaptureSet, interfaces: [ManifestInterface]) throws -> (trace: [TraceEvent], summary: ReplaySummary) {
+        let reader = try CaptureFile.open(path: loaded.capturePath)
+        var engine = ReplayEngine(
+            adapters: [IngestAdapter(configuration: IngestAdapter.configuration(applying: try loaded.manifest.decodeSection("ingest", as: IngestOverrides.self)))],
+            manifestInterfaces: interfaces)
+        return try engine.run(reader: reader)
+    }
+
+    /// The `expectations` stage: `expectations` checked over `trace`, one event at a time, by the
+    /// evaluator `tether replay` checks a streaming trace with.
+    static func checkExpectations(_ expectations: [Expectation], over trace: [TraceEvent]) {
+        let start = monotonicSeconds()
+        var evaluator = ExpectationEvaluator(expectations)
+        for event in trace { evaluator.observe(event) }
+        let verdicts = evaluator.results()
+        report(["stage": "expectations", "events": "\(trace.count)", "passed": "\(verdicts.filter(\.passed).count)",
+                "of": "\(verdicts.count)", "seconds": fixed(monotonicSeconds() - start, 6)])
     }
 }

@@ -184,6 +184,52 @@ private func check(_ kind: TraceExpectation.Kind, _ trace: [TraceEvent] = yawTra
         #expect(Expectations.evaluate(list, trace: yawTrace()).map { $0.expectation.name } == ["a", "b"])
     }
 
+    @Test func aSelectorNamedByManyExpectationsIsMatchedForEachOfThem() {
+        let other = TraceExpectation.Selector(core: "ingest", event: "datapoint", where: ["name": .string("v1/1/pitch")])
+        let list = [TraceExpectation(.count(yaw, .init(equals: 99))), TraceExpectation(.rate(yaw, hz: 100, tolerancePercent: 2)),
+                    TraceExpectation(.count(other, .init(equals: 0))), TraceExpectation(.count(yaw, .init(equals: 99)))]
+        let together = Expectations.evaluate(list, trace: yawTrace())
+        let alone = list.map { Expectations.evaluate($0, trace: yawTrace()) }
+        #expect(together == alone)
+        #expect(together.map(\.measured) == ["99", "98.989899 Hz (99 events over 0.99 s)", "0", "99"])
+    }
+
+    @Test func aCheckNamingTwoEventNamesNeverReadsTheOtherNamesEarlierVerdict() {
+        // The response with id 2 follows a request the `of` selector matched: were that verdict
+        // still read, id 2 would count as asked for and the expectation would pass.
+        let request = TraceExpectation.Selector(event: "request")
+        let response = TraceExpectation.Selector(event: "response")
+        let trace = [TraceEvent(timeNs: 1, core: "messaging", event: "request", fields: ["id": .int(1)]),
+                     TraceEvent(timeNs: 2, core: "messaging", event: "response", fields: ["id": .int(1)]),
+                     TraceEvent(timeNs: 3, core: "messaging", event: "response", fields: ["id": .int(2)])]
+        let result = check(.oncePer(response, key: "id", of: request), trace)
+        #expect(!result.passed)
+        #expect(result.measured == "id 2: 1 without a matching request")
+    }
+
+    @Test func monotonicFindsEachGroupWhateverOrderTheEntriesComeIn() {
+        // 20 entry names (more than are found by a scan), in a different order each round; the
+        // value of `n7` falls in round 3.
+        var trace: [TraceEvent] = []
+        for (round, step) in [1, 3, 7, 9, 11].enumerated() {
+            for slot in 0..<20 {
+                let entry = (slot * step + round) % 20
+                let value = entry == 7 && round == 3 ? 0 : round
+                trace.append(TraceEvent(timeNs: Int64(trace.count), core: "ingest", event: "datapoint",
+                                        fields: ["name": .string("n\(entry)"), "v": .int(Int64(value))]))
+            }
+        }
+        let selector = TraceExpectation.Selector(event: "datapoint")
+        let failing = check(.monotonic(selector, field: "v", per: "name", endsAt: nil, endsAtField: nil), trace)
+        #expect(!failing.passed)
+        #expect(failing.measured.hasPrefix("v fell from 2 to 0 at t="))
+        #expect(failing.measured.hasSuffix(" (name n7)"))
+        let rising = trace.filter { $0.field("name") != .string("n7") }
+        let passing = check(.monotonic(selector, field: "v", per: "name", endsAt: 4, endsAtField: nil), rising)
+        #expect(passing.passed)
+        #expect(passing.measured == "non-decreasing in 19 group(s), each ending as expected")
+    }
+
     @Test func formatNumberDropsTrailingZeros() {
         #expect(Expectations.formatNumber(1200) == "1200")
         #expect(Expectations.formatNumber(-0.5) == "-0.5")

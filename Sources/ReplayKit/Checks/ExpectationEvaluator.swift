@@ -17,18 +17,51 @@ public struct ExpectationEvaluator {
     /// The expectations checked, in manifest order.
     public let expectations: [Expectation]
     private let checks: [ExpectationCheck]
+    /// The selectors the checks name, each matched once per event.
+    private let selectors: SharedSelectors
+    /// The checks and the selectors that name each event name: the other checks cannot be moved
+    /// by an event of that name (whatever a check does with an event, a selector naming it must
+    /// match first), so they are not shown it.
+    private let checksByEvent: [String: [Unmanaged<ExpectationCheck>]]
+    private let selectorsByEvent: [String: [Int]]
+    /// The event name of the latest event observed, and what it named: a trace is mostly runs of
+    /// one event name, so most events are dispatched without a lookup. Unmanaged, because
+    /// ``checks`` holds them, and a retain and a release per check per event cost more than the
+    /// checking.
+    private var lastEvent: String?
+    private var lastChecks: [Unmanaged<ExpectationCheck>] = []
+    private var lastSelectors: [Int] = []
     /// The position in the trace of the next event.
     private var position = 0
 
     /// An evaluator for `expectations` that has seen no event yet.
     public init(_ expectations: [Expectation]) {
         self.expectations = expectations
-        checks = expectations.map(Self.makeCheck)
+        let selectors = SharedSelectors()
+        let checks = expectations.map { Self.makeCheck($0, selectors) }
+        var byEvent: [String: [Unmanaged<ExpectationCheck>]] = [:]
+        for check in checks {
+            for name in Set(check.namedSelectors.map(\.event)) { byEvent[name, default: []].append(Unmanaged.passUnretained(check)) }
+        }
+        self.selectors = selectors
+        self.checks = checks
+        checksByEvent = byEvent
+        selectorsByEvent = selectors.idsByEvent()
     }
 
     /// The next event of the trace.
     public mutating func observe(_ event: TraceEvent) {
-        for check in checks { check.observe(event, at: position) }
+        if lastEvent != event.event {
+            selectors.clear(lastSelectors)
+            lastEvent = event.event
+            lastChecks = checksByEvent[event.event] ?? []
+            lastSelectors = selectorsByEvent[event.event] ?? []
+        }
+        lastSelectors.withUnsafeBufferPointer { selectors.observe(event, selectors: $0) }
+        let at = position
+        for check in lastChecks {
+            check._withUnsafeGuaranteedRef { $0.observe(event, at: at) }
+        }
         position += 1
     }
 
@@ -45,27 +78,34 @@ public struct ExpectationEvaluator {
         }
     }
 
-    private static func makeCheck(_ expectation: Expectation) -> ExpectationCheck {
+    private static func makeCheck(_ expectation: Expectation, _ table: SharedSelectors) -> ExpectationCheck {
+        func shared(_ selector: Expectation.Selector) -> SharedSelector { table.share(selector) }
         switch expectation.kind {
-        case .count(let selector, let bounds): CountCheck(selector, bounds)
-        case .absent(let selector): AbsentCheck(selector)
-        case .order(let selectors): OrderCheck(selectors)
-        case .maxGap(let selector, let maxMs, let start, let end): MaxGapCheck(selector, maxMs: maxMs, start: start, end: end)
-        case .rate(let selector, let hz, let tolerancePercent): RateCheck(selector, hz: hz, tolerancePercent: tolerancePercent)
-        case .at(let selector, let tMs, let toleranceMs): AtCheck(selector, tMs: tMs, toleranceMs: toleranceMs)
-        case .range(let selector, let field, let min, let max): RangeCheck(selector, field: field, min: min, max: max)
-        case .equals(let selector, let field, let value, let which): EqualsCheck(selector, field: field, value: value, which: which)
+        case .count(let selector, let bounds): return CountCheck(shared(selector), bounds)
+        case .absent(let selector): return AbsentCheck(shared(selector))
+        case .order(let selectors): return OrderCheck(selectors.map(shared))
+        case .maxGap(let selector, let maxMs, let start, let end):
+            return MaxGapCheck(shared(selector), maxMs: maxMs, start: start.map(shared), end: end.map(shared))
+        case .rate(let selector, let hz, let tolerancePercent): return RateCheck(shared(selector), hz: hz, tolerancePercent: tolerancePercent)
+        case .at(let selector, let tMs, let toleranceMs): return AtCheck(shared(selector), tMs: tMs, toleranceMs: toleranceMs)
+        case .range(let selector, let field, let min, let max): return RangeCheck(shared(selector), field: field, min: min, max: max)
+        case .equals(let selector, let field, let value, let which): return EqualsCheck(shared(selector), field: field, value: value, which: which)
         case .monotonic(let selector, let field, let per, let endsAt, let endsAtField):
-            MonotonicCheck(selector, field: field, per: per, endsAt: endsAt, endsAtField: endsAtField)
-        case .oncePer(let selector, let key, let of): OncePerCheck(selector, key: key, of: of)
-        case .latency(let from, let to, let key, let minMs, let maxMs): LatencyCheck(from: from, to: to, key: key, minMs: minMs, maxMs: maxMs)
+            return MonotonicCheck(shared(selector), field: field, per: per, endsAt: endsAt, endsAtField: endsAtField)
+        case .oncePer(let selector, let key, let of): return OncePerCheck(shared(selector), key: key, of: shared(of))
+        case .latency(let from, let to, let key, let minMs, let maxMs):
+            return LatencyCheck(from: shared(from), to: shared(to), key: key, minMs: minMs, maxMs: maxMs)
         }
     }
 }
 
 /// One expectation's running state. A class, so that the state is updated in place (an enum's
-/// payload would be copied out and back on every event).
+/// payload would be copied out and back on every event). The subclasses' stored state is
+/// `@exclusivity(unchecked)`: one evaluator owns its checks and shows them one event at a time,
+/// so no two accesses overlap, and checking that on every access cost a tenth of the checking.
 class ExpectationCheck {
+    /// Every selector it matches events with.
+    var namedSelectors: [SharedSelector] { [] }
     /// The next event of the trace, at `index` in it.
     func observe(_ event: TraceEvent, at index: Int) {}
     /// Whether it held, what was expected, what was measured.
@@ -129,12 +169,13 @@ private func formatTime(_ ns: Int64) -> String { Expectations.formatTime(ns) }
 private func formatNumber(_ value: Double) -> String { Expectations.formatNumber(value) }
 
 private final class CountCheck: ExpectationCheck {
-    let selector: Expectation.Selector
+    let selector: SharedSelector
+    override var namedSelectors: [SharedSelector] { [selector] }
     let bounds: Expectation.CountBounds
-    var n = 0
-    var sample = EvidenceSample()
+    @exclusivity(unchecked) var n = 0
+    @exclusivity(unchecked) var sample = EvidenceSample()
 
-    init(_ selector: Expectation.Selector, _ bounds: Expectation.CountBounds) {
+    init(_ selector: SharedSelector, _ bounds: Expectation.CountBounds) {
         self.selector = selector
         self.bounds = bounds
     }
@@ -154,12 +195,13 @@ private final class CountCheck: ExpectationCheck {
 }
 
 private final class AbsentCheck: ExpectationCheck {
-    let selector: Expectation.Selector
-    var n = 0
-    var firstNs: Int64 = 0
-    var sample = EvidenceSample()
+    let selector: SharedSelector
+    override var namedSelectors: [SharedSelector] { [selector] }
+    @exclusivity(unchecked) var n = 0
+    @exclusivity(unchecked) var firstNs: Int64 = 0
+    @exclusivity(unchecked) var sample = EvidenceSample()
 
-    init(_ selector: Expectation.Selector) { self.selector = selector }
+    init(_ selector: SharedSelector) { self.selector = selector }
 
     override func observe(_ event: TraceEvent, at index: Int) {
         guard selector.matches(event) else { return }
@@ -177,11 +219,12 @@ private final class AbsentCheck: ExpectationCheck {
 
 /// Each selector is looked for after the event that matched the one before it.
 private final class OrderCheck: ExpectationCheck {
-    let selectors: [Expectation.Selector]
-    var found: [Int64] = []
-    var steps: [ExpectationEvidence] = []
+    let selectors: [SharedSelector]
+    override var namedSelectors: [SharedSelector] { selectors }
+    @exclusivity(unchecked) var found: [Int64] = []
+    @exclusivity(unchecked) var steps: [ExpectationEvidence] = []
 
-    init(_ selectors: [Expectation.Selector]) { self.selectors = selectors }
+    init(_ selectors: [SharedSelector]) { self.selectors = selectors }
 
     override func observe(_ event: TraceEvent, at index: Int) {
         if found.count < selectors.count, selectors[found.count].matches(event) {
@@ -207,20 +250,21 @@ private final class OrderCheck: ExpectationCheck {
 /// closes at the first `end` event after it (likewise); without them, the trace's ends.
 private final class MaxGapCheck: ExpectationCheck {
     enum Phase { case waitingForStart, inWindow, closed }
-    let selector: Expectation.Selector
+    let selector: SharedSelector
     let maxMs: Double
-    let start: Expectation.Selector?
-    let end: Expectation.Selector?
-    var phase: Phase
-    var times = 0
-    var previous: Int64 = 0
-    var largest: Int64 = 0
-    var largestAt: Int64 = 0
-    var previousEvidence: ExpectationEvidence?
-    var gapEnds: (ExpectationEvidence, ExpectationEvidence)?
-    var windowEdges: [ExpectationEvidence] = []
+    let start: SharedSelector?
+    let end: SharedSelector?
+    override var namedSelectors: [SharedSelector] { [selector] + [start, end].compactMap { $0 } }
+    @exclusivity(unchecked) var phase: Phase
+    @exclusivity(unchecked) var times = 0
+    @exclusivity(unchecked) var previous: Int64 = 0
+    @exclusivity(unchecked) var largest: Int64 = 0
+    @exclusivity(unchecked) var largestAt: Int64 = 0
+    @exclusivity(unchecked) var previousEvidence: ExpectationEvidence?
+    @exclusivity(unchecked) var gapEnds: (ExpectationEvidence, ExpectationEvidence)?
+    @exclusivity(unchecked) var windowEdges: [ExpectationEvidence] = []
 
-    init(_ selector: Expectation.Selector, maxMs: Double, start: Expectation.Selector?, end: Expectation.Selector?) {
+    init(_ selector: SharedSelector, maxMs: Double, start: SharedSelector?, end: SharedSelector?) {
         self.selector = selector
         self.maxMs = maxMs
         self.start = start
@@ -293,17 +337,18 @@ private final class MaxGapCheck: ExpectationCheck {
 }
 
 private final class RateCheck: ExpectationCheck {
-    let selector: Expectation.Selector
+    let selector: SharedSelector
+    override var namedSelectors: [SharedSelector] { [selector] }
     let hz: Double
     let tolerancePercent: Double
-    var n = 0
-    var firstNs: Int64 = 0
-    var lastNs: Int64 = 0
-    var sample = EvidenceSample()
+    @exclusivity(unchecked) var n = 0
+    @exclusivity(unchecked) var firstNs: Int64 = 0
+    @exclusivity(unchecked) var lastNs: Int64 = 0
+    @exclusivity(unchecked) var sample = EvidenceSample()
 
     override func evidence(passed: Bool) -> (kept: [ExpectationEvidence], omitted: Int) { (sample.kept, sample.omitted) }
 
-    init(_ selector: Expectation.Selector, hz: Double, tolerancePercent: Double) {
+    init(_ selector: SharedSelector, hz: Double, tolerancePercent: Double) {
         self.selector = selector
         self.hz = hz
         self.tolerancePercent = tolerancePercent
@@ -332,19 +377,20 @@ private final class RateCheck: ExpectationCheck {
 
 /// The matching event nearest the target instant; the first of equally near ones.
 private final class AtCheck: ExpectationCheck {
-    let selector: Expectation.Selector
+    let selector: SharedSelector
+    override var namedSelectors: [SharedSelector] { [selector] }
     let tMs: Double
     let toleranceMs: Double
     let target: Double
-    var nearest: Int64?
-    var nearestIndex = 0
+    @exclusivity(unchecked) var nearest: Int64?
+    @exclusivity(unchecked) var nearestIndex = 0
 
     override func evidence(passed: Bool) -> (kept: [ExpectationEvidence], omitted: Int) {
         guard let nearest else { return ([], 0) }
         return ([ExpectationEvidence(index: nearestIndex, timeNs: nearest, role: .nearest)], 0)
     }
 
-    init(_ selector: Expectation.Selector, tMs: Double, toleranceMs: Double) {
+    init(_ selector: SharedSelector, tMs: Double, toleranceMs: Double) {
         self.selector = selector
         self.tMs = tMs
         self.toleranceMs = toleranceMs
@@ -367,22 +413,23 @@ private final class AtCheck: ExpectationCheck {
 }
 
 private final class RangeCheck: ExpectationCheck {
-    let selector: Expectation.Selector
+    let selector: SharedSelector
+    override var namedSelectors: [SharedSelector] { [selector] }
     let field: String
     let min: Double?
     let max: Double?
-    var count = 0
-    var low = Double.infinity
-    var high = -Double.infinity
-    var firstOutside: (timeNs: Int64, value: String)?
-    var offending: ExpectationEvidence?
-    var sample = EvidenceSample()
+    @exclusivity(unchecked) var count = 0
+    @exclusivity(unchecked) var low = Double.infinity
+    @exclusivity(unchecked) var high = -Double.infinity
+    @exclusivity(unchecked) var firstOutside: (timeNs: Int64, value: String)?
+    @exclusivity(unchecked) var offending: ExpectationEvidence?
+    @exclusivity(unchecked) var sample = EvidenceSample()
 
     override func evidence(passed: Bool) -> (kept: [ExpectationEvidence], omitted: Int) {
         sortedEvidence(sample.kept + (offending.map { [$0] } ?? []), omitted: sample.omitted)
     }
 
-    init(_ selector: Expectation.Selector, field: String, min: Double?, max: Double?) {
+    init(_ selector: SharedSelector, field: String, min: Double?, max: Double?) {
         self.selector = selector
         self.field = field
         self.min = min
@@ -424,21 +471,22 @@ private final class RangeCheck: ExpectationCheck {
 /// `first` keeps the first matching event's field, `last` the latest one's, `every` counts the
 /// events checked and those that differ and keeps the first that differs.
 private final class EqualsCheck: ExpectationCheck {
-    let selector: Expectation.Selector
+    let selector: SharedSelector
+    override var namedSelectors: [SharedSelector] { [selector] }
     let field: String
     let value: Expectation.Value
     let which: Expectation.Which
-    var checked = 0
-    var failures = 0
-    var firstFailure: (timeNs: Int64, got: TraceValue?)?
-    var offending: ExpectationEvidence?
-    var sample = EvidenceSample()
+    @exclusivity(unchecked) var checked = 0
+    @exclusivity(unchecked) var failures = 0
+    @exclusivity(unchecked) var firstFailure: (timeNs: Int64, got: TraceValue?)?
+    @exclusivity(unchecked) var offending: ExpectationEvidence?
+    @exclusivity(unchecked) var sample = EvidenceSample()
 
     override func evidence(passed: Bool) -> (kept: [ExpectationEvidence], omitted: Int) {
         sortedEvidence(sample.kept + (offending.map { [$0] } ?? []), omitted: sample.omitted)
     }
 
-    init(_ selector: Expectation.Selector, field: String, value: Expectation.Value, which: Expectation.Which) {
+    init(_ selector: SharedSelector, field: String, value: Expectation.Value, which: Expectation.Which) {
         self.selector = selector
         self.field = field
         self.value = value
@@ -488,31 +536,66 @@ private final class EqualsCheck: ExpectationCheck {
 /// The latest value per group (and, for `ends_at_field`, that event's other field); the first
 /// event that breaks the rule decides the result.
 private final class MonotonicCheck: ExpectationCheck {
-    let selector: Expectation.Selector
+    /// One group's state: its latest value (and, for `ends_at_field`, that event's other field)
+    /// and its latest event.
+    struct Group {
+        let name: String
+        var value: Double
+        var endsAtValue: Double?
+        var lastEvent: ExpectationEvidence
+    }
+
+    /// Groups are found by a scan while there are at most this many: a handful of entry names
+    /// compare faster than they hash, three times per event.
+    static let scannedGroups = 16
+
+    let selector: SharedSelector
+    override var namedSelectors: [SharedSelector] { [selector] }
     let field: String
     let per: String?
     let endsAt: Double?
     let endsAtField: String?
-    var last: [String: (value: Double, endsAtValue: Double?)] = [:]
-    var order: [String] = []
-    var failure: String?
-    /// Per group, its latest event; the failing event and the one before it in its group.
-    var lastEvent: [String: ExpectationEvidence] = [:]
-    var failureEvidence: [ExpectationEvidence] = []
+    /// In first-seen order.
+    @exclusivity(unchecked) var groups: [Group] = []
+    /// Where each group is in ``groups``, once there are more than ``scannedGroups``.
+    @exclusivity(unchecked) var groupIndex: [String: Int] = [:]
+    @exclusivity(unchecked) var failure: String?
+    /// The failing event and the one before it in its group.
+    @exclusivity(unchecked) var failureEvidence: [ExpectationEvidence] = []
 
     override func evidence(passed: Bool) -> (kept: [ExpectationEvidence], omitted: Int) {
         if !failureEvidence.isEmpty { return sortedEvidence(failureEvidence) }
         // Each group's last event (the one whose value must reach the end), the first groups only.
-        let lasts = order.prefix(ExpectationEvidence.limit).compactMap { lastEvent[$0] }
-        return sortedEvidence(lasts, omitted: Swift.max(0, order.count - ExpectationEvidence.limit))
+        let lasts = groups.prefix(ExpectationEvidence.limit).map(\.lastEvent)
+        return sortedEvidence(lasts, omitted: Swift.max(0, groups.count - ExpectationEvidence.limit))
     }
 
-    init(_ selector: Expectation.Selector, field: String, per: String?, endsAt: Double?, endsAtField: String?) {
+    init(_ selector: SharedSelector, field: String, per: String?, endsAt: Double?, endsAtField: String?) {
         self.selector = selector
         self.field = field
         self.per = per
         self.endsAt = endsAt
         self.endsAtField = endsAtField
+    }
+
+    /// The group of the latest event: entries come round in the same order, so the one after it is
+    /// tried first (equal texts compare at once; unequal ones take longer).
+    @exclusivity(unchecked) var latest = -1
+
+    /// Where the group named `name` is in ``groups``, if it is there yet.
+    private func position(of name: String) -> Int? {
+        if !groups.isEmpty {
+            let next = latest + 1 < groups.count ? latest + 1 : 0
+            if groups[next].name == name { latest = next; return next }
+        }
+        let found: Int?
+        if groups.count > Self.scannedGroups {
+            found = groupIndex[name]
+        } else {
+            found = groups.indices.first { groups[$0].name == name }
+        }
+        if let found { latest = found }
+        return found
     }
 
     override func observe(_ event: TraceEvent, at index: Int) {
@@ -524,49 +607,62 @@ private final class MonotonicCheck: ExpectationCheck {
             failureEvidence = [ExpectationEvidence(index: index, timeNs: event.timeNs, role: .offending)]
             return
         }
-        let previous = last[group]
-        if let previous, value < previous.value {
-            failureEvidence = (lastEvent[group].map { [$0] } ?? []) + [ExpectationEvidence(index: index, timeNs: event.timeNs, role: .offending)]
+        let endsAtValue = endsAtField.flatMap { event.field($0)?.numericValue }
+        guard let at = position(of: group) else {
+            groups.append(Group(name: group, value: value, endsAtValue: endsAtValue, lastEvent: here))
+            latest = groups.count - 1
+            if groups.count > Self.scannedGroups {
+                if groupIndex.isEmpty {
+                    for (i, known) in groups.enumerated() { groupIndex[known.name] = i }
+                } else {
+                    groupIndex[group] = groups.count - 1
+                }
+            }
+            return
+        }
+        let previous = groups[at]
+        if value < previous.value {
+            failureEvidence = [previous.lastEvent, ExpectationEvidence(index: index, timeNs: event.timeNs, role: .offending)]
             failure = "\(field) fell from \(formatNumber(previous.value)) to \(formatNumber(value)) at \(formatTime(event.timeNs))\(per.map { " (\($0) \(group))" } ?? "")"
             return
         }
-        if previous == nil { order.append(group) }
-        lastEvent[group] = here
-        last[group] = (value, endsAtField.flatMap { event.field($0)?.numericValue })
+        groups[at].value = value
+        groups[at].endsAtValue = endsAtValue
+        groups[at].lastEvent = here
     }
 
     override func verdict() -> (passed: Bool, expected: String, measured: String) {
         let expected = "\(field) never decreasing\(per.map { " per \($0)" } ?? "")"
             + (endsAt.map { ", ending at \(formatNumber($0))" } ?? "") + (endsAtField.map { ", ending at its \($0)" } ?? "")
         if let failure { return (false, expected, failure) }
-        guard !order.isEmpty else { return (false, expected, "no matching events") }
-        for group in order {
-            guard let (value, endsAtValue) = last[group] else { continue }
-            let target = endsAt ?? (endsAtField != nil ? endsAtValue : nil)
+        guard !groups.isEmpty else { return (false, expected, "no matching events") }
+        for group in groups {
+            let target = endsAt ?? (endsAtField != nil ? group.endsAtValue : nil)
             if let endsAtField, target == nil {
-                return (false, expected, "the last event\(per.map { " of \($0) \(group)" } ?? "") has no numeric \(endsAtField)")
+                return (false, expected, "the last event\(per.map { " of \($0) \(group.name)" } ?? "") has no numeric \(endsAtField)")
             }
-            if let target, value != target {
-                return (false, expected, "ended at \(formatNumber(value)), not \(formatNumber(target))\(per.map { " (\($0) \(group))" } ?? "")")
+            if let target, group.value != target {
+                return (false, expected, "ended at \(formatNumber(group.value)), not \(formatNumber(target))\(per.map { " (\($0) \(group.name))" } ?? "")")
             }
         }
-        return (true, expected, "non-decreasing in \(order.count) group(s)" + (endsAt != nil || endsAtField != nil ? ", each ending as expected" : ""))
+        return (true, expected, "non-decreasing in \(groups.count) group(s)" + (endsAt != nil || endsAtField != nil ? ", each ending as expected" : ""))
     }
 }
 
 /// The keys `of` events named, in first-seen order, and how often the selector's events named each.
 private final class OncePerCheck: ExpectationCheck {
-    let selector: Expectation.Selector
+    let selector: SharedSelector
     let key: String
-    let of: Expectation.Selector
-    var expectedKeys: [String] = []
-    var seenExpected: Set<String> = []
-    var counts: [String: Int] = [:]
+    let of: SharedSelector
+    override var namedSelectors: [SharedSelector] { [selector, of] }
+    @exclusivity(unchecked) var expectedKeys: [String] = []
+    @exclusivity(unchecked) var seenExpected: Set<String> = []
+    @exclusivity(unchecked) var counts: [String: Int] = [:]
     /// The first events of each kind, with their key, to pick the problem keys' events from.
-    var ofEvents = EvidenceSample(limit: 2 * ExpectationEvidence.limit)
-    var ofKeys: [Int: String] = [:]
-    var matchedEvents = EvidenceSample(limit: 2 * ExpectationEvidence.limit)
-    var matchedKeys: [Int: String] = [:]
+    @exclusivity(unchecked) var ofEvents = EvidenceSample(limit: 2 * ExpectationEvidence.limit)
+    @exclusivity(unchecked) var ofKeys: [Int: String] = [:]
+    @exclusivity(unchecked) var matchedEvents = EvidenceSample(limit: 2 * ExpectationEvidence.limit)
+    @exclusivity(unchecked) var matchedKeys: [Int: String] = [:]
 
     override func evidence(passed: Bool) -> (kept: [ExpectationEvidence], omitted: Int) {
         let all = ofEvents.kept.map { ($0, ofKeys[$0.index] ?? "") } + matchedEvents.kept.map { ($0, matchedKeys[$0.index] ?? "") }
@@ -575,7 +671,7 @@ private final class OncePerCheck: ExpectationCheck {
         return sortedEvidence(Array(items), omitted: ofEvents.seen + matchedEvents.seen - items.count)
     }
 
-    init(_ selector: Expectation.Selector, key: String, of: Expectation.Selector) {
+    init(_ selector: SharedSelector, key: String, of: SharedSelector) {
         self.selector = selector
         self.key = key
         self.of = of
@@ -611,16 +707,17 @@ private final class OncePerCheck: ExpectationCheck {
 /// value. The result is decided by the earliest `from` that fails — unanswered, or answered
 /// outside the bounds — so `from` events after a known failure need not wait.
 private final class LatencyCheck: ExpectationCheck {
-    let from: Expectation.Selector
-    let to: Expectation.Selector
+    let from: SharedSelector
+    let to: SharedSelector
+    override var namedSelectors: [SharedSelector] { [from, to] }
     let key: String
     let minMs: Double?
     let maxMs: Double?
     /// `from` events not answered yet, by their key's value: (ordinal among `from` events, time).
-    var waiting: [TraceValue?: [(ordinal: Int, timeNs: Int64, key: TraceValue?, index: Int)]] = [:]
+    @exclusivity(unchecked) var waiting: [TraceValue?: [(ordinal: Int, timeNs: Int64, key: TraceValue?, index: Int)]] = [:]
     /// The pair (or lone start) behind ``failure``; the first pairs measured within the bounds.
-    var failureEvidence: [ExpectationEvidence] = []
-    var pairs = EvidenceSample()
+    @exclusivity(unchecked) var failureEvidence: [ExpectationEvidence] = []
+    @exclusivity(unchecked) var pairs = EvidenceSample()
 
     override func evidence(passed: Bool) -> (kept: [ExpectationEvidence], omitted: Int) {
         if !passed {
@@ -637,13 +734,13 @@ private final class LatencyCheck: ExpectationCheck {
         return sortedEvidence(pairs.kept, omitted: pairs.omitted)
     }
 
-    var froms = 0
-    var measured = 0
-    var low = Double.infinity
-    var high = -Double.infinity
-    var failure: (ordinal: Int, measured: String)?
+    @exclusivity(unchecked) var froms = 0
+    @exclusivity(unchecked) var measured = 0
+    @exclusivity(unchecked) var low = Double.infinity
+    @exclusivity(unchecked) var high = -Double.infinity
+    @exclusivity(unchecked) var failure: (ordinal: Int, measured: String)?
 
-    init(from: Expectation.Selector, to: Expectation.Selector, key: String, minMs: Double?, maxMs: Double?) {
+    init(from: SharedSelector, to: SharedSelector, key: String, minMs: Double?, maxMs: Double?) {
         self.from = from
         self.to = to
         self.key = key
