@@ -438,18 +438,35 @@ public struct CaptureSetDirectory: Sendable, Hashable {
     /// `link_type` or `role` says (``LinkTypeContradiction``; only the capture's interface
     /// descriptions are read for that, normally its first few blocks).
     public static func load(_ path: String, verify: Bool = true) throws(CaptureSetError) -> LoadedCaptureSet {
+        try load(path, verify: verify, alongside: false).set
+    }
+
+    /// Loads a set as ``load(_:verify:)`` does with `verify`, except that the capture's SHA-256 is
+    /// worked out on another thread while the caller goes on: ``CaptureDigestCheck/wait()`` says
+    /// whether it matched, and must be asked before anything read from the capture is reported.
+    /// The live traces are verified before this returns (they are small). The digest is `nil`
+    /// when the manifest records none (the set loads with the warning ``load(_:verify:)`` gives).
+    public static func loadVerifyingAlongside(_ path: String) throws(CaptureSetError) -> (set: LoadedCaptureSet, digest: CaptureDigestCheck?) {
+        try load(path, verify: true, alongside: true)
+    }
+
+    private static func load(_ path: String, verify: Bool, alongside: Bool) throws(CaptureSetError) -> (set: LoadedCaptureSet, digest: CaptureDigestCheck?) {
         let set = CaptureSetDirectory(path: path)
         let manifest = try readManifest(at: path)
         let capture = try set.resolvedCapturePath(for: manifest)
         guard FileIO.isRegularFile(capture) else { throw .captureFileMissing(set: set.name, path: capture) }
         var warnings: [String] = []
         var verified = false
+        var digest: CaptureDigestCheck?
         if manifest.status == .recording {
             warnings.append("capture set \(set.name): status is `recording`: the recording was not sealed "
                 + "(interrupted, or still running); the capture may end in a cut-off block.")
         }
         if let expected = manifest.captureSha256 {
-            if verify {
+            if verify && alongside {
+                digest = CaptureDigestCheck(set: set.name, file: capture, expected: expected.lowercased())
+                verified = true
+            } else if verify {
                 let actual = try sha256(ofFile: capture)
                 guard actual == expected.lowercased() else {
                     throw .digestMismatch(set: set.name, file: capture, expected: expected.lowercased(), actual: actual)
@@ -464,7 +481,7 @@ public struct CaptureSetDirectory: Sendable, Hashable {
         }
         warnings += try verifyLiveTraces(manifest, set: set, verify: verify)
         warnings += set.linkTypeContradictions(manifest: manifest, capturePath: capture).map(\.description)
-        return LoadedCaptureSet(directory: set, manifest: manifest, capturePath: capture, verified: verified, warnings: warnings)
+        return (LoadedCaptureSet(directory: set, manifest: manifest, capturePath: capture, verified: verified, warnings: warnings), digest)
     }
 }
 
@@ -476,7 +493,9 @@ public struct LoadedCaptureSet: Sendable, Equatable {
     public var manifest: CaptureSetManifest
     /// Full path of its capture file.
     public var capturePath: String
-    /// `true` when the capture file's digest was computed and matched.
+    /// `true` when the capture file's digest was computed and matched (loaded by
+    /// ``CaptureSetDirectory/loadVerifyingAlongside(_:)``: is being checked, and matched once its
+    /// check's ``CaptureDigestCheck/wait()`` returns).
     public var verified: Bool
     /// Things the user should know that do not stop a replay (unsealed recording, no digest).
     public var warnings: [String]

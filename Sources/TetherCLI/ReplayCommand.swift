@@ -486,14 +486,20 @@ struct ReplayCommand: ParsableCommand {
     func checkSet(
         at set: String, options: ReplayOptions, tolerance: Int64, loadWarnings: inout [String], timeline: inout TimelineBuilder?
     ) throws -> CheckedReplay {
-        let loaded = try loadReplaySet(at: set, options: options)
+        // The capture's digest is checked while it replays; no verdict, trace or baseline comes
+        // out before the check has passed.
+        let (loaded, digest) = try loadReplaySetVerifyingAlongside(at: set, options: options)
+        func verified<T>(_ replay: () throws -> T) throws -> T {
+            guard let digest else { return try replay() }
+            return try digest.verifying(replay)
+        }
         loadWarnings = loaded.warnings
         let checks = ReplayCheckOptions(timingToleranceNs: tolerance, maxDiffLines: maxDiffLines, updateBaseline: updateBaseline)
         if timeline != nil {
             timeline = TimelineBuilder(interfaces: Self.interfaceNames(loaded), correlations: options.integrations.correlations)
         }
         guard let trace else {
-            return try replayAndCheck(loaded, options: options, checks: checks) { timeline?.observe($0) }
+            return try verified { try replayAndCheck(loaded, options: options, checks: checks) { timeline?.observe($0) } }
         }
         return try OutputFile.write(to: trace) { temporary in
             let writer: TraceFileWriter
@@ -504,9 +510,11 @@ struct ReplayCommand: ParsableCommand {
             }
             let checked: CheckedReplay
             do {
-                checked = try replayAndCheck(loaded, options: options, checks: checks) { event in
-                    writer.write(event)
-                    timeline?.observe(event)
+                checked = try verified {
+                    try replayAndCheck(loaded, options: options, checks: checks) { event in
+                        writer.write(event)
+                        timeline?.observe(event)
+                    }
                 }
             } catch {
                 writer.discard()

@@ -86,6 +86,27 @@ fileprivate func makeSealedSet(in folder: String, name: String, capture: [UInt8]
     #expect(text.contains("walk") && text.contains(actual) && text.contains("--no-verify") && text.contains("tether import"))
 }
 
+@Test func aDigestCheckedAlongsideGivesTheMismatchWhenWaitedFor() throws {
+    let folder = try makeTemporaryFolder()
+    defer { try? FileManager.default.removeItem(atPath: folder) }
+    let path = try makeSealedSet(in: folder, name: "walk", capture: Array("abc".utf8))
+    let (intact, intactDigest) = try CaptureSetDirectory.loadVerifyingAlongside(path)
+    #expect(intact.verified)
+    #expect(throws: Never.self) { try intactDigest?.wait() }
+    try writeFile(path + "/capture.pcapng", Array("abd".utf8))
+    let (changed, digest) = try CaptureSetDirectory.loadVerifyingAlongside(path)
+    #expect(changed.manifest == intact.manifest)
+    let actual = try CaptureSetDirectory.sha256(ofFile: path + "/capture.pcapng")
+    let mismatch = CaptureSetError.digestMismatch(
+        set: "walk", file: path + "/capture.pcapng",
+        expected: "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad", actual: actual)
+    // Asked twice, the same answer.
+    for _ in 0..<2 {
+        let error = #expect(throws: CaptureSetError.self) { try digest?.wait() }
+        #expect(error == mismatch)
+    }
+}
+
 @Test func noVerifyLoadsAChangedCaptureWithAWarning() throws {
     let folder = try makeTemporaryFolder()
     defer { try? FileManager.default.removeItem(atPath: folder) }

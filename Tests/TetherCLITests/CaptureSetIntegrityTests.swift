@@ -61,6 +61,28 @@ import TetherTestSupport
         #expect(result.stderr.contains("its live traces changed after sealing: live/messaging.jsonl has SHA-256"), "\(result.stderr)")
     }
 
+    @Test func replayOfACaptureChangedAfterSealingReportsTheMismatchAndWritesNoTraceOrBaseline() throws {
+        // The digest is checked while the capture replays: the mismatch must still be what is
+        // reported, with nothing of the replay kept.
+        let folder = try TemporaryFolder("cli-tests")
+        let set = try Self.setWithLiveTrace(folder)
+        let capture = URL(fileURLWithPath: set + "/capture.pcapng")
+        var bytes = try Data(contentsOf: capture)
+        bytes[bytes.count / 2] ^= 0x01
+        try bytes.write(to: capture)
+        let baseline = try Data(contentsOf: URL(fileURLWithPath: set + "/baseline/messaging.jsonl"))
+        let trace = folder.path("trace.jsonl").path
+        for extra in [["--trace", trace], ["--update-baseline"]] {
+            let result = try Tools.tether(["replay", set] + extra)
+            #expect(result.status != 0, "\(extra)")
+            #expect(result.stderr.contains("has SHA-256"), "\(result.stderr)")
+            #expect(result.stderr.contains("the capture changed after it was sealed"), "\(result.stderr)")
+            #expect(!result.stdout.contains("PASS"), "\(result.stdout)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: trace))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: set + "/baseline/messaging.jsonl")) == baseline)
+    }
+
     @Test func replayRefusesASetWhoseLiveTraceWasRemoved() throws {
         let folder = try TemporaryFolder("cli-tests")
         let set = try Self.setWithLiveTrace(folder)

@@ -166,13 +166,45 @@ public func loadReplaySet(at path: String, options: ReplayOptions) throws(Replay
     }
 }
 
-/// Loads the capture set at `path`, verifies it unless told not to, and replays its capture on the
-/// virtual clock through the adapters its manifest's interface roles call for, keeping the whole
-/// trace.
+/// Loads the capture set at `path` as ``loadReplaySet(at:options:)`` does, except that the
+/// capture's SHA-256 (when `options.verify`) is checked on another thread while the caller replays
+/// it: pass what the replay found through ``CaptureDigestCheck/verifying(_:)`` (or call `wait()`)
+/// before reporting it. `digest` is `nil` when nothing is being checked.
+public func loadReplaySetVerifyingAlongside(at path: String, options: ReplayOptions) throws(ReplayError)
+    -> (set: LoadedCaptureSet, digest: CaptureDigestCheck?) {
+    do throws(CaptureSetError) {
+        if !options.verify { return (try CaptureSetDirectory.load(path, verify: false), nil) }
+        return try CaptureSetDirectory.loadVerifyingAlongside(path)
+    } catch {
+        throw .captureSet(error)
+    }
+}
+
+extension CaptureDigestCheck {
+    /// What `replay` returns once the digest is known to match; when it does not, that mismatch is
+    /// thrown instead of anything `replay` returned or threw (a capture that is not the sealed one
+    /// explains whatever replaying it found).
+    public func verifying<T>(_ replay: () throws -> T) throws -> T {
+        let result = Result { try replay() }
+        do throws(CaptureSetError) {
+            try wait()
+        } catch {
+            throw ReplayError.captureSet(error)
+        }
+        return try result.get()
+    }
+}
+
+/// Loads the capture set at `path`, verifies it unless told not to (on another thread, while the
+/// capture replays), and replays its capture on the virtual clock through the adapters its
+/// manifest's interface roles call for, keeping the whole trace.
 public func replaySet(at path: String, options: ReplayOptions) throws(ReplayError) -> ReplayOutcome {
-    let set = try loadReplaySet(at: path, options: options)
+    let (set, digest) = try loadReplaySetVerifyingAlongside(at: path, options: options)
     var trace: [TraceEvent] = []
     let run = try replaySet(set, options: options, into: &trace)
+    if let digest {
+        do throws(CaptureSetError) { try digest.wait() } catch { throw .captureSet(error) }
+    }
     return ReplayOutcome(run, trace: trace)
 }
 
