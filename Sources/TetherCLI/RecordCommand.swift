@@ -236,6 +236,10 @@ struct RecordCommand: AsyncParsableCommand {
                 Terminal.writeStderr("tether: note: \(text)\n")
             }
         }
+        // The handlers go in before the line below: a script that stops the recording as soon as
+        // it reads the line must not have its signal ignored while they are being set up (the
+        // recording would then never end) or kill the process before it seals the set.
+        let signals = InterruptSignals(queue: queue) { _ in session.stop() }
         // Scripts (and the end-to-end tests) wait for this line before sending traffic.
         StandardOutput.shared.line("Recording \(session.parts.joined(separator: " and ")) into \(out)\(duration.map { " for \(Format.fixed($0, 1)) s" } ?? ""). Stop with Ctrl-C.")
         if let tap = session.tap {
@@ -259,7 +263,6 @@ struct RecordCommand: AsyncParsableCommand {
             timer.resume()
             ticker = timer
         }
-        let signals = InterruptSignals(queue: queue) { _ in session.stop() }
         var stopper: DispatchWorkItem?
         if let duration {
             let item = DispatchWorkItem { session.stop() }

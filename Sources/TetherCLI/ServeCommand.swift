@@ -96,11 +96,22 @@ struct ServeIngestCommand: AsyncParsableCommand {
         let bound = try await server.start()
         for notice in server.notices { Terminal.warn("tether: note: \(notice)") }
         let noticesShown = server.notices.count
-        StandardOutput.shared.line("Serving ingest on \(bound.joined(separator: " and ")), storing into \(db). Stop with Ctrl-C.")
-        StandardOutput.shared.flush()
 
         let queue = DispatchQueue(label: "tether.serve.ui")
         let status = StatusLine()
+        // The handlers go in before the line that says the server is serving: a supervisor (or a
+        // test) that signals as soon as it reads the line must find them there, not have the
+        // signal ignored while they are being set up and wait for ever.
+        let stopped = AsyncSignalLatch()
+        let signals = InterruptSignals(queue: queue) { number in
+            status.clear()
+            Terminal.writeStderr("tether: \(InterruptSignals.name(of: number)): draining…\n")
+            stopped.open()
+        }
+        defer { signals.cancel() }
+        StandardOutput.shared.line("Serving ingest on \(bound.joined(separator: " and ")), storing into \(db). Stop with Ctrl-C.")
+        StandardOutput.shared.flush()
+
         var ticker: (any DispatchSourceTimer)?
         if Terminal.stderrIsTerminal {
             let timer = DispatchSource.makeTimerSource(queue: queue)
@@ -109,13 +120,6 @@ struct ServeIngestCommand: AsyncParsableCommand {
             timer.resume()
             ticker = timer
         }
-        let stopped = AsyncSignalLatch()
-        let signals = InterruptSignals(queue: queue) { number in
-            status.clear()
-            Terminal.writeStderr("tether: \(InterruptSignals.name(of: number)): draining…\n")
-            stopped.open()
-        }
-        defer { signals.cancel() }
         await stopped.wait()
         ticker?.cancel()
         status.clear()

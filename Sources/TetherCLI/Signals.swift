@@ -12,6 +12,11 @@ import Darwin
 /// The default handlers are replaced by `SIG_IGN` first, as DispatchSource signal sources require;
 /// a second signal after the first restores the default handler's effect by exiting at once with
 /// the conventional status for that signal, 128 + its number (130 for SIGINT, 143 for SIGTERM).
+///
+/// The initialiser returns once the sources are registered: a signal sent between `SIG_IGN` and
+/// the registration (which libdispatch completes on another thread after `resume()`) is ignored
+/// and lost, so a command that announces it is ready must do so after making this, and then a
+/// caller that signals as soon as it reads the announcement is heard.
 final class InterruptSignals: @unchecked Sendable {
     private let sources: [any DispatchSourceSignal]
     private let received = Mutex(0)
@@ -25,7 +30,9 @@ final class InterruptSignals: @unchecked Sendable {
             sources.append(DispatchSource.makeSignalSource(signal: number, queue: queue))
         }
         self.sources = sources
+        let registered = DispatchSemaphore(value: 0)
         for (source, number) in zip(sources, signals) {
+            source.setRegistrationHandler { registered.signal() }
             source.setEventHandler { [unowned self] in
                 let count = self.received.withLock { count -> Int in
                     count += 1
@@ -41,6 +48,9 @@ final class InterruptSignals: @unchecked Sendable {
             }
             source.resume()
         }
+        // Bounded, so a libdispatch that never calls the registration handler cannot hang a
+        // command; it has always been well under a millisecond.
+        for _ in sources { _ = registered.wait(timeout: .now() + .seconds(5)) }
     }
 
     /// The signals that stop a long-running command cleanly. SIGHUP is treated as SIGTERM: a

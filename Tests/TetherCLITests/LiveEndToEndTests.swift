@@ -39,6 +39,21 @@ import TetherTestSupport
         var description: String { "\(source) \(timeNs) \(name) \(type) \(value)" }
     }
 
+    @Test func aSignalSentAsSoonAsRecordingStartsSealsTheSet() throws {
+        // The signal handlers used to go in after the "Recording" line: a script that stopped the
+        // recording on reading it could have its SIGINT ignored (the recording ran for ever) or
+        // kill the recorder before it sealed the set. Several rounds, since the window was narrow.
+        let folder = try TemporaryFolder("cli-tests")
+        for round in 0..<6 {
+            let set = folder.path("Captures/at-once-\(round)").path
+            let (status, _, stderr) = try signalOnReadyLine(
+                try Tools.tetherBinary(), ["record", "--udp", "lo:12399", "--out", set], ready: "Recording UDP", signal: SIGINT)
+            #expect(status == 0, "round \(round): \(status.map { "exited \($0)" } ?? "still recording after SIGINT"): \(stderr)")
+            let manifest = (try? String(contentsOfFile: set + "/manifest.yaml", encoding: .utf8)) ?? ""
+            #expect(manifest.contains("status: complete"), "round \(round): \(manifest)")
+        }
+    }
+
     @Test func replayYieldsTheDataPointsTheLiveServerStoredInOrder() throws {
         let folder = try TemporaryFolder("cli-tests")
         let tether = try Tools.tetherBinary()

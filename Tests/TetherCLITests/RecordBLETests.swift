@@ -94,7 +94,7 @@ import TetherTestSupport
         try after()
         let status = record.interruptAndWait()
         controllers.stop()
-        try #require(status == 0, "record exited \(status): \(record.stderr)")
+        try #require(status == 0, "record exited \(status.map(String.init) ?? "nothing: still running after SIGINT"): \(record.stderr)")
         return (set, record.stdout)
     }
 

@@ -21,11 +21,26 @@ import TetherTestSupport
         let folder = try TemporaryFolder("cli-tests")
         let serve = try Self.startServe(folder, database: folder.path("ingest.sqlite").path, name: "serve")
         kill(serve.process.processIdentifier, SIGHUP)
-        serve.process.waitUntilExit()
+        let status = serve.exitStatus()
+        #expect(status != nil, "serve ingest did not stop on SIGHUP: \(serve.stderr)")
         #expect(serve.process.terminationReason == .exit)
-        #expect(serve.process.terminationStatus == 0, "\(serve.stderr)")
+        #expect(status == 0, "\(serve.stderr)")
         #expect(serve.stderr.contains("SIGHUP: draining"), "\(serve.stderr)")
         #expect(serve.stdout.contains("Stopped."), "\(serve.stdout)")
+    }
+
+    @Test func aSignalSentAsSoonAsTheServerSaysItIsServingIsHeard() throws {
+        // The signal handlers used to go in after the "Serving" line: a signal sent on reading it
+        // could land while they were being set up and be ignored (the server then ran for ever)
+        // or kill the server before it drained. Several rounds, since the window was narrow.
+        let folder = try TemporaryFolder("cli-tests")
+        for round in 0..<10 {
+            let (status, stdout, stderr) = try signalOnReadyLine(
+                try Tools.tetherBinary(), ["serve", "ingest", "--port", "0", "--ipv4-only", "--db", folder.path("ingest-\(round).sqlite").path],
+                ready: "Serving ingest on", signal: SIGHUP)
+            #expect(status == 0, "round \(round): \(status.map { "exited \($0)" } ?? "still serving after SIGHUP"): \(stderr)")
+            #expect(stdout.contains("Stopped."), "round \(round): \(stdout)")
+        }
     }
 
     @Test func aSecondServerOnOneDatabaseRefusesAtStart() throws {

@@ -46,10 +46,24 @@ final class BackgroundProcess: @unchecked Sendable {
         throw BackgroundFailure(description: "gave up waiting for \(what) from \(arguments.joined(separator: " ")); stdout: \(stdout) stderr: \(stderr)")
     }
 
-    /// SIGINT, then wait for the exit status.
+    /// SIGINT, then wait for the exit status (`nil` when it has not exited within `limit`: it is
+    /// then killed, so a program that missed the signal fails its test instead of hanging the suite).
     @discardableResult
-    func interruptAndWait() -> Int32 {
+    func interruptAndWait(limit: Duration = .seconds(60)) -> Int32? {
         if process.isRunning { process.interrupt() }
+        return exitStatus(within: limit)
+    }
+
+    /// The exit status once the program has exited, waiting at most `limit`; `nil` when it is still
+    /// running then (it is killed).
+    func exitStatus(within limit: Duration = .seconds(60)) -> Int32? {
+        let deadline = ContinuousClock.now + limit
+        while process.isRunning && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            return nil
+        }
         process.waitUntilExit()
         return process.terminationStatus
     }
@@ -71,6 +85,38 @@ final class BackgroundProcess: @unchecked Sendable {
     deinit {
         stop()
     }
+}
+
+/// Starts `program` with its standard output on a pipe, reads until a line starting with `ready`
+/// has come, then sends `signal` at once (within microseconds of the line, which polling a file
+/// is too slow for) and returns the exit status, `nil` when it had not exited within `limit`
+/// (it is then killed), with what it wrote.
+func signalOnReadyLine(_ program: URL, _ arguments: [String], ready: String, signal: Int32,
+                       limit: Duration = .seconds(60)) throws -> (status: Int32?, stdout: String, stderr: String) {
+    let process = Process()
+    let output = Pipe()
+    let errors = Pipe()
+    process.executableURL = program
+    process.arguments = arguments
+    process.standardOutput = output
+    process.standardError = errors
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    var seen = Data()
+    while !String(decoding: seen, as: UTF8.self).split(separator: "\n").contains(where: { $0.hasPrefix(ready) }) {
+        let more = output.fileHandleForReading.availableData
+        if more.isEmpty { break }
+        seen += more
+    }
+    kill(process.processIdentifier, signal)
+    let deadline = ContinuousClock.now + limit
+    while process.isRunning && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.01) }
+    let exited = !process.isRunning
+    if !exited { kill(process.processIdentifier, SIGKILL) }
+    process.waitUntilExit()
+    seen += output.fileHandleForReading.readDataToEndOfFile()
+    let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    return (exited ? process.terminationStatus : nil, String(decoding: seen, as: UTF8.self), stderr)
 }
 
 /// A background program did not get where the test needed it.
