@@ -559,6 +559,9 @@ private final class MonotonicCheck: ExpectationCheck {
     @exclusivity(unchecked) var groups: [Group] = []
     /// Where each group is in ``groups``, once there are more than ``scannedGroups``.
     @exclusivity(unchecked) var groupIndex: [String: Int] = [:]
+    /// The group of the latest event: entries come round in the same order, so the one after it is
+    /// tried first (equal texts compare at once; unequal ones take longer).
+    @exclusivity(unchecked) var latest = -1
     @exclusivity(unchecked) var failure: String?
     /// The failing event and the one before it in its group.
     @exclusivity(unchecked) var failureEvidence: [ExpectationEvidence] = []
@@ -577,10 +580,6 @@ private final class MonotonicCheck: ExpectationCheck {
         self.endsAt = endsAt
         self.endsAtField = endsAtField
     }
-
-    /// The group of the latest event: entries come round in the same order, so the one after it is
-    /// tried first (equal texts compare at once; unequal ones take longer).
-    @exclusivity(unchecked) var latest = -1
 
     /// Where the group named `name` is in ``groups``, if it is there yet.
     private func position(of name: String) -> Int? {

@@ -201,11 +201,17 @@ extension CaptureDigestCheck {
 public func replaySet(at path: String, options: ReplayOptions) throws(ReplayError) -> ReplayOutcome {
     let (set, digest) = try loadReplaySetVerifyingAlongside(at: path, options: options)
     var trace: [TraceEvent] = []
-    let run = try replaySet(set, options: options, into: &trace)
+    let run: Result<ReplayRun, ReplayError>
+    do throws(ReplayError) {
+        run = .success(try replaySet(set, options: options, into: &trace))
+    } catch {
+        run = .failure(error)
+    }
+    // A mismatch explains whatever the replay found, a failure included.
     if let digest {
         do throws(CaptureSetError) { try digest.wait() } catch { throw .captureSet(error) }
     }
-    return ReplayOutcome(run, trace: trace)
+    return ReplayOutcome(try run.get(), trace: trace)
 }
 
 /// Replays a loaded capture set, writing each trace event to `sink` as it is made.
