@@ -489,17 +489,15 @@ struct ReplayCommand: ParsableCommand {
         // The capture's digest is checked while it replays; no verdict, trace or baseline comes
         // out before the check has passed.
         let (loaded, digest) = try loadReplaySetVerifyingAlongside(at: set, options: options)
-        func verified<T>(_ replay: () throws -> T) throws -> T {
-            guard let digest else { return try replay() }
-            return try digest.verifying(replay)
-        }
         loadWarnings = loaded.warnings
         let checks = ReplayCheckOptions(timingToleranceNs: tolerance, maxDiffLines: maxDiffLines, updateBaseline: updateBaseline)
         if timeline != nil {
             timeline = TimelineBuilder(interfaces: Self.interfaceNames(loaded), correlations: options.integrations.correlations)
         }
         guard let trace else {
-            return try verified { try replayAndCheck(loaded, options: options, checks: checks) { timeline?.observe($0) } }
+            return try verified(by: digest) { () throws(ReplayError) in
+                try replayAndCheck(loaded, options: options, checks: checks) { timeline?.observe($0) }
+            }
         }
         return try OutputFile.write(to: trace) { temporary in
             let writer: TraceFileWriter
@@ -510,7 +508,7 @@ struct ReplayCommand: ParsableCommand {
             }
             let checked: CheckedReplay
             do {
-                checked = try verified {
+                checked = try verified(by: digest) { () throws(ReplayError) in
                     try replayAndCheck(loaded, options: options, checks: checks) { event in
                         writer.write(event)
                         timeline?.observe(event)

@@ -19,47 +19,50 @@ public struct ExpectationEvaluator {
     private let checks: [ExpectationCheck]
     /// The selectors the checks name, each matched once per event.
     private let selectors: SharedSelectors
-    /// The checks and the selectors that name each event name: the other checks cannot be moved
-    /// by an event of that name (whatever a check does with an event, a selector naming it must
-    /// match first), so they are not shown it.
-    private let checksByEvent: [String: [Unmanaged<ExpectationCheck>]]
-    private let selectorsByEvent: [String: [Int]]
-    /// The event name of the latest event observed, and what it named: a trace is mostly runs of
-    /// one event name, so most events are dispatched without a lookup. Unmanaged, because
-    /// ``checks`` holds them, and a retain and a release per check per event cost more than the
-    /// checking.
+    /// What each event name is dispatched to: the other checks cannot be moved by an event of that
+    /// name (whatever a check does with an event, a selector naming it must match first), so they
+    /// are not shown it.
+    private let byEvent: [String: Dispatch]
+    /// The event name of the latest event observed, and its dispatch: a trace is mostly runs of
+    /// one event name, so most events are dispatched without a lookup.
     private var lastEvent: String?
-    private var lastChecks: [Unmanaged<ExpectationCheck>] = []
-    private var lastSelectors: [Int] = []
+    private var last = Dispatch()
     /// The position in the trace of the next event.
     private var position = 0
+
+    /// The checks and the selectors an event name concerns. The checks are unmanaged because
+    /// ``checks`` holds them, and a retain and a release per check per event cost more than the
+    /// checking.
+    private struct Dispatch {
+        var checks: [Unmanaged<ExpectationCheck>] = []
+        var selectors: [Int] = []
+    }
 
     /// An evaluator for `expectations` that has seen no event yet.
     public init(_ expectations: [Expectation]) {
         self.expectations = expectations
         let selectors = SharedSelectors()
         let checks = expectations.map { Self.makeCheck($0, selectors) }
-        var byEvent: [String: [Unmanaged<ExpectationCheck>]] = [:]
+        var byEvent: [String: Dispatch] = [:]
         for check in checks {
-            for name in Set(check.namedSelectors.map(\.event)) { byEvent[name, default: []].append(Unmanaged.passUnretained(check)) }
+            for name in Set(check.namedSelectors.map(\.event)) { byEvent[name, default: Dispatch()].checks.append(Unmanaged.passUnretained(check)) }
         }
+        for (name, ids) in selectors.idsByEvent() { byEvent[name, default: Dispatch()].selectors = ids }
         self.selectors = selectors
         self.checks = checks
-        checksByEvent = byEvent
-        selectorsByEvent = selectors.idsByEvent()
+        self.byEvent = byEvent
     }
 
     /// The next event of the trace.
     public mutating func observe(_ event: TraceEvent) {
         if lastEvent != event.event {
-            selectors.clear(lastSelectors)
+            selectors.clear(last.selectors)
             lastEvent = event.event
-            lastChecks = checksByEvent[event.event] ?? []
-            lastSelectors = selectorsByEvent[event.event] ?? []
+            last = byEvent[event.event] ?? Dispatch()
         }
-        lastSelectors.withUnsafeBufferPointer { selectors.observe(event, selectors: $0) }
+        last.selectors.withUnsafeBufferPointer { selectors.observe(event, selectors: $0) }
         let at = position
-        for check in lastChecks {
+        for check in last.checks {
             check._withUnsafeGuaranteedRef { $0.observe(event, at: at) }
         }
         position += 1

@@ -12,11 +12,11 @@ import CaptureSet
 /// check, copying the selector out of the check every time, was most of the cost of checking a
 /// plugin trace.
 final class SharedSelectors {
-    /// Each selector once, in the order first named; a ``SharedSelector`` is an index here.
-    private(set) var selectors: [Expectation.Selector] = []
-    /// The same, ready to match: held by ``compiledStore``, matched unretained.
-    private var compiled: [Unmanaged<CompiledSelector>] = []
+    /// Each selector once, in the order first named, ready to match; a ``SharedSelector`` is an
+    /// index here.
     private var compiledStore: [CompiledSelector] = []
+    /// The same, matched unretained (``compiledStore`` holds them).
+    private var compiled: [Unmanaged<CompiledSelector>] = []
     private var ids: [Expectation.Selector: Int] = [:]
     /// Whether each selector matches the event observed now (meaningful only for the selectors
     /// of its event name: the others do not match it). Unchecked: read and written only by the
@@ -35,8 +35,7 @@ final class SharedSelectors {
     /// `selector`, held once.
     func share(_ selector: Expectation.Selector) -> SharedSelector {
         if let id = ids[selector] { return SharedSelector(id: id, selector: selector, table: self) }
-        let id = selectors.count
-        selectors.append(selector)
+        let id = compiledStore.count
         let ready = CompiledSelector(selector)
         compiledStore.append(ready)
         compiled.append(Unmanaged.passUnretained(ready))
@@ -55,7 +54,7 @@ final class SharedSelectors {
     /// The selectors that name each event name, by index.
     func idsByEvent() -> [String: [Int]] {
         var byEvent: [String: [Int]] = [:]
-        for (id, selector) in selectors.enumerated() { byEvent[selector.event, default: []].append(id) }
+        for (id, selector) in compiledStore.enumerated() { byEvent[selector.event, default: []].append(id) }
         return byEvent
     }
 
@@ -81,10 +80,12 @@ final class SharedSelectors {
 /// A selector laid out for matching: as ``Expectation/Selector/matches(_:)``, less the event name,
 /// which the evaluator has matched already; the conditions in an array, not a dictionary.
 private final class CompiledSelector {
+    let event: String
     let core: String?
     let conditions: [(key: String, value: Expectation.Value)]
 
     init(_ selector: Expectation.Selector) {
+        event = selector.event
         core = selector.core
         conditions = selector.where.sorted { $0.key < $1.key }.map { (key: $0.key, value: $0.value) }
     }

@@ -168,8 +168,8 @@ public func loadReplaySet(at path: String, options: ReplayOptions) throws(Replay
 
 /// Loads the capture set at `path` as ``loadReplaySet(at:options:)`` does, except that the
 /// capture's SHA-256 (when `options.verify`) is checked on another thread while the caller replays
-/// it: pass what the replay found through ``CaptureDigestCheck/verifying(_:)`` (or call `wait()`)
-/// before reporting it. `digest` is `nil` when nothing is being checked.
+/// it: run the replay through ``verified(by:_:)`` before reporting what it found. `digest` is `nil`
+/// when nothing is being checked.
 public func loadReplaySetVerifyingAlongside(at path: String, options: ReplayOptions) throws(ReplayError)
     -> (set: LoadedCaptureSet, digest: CaptureDigestCheck?) {
     do throws(CaptureSetError) {
@@ -180,19 +180,20 @@ public func loadReplaySetVerifyingAlongside(at path: String, options: ReplayOpti
     }
 }
 
-extension CaptureDigestCheck {
-    /// What `replay` returns once the digest is known to match; when it does not, that mismatch is
-    /// thrown instead of anything `replay` returned or threw (a capture that is not the sealed one
-    /// explains whatever replaying it found).
-    public func verifying<T>(_ replay: () throws -> T) throws -> T {
-        let result = Result { try replay() }
-        do throws(CaptureSetError) {
-            try wait()
-        } catch {
-            throw ReplayError.captureSet(error)
-        }
-        return try result.get()
+/// What `replay` returns once `digest` (if any) is known to match; when it does not, that mismatch
+/// is thrown instead of anything `replay` returned or threw (a capture that is not the sealed one
+/// explains whatever replaying it found).
+public func verified<T>(by digest: CaptureDigestCheck?, _ replay: () throws(ReplayError) -> T) throws(ReplayError) -> T {
+    let result: Result<T, ReplayError>
+    do throws(ReplayError) {
+        result = .success(try replay())
+    } catch {
+        result = .failure(error)
     }
+    if let digest {
+        do throws(CaptureSetError) { try digest.wait() } catch { throw .captureSet(error) }
+    }
+    return try result.get()
 }
 
 /// Loads the capture set at `path`, verifies it unless told not to (on another thread, while the
@@ -201,17 +202,8 @@ extension CaptureDigestCheck {
 public func replaySet(at path: String, options: ReplayOptions) throws(ReplayError) -> ReplayOutcome {
     let (set, digest) = try loadReplaySetVerifyingAlongside(at: path, options: options)
     var trace: [TraceEvent] = []
-    let run: Result<ReplayRun, ReplayError>
-    do throws(ReplayError) {
-        run = .success(try replaySet(set, options: options, into: &trace))
-    } catch {
-        run = .failure(error)
-    }
-    // A mismatch explains whatever the replay found, a failure included.
-    if let digest {
-        do throws(CaptureSetError) { try digest.wait() } catch { throw .captureSet(error) }
-    }
-    return ReplayOutcome(try run.get(), trace: trace)
+    let run = try verified(by: digest) { () throws(ReplayError) in try replaySet(set, options: options, into: &trace) }
+    return ReplayOutcome(run, trace: trace)
 }
 
 /// Replays a loaded capture set, writing each trace event to `sink` as it is made.
