@@ -25,6 +25,10 @@ let package = Package(
         .library(name: "TetherIntegrations", targets: ["TetherIntegrations"]),
         .library(name: "TetherCLI", targets: ["TetherCLI"]),
         .library(name: "TetherTesting", targets: ["TetherTesting"]),
+        .library(name: "TetherConnectIQ", targets: ["TetherConnectIQ"]),
+        .library(name: "TetherWatchConnectivity", targets: ["TetherWatchConnectivity"]),
+        .library(name: "AppLoop", targets: ["AppLoop"]),
+        .library(name: "TetherLive", targets: ["TetherLive"]),
         .library(name: "Emulation", targets: ["Emulation"]),
     ],
     dependencies: [
@@ -122,37 +126,64 @@ let package = Package(
             ]
         ),
 
-        // One integration per core: everything about the core beyond the core itself (its replay
-        // adapter, driver, API-call records, trace mapping, manifest section, settings, and its live
-        // host). Registered in one list, TetherIntegrations.builtIn.
+        // One integration per core: everything replay needs about the core beyond the core itself
+        // (its adapter, responder, driver, API-call records, trace mapping, manifest section and
+        // settings), registered in one list, TetherIntegrations.builtIn. Each core's live host is a
+        // target of its own (`…Live`, in the integration's `Live/` folder): replay, TetherTesting
+        // and the SDK facades then link no socket, libpcap, BlueZ, NIO or SQLite code, so they can
+        // build for Apple platforms.
         .target(
             name: "IngestIntegration",
+            dependencies: ["ReplayKit", "BehaviourTrace", "IngestCore", "CaptureKit", "CaptureSet", "Dissectors", "CoreRandom", "JSONBytes"],
+            path: "Sources/Integrations/Ingest",
+            exclude: ["Live"]
+        ),
+        .target(
+            name: "IngestLive",
             dependencies: [
-                "ReplayKit", "BehaviourTrace", "IngestCore", "IngestStore", "CaptureKit", "CaptureSet", "Dissectors", "LiveHosts", "LiveCapture",
+                "IngestIntegration", "ReplayKit", "BehaviourTrace", "IngestCore", "IngestStore", "CaptureKit", "CaptureSet", "Dissectors", "LiveHosts", "LiveCapture",
                 "CDatagramBatch", "CoreRandom", "JSONBytes",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
-            path: "Sources/Integrations/Ingest"
+            path: "Sources/Integrations/Ingest/Live"
         ),
         .target(
             name: "MessagingIntegration",
-            dependencies: ["ReplayKit", "BehaviourTrace", "MonkeyCTrace", "MessagingCore", "MonkeyC", "CaptureKit", "CaptureSet", "Dissectors", "LiveHosts", "LiveCapture", "CoreRandom"],
-            path: "Sources/Integrations/Messaging"
+            dependencies: ["ReplayKit", "BehaviourTrace", "MonkeyCTrace", "MessagingCore", "MonkeyC", "CaptureKit", "CaptureSet", "Dissectors", "CoreRandom"],
+            path: "Sources/Integrations/Messaging",
+            exclude: ["Live"]
+        ),
+        .target(
+            name: "MessagingLive",
+            dependencies: ["MessagingIntegration", "ReplayKit", "BehaviourTrace", "MonkeyCTrace", "MessagingCore", "MonkeyC", "CaptureKit", "CaptureSet", "LiveHosts", "LiveCapture"],
+            path: "Sources/Integrations/Messaging/Live"
         ),
         .target(
             name: "SessionIntegration",
+            dependencies: ["ReplayKit", "BehaviourTrace", "MonkeyCTrace", "SessionCore", "MonkeyC", "CaptureKit", "CaptureSet", "Dissectors"],
+            path: "Sources/Integrations/Session",
+            exclude: ["Live"]
+        ),
+        .target(
+            name: "SessionLive",
             dependencies: [
-                "ReplayKit", "BehaviourTrace", "MonkeyCTrace", "SessionCore", "MonkeyC", "CaptureKit", "CaptureSet", "Dissectors", "LiveHosts", "LiveCapture",
+                "SessionIntegration", "ReplayKit", "BehaviourTrace", "MonkeyCTrace", "SessionCore", "MonkeyC", "CaptureKit", "CaptureSet", "LiveHosts", "LiveCapture",
                 "StoreFiles", .product(name: "GRDB", package: "GRDB.swift"),
             ],
-            path: "Sources/Integrations/Session"
+            path: "Sources/Integrations/Session/Live"
         ),
         .target(
             name: "WidgetIntegration",
-            dependencies: ["ReplayKit", "BehaviourTrace", "MonkeyCTrace", "WidgetCore", "MonkeyC", "MQTT", "CaptureKit", "CaptureSet", "Dissectors", "LiveHosts", "LiveCapture", "JSONBytes"],
-            path: "Sources/Integrations/Widget"
+            dependencies: ["ReplayKit", "BehaviourTrace", "MonkeyCTrace", "WidgetCore", "MonkeyC", "MQTT", "CaptureKit", "CaptureSet", "Dissectors", "JSONBytes"],
+            path: "Sources/Integrations/Widget",
+            exclude: ["Live"]
+        ),
+        .target(
+            name: "WidgetLive",
+            dependencies: ["WidgetIntegration", "ReplayKit", "BehaviourTrace", "MonkeyCTrace", "WidgetCore", "MonkeyC", "MQTT", "CaptureKit", "CaptureSet", "LiveHosts", "LiveCapture", "JSONBytes"],
+            path: "Sources/Integrations/Widget/Live"
         ),
         // The list of Tether's own integrations.
         .target(
@@ -166,7 +197,22 @@ let package = Package(
         // `tether emulate`'s live side: the responder behind a Bumble bridge (Harness/rigs/emulate_bridge.py).
         .target(name: "EmulationLive", dependencies: ["Emulation", "LiveHosts", "LiveCapture", "BehaviourTrace", "CaptureSet", "Dissectors"]),
         // One call from Swift Testing or XCTest: replay a set, get verdicts and the trace as values.
-        .target(name: "TetherTesting", dependencies: ["ReplayKit", "BehaviourTrace", "CaptureSet", "TetherIntegrations"]),
+        .target(name: "TetherTesting", dependencies: [
+            "ReplayKit", "BehaviourTrace", "CaptureSet", "CaptureKit", "TetherIntegrations", "AppLoop",
+            .product(name: "DequeModule", package: "swift-collections"),
+        ]),
+        // What an SDK facade talks to: a core's host, replayed (TetherTesting's ReplaySession) or
+        // live. Knows no core and no SDK.
+        .target(name: "AppLoop", dependencies: ["BehaviourTrace"]),
+        // Garmin's Connect IQ Mobile SDK for iOS as Swift sees it, backed by MessagingCore through
+        // an AppLoop host: the user's own companion-app code runs in the loop.
+        .target(name: "TetherConnectIQ", dependencies: ["AppLoop", "BehaviourTrace", "MessagingCore", "MonkeyC", "MonkeyCTrace"]),
+        // The SDK facades bound to a live host instead of a recording (LiveSession): the app's code
+        // against the device, recorded as a capture set that ReplaySession replays with the same code.
+        .target(name: "TetherLive", dependencies: ["AppLoop", "BehaviourTrace", "CaptureSet", "LiveCapture", "LiveHosts", "MessagingCore", "MessagingIntegration", "MessagingLive"]),
+        // Apple's WatchConnectivity (iOS side) as Swift sees it, backed by SessionCore through an
+        // AppLoop host.
+        .target(name: "TetherWatchConnectivity", dependencies: ["AppLoop", "BehaviourTrace", "SessionCore", "MonkeyC", "MonkeyCTrace"]),
 
         // A behaviour trace written for other tools' viewers (Chrome trace-event JSON for Perfetto).
         .target(name: "TraceExport", dependencies: ["BehaviourTrace", "JSONBytes"]),
@@ -178,6 +224,7 @@ let package = Package(
                 "CaptureKit", "CaptureSet", "Dissectors", "IngestCore", "IngestStore", "ReplayKit", "BehaviourTrace",
                 "LiveCapture", "LiveHosts", "MessagingCore", "SessionCore", "WidgetCore", "MonkeyC", "MQTT",
                 "IngestIntegration", "MessagingIntegration", "SessionIntegration", "WidgetIntegration", "TetherIntegrations", "Redaction",
+                "IngestLive", "MessagingLive", "SessionLive", "WidgetLive",
                 "TraceExport",
                 "TimelineReport",
                 "Emulation", "EmulationLive",
@@ -193,7 +240,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "TetherBench",
-            dependencies: ["CaptureKit", "Dissectors", "IngestCore", "ReplayKit", "BehaviourTrace", "CaptureSet", "MessagingCore", "SessionCore", "MonkeyC", "MQTT", "IngestIntegration", "MessagingIntegration", "SessionIntegration", "TetherIntegrations", "MonkeyCTrace"]
+            dependencies: ["CaptureKit", "Dissectors", "IngestCore", "ReplayKit", "BehaviourTrace", "CaptureSet", "MessagingCore", "SessionCore", "MonkeyC", "MQTT", "IngestIntegration", "MessagingIntegration", "SessionIntegration", "TetherIntegrations", "MonkeyCTrace", "IngestLive"]
         ),
 
         // Helpers shared by the test targets (a seeded generator, a temporary folder).
@@ -227,18 +274,22 @@ let package = Package(
             name: "IntegrationsTests",
             dependencies: [
                 "TetherTestSupport", "ReplayKit", "BehaviourTrace", "MonkeyCTrace", "TetherIntegrations", "IngestIntegration", "MessagingIntegration", "SessionIntegration", "WidgetIntegration",
+                "IngestLive", "MessagingLive", "SessionLive", "WidgetLive",
                 "IngestCore", "IngestStore", "MessagingCore", "SessionCore", "WidgetCore", "MonkeyC", "MQTT", "LiveHosts", "LiveCapture", "CaptureKit", "CaptureSet", "Dissectors",
                 .product(name: "Yams", package: "Yams"), .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         .testTarget(name: "TimelineReportTests", dependencies: ["TimelineReport", "ReplayKit", "BehaviourTrace", "CaptureSet"]),
         .testTarget(name: "TetherTestingTests", dependencies: ["TetherTesting", "ReplayKit", "BehaviourTrace", "TetherIntegrations", "CaptureSet"]),
+        .testTarget(name: "TetherConnectIQTests", dependencies: ["TetherConnectIQ", "TetherTesting", "BehaviourTrace"]),
+        .testTarget(name: "TetherWatchConnectivityTests", dependencies: ["TetherWatchConnectivity", "TetherTesting", "BehaviourTrace"]),
         .testTarget(name: "LiveCaptureTests", dependencies: ["TetherTestSupport", "LiveCapture", "CaptureKit", "CaptureSet"]),
         .testTarget(name: "EmulationTests", dependencies: ["TetherTestSupport", "Emulation", "CaptureKit", "CaptureSet", "Dissectors", "SessionCore"]),
         .testTarget(name: "JSONBytesTests", dependencies: ["JSONBytes", "TetherTestSupport"]),
         .testTarget(
             name: "TetherCLITests",
-            dependencies: ["TetherTestSupport", "TetherCLI", "TetherIntegrations", "CaptureKit", "CaptureSet", "Dissectors", "ReplayKit", "BehaviourTrace", "IngestCore", "IngestStore", "LiveHosts", "IngestIntegration", "MessagingIntegration", "SessionIntegration", "WidgetIntegration", "Redaction"],
+            dependencies: ["TetherTestSupport", "TetherCLI", "TetherIntegrations", "CaptureKit", "CaptureSet", "Dissectors", "ReplayKit", "BehaviourTrace", "IngestCore", "IngestStore", "LiveHosts", "IngestIntegration", "MessagingIntegration", "SessionIntegration", "WidgetIntegration", "Redaction",
+                          "IngestLive", "MessagingLive", "SessionLive", "WidgetLive"],
             exclude: ["Golden"]
         ),
     ]

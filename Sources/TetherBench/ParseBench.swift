@@ -1,4 +1,5 @@
 import TetherIntegrations
+import IngestLive
 import ReplayKit
 import BehaviourTrace
 import CaptureKit

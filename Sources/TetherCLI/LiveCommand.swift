@@ -1,4 +1,5 @@
 import MessagingIntegration
+import WidgetLive
 import SessionIntegration
 import WidgetIntegration
 import IngestIntegration

@@ -1,4 +1,5 @@
 import MessagingIntegration
+import MessagingLive
 import SessionIntegration
 import WidgetIntegration
 import IngestIntegration

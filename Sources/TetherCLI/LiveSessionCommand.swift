@@ -1,4 +1,5 @@
 import MessagingIntegration
+import SessionLive
 import SessionIntegration
 import WidgetIntegration
 import IngestIntegration

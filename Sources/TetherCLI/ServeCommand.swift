@@ -1,4 +1,5 @@
 import ArgumentParser
+import IngestLive
 import Dispatch
 #if canImport(Glibc)
 import Glibc

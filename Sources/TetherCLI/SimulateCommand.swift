@@ -1,4 +1,5 @@
 import ArgumentParser
+import IngestLive
 import LiveHosts
 import IngestIntegration
 import Synchronization

@@ -1,4 +1,5 @@
 import Foundation
+@testable import IngestLive
 import IngestCore
 import IngestStore
 import Testing

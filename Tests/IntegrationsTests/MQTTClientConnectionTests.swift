@@ -1,4 +1,5 @@
 @testable import IngestIntegration
+@testable import WidgetLive
 @testable import MessagingIntegration
 @testable import SessionIntegration
 @testable import WidgetIntegration

@@ -1,4 +1,5 @@
 import IngestCore
+@testable import IngestLive
 import Testing
 
 @testable import IngestIntegration

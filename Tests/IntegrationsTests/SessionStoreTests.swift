@@ -1,4 +1,5 @@
 @testable import IngestIntegration
+@testable import SessionLive
 @testable import MessagingIntegration
 @testable import SessionIntegration
 @testable import WidgetIntegration

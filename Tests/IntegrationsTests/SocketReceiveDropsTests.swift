@@ -1,4 +1,5 @@
 import Foundation
+@testable import IngestLive
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

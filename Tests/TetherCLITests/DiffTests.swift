@@ -1,4 +1,5 @@
 import CaptureKit
+import IngestLive
 import Foundation
 import LiveHosts
 import IngestIntegration

@@ -1,3 +1,4 @@
+import IngestLive
 import Foundation
 #if canImport(Glibc)
 import Glibc

@@ -338,7 +338,13 @@ public struct MessagingAdapter: CoreAdapter {
                 } else {
                     events += matcher.emitted(bytes, channel: channel, timeNs: timeNs)
                 }
-                responder?.coreWrote(bytes, device: device, timeNs: timeNs)
+                if let unanswered = responder?.coreWrote(bytes, device: device, timeNs: timeNs) {
+                    events.append(TraceEvent(timeNs: timeNs, core: core, event: "no_recorded_answer", fields: [
+                        "device": .string(channel),
+                        "detail": .string("the core sent \(MessagingResponder.commandName(unanswered)) and the recording holds no answer left for it; "
+                            + "the core meets its own timeout, as against a watch that stays silent"),
+                    ]))
+                }
             default:
                 events += MessagingTrace.events(for: action, timeNs: timeNs)
             }

@@ -25,6 +25,9 @@ public struct MessagingIntegration: CoreIntegration {
     public var defaultForRoles: Set<InterfaceRole> { [.bleHCI, .bleMonitor] }
     /// API-call records from before records named their core are messaging's.
     public var takesUnlabelledAPICalls: Bool { true }
+    /// Which BLE address is which device, and whether the phone's Bluetooth is on: the host's
+    /// doing, delivered from the recording even when the app in the loop makes the SDK calls.
+    public var hostFactCalls: Set<String> { ["bind_device", "bluetooth_state"] }
     /// The section's `settings` keys, with the command line's bounds.
     public var settings: [IntegrationSetting] { MessagingSectionSchema.settings }
 
@@ -36,7 +39,7 @@ public struct MessagingIntegration: CoreIntegration {
         ["api_call", "api_error", "api_record_malformed", "step_failed",
          "device_list", "device_list_saved", "device_status", "app_status", "open_app",
          "connection_opened", "connection_closed", "progress", "completion", "message_received", "message_unclaimed",
-         "timeout", "violation",
+         "timeout", "violation", "no_recorded_answer",
          "frame_emitted", "frame_matched", "frame_diverged", "summary"]
     }
     /// A send and its completion (with `progress` as `sent` of `total`); an app-status or

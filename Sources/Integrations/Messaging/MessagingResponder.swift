@@ -43,10 +43,16 @@ struct MessagingResponder: Sendable {
     func isAnswer(_ bytes: [UInt8]) -> Bool { Self.answerKind(ofWatchPacket: bytes) != nil }
 
     /// The core wrote `bytes`: schedule the captured answer it asks for, if any is left.
-    mutating func coreWrote(_ bytes: [UInt8], device: DeviceID, timeNs: Int64) {
-        guard let kind = Self.answerKind(ofPhonePacket: bytes) else { return }
+    /// - Returns: the command the core sent when the recording holds no answer left for it (the
+    ///   core will meet its own timeout, as against a watch that stays silent); `nil` otherwise.
+    @discardableResult
+    mutating func coreWrote(_ bytes: [UInt8], device: DeviceID, timeNs: Int64) -> UInt8? {
+        guard let kind = Self.answerKind(ofPhonePacket: bytes) else { return nil }
         let cursor = cursors[kind, default: 0]
-        guard let list = answers[kind], cursor < list.count else { return }
+        guard let list = answers[kind], cursor < list.count else {
+            if case .command(let command) = kind { return command }
+            return nil
+        }
         cursors[kind] = cursor + 1
         let answer = list[cursor]
         // The run's faults decide for the captured frame this answer comes from: lost, late, twice.
@@ -56,6 +62,18 @@ struct MessagingResponder: Sendable {
             deliveries.append(Delivery(timeNs: at + delay.replayNanoseconds, order: order, device: device, bytes: answer.bytes))
         }
         deliveries.sort { ($0.timeNs, $0.order) < ($1.timeNs, $1.order) }
+        return nil
+    }
+
+    /// What a command asks, for a warning.
+    static func commandName(_ command: UInt8) -> String {
+        switch command {
+        case 1: "open connection (command 1)"
+        case 2: "close connection (command 2)"
+        case 5: "app status (command 5)"
+        case 6: "open app (command 6)"
+        default: "command \(command)"
+        }
     }
 
     /// The link to `device` dropped: answers still on their way are lost with it.

@@ -17,6 +17,10 @@ public struct SessionIntegration: CoreIntegration {
 
     /// `session`.
     public var name: String { "session" }
+    /// The process starting (with its identity and seed), the paired counterpart and the watch
+    /// app's state: the host's doing, delivered from the recording even when the app in the loop
+    /// makes the WatchConnectivity calls.
+    public var hostFactCalls: Set<String> { ["start", "set_paired", "set_app_state"] }
     /// For `--help`.
     public var summary: String { "WatchConnectivity-style sessions, phone or watch (SessionCore)" }
     /// HCI and monitor-channel interfaces (named `core: session`, or with a `session:` section).

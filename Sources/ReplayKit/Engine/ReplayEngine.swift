@@ -33,6 +33,8 @@ public struct ReplaySummary: Sendable, Hashable {
     public var scheduledCallsDelivered: Int = 0
     /// Cores the engine stopped because their timers ran away; the replay stopped with them.
     public var runawayTimers: [RunawayTimers] = []
+    /// Calls an app in the loop made (``ReplayEngine/closedLoop``), delivered.
+    public var closedLoopCallsDelivered: Int = 0
     /// `fault_injected` events written: how many times the run's faults changed what reached
     /// the cores (docs/faults.md).
     public var faultsApplied: Int = 0
@@ -131,6 +133,10 @@ public struct ReplayEngine {
     /// Cores whose captured `api-calls` records are not delivered (``scheduledCalls`` drive them
     /// instead).
     public var replacedCallCores: Set<String> = []
+    /// Per replaced core, the recorded calls that are still delivered: host facts, which the
+    /// app does not make (``CoreIntegration/hostFactCalls``: a device bound to an address, the
+    /// process started).
+    public var keptCallsOfReplacedCores: [String: Set<String>] = [:]
     /// Faults applied between the capture and the cores (docs/faults.md): lost, late, repeated,
     /// reordered or altered peer frames, and links that drop. Empty: the capture as recorded.
     public var faults: [Fault] = []
@@ -140,6 +146,10 @@ public struct ReplayEngine {
     /// Called with a frame's number just before it is handed to the adapters: the events that
     /// follow, up to the next call, are that frame's doing.
     public var frameObserver: ((Int) -> Void)?
+    /// The calls an app makes while it runs in the loop (``ClosedLoopInputs``): asked after every
+    /// input an adapter handles, so a call made from inside a callback reaches its core at the
+    /// instant of the input that caused it. `nil`: a plain replay.
+    public var closedLoop: (any ClosedLoopInputs)?
 
     /// An engine over `adapters`; `manifestInterfaces` give interfaces their roles.
     public init(adapters: [any CoreAdapter], manifestInterfaces: [ManifestInterface] = [], gattHandles: [ManifestGATTHandle] = [], drainHorizon: Duration = .seconds(600)) {
@@ -174,6 +184,13 @@ public struct ReplayEngine {
                 expected: "a readable frame", found: "\(error)", hint: "Check the file with `tether inspect`.")
         }
 
+        finishRun(reader: reader, state: &state, summary: &summary, emit: emit)
+        return summary
+    }
+
+    /// After the last frame: the drain (deadlines up to ``drainHorizon`` past the last input),
+    /// the warnings, and every adapter's `finish`.
+    mutating func finishRun(reader: any CaptureReader, state: inout RunState, summary: inout ReplaySummary, emit: (TraceEvent) -> Void) {
         // The drain runs on past the last frame, and past the last scheduled call.
         let lastCall = scheduledCalls.last.map { max($0.at, state.clock) } ?? state.clock
         // …and past the last frame a fault made late.
@@ -200,7 +217,6 @@ public struct ReplayEngine {
             summary.warnings.append("\(summary.framesOutOfOrder) frame(s) were stamped earlier than the frame before them; "
                 + "each was replayed at the earlier frame's instant.")
         }
-        return summary
     }
 
     /// Replays every frame of `reader`, writing each trace event to `sink` as it is made.
@@ -215,8 +231,27 @@ public struct ReplayEngine {
         return (trace, summary)
     }
 
+    /// Delivers the calls the app in the loop has made, each to its core's adapter at the current
+    /// instant, until it has none left (a call's own callbacks may make more).
+    mutating func deliverClosedLoopCalls(state: inout RunState, summary: inout ReplaySummary, emit: (TraceEvent) -> Void) {
+        guard let inputs = closedLoop else { return }
+        while !state.halted, let call = inputs.nextCall(now: state.clock) {
+            guard let i = adapters.firstIndex(where: { $0.core == call.core }) else {
+                summary.warnings.append("the app's \(call.call) call for core \(call.core) was not delivered: this replay does not run that core.")
+                continue
+            }
+            let interface = ReplayInterface(index: -1, linkType: .user0, name: "app-in-the-loop", role: .apiCalls)
+            let frame = ReplayFrame(
+                number: 0, virtualTimeNs: state.clock.replayNanoseconds, timestampNs: state.clock.replayNanoseconds,
+                interface: interface, bytes: UnsafeRawBufferPointer(start: nil, count: 0), apiCall: .parsed(call.record))
+            adapters[i].frame(frame, now: state.clock, emit: emit)
+            state.consecutiveTimeouts[i] = 0
+            summary.closedLoopCallsDelivered += 1
+        }
+    }
+
     /// One frame: fire what is due before it, then hand it to every adapter that wants it.
-    private mutating func process(
+    mutating func process(
         _ header: FrameHeader, bytes: UnsafeRawBufferPointer, reader: any CaptureReader,
         state: inout RunState, summary: inout ReplaySummary, emit: (TraceEvent) -> Void
     ) {
@@ -294,7 +329,7 @@ public struct ReplayEngine {
                 apiCall = .malformed(error.description)
             }
             recipient = apiCall?.core ?? unlabelledAPICallsCore
-            if let name = recipient, replacedCallCores.contains(name) {
+            if let name = recipient, replacedCallCores.contains(name), !Self.isKept(apiCall, among: keptCallsOfReplacedCores[name]) {
                 summary.apiCallsReplaced += 1
                 return
             }
@@ -323,6 +358,7 @@ public struct ReplayEngine {
             state.consecutiveTimeouts[i] = 0
         }
         summary.framesFed += 1
+        if closedLoop != nil { deliverClosedLoopCalls(state: &state, summary: &summary, emit: emit) }
     }
 
     /// Delivers the frames faults made late (or repeated, or altered) that are due at or before
@@ -356,7 +392,7 @@ public struct ReplayEngine {
 
     /// Fires every deadline and delivers every scheduled call at or before `limit`, in time order;
     /// at one instant, deadlines first.
-    private mutating func advance(through limit: Duration, state: inout RunState, summary: inout ReplaySummary, emit: (TraceEvent) -> Void) {
+    mutating func advance(through limit: Duration, state: inout RunState, summary: inout ReplaySummary, emit: (TraceEvent) -> Void) {
         // A plain replay (no faults, nothing held, no scheduled call left) has the adapters'
         // deadlines alone: gathering the other three sources below cost two arrays per frame.
         if state.injector == nil, state.pending.isEmpty, state.nextCall >= scheduledCalls.count {
@@ -398,8 +434,15 @@ public struct ReplayEngine {
             adapters[i].frame(frame, now: state.clock, emit: emit)
             state.consecutiveTimeouts[i] = 0
             summary.scheduledCallsDelivered += 1
+            if closedLoop != nil { deliverClosedLoopCalls(state: &state, summary: &summary, emit: emit) }
         }
         fireDeadlines(through: limit, state: &state, summary: &summary, emit: emit)
+    }
+
+    /// Whether a replaced core's recorded record is one of the calls still delivered.
+    static func isKept(_ record: APICallRecord?, among kept: Set<String>?) -> Bool {
+        guard let kept, case .parsed(let members)? = record, case .string(let call)? = members["call"] else { return false }
+        return kept.contains(call)
     }
 
     /// Sorted by instant, keeping the given order among calls of one instant.
@@ -421,6 +464,7 @@ public struct ReplayEngine {
             state.clock = now
             adapters[i].timeout(now: now, emit: emit)
             summary.timeoutsFired += 1
+            if closedLoop != nil { deliverClosedLoopCalls(state: &state, summary: &summary, emit: emit) }
             if state.consecutiveTimeouts[i] == 0 { state.firstTimeout[i] = now }
             state.consecutiveTimeouts[i] += 1
             let count = state.consecutiveTimeouts[i]

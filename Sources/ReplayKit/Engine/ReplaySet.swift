@@ -336,6 +336,7 @@ public func replaySet(
         engine.unlabelledAPICallsCore = unlabelled
         engine.scheduledCalls = options.scheduledCalls
         engine.replacedCallCores = options.replacedCallCores
+        engine.keptCallsOfReplacedCores = keptCalls(options)
         engine.faults = options.faults
         engine.peerFrameObserver = peerFrameObserver
         engine.frameObserver = frameObserver
@@ -348,6 +349,38 @@ public func replaySet(
         throw .runawayTimers(set: set.directory.path, runaway, settings: timerSettings(of: runaway.core, in: set, options: options))
     }
     return ReplayRun(captureSet: set, summary: summary, cores: adapters.map(\.core))
+}
+
+/// A replay of `set` that advances in steps, with `closedLoop` feeding the calls an app in the
+/// loop makes (``SteppedReplay``, ``ClosedLoopInputs``); the recorded calls of
+/// `options.replacedCallCores` are not delivered, but for their host facts.
+/// - Returns: the stepped run, its cores in adapter order and the manifest sections' warnings.
+public func steppedReplay(
+    of set: LoadedCaptureSet, options: ReplayOptions, closedLoop: (any ClosedLoopInputs)?
+) throws(ReplayError) -> (run: SteppedReplay, cores: [String], warnings: [String]) {
+    let (adapters, interfaces, unlabelled, sectionWarnings) = try replayAdapters(for: set, options: options)
+    do throws(CaptureError) {
+        let reader = try CaptureFile.open(path: set.capturePath)
+        var engine = ReplayEngine(adapters: adapters, manifestInterfaces: interfaces, gattHandles: set.manifest.gattHandles, drainHorizon: options.drainHorizon)
+        engine.unlabelledAPICallsCore = unlabelled
+        engine.scheduledCalls = options.scheduledCalls
+        engine.replacedCallCores = options.replacedCallCores
+        engine.keptCallsOfReplacedCores = keptCalls(options)
+        engine.faults = options.faults
+        engine.closedLoop = closedLoop
+        return (SteppedReplay(engine: engine, reader: reader), adapters.map(\.core), sectionWarnings)
+    } catch {
+        throw .capture(error)
+    }
+}
+
+/// The host-fact calls of each replaced core (``CoreIntegration/hostFactCalls``).
+func keptCalls(_ options: ReplayOptions) -> [String: Set<String>] {
+    var kept: [String: Set<String>] = [:]
+    for core in options.replacedCallCores {
+        if let integration = options.integrations.integration(named: core) { kept[core] = integration.hostFactCalls }
+    }
+    return kept
 }
 
 /// Replays a capture file through the given adapters.

@@ -39,6 +39,11 @@ public protocol CoreIntegration: Sendable {
     var selectedBySection: Bool { get }
     /// Whether `api-calls` records without a `core` field are its own. Default `false`.
     var takesUnlabelledAPICalls: Bool { get }
+    /// The `call` names of its API-call records that describe the host, not calls the app makes
+    /// (a device bound to a BLE address, the phone's Bluetooth state, the process started): when
+    /// the app runs in the loop and makes its own calls, these recorded ones are still
+    /// delivered. Default: none.
+    var hostFactCalls: Set<String> { get }
     /// The settings a command line may change for a replay, each a key of its section.
     var settings: [IntegrationSetting] { get }
     /// The keys of its section beyond ``settings``, each with what it takes: with the settings,
@@ -73,6 +78,8 @@ extension CoreIntegration {
     public var selectedBySection: Bool { true }
     /// Records must name their core.
     public var takesUnlabelledAPICalls: Bool { false }
+    /// Every recorded call is the app's.
+    public var hostFactCalls: Set<String> { [] }
     /// No settings.
     public var settings: [IntegrationSetting] { [] }
     /// No fields beyond the settings.

@@ -1,3 +1,4 @@
+import IngestIntegration
 import LiveHosts
 import IngestCore
 

@@ -1,3 +1,4 @@
+import IngestIntegration
 import LiveHosts
 #if canImport(Glibc)
 import Glibc

@@ -1,3 +1,4 @@
+import IngestIntegration
 import LiveHosts
 /// A simulated Motion plugin: a ``PluginTrafficGenerator`` schedule sent by a ``PluginSender``.
 /// What `tether simulate plugin` runs.

@@ -1,3 +1,4 @@
+import MessagingIntegration
 import ReplayKit
 import BehaviourTrace
 import LiveHosts
@@ -31,6 +32,8 @@ public struct LiveMessagingRequest {
     public var keySeed: UInt64?
     /// Live progress lines.
     public var log: (String) -> Void = { _ in }
+    /// The app's own code in the loop instead of the script (``MessagingLiveHost/Options/app``).
+    public var app: LiveAppLoop?
 
     /// A request; see the properties.
     public init(transport: String, devices: [(uuid: IQUUID, address: String, name: String, model: String)], script: LiveScript, bridgeScript: String) {
@@ -61,6 +64,7 @@ public func runLiveMessaging(_ request: LiveMessagingRequest) throws(LiveMessagi
     options.configuration = request.configuration
     options.keySeed = request.keySeed
     options.log = request.log
+    options.app = request.app
 
     guard let setPath = request.recordSet else {
         let host = MessagingLiveHost(options: options)

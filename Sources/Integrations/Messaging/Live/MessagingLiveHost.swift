@@ -1,3 +1,4 @@
+import MessagingIntegration
 import MonkeyCTrace
 import ReplayKit
 import BehaviourTrace
@@ -47,6 +48,9 @@ public final class MessagingLiveHost {
         public var linger: Duration = .milliseconds(500)
         /// Each event as it happens (a line for the terminal).
         public var log: (String) -> Void = { _ in }
+        /// The app's own code in the loop instead of ``script`` (`TetherLive`'s `LiveSession`): it
+        /// makes the SDK calls, including the device list from ``deviceSelectionURL(_:)``.
+        public var app: LiveAppLoop?
 
         /// Options; see the properties.
         public init(transport: String, devices: [(uuid: IQUUID, address: String, name: String, model: String)], script: LiveScript, bridgeScript: String) {
@@ -96,13 +100,19 @@ public final class MessagingLiveHost {
         defer { bridge.shutdown() }
         try bridge.waitForBluetooth(transport: options.transport) { line throws(LiveHostError) in try handleBridge(line) }
 
-        // The device list as Garmin Connect Mobile would hand it over, and which address is which device.
-        try call(.deviceList(url: MessagingLiveHost.deviceSelectionURL(options.devices)))
+        // The device list as Garmin Connect Mobile would hand it over (the app in the loop hands
+        // it over itself), and which address is which device.
+        if options.app == nil { try call(.deviceList(url: MessagingLiveHost.deviceSelectionURL(options.devices))) }
         for device in options.devices {
             try call(.bindDevice(device: device.uuid.description, peer: device.address))
         }
 
         let closed = "the BLE bridge exited during the run" + (options.bridgeLog.map { "; see \($0)" } ?? "")
+        if let app = options.app {
+            try runApp(app, bridge: bridge, closed: closed)
+            try disconnectAll(bridge)
+            return Result(events: log.events, failedSteps: log.failedSteps)
+        }
         try LiveStepRunner(steps: options.script.steps, linger: options.linger, start: start).run(LiveStepRunner.Host(
             runStep: { number, name, arguments throws(LiveHostError) in try self.runStep(number: number, name: name, arguments: arguments) },
             service: { timeout throws(LiveHostError) in _ = try self.serviceBridge(bridge, waitingAtMost: timeout, closed: closed) },
@@ -113,6 +123,48 @@ public final class MessagingLiveHost {
             fail: { step, message in self.fail(step: step, message) }))
         try disconnectAll(bridge)
         return Result(events: log.events, failedSteps: log.failedSteps)
+    }
+
+    /// The app in the loop: its calls taken between inputs, the core's timers fired, the bridge
+    /// serviced, until the app is done (then a linger) or its time is up.
+    private func runApp(_ app: LiveAppLoop, bridge: BLEBridge, closed: String) throws(LiveHostError) {
+        app.record = { [weak self] event in self?.record(event) }
+        app.elapsed = { [weak self] in self?.now() ?? .zero }
+        defer {
+            app.record = nil
+            app.elapsed = nil
+        }
+        let end = start + app.duration
+        var doneAt: ContinuousClock.Instant?
+        while ContinuousClock.now < min(end, doneAt.map { $0 + app.linger } ?? end) {
+            try takeAppCalls(app)
+            if doneAt == nil, app.isDone() { doneAt = .now }
+            var wait = min(end, doneAt.map { $0 + app.linger } ?? end) - ContinuousClock.now
+            if let deadline = core.nextDeadline { wait = min(wait, deadline - now()) }
+            _ = try serviceBridge(bridge, waitingAtMost: max(.zero, min(wait, .milliseconds(20))), closed: closed)
+            try takeAppCalls(app)
+            if let deadline = core.nextDeadline, deadline <= now() { try perform(core.handleTimeout(now: now())) }
+        }
+        try takeAppCalls(app)
+    }
+
+    private func takeAppCalls(_ app: LiveAppLoop) throws(LiveHostError) {
+        while true {
+            let records = app.takeCalls()
+            if records.isEmpty { return }
+            for record in records {
+                let parsed: MessagingAPICall
+                do throws(MessagingAPICallError) {
+                    parsed = try MessagingAPICall(record: record)
+                } catch {
+                    self.record(TraceEvent(timeNs: 0, core: "messaging", event: "api_record_malformed", fields: [
+                        "source": .string("the app in the loop"), "detail": .string(error.description),
+                    ]))
+                    continue
+                }
+                try call(parsed)
+            }
+        }
     }
 
     /// Ends the session as an app going away does: disconnects every link and handles what the
@@ -264,6 +316,7 @@ public final class MessagingLiveHost {
 
     private func record(_ event: TraceEvent, realtimeNs: Int64? = nil, quiet: Bool = false) {
         log.record(event, realtimeNs: realtimeNs, quiet: quiet)
+        options.app?.observe(event)
     }
 
     private func now() -> Duration { start.duration(to: ContinuousClock.now) }

@@ -1,3 +1,4 @@
+import SessionIntegration
 import MonkeyCTrace
 import ReplayKit
 import BehaviourTrace

@@ -1,3 +1,4 @@
+import SessionIntegration
 import ReplayKit
 import BehaviourTrace
 import LiveHosts

@@ -1,3 +1,4 @@
+import WidgetIntegration
 import ReplayKit
 import BehaviourTrace
 import LiveHosts

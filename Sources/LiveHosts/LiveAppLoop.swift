@@ -1,0 +1,37 @@
+import BehaviourTrace
+
+/// The app's own code in the loop of a live host, instead of a script: the host takes the calls
+/// the app made (its SDK facade's API-call records) whenever it is between inputs, hands every
+/// trace event it writes to the app as it writes it, and stops after ``duration`` or once
+/// ``isDone`` says so. `TetherLive`'s `LiveSession` makes one per run.
+///
+/// Everything happens on the host's one thread: the app's callbacks run inside the host's loop,
+/// and a call made from one is taken after the input that caused it, as in replay.
+public final class LiveAppLoop {
+    /// How long the host runs the app at most, from the link's start.
+    public let duration: Duration
+    /// Whether the app has done what the run is for (checked between inputs).
+    public let isDone: () -> Bool
+    /// The calls the app has made since the last question, in order.
+    public let takeCalls: () -> [[String: TraceValue]]
+    /// Every trace event the host writes, as it writes it.
+    public let observe: (TraceEvent) -> Void
+    /// How long after ``isDone`` the host keeps handling the link, so answers in flight land.
+    public let linger: Duration
+
+    /// Set by the host while it runs: writes an event of the app's own into the host's trace,
+    /// stamped with the time it is written.
+    public package(set) var record: ((TraceEvent) -> Void)?
+    /// Set by the host while it runs: the time since the host started (the core's clock).
+    public package(set) var elapsed: (() -> Duration)?
+
+    /// A loop; see the properties.
+    public init(duration: Duration, linger: Duration = .milliseconds(500), isDone: @escaping () -> Bool,
+                takeCalls: @escaping () -> [[String: TraceValue]], observe: @escaping (TraceEvent) -> Void) {
+        self.duration = duration
+        self.linger = linger
+        self.isDone = isDone
+        self.takeCalls = takeCalls
+        self.observe = observe
+    }
+}

@@ -1,0 +1,194 @@
+import AppLoop
+import BehaviourTrace
+import CaptureSet
+import Foundation
+import LiveCapture
+import LiveHosts
+import MessagingCore
+import MessagingIntegration
+import MessagingLive
+import Synchronization
+
+/// The app's own code against a real device: the SDK facades (`TetherConnectIQ`) bound to a live
+/// host instead of a recording, so the code a test replays in CI is the code that recorded the
+/// session. With `recordingTo:`, the run is recorded as a new capture set (every HCI packet
+/// through an H4 tap, and the app's calls), which `ReplaySession` then replays with the same code.
+///
+/// ```swift
+/// let live = try LiveSession(connectIQ: "tcp-client:127.0.0.1:9002",
+///                            watch: .init(address: "F0:F0:F0:F0:F0:F0"), recordingTo: "Captures/mine")
+/// live.makeCurrent()
+/// let sender = WorkoutSender()
+/// sender.start(url: URL(string: live.deviceSelectionURL)!)
+/// try live.run(for: .seconds(30), until: { sender.openResult != nil })
+/// ```
+///
+/// The live host runs on the calling thread inside ``run(for:until:)``; callbacks are made there,
+/// in the order things happen on the link.
+public final class LiveSession: AppLoopHost, @unchecked Sendable {
+    // @unchecked: the state below is touched by the thread inside `run` (the host's loop) and by
+    // the app on that thread; the calls the app posts are behind a lock.
+
+    /// A Connect IQ watch the phone talks to.
+    public struct ConnectIQWatch: Sendable, Hashable {
+        /// The device's UUID, as Garmin Connect Mobile lists it.
+        public var uuid: UUID
+        /// Its BLE address.
+        public var address: String
+        /// Its name.
+        public var name: String
+        /// Its model.
+        public var model: String
+
+        /// A watch; the UUID defaults to the one Tether's rigs and `tether live messaging` use.
+        public init(uuid: UUID = UUID(uuidString: "7E7E7E7E-0000-4000-8000-F0F0F0F0F0F0")!, address: String,
+                    name: String = "watch-1", model: String = "Connect IQ watch (Bumble rig)") {
+            self.uuid = uuid
+            self.address = address
+            self.name = name
+            self.model = model
+        }
+    }
+
+    private var request: LiveMessagingRequest
+    private let watch: ConnectIQWatch
+    private let posted = Mutex<[[String: TraceValue]]>([])
+    private var observers: [String: [(TraceEvent) -> Void]] = [:]
+    private var facades: [String: AnyObject] = [:]
+    private var loop: LiveAppLoop?
+    private var sessionWarnings: [String] = []
+    private var ran = false
+
+    /// The trace of the run (after ``run(for:until:)``): the core's events and the app's, with
+    /// `t_ns` counted from the recording's first frame when recording, else from the run's start.
+    public private(set) var trace: [TraceEvent] = []
+    /// The sealed recording, when ``init(connectIQ:watch:recordingTo:bridgeScript:bridgeLog:keySeed:)``
+    /// was given a set to record.
+    public private(set) var recording: RecordingSummary?
+
+    /// A session against the Connect IQ watch reached through the phone's controller at
+    /// `transport` (a Bumble transport: `tcp-client:127.0.0.1:9002`, `usb:0`). Nothing starts
+    /// until ``run(for:until:)``.
+    /// - Parameters:
+    ///   - recordingTo: A new capture set's folder; the transport must then be
+    ///     `tcp-client:HOST:PORT` or `serial:PATH` (the H4 tap sits in front of it).
+    ///   - bridgeScript: `Harness/rigs/ciq_phone_bridge.py`, relative to the current directory.
+    ///   - keySeed: Seed of the encryption keys (`nil`: the system's generator).
+    public init(connectIQ transport: String, watch: ConnectIQWatch, recordingTo setPath: String? = nil,
+                bridgeScript: String = "Harness/rigs/ciq_phone_bridge.py", bridgeLog: String? = nil, keySeed: UInt64? = nil) {
+        self.watch = watch
+        let uuid = IQUUID(watch.uuid.uuidString) ?? IQUUID(high: 0, low: 0)
+        request = LiveMessagingRequest(
+            transport: transport, devices: [(uuid: uuid, address: watch.address.uppercased(), name: watch.name, model: watch.model)],
+            script: LiveScript(steps: []), bridgeScript: bridgeScript)
+        request.recordSet = setPath
+        request.bridgeLog = bridgeLog
+        request.keySeed = keySeed
+        request.title = "Live Connect IQ session with the app in the loop"
+    }
+
+    /// Binds `ConnectIQ.sharedInstance()` to this session.
+    public func makeCurrent() { AppLoop.makeCurrent(self) }
+
+    /// The URL Garmin Connect Mobile would open the app with for this watch, for the app's
+    /// `parseDeviceSelectionResponse(from:)`.
+    public var deviceSelectionURL: String { MessagingLiveHost.deviceSelectionURL(request.devices) }
+
+    /// Runs the link with the app in the loop for at most `duration`, or until `isDone` holds
+    /// (then half a second more, so answers in flight land); then disconnects and, when
+    /// recording, seals the set. A session runs once.
+    /// - Throws: ``LiveSessionError`` naming what failed (the bridge, the tap, the recording).
+    public func run(for duration: Duration, until isDone: @escaping () -> Bool = { false }) throws(LiveSessionError) {
+        guard !ran else { throw LiveSessionError(description: "a LiveSession runs once; make a new one for another run") }
+        ran = true
+        let loop = LiveAppLoop(
+            duration: duration, isDone: isDone,
+            takeCalls: { [weak self] in self?.takePosted() ?? [] },
+            observe: { [weak self] event in self?.deliver(event) })
+        self.loop = loop
+        request.app = loop
+        defer { self.loop = nil }
+        do throws(LiveMessagingError) {
+            let outcome = try runLiveMessaging(request)
+            trace = outcome.trace
+            recording = outcome.recording
+            sessionWarnings += outcome.notices
+        } catch {
+            throw LiveSessionError(description: error.description)
+        }
+    }
+
+    private func takePosted() -> [[String: TraceValue]] {
+        posted.withLock { calls in
+            let taken = calls
+            calls.removeAll()
+            return taken
+        }
+    }
+
+    private func deliver(_ event: TraceEvent) {
+        for handler in observers[event.core] ?? [] { handler(event) }
+    }
+
+    /// The warnings of the run (calls the device could not answer, the tap's notices).
+    public var warnings: [String] { sessionWarnings }
+
+    /// The trace as JSON Lines, as `tether replay --trace` writes it.
+    public var traceJSONLines: String { TraceFile.encode(trace) }
+
+    // MARK: AppLoopHost
+
+    /// Time since the host started (zero before ``run(for:until:)``).
+    public var now: Duration { loop?.elapsed?() ?? .zero }
+
+    /// Queues a call; the host takes it between inputs. Only the messaging core runs live here.
+    public func post(core: String, record: [String: TraceValue]) {
+        guard core == "messaging" else {
+            warn("a call for core \(core) was not delivered: this live session runs the Connect IQ link only")
+            return
+        }
+        posted.withLock { $0.append(record) }
+    }
+
+    /// Runs `work` at once: live, the host's thread is the caller's.
+    public func post(_ work: @escaping () -> Void) { work() }
+
+    /// Calls `handler` with each of `core`'s events.
+    public func observe(core: String, _ handler: @escaping (TraceEvent) -> Void) {
+        observers[core, default: []].append(handler)
+    }
+
+    /// Writes an `app` event into the host's trace, stamped now.
+    public func recordAppEvent(_ event: String, fields: [String: TraceValue]) {
+        loop?.record?(TraceEvent(timeNs: 0, core: "app", event: event, fields: fields))
+    }
+
+    /// Keeps `text` among the warnings and writes it as an `app` `warning` event.
+    public func warn(_ text: String) {
+        sessionWarnings.append(text)
+        recordAppEvent("warning", fields: ["detail": .string(text)])
+    }
+
+    /// The session's one facade of `key`.
+    public func facade<Facade: AnyObject & Sendable>(_ key: String, make: () -> Facade) -> Facade {
+        if let made = facades[key] as? Facade { return made }
+        let made = make()
+        facades[key] = made
+        return made
+    }
+
+    /// `cores`: `messaging`; `connectiq.device_selection_url`: ``deviceSelectionURL``.
+    public func hostFact(_ key: String) -> String? {
+        switch key {
+        case "cores": "messaging"
+        case "connectiq.device_selection_url": deviceSelectionURL
+        default: nil
+        }
+    }
+}
+
+/// Why a live session could not run: the sentence names what failed and what to do.
+public struct LiveSessionError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The sentence.
+    public var description: String
+}

@@ -1,0 +1,409 @@
+import AppLoop
+import BehaviourTrace
+import CaptureSet
+import DequeModule
+import Foundation
+import ReplayKit
+import Synchronization
+import TetherIntegrations
+
+/// A recording replayed with the app's own code in the loop: the app's SDK calls (through
+/// `TetherConnectIQ` and `TetherWatchConnectivity`, bound with ``makeCurrent()``) reach the core
+/// at the current virtual instant, and the recorded peer answers what the core actually sends,
+/// with its recorded delays (responder frame matching). Callbacks arrive in virtual-time order on
+/// the thread that calls ``run()``; nothing waits in real time, and two runs of the same app code
+/// give byte-identical traces.
+///
+/// ```swift
+/// import Testing
+/// import TetherConnectIQ
+/// import TetherTesting
+///
+/// @Test func workoutIsSentOnce() throws {
+///     let session = try ReplaySession(replaying: "Captures/ciq-clean")
+///     session.makeCurrent()
+///     let sync = WorkoutSync()            // the app's own class, written against ConnectIQ
+///     sync.start(url: URL(string: session.deviceSelectionURL!)!)
+///     try session.run()
+///     #expect(sync.completed == [.success], "\(session.report)")
+/// }
+/// ```
+///
+/// What is replaced: the recorded API calls of the messaging and session cores are not delivered
+/// (the app makes its own), except the host's facts (which device is at which address, the
+/// process starting, Bluetooth state; ``CoreIntegration/hostFactCalls``). Everything else — the
+/// link, the watch's own initiatives, faults — comes from the recording as in `tether replay`.
+///
+/// Drive it from one thread at a time; callbacks run on that thread, inside ``run()`` and
+/// ``run(for:)``. A call made from a callback is delivered after the input that caused the
+/// callback, at the same virtual instant.
+public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Sendable {
+    // @unchecked: the mutable state below is touched only by the thread driving the session (the
+    // contract above); the queues the app posts to, and the clock's sleepers, are behind locks.
+
+    /// The set's name (its folder's last component).
+    public let name: String
+    /// The cores replaying it, in adapter order.
+    public let cores: [String]
+    private let set: LoadedCaptureSet
+    private let registry: IntegrationRegistry
+    private var stepped: SteppedReplay?
+    private var nowNs: Int64 = 0
+    private var running = false
+    private let inboxLock = NSLock()
+    private var inbox = Deque<Posted>()
+    private var observers: [String: [(TraceEvent) -> Void]] = [:]
+    private var facades: [String: AnyObject] = [:]
+    private var promiseChecker: PromiseChecker
+    private var finalSummary: ReplaySummary?
+    private var sessionWarnings: [String] = []
+    let sleepers = Mutex<[(deadline: Duration, order: Int, wake: CheckedContinuation<Void, any Error>)]>([])
+    private var sleeperOrder = 0
+
+    /// Every trace event written so far: the cores', and the app's own (core `app`: each SDK call
+    /// the app made and each callback delivered).
+    public private(set) var trace: [TraceEvent] = []
+
+    private enum Posted {
+        case call(core: String, record: [String: TraceValue])
+        case work(() -> Void)
+    }
+
+    /// Loads the set at `path`, checks its SHA-256, and prepares its replay at virtual time zero
+    /// with the app in the loop. Nothing runs until ``run()`` or ``run(for:)``.
+    ///
+    /// - Parameters:
+    ///   - path: The set's folder (relative to the current directory, which `swift test` sets to
+    ///     the package's root).
+    ///   - faults: Faults in `tether replay --fault`'s syntax (`drop:frame=192`,
+    ///     `disconnect:at=4s`; docs/faults.md).
+    ///   - settings: `CORE.KEY=VALUE` changes to the manifest's sections, as `tether replay --set`.
+    ///   - integrations: The cores that may replay it.
+    /// - Throws: ``TetherTestingError`` naming the file and what to do: the set cannot be loaded,
+    ///   a fault or setting is refused, or the set has no recording of a side an SDK facade can
+    ///   stand for (a Connect IQ or session link seen from the phone).
+    public init(replaying path: String, faults: [String] = [], settings: [String] = [],
+                integrations: IntegrationRegistry = TetherIntegrations.builtIn) throws(TetherTestingError) {
+        if case .failure(let error) = integrations.validated() { throw TetherTestingError(message: error.description) }
+        var overrides: [SettingOverride] = []
+        for text in settings {
+            switch SettingOverride.parse(text, registry: integrations) {
+            case .success(let setting): overrides.append(setting)
+            case .failure(let error): throw TetherTestingError(message: error.message)
+            }
+        }
+        var parsedFaults: [Fault] = []
+        for text in faults {
+            do throws(FaultSpecError) {
+                parsedFaults.append(try Fault(parsing: text))
+            } catch {
+                throw TetherTestingError(message: "ReplaySession(replaying: \(path)): fault \"\(text)\": \(error.description)")
+            }
+        }
+        var options = ReplayOptions(integrations: integrations, verify: true, settings: overrides, frameMatching: .responder)
+        options.faults = parsedFaults
+        options.replacedCallCores = Self.appCores
+        self.registry = integrations
+        do throws(ReplayError) {
+            set = try loadReplaySet(at: path, options: options)
+            let made = try steppedReplay(of: set, options: options, closedLoop: nil)
+            stepped = made.run
+            cores = made.cores
+            sessionWarnings = made.warnings
+        } catch {
+            throw TetherTestingError(message: error.description)
+        }
+        name = set.directory.name
+        guard cores.contains(where: Self.appCores.contains) else {
+            let interfaces = set.manifest.interfaces.map { "\($0.index) (\($0.role?.rawValue ?? "undescribed"))" }.joined(separator: ", ")
+            throw TetherTestingError(message: "capture set \(path): it replays only \(cores.joined(separator: ", ")) (interfaces \(interfaces)), "
+                + "so no SDK facade can stand in for the app: ReplaySession needs the phone's side of a Connect IQ link (core messaging) "
+                + "or of the session link (core session). Record one with `tether live messaging --record` or `tether live session --role phone --record`.")
+        }
+        var promises: [(core: String, promise: CorePromise)] = []
+        var correlations: [String: [TraceCorrelation]] = [:]
+        for core in cores {
+            guard let integration = integrations.integration(named: core) else { continue }
+            promises += integration.promises.map { (core, $0) }
+            correlations[core] = integration.correlations
+        }
+        promiseChecker = PromiseChecker(promises: promises, correlations: correlations, plain: nil)
+        stepped?.setClosedLoop(self)
+    }
+
+    /// Loads the set at a file URL (a test bundle's resource folder, say).
+    public convenience init(replaying url: URL, faults: [String] = [], settings: [String] = [],
+                            integrations: IntegrationRegistry = TetherIntegrations.builtIn) throws(TetherTestingError) {
+        try self.init(replaying: url.path, faults: faults, settings: settings, integrations: integrations)
+    }
+
+    /// The cores whose recorded calls the app's own replace.
+    static let appCores: Set<String> = ["messaging", "session"]
+
+    /// Binds `ConnectIQ.sharedInstance()` and `WCSession.default` to this session, on this thread
+    /// (tests running beside this one on other threads keep their own; see ``AppLoop``).
+    public func makeCurrent() { AppLoop.makeCurrent(self) }
+
+    /// Runs `operation` with this session current for the running task, wherever it resumes: for
+    /// async tests, whose code may move between threads.
+    public func withCurrent<Result>(_ operation: () throws -> Result) rethrows -> Result {
+        try AppLoop.withHost(self, operation: operation)
+    }
+
+    // MARK: running
+
+    /// Replays the rest of the recording and its drain (deadlines up to ten minutes past the
+    /// last input), delivering every callback on the way; then finishes the cores.
+    /// - Throws: ``TetherTestingError`` when the capture is damaged, the session is run from
+    ///   inside one of its own callbacks, or a core's timers ran away.
+    public func run() throws(TetherTestingError) {
+        try drive { run throws(CaptureError) in
+            var stepping = run
+            // Each sleeper of the clock is woken at its deadline on the way.
+            while !stepping.halted, let limit = wakeLimit(upTo: nil) {
+                try stepping.step(through: limit, emit: emit)
+                wakeSleepers(through: limit)
+            }
+            if !stepping.halted { finalSummary = try stepping.finish(emit: emit) }
+            return stepping
+        }
+    }
+
+    /// Replays `duration` of virtual time from ``now`` (frames, the peer's answers, timeouts,
+    /// the app's calls), delivering callbacks on the way, and stops there.
+    public func run(for duration: Duration) throws(TetherTestingError) {
+        let target = Duration.nanoseconds(nowNs) + max(duration, .zero)
+        try drive { run throws(CaptureError) in
+            var stepping = run
+            while !stepping.halted {
+                let limit = wakeLimit(upTo: target) ?? target
+                try stepping.step(through: limit, emit: emit)
+                wakeSleepers(through: limit)
+                if limit >= target { break }
+            }
+            return stepping
+        }
+    }
+
+    private func drive(_ body: (SteppedReplay) throws(CaptureError) -> SteppedReplay) throws(TetherTestingError) {
+        guard !running else {
+            throw TetherTestingError(message: "ReplaySession \(name): run() was called from inside one of its own callbacks; "
+                + "make the next call instead (it is delivered at once), or run the session from the test.")
+        }
+        guard let current = stepped else { return }
+        if current.isFinished { return }
+        running = true
+        stepped = nil
+        defer { running = false }
+        var after: SteppedReplay
+        do throws(CaptureError) {
+            after = try body(current)
+        } catch {
+            throw TetherTestingError(message: error.description)
+        }
+        nowNs = after.now.replayNanoseconds
+        let halted = after.halted
+        let summary = after.summarySoFar
+        stepped = after
+        if halted, let runaway = summary.runawayTimers.first {
+            throw TetherTestingError(message: "capture set \(name): replay stopped: \(runaway.description)")
+        }
+    }
+
+    private func emit(_ event: TraceEvent) {
+        nowNs = event.timeNs
+        trace.append(event)
+        // A request the recording cannot answer: the core meets its own timeout, and the app is told why.
+        if event.event == "no_recorded_answer", case .string(let detail)? = event.field("detail") {
+            sessionWarnings.append("\(event.core) at \(Self.seconds(event.timeNs)): \(detail)")
+        }
+        promiseChecker.observe(event)
+        if let handlers = observers[event.core] {
+            for handler in handlers { handler(event) }
+        }
+    }
+
+    // MARK: results
+
+    /// The virtual instant reached: time since the recording's first frame.
+    public var now: Duration { .nanoseconds(nowNs) }
+
+    /// A `Clock` on the session's virtual time, for app code that takes a clock: `sleep` returns
+    /// when ``run()`` or ``run(for:)`` reaches its deadline (they stop at each sleeper's deadline
+    /// to wake it).
+    public var clock: ReplayClock { ReplayClock(session: self) }
+
+    /// Whether the run kept the cores' promises (every send completes exactly once, every message
+    /// ends once, progress never goes back…; docs/faults.md) and its timers did not run away.
+    /// The manifest's expectations and baselines describe the recorded app, not yours: they are
+    /// not checked here (`replay(_:)` checks them).
+    public var passed: Bool {
+        var checker = promiseChecker
+        return checker.verdict().isEmpty && !(stepped?.halted ?? false)
+    }
+
+    /// What a failing `#expect` should show: the promises broken, the warnings, the counts.
+    public var report: String {
+        var checker = promiseChecker
+        let broken = checker.verdict()
+        var lines = ["ReplaySession \(name): \(passed ? "PASS" : "FAIL") at \(Self.seconds(nowNs)) of virtual time, "
+            + "\(trace.count) trace events, \(trace.filter { $0.core == "app" && $0.event == "app_call" }.count) app calls, "
+            + "\(trace.filter { $0.core == "app" && $0.event == "callback" }.count) callbacks"]
+        for promise in broken { lines.append("  broken promise: \(promise.description)") }
+        for warning in warnings { lines.append("  warning: \(warning)") }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// The session's warnings (calls the recording could not answer, callbacks with no delegate)
+    /// and the replay's (an unsealed set, a cut-off tail).
+    public var warnings: [String] {
+        sessionWarnings + (finalSummary?.warnings ?? stepped?.summarySoFar.warnings ?? [])
+    }
+
+    /// The events of `core` (and, when given, of that name), in trace order.
+    public func events(core: String, named event: String? = nil) -> [TraceEvent] {
+        trace.filter { $0.core == core && (event == nil || $0.event == event) }
+    }
+
+    /// The trace as JSON Lines, as `tether replay --trace` writes it: what `tether diff` compares.
+    public var traceJSONLines: String {
+        TraceFile.encode(trace)
+    }
+
+    /// The URL Garmin Connect Mobile opened the recorded app with (the recorded `device_list`
+    /// call), for the app's `parseDeviceSelectionResponse(from:)`; `nil` when the recording has none.
+    public var deviceSelectionURL: String? { hostFact("connectiq.device_selection_url") }
+
+    private static func seconds(_ ns: Int64) -> String {
+        String(format: "%.3f s", Double(ns) / 1e9)
+    }
+
+    // MARK: AppLoopHost
+
+    /// Queues a call for `core` (see ``AppLoopHost/post(core:record:)``).
+    public func post(core: String, record: [String: TraceValue]) {
+        inboxLock.withLock { inbox.append(.call(core: core, record: record)) }
+    }
+
+    /// Queues the facade's own work at the current instant.
+    public func post(_ work: @escaping () -> Void) {
+        inboxLock.withLock { inbox.append(.work(work)) }
+    }
+
+    /// Calls `handler` with each of `core`'s events.
+    public func observe(core: String, _ handler: @escaping (TraceEvent) -> Void) {
+        observers[core, default: []].append(handler)
+    }
+
+    /// Writes an `app` event at ``now``.
+    public func recordAppEvent(_ event: String, fields: [String: TraceValue]) {
+        let made = TraceEvent(timeNs: nowNs, core: "app", event: event, fields: fields)
+        trace.append(made)
+        promiseChecker.observe(made)
+    }
+
+    /// Keeps `text` among the warnings and writes it as an `app` `warning` event.
+    public func warn(_ text: String) {
+        sessionWarnings.append(text)
+        recordAppEvent("warning", fields: ["detail": .string(text)])
+    }
+
+    /// The session's one facade of `key`.
+    public func facade<Facade: AnyObject & Sendable>(_ key: String, make: () -> Facade) -> Facade {
+        if let made = facades[key] as? Facade { return made }
+        let made = make()
+        facades[key] = made
+        return made
+    }
+
+    /// `connectiq.device_selection_url`: the recorded `device_list` call's URL; `cores`: the cores
+    /// replaying the set, comma-separated.
+    public func hostFact(_ key: String) -> String? {
+        switch key {
+        case "cores": return cores.joined(separator: ",")
+        case "connectiq.device_selection_url": return recordedDeviceSelectionURL
+        default: return nil
+        }
+    }
+
+    private lazy var recordedDeviceSelectionURL: String? = RecordedCalls.firstDeviceSelectionURL(in: set)
+
+    // MARK: ClosedLoopInputs
+
+    /// The app's next posted call; the facade's own work posted before it runs first.
+    public func nextCall(now: Duration) -> ScheduledAPICall? {
+        nowNs = now.replayNanoseconds
+        while let posted = inboxLock.withLock({ inbox.popFirst() }) {
+            switch posted {
+            case .call(let core, let record):
+                var arguments = record
+                arguments["call"] = nil
+                guard case .string(let call)? = record["call"] else {
+                    warn("a call for core \(core) without a `call` name was not delivered")
+                    continue
+                }
+                return ScheduledAPICall(at: now, core: core, call: call, arguments: arguments)
+            case .work(let work):
+                work()
+            }
+        }
+        return nil
+    }
+
+    // MARK: the clock's sleepers
+
+    /// The earliest sleeper's deadline, when it falls at or before `limit` (any, for `nil`).
+    private func wakeLimit(upTo limit: Duration?) -> Duration? {
+        let earliest = sleepers.withLock { $0.map(\.deadline).min() }
+        guard let earliest else { return nil }
+        if let limit, earliest > limit { return nil }
+        return max(earliest, .nanoseconds(nowNs))
+    }
+
+    private func wakeSleepers(through limit: Duration) {
+        let due = sleepers.withLock { sleepers -> [CheckedContinuation<Void, any Error>] in
+            let due = sleepers.filter { $0.deadline <= limit }.sorted { ($0.deadline, $0.order) < ($1.deadline, $1.order) }
+            sleepers.removeAll { $0.deadline <= limit }
+            return due.map(\.wake)
+        }
+        for wake in due { wake.resume() }
+    }
+
+    func addSleeper(until deadline: Duration, _ wake: CheckedContinuation<Void, any Error>) {
+        sleepers.withLock { sleepers in
+            sleepers.append((deadline, sleepers.count, wake))
+        }
+    }
+}
+
+/// A `Clock` on a ``ReplaySession``'s virtual time (``ReplaySession/clock``).
+public struct ReplayClock: Clock, Sendable {
+    /// An instant of virtual time: time since the recording's first frame.
+    public struct Instant: InstantProtocol, Sendable {
+        /// Time since the recording's first frame.
+        public var offset: Duration
+        /// An instant `offset` after the recording's first frame.
+        public init(offset: Duration) { self.offset = offset }
+        /// The instant `duration` later.
+        public func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
+        /// The time from this instant to `other`.
+        public func duration(to other: Instant) -> Duration { other.offset - offset }
+        /// Earlier first.
+        public static func < (a: Instant, b: Instant) -> Bool { a.offset < b.offset }
+    }
+
+    let session: ReplaySession
+
+    /// The session's virtual instant.
+    public var now: Instant { Instant(offset: session.now) }
+    /// One nanosecond, the trace's unit.
+    public var minimumResolution: Duration { .nanoseconds(1) }
+
+    /// Suspends until the session's run reaches `deadline`; at once when it has.
+    public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
+        if deadline.offset <= session.now { return }
+        try await withCheckedThrowingContinuation { (wake: CheckedContinuation<Void, any Error>) in
+            session.addSleeper(until: deadline.offset, wake)
+        }
+    }
+}
