@@ -244,7 +244,7 @@ let package = Package(
         ),
 
         // Helpers shared by the test targets (a seeded generator, a temporary folder).
-        .target(name: "TetherTestSupport", dependencies: ["CoreRandom"], path: "Tests/TetherTestSupport"),
+        .target(name: "TetherTestSupport", dependencies: ["CoreRandom", "TetherConnectIQ"], path: "Tests/TetherTestSupport"),
 
         .testTarget(name: "CaptureKitTests", dependencies: ["TetherTestSupport", "CaptureKit"]),
         .testTarget(name: "CaptureSetTests", dependencies: ["CaptureSet", "CaptureKit"]),
@@ -281,7 +281,7 @@ let package = Package(
         ),
         .testTarget(name: "TimelineReportTests", dependencies: ["TimelineReport", "ReplayKit", "BehaviourTrace", "CaptureSet"]),
         .testTarget(name: "TetherTestingTests", dependencies: ["TetherTesting", "ReplayKit", "BehaviourTrace", "TetherIntegrations", "CaptureSet"]),
-        .testTarget(name: "TetherConnectIQTests", dependencies: ["TetherConnectIQ", "TetherTesting", "BehaviourTrace"]),
+        .testTarget(name: "TetherConnectIQTests", dependencies: ["TetherTestSupport", "TetherConnectIQ", "TetherTesting", "BehaviourTrace"]),
         .testTarget(name: "TetherWatchConnectivityTests", dependencies: ["TetherWatchConnectivity", "TetherTesting", "BehaviourTrace"]),
         .testTarget(name: "LiveCaptureTests", dependencies: ["TetherTestSupport", "LiveCapture", "CaptureKit", "CaptureSet"]),
         .testTarget(name: "EmulationTests", dependencies: ["TetherTestSupport", "Emulation", "CaptureKit", "CaptureSet", "Dissectors", "SessionCore"]),
@@ -289,7 +289,7 @@ let package = Package(
         .testTarget(
             name: "TetherCLITests",
             dependencies: ["TetherTestSupport", "TetherCLI", "TetherIntegrations", "CaptureKit", "CaptureSet", "Dissectors", "ReplayKit", "BehaviourTrace", "IngestCore", "IngestStore", "LiveHosts", "IngestIntegration", "MessagingIntegration", "SessionIntegration", "WidgetIntegration", "Redaction",
-                          "IngestLive", "MessagingLive", "SessionLive", "WidgetLive"],
+                          "IngestLive", "MessagingLive", "SessionLive", "WidgetLive", "TetherLive", "TetherConnectIQ", "TetherTesting"],
             exclude: ["Golden"]
         ),
     ]

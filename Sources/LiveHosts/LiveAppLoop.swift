@@ -18,6 +18,9 @@ public final class LiveAppLoop {
     public let observe: (TraceEvent) -> Void
     /// How long after ``isDone`` the host keeps handling the link, so answers in flight land.
     public let linger: Duration
+    /// Called once the host has started, bound its devices and set ``record``: before the app's
+    /// first call is taken.
+    public let started: () -> Void
 
     /// Set by the host while it runs: writes an event of the app's own into the host's trace,
     /// stamped with the time it is written.
@@ -27,7 +30,9 @@ public final class LiveAppLoop {
 
     /// A loop; see the properties.
     public init(duration: Duration, linger: Duration = .milliseconds(500), isDone: @escaping () -> Bool,
-                takeCalls: @escaping () -> [[String: TraceValue]], observe: @escaping (TraceEvent) -> Void) {
+                takeCalls: @escaping () -> [[String: TraceValue]], observe: @escaping (TraceEvent) -> Void,
+                started: @escaping () -> Void = {}) {
+        self.started = started
         self.duration = duration
         self.linger = linger
         self.isDone = isDone

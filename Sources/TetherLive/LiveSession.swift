@@ -58,6 +58,9 @@ public final class LiveSession: AppLoopHost, @unchecked Sendable {
     private var loop: LiveAppLoop?
     private var sessionWarnings: [String] = []
     private var ran = false
+    /// The app's events written before the host started (`parseDeviceSelectionResponse`, the
+    /// registrations): written when it starts, so the trace holds them as replay's does.
+    private var earlyAppEvents: [TraceEvent] = []
 
     /// The trace of the run (after ``run(for:until:)``): the core's events and the app's, with
     /// `t_ns` counted from the recording's first frame when recording, else from the run's start.
@@ -104,7 +107,8 @@ public final class LiveSession: AppLoopHost, @unchecked Sendable {
         let loop = LiveAppLoop(
             duration: duration, isDone: isDone,
             takeCalls: { [weak self] in self?.takePosted() ?? [] },
-            observe: { [weak self] event in self?.deliver(event) })
+            observe: { [weak self] event in self?.deliver(event) },
+            started: { [weak self] in self?.flushEarlyAppEvents() })
         self.loop = loop
         request.app = loop
         defer { self.loop = nil }
@@ -116,6 +120,12 @@ public final class LiveSession: AppLoopHost, @unchecked Sendable {
         } catch {
             throw LiveSessionError(description: error.description)
         }
+    }
+
+    private func flushEarlyAppEvents() {
+        guard let record = loop?.record else { return }
+        for event in earlyAppEvents { record(event) }
+        earlyAppEvents = []
     }
 
     private func takePosted() -> [[String: TraceValue]] {
@@ -160,7 +170,8 @@ public final class LiveSession: AppLoopHost, @unchecked Sendable {
 
     /// Writes an `app` event into the host's trace, stamped now.
     public func recordAppEvent(_ event: String, fields: [String: TraceValue]) {
-        loop?.record?(TraceEvent(timeNs: 0, core: "app", event: event, fields: fields))
+        let made = TraceEvent(timeNs: 0, core: "app", event: event, fields: fields)
+        if let record = loop?.record { record(made) } else { earlyAppEvents.append(made) }
     }
 
     /// Keeps `text` among the warnings and writes it as an `app` `warning` event.

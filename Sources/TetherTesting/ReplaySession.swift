@@ -50,6 +50,14 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
     private var stepped: SteppedReplay?
     private var nowNs: Int64 = 0
     private var running = false
+    /// Where the app's calls made before the first run reach the core: just before the recorded
+    /// app's first call, so the app starts where the recorded one did.
+    private var appStart: Duration?
+    /// Set until the first run has reached ``appStart``: the app's calls wait.
+    private var holdingCalls = false
+    /// The app's events written before the first run: written when its calls are let through,
+    /// as a live host writes them when it has started.
+    private var earlyAppEvents: [TraceEvent] = []
     private let inboxLock = NSLock()
     private var inbox = Deque<Posted>()
     private var observers: [String: [(TraceEvent) -> Void]] = [:]
@@ -128,6 +136,14 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
             correlations[core] = integration.correlations
         }
         promiseChecker = PromiseChecker(promises: promises, correlations: correlations, plain: nil)
+        let hostFacts = Dictionary(Self.appCores.compactMap { core in integrations.integration(named: core).map { (core, $0.hostFactCalls) } },
+                                   uniquingKeysWith: { a, _ in a })
+        let unlabelled = integrations.integrations.first { $0.takesUnlabelledAPICalls && cores.contains($0.name) }?.name
+        if let first = RecordedCalls.firstAppCallInstant(in: set, cores: Self.appCores, unlabelledCore: unlabelled, hostFacts: hostFacts),
+           first > .zero {
+            appStart = first - .nanoseconds(1)
+            holdingCalls = true
+        }
         stepped?.setClosedLoop(self)
     }
 
@@ -154,6 +170,10 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
 
     /// Replays the rest of the recording and its drain (deadlines up to ten minutes past the
     /// last input), delivering every callback on the way; then finishes the cores.
+    ///
+    /// The calls the app made before the first run reach the core just before the instant the
+    /// recorded app made its first call (with a recording made live, when the host had started
+    /// and bound its devices), so the app starts where the recorded one did.
     /// - Throws: ``TetherTestingError`` when the capture is damaged, the session is run from
     ///   inside one of its own callbacks, or a core's timers ran away.
     public func run() throws(TetherTestingError) {
@@ -169,7 +189,8 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
         }
     }
 
-    /// Replays `duration` of virtual time from ``now`` (frames, the peer's answers, timeouts,
+    /// Replays `duration` of virtual time from ``now`` (from just before the recorded app's first
+    /// call, the first time: see ``run()``) (frames, the peer's answers, timeouts,
     /// the app's calls), delivering callbacks on the way, and stops there.
     public func run(for duration: Duration) throws(TetherTestingError) {
         let target = Duration.nanoseconds(nowNs) + max(duration, .zero)
@@ -186,6 +207,26 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
     }
 
     private func drive(_ body: (SteppedReplay) throws(CaptureError) -> SteppedReplay) throws(TetherTestingError) {
+        if holdingCalls, let appStart {
+            // The recording up to just before the recorded app's first call, then the calls the
+            // app made before running the session.
+            try advance { run throws(CaptureError) in
+                var stepping = run
+                try stepping.step(through: appStart, emit: emit)
+                return stepping
+            }
+            holdingCalls = false
+            for var event in earlyAppEvents {
+                event.timeNs = nowNs
+                trace.append(event)
+                promiseChecker.observe(event)
+            }
+            earlyAppEvents = []
+        }
+        try advance(body)
+    }
+
+    private func advance(_ body: (SteppedReplay) throws(CaptureError) -> SteppedReplay) throws(TetherTestingError) {
         guard !running else {
             throw TetherTestingError(message: "ReplaySession \(name): run() was called from inside one of its own callbacks; "
                 + "make the next call instead (it is delivered at once), or run the session from the test.")
@@ -298,6 +339,10 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
     /// Writes an `app` event at ``now``.
     public func recordAppEvent(_ event: String, fields: [String: TraceValue]) {
         let made = TraceEvent(timeNs: nowNs, core: "app", event: event, fields: fields)
+        if holdingCalls, !running {
+            earlyAppEvents.append(made)
+            return
+        }
         trace.append(made)
         promiseChecker.observe(made)
     }
@@ -333,6 +378,7 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
     /// The app's next posted call; the facade's own work posted before it runs first.
     public func nextCall(now: Duration) -> ScheduledAPICall? {
         nowNs = now.replayNanoseconds
+        if holdingCalls { return nil }
         while let posted = inboxLock.withLock({ inbox.popFirst() }) {
             switch posted {
             case .call(let core, let record):

@@ -1,63 +1,7 @@
 import Testing
 import TetherConnectIQ
 import TetherTesting
-
-/// A companion app's sync layer as apps write it against the SDK: on connection it asks for the
-/// app's status, sends a workout when the app is installed, retries a failed send once, and opens
-/// the app when the watch echoes. Every next call is made from inside a callback.
-final class WorkoutSender: IQDeviceEventDelegate, IQAppMessageDelegate {
-    let appID = UUID(uuidString: "0180E520-5F7E-11E4-9803-0800200C9A66")!
-    var app: IQApp?
-    var statuses: [IQDeviceStatus] = []
-    var installed: Bool?
-    var results: [IQSendMessageResult] = []
-    var progress: [(UInt32, UInt32)] = []
-    var received: [Any] = []
-    var openResult: IQSendMessageResult?
-    var retries = 0
-    let retryLimit: Int
-
-    init(retryLimit: Int = 1) { self.retryLimit = retryLimit }
-
-    func start(url: URL) {
-        let devices = ConnectIQ.sharedInstance().parseDeviceSelectionResponse(from: url) as? [IQDevice] ?? []
-        guard let device = devices.first, let app = IQApp(uuid: appID, store: appID, device: device) else { return }
-        self.app = app
-        ConnectIQ.sharedInstance()?.register(forDeviceEvents: device, delegate: self)
-        ConnectIQ.sharedInstance()?.register(forAppMessages: app, delegate: self)
-    }
-
-    func deviceStatusChanged(_ device: IQDevice!, status: IQDeviceStatus) {
-        statuses.append(status)
-        switch status {
-        case .connected:
-            ConnectIQ.sharedInstance().getAppStatus(app) { [self] status in
-                installed = status?.isInstalled
-                if status?.isInstalled == true { send() }
-            }
-        case .invalidDevice, .bluetoothNotReady, .notFound, .notConnected:
-            break
-        }
-    }
-
-    func send() {
-        ConnectIQ.sharedInstance().sendMessage(["hello pi", 3.14159] as [Any], to: app, progress: { [self] sent, total in
-            progress.append((sent, total))
-        }, completion: { [self] result in
-            results.append(result)
-            if result != .success, retries < retryLimit {
-                retries += 1
-                send()
-            }
-        })
-    }
-
-    func receivedMessage(_ message: Any, from app: IQApp) {
-        received.append(message)
-        guard received.count == 1 else { return }
-        ConnectIQ.sharedInstance().openAppRequest(app) { [self] result in openResult = result }
-    }
-}
+import TetherTestSupport
 
 @Suite("TetherConnectIQ in the loop")
 struct ConnectIQClosedLoopTests {

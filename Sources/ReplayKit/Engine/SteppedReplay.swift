@@ -22,7 +22,8 @@ public protocol ClosedLoopInputs: AnyObject {
 ///
 /// Inputs are handled exactly as ``ReplayEngine/run(reader:emit:)`` handles them (the same
 /// process, advance and drain code), so a stepped replay with no app calls writes the same trace
-/// as a plain one, whatever the steps.
+/// as a plain one, whatever the steps — but for the time of the final events (`summary`): the
+/// adapters finish at the last instant reached, which a step may have taken past the last frame.
 public struct SteppedReplay {
     /// The engine, with its adapters as the steps have left them.
     public private(set) var engine: ReplayEngine

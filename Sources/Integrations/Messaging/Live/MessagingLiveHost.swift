@@ -109,6 +109,11 @@ public final class MessagingLiveHost {
 
         let closed = "the BLE bridge exited during the run" + (options.bridgeLog.map { "; see \($0)" } ?? "")
         if let app = options.app {
+            // The app hears of the links going down at the end too: its recorder stays set until then.
+            defer {
+                app.record = nil
+                app.elapsed = nil
+            }
             try runApp(app, bridge: bridge, closed: closed)
             try disconnectAll(bridge)
             return Result(events: log.events, failedSteps: log.failedSteps)
@@ -130,10 +135,7 @@ public final class MessagingLiveHost {
     private func runApp(_ app: LiveAppLoop, bridge: BLEBridge, closed: String) throws(LiveHostError) {
         app.record = { [weak self] event in self?.record(event) }
         app.elapsed = { [weak self] in self?.now() ?? .zero }
-        defer {
-            app.record = nil
-            app.elapsed = nil
-        }
+        app.started()
         let end = start + app.duration
         var doneAt: ContinuousClock.Instant?
         while ContinuousClock.now < min(end, doneAt.map { $0 + app.linger } ?? end) {

@@ -1,0 +1,136 @@
+import Foundation
+
+/// One `transferUserInfo(_:)` or `transferCurrentComplicationUserInfo(_:)`: queued until the
+/// watch has it, then handed to `session(_:didFinish:error:)`.
+///
+/// The core names a transfer by an id it gives when it accepts the call, which comes back after
+/// `transferUserInfo` has returned; the object is bound to it then, so a ``cancel()`` made before
+/// is held and sent as soon as the id is known.
+public final class WCSessionUserInfoTransfer: @unchecked Sendable {
+    // @unchecked: the mutable state is behind `lock`; `userInfo` is an immutable copy the app gave.
+
+    /// The dictionary being transferred.
+    public let userInfo: [String: Any]
+    /// Whether it was sent with `transferCurrentComplicationUserInfo(_:)`.
+    public let isCurrentComplicationInfo: Bool
+
+    private let lock = NSLock()
+    private var state = State()
+    private weak var session: WCSession?
+
+    struct State {
+        var id: Int64?
+        var transferring = true
+        var cancelRequested = false
+    }
+
+    init(userInfo: [String: Any], isCurrentComplicationInfo: Bool, session: WCSession?, transferring: Bool) {
+        self.userInfo = userInfo
+        self.isCurrentComplicationInfo = isCurrentComplicationInfo
+        self.session = session
+        self.state.transferring = transferring
+    }
+
+    /// Whether the transfer is still queued or under way (false once it finished, failed or
+    /// was cancelled).
+    public var isTransferring: Bool { lock.withLock { state.transferring } }
+
+    /// Stops the transfer if the watch does not have it yet. The core reports nothing more for a
+    /// cancelled transfer, so no `didFinish` follows; it leaves the outstanding list when the core
+    /// accepts the cancel.
+    public func cancel() {
+        let id: Int64? = lock.withLock {
+            guard state.transferring, !state.cancelRequested else { return nil }
+            state.cancelRequested = true
+            return state.id
+        }
+        session?.cancelUserInfoTransfer(self, id: id)
+    }
+
+    /// The core's id, once bound.
+    var id: Int64? { lock.withLock { state.id } }
+
+    /// Binds the core's id; true when a cancel was asked for before it was known.
+    func bind(id: Int64) -> Bool {
+        lock.withLock {
+            state.id = id
+            return state.cancelRequested && state.transferring
+        }
+    }
+
+    /// Marks it ended (finished, failed or cancelled).
+    func end() {
+        lock.withLock { state.transferring = false }
+    }
+}
+
+/// One `transferFile(_:metadata:)`: queued and sent in the background, its progress in
+/// ``progress``, then handed to `session(_:didFinish:error:)`.
+public final class WCSessionFileTransfer: @unchecked Sendable {
+    // @unchecked: the mutable state is behind `lock`; `Progress` is thread-safe.
+
+    /// The file being transferred and its metadata.
+    public let file: WCSessionFile
+    /// The bytes sent so far out of the file's size, updated as the core reports progress.
+    public let progress: Progress
+
+    private let lock = NSLock()
+    private var state = WCSessionUserInfoTransfer.State()
+    private weak var session: WCSession?
+
+    init(file: WCSessionFile, session: WCSession?, transferring: Bool) {
+        self.file = file
+        self.progress = Progress(totalUnitCount: 0)
+        self.session = session
+        self.state.transferring = transferring
+    }
+
+    /// Whether the transfer is still queued or under way.
+    public var isTransferring: Bool { lock.withLock { state.transferring } }
+
+    /// Stops the transfer. The core reports nothing more for it, so no `didFinish` follows.
+    public func cancel() {
+        let id: Int64? = lock.withLock {
+            guard state.transferring, !state.cancelRequested else { return nil }
+            state.cancelRequested = true
+            return state.id
+        }
+        session?.cancelFileTransfer(self, id: id)
+    }
+
+    /// The core's file id, once bound.
+    var id: Int64? { lock.withLock { state.id } }
+
+    /// Binds the core's id; true when a cancel was asked for before it was known.
+    func bind(id: Int64) -> Bool {
+        lock.withLock {
+            state.id = id
+            return state.cancelRequested && state.transferring
+        }
+    }
+
+    /// Marks it ended.
+    func end() {
+        lock.withLock { state.transferring = false }
+    }
+}
+
+/// A file sent or received, with its metadata.
+///
+/// A received file's bytes are not in the trace (the core stores them; its events give only the
+/// size), so the facade cannot hand the app the watch's real content: ``fileURL`` names an empty
+/// file it creates in the temporary directory, enough for an app that moves or opens the file,
+/// not for one that reads what the watch wrote.
+public final class WCSessionFile: @unchecked Sendable {
+    // @unchecked: both properties are immutable after init; `metadata` is a copy.
+
+    /// Where the file is.
+    public let fileURL: URL
+    /// The metadata the sender attached, if any.
+    public let metadata: [String: Any]?
+
+    init(fileURL: URL, metadata: [String: Any]?) {
+        self.fileURL = fileURL
+        self.metadata = metadata
+    }
+}

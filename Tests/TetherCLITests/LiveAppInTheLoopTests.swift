@@ -1,0 +1,56 @@
+import BehaviourTrace
+import Foundation
+import Testing
+import TetherConnectIQ
+import TetherLive
+import TetherTestSupport
+import TetherTesting
+
+/// The app's own Connect IQ code against a watch on Bumble, through `LiveSession` (the facade bound
+/// to the live host), recorded by the H4 tap; then the same code replayed on the new recording by
+/// `ReplaySession`. The app must get the same callbacks in both, and the two traces must be equal
+/// as `tether diff` compares them (50 ms timing tolerance; frame matching and summaries exist in
+/// replay only).
+@Suite(.serialized) struct LiveAppInTheLoopTests {
+    @Test func recordingWithTheAppInTheLoopThenReplayingItGivesTheSameCallbacks() throws {
+        let python = try Tools.pythonWithBumble()
+        let folder = try TemporaryFolder("app-in-the-loop")
+        let rigs = Tools.repositoryRoot.appendingPathComponent("Harness/rigs")
+        let (controllers, ports) = try LiveMessagingEndToEndTests.twoControllers(in: folder)
+        defer { controllers.stop() }
+        let (watch, _) = try LiveMessagingEndToEndTests.rig(
+            python, [rigs.appendingPathComponent("ciq_watch.py").path, "--hci", "tcp-client:127.0.0.1:\(ports[0])",
+                     "--address", "F0:F0:F0:F0:F0:F0", "--app", "\(LiveMessagingEndToEndTests.echo):echo", "--no-large-packets"],
+            in: folder, name: "watch")
+        defer { watch.stop() }
+
+        let set = folder.path("ciq-app-live").path
+        let live = LiveSession(connectIQ: "tcp-client:127.0.0.1:\(ports[1])", watch: .init(address: "F0:F0:F0:F0:F0:F0"),
+                               recordingTo: set, bridgeScript: rigs.appendingPathComponent("ciq_phone_bridge.py").path,
+                               bridgeLog: folder.path("bridge.log").path)
+        live.makeCurrent()
+        let liveApp = WorkoutSender()
+        liveApp.start(url: URL(string: live.deviceSelectionURL)!)
+        try live.run(for: .seconds(30), until: { liveApp.openResult != nil })
+        #expect(liveApp.results == [.success])
+        #expect(liveApp.openResult == .success)
+        #expect(live.recording != nil)
+
+        let replay = try ReplaySession(replaying: set)
+        replay.makeCurrent()
+        let replayedApp = WorkoutSender()
+        replayedApp.start(url: URL(string: try #require(replay.deviceSelectionURL))!)
+        try replay.run()
+        #expect(replayedApp.results == liveApp.results)
+        #expect(replayedApp.openResult == liveApp.openResult)
+        #expect(replayedApp.received.count == liveApp.received.count)
+        #expect(replay.warnings.isEmpty, "\(replay.report)")
+
+        let replayOnly: Set<String> = ["frame_matched", "frame_diverged", "summary"]
+        let liveEvents = live.trace.filter { !replayOnly.contains($0.event) }
+        let replayedEvents = replay.trace.filter { !replayOnly.contains($0.event) }
+        #expect(liveEvents.contains { $0.core == "app" && $0.event == "callback" })
+        let report = TraceDiff.compare(liveEvents, replayedEvents, timingToleranceNs: 50_000_000)
+        #expect(report.isEmpty, "\(report.render(maxLines: 40))\nLIVE\n\(TraceFile.encode(liveEvents))\nREPLAY\n\(TraceFile.encode(replayedEvents))")
+    }
+}
