@@ -5,10 +5,13 @@ import PackageDescription
 /// clock, against sans-I/O protocol cores. See README.md and docs/ for the shape of the package.
 let package = Package(
     name: "Tether",
-    // macOS 15: the package uses Synchronization's Mutex and String(validating:as:), both new in
-    // macOS 15 (Swift 6's standard library). Linux is the primary platform; on macOS the live
-    // features that need Linux (BlueZ, inotify, the kernel's socket drop counter) say so at run time.
-    platforms: [.macOS(.v15)],
+    // macOS 15, iOS 18, watchOS 11: the package uses Synchronization's Mutex and
+    // String(validating:as:), both new in those releases (Swift 6's standard library). Linux is the
+    // primary platform; on macOS the live features that need Linux (BlueZ, inotify, the kernel's
+    // socket drop counter) say so at run time. iOS and watchOS are for the app-in-the-loop modules
+    // (TetherTesting, TetherConnectIQ, TetherWatchConnectivity and what they link), which open no
+    // socket; docs/app-in-the-loop.md says what was compiled for which platform.
+    platforms: [.macOS(.v15), .iOS(.v18), .watchOS(.v11)],
     products: [
         .executable(name: "tether", targets: ["tether"]),
         .library(name: "CaptureKit", targets: ["CaptureKit"]),

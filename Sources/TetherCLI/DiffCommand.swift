@@ -2,6 +2,7 @@ import ReplayKit
 import BehaviourTrace
 import ArgumentParser
 import CaptureSet
+import Foundation
 
 /// `tether diff A B`: two behaviour traces compared as event sequences.
 struct DiffCommand: ParsableCommand {
@@ -24,8 +25,15 @@ struct DiffCommand: ParsableCommand {
             Exit status: 0 when the traces behave the same, 1 when they differ, 2 when a side \
             cannot be read.
 
+            Two live runs start at different instants (connection set-up varies), so their times \
+            differ by a constant: --align-on SELECTOR shifts the second trace so that the first \
+            event each trace has of SELECTOR happens at the same time, and compares times from there.
+
             Compare an accepted baseline with a new replay's trace, allowing 5 ms of slack:
               tether diff baseline/ingest.jsonl /tmp/ingest.jsonl --tolerance-ms 5
+
+            Compare two live runs of the same app, timed from the watch's connection:
+              tether diff run1.jsonl run2.jsonl --align-on messaging:device_status,status=Connected --tolerance-ms 50
             """
     )
 
@@ -44,6 +52,12 @@ struct DiffCommand: ParsableCommand {
 
     @Option(name: .customLong("ignore-event"), help: "An event name to leave out of both sides (repeatable), e.g. frame_matched when comparing a live trace with a replayed one.")
     var ignoreEvents: [String] = []
+
+    @Option(name: .customLong("align-on"), help: ArgumentHelp(
+        "Shift the second trace's times so that both traces' first event of this selector coincide: [CORE:]EVENT[,FIELD=VALUE…], e.g. messaging:device_status,status=Connected.",
+        valueName: "selector"),
+            transform: { try DiffAlignment.parseSelector($0) })
+    var alignOn: Expectation.Selector?
 
     @Option(name: .customLong("max-lines"), help: "The longest report to print, in lines (2 to 1000000).",
             transform: { try OptionValues.integer($0, option: "--max-lines", range: 2...1_000_000) })
@@ -102,8 +116,16 @@ struct DiffCommand: ParsableCommand {
                 let comparison = try StreamingBaselineComparison(
                     name: pair.label, baselinePath: pathA, timingToleranceNs: tolerance, ignoringFields: Set(ignoreFields),
                     ignoringEvents: ignoredEvents, window: window, lineBudget: maxLines)
+                var shiftNs: Int64 = 0
+                if let alignOn {
+                    shiftNs = try DiffAlignment.shift(aligning: alignOn, reference: pathA, other: pathB)
+                    StandardOutput.shared.line("aligned on the first \(alignOn.summary): \(pathB) shifted by \(DiffAlignment.text(shiftNs))")
+                }
                 let sideB = try TraceFileReader(path: pathB)
-                while let event = try sideB.next() { comparison.replayed(event) }
+                while var event = try sideB.next() {
+                    if shiftNs != 0 { event.timeNs = event.timeNs &+ shiftNs }
+                    comparison.replayed(event)
+                }
                 let report = try comparison.finish()
                 if !report.isEmpty { differ = true }
                 StandardOutput.shared.line(report.render(maxLines: maxLines))
@@ -165,5 +187,59 @@ struct TracePair {
         if all.count == 1, let only = all.values.first { return only }
         let cores = all.keys.sorted().joined(separator: ", ")
         throw CommandFailure.failed("\(set) has no baseline for the core of \(traceFile) (its baselines: \(cores.isEmpty ? "none" : cores)). Give two trace files instead.")
+    }
+}
+
+/// `--align-on`: the constant by which the second trace's times are shifted.
+enum DiffAlignment {
+    /// `[CORE:]EVENT[,FIELD=VALUE…]` as a selector; values read as `true`/`false`, an integer, a
+    /// number, else text.
+    static func parseSelector(_ text: String) throws -> Expectation.Selector {
+        let parts = text.split(separator: ",", omittingEmptySubsequences: false).map { String($0).trimmingCharacters(in: .whitespaces) }
+        guard let head = parts.first, !head.isEmpty else {
+            throw ValidationError("--align-on takes [CORE:]EVENT[,FIELD=VALUE…], e.g. messaging:device_status,status=Connected; got \"\(text)\".")
+        }
+        var core: String?
+        var event = head
+        if let colon = head.firstIndex(of: ":") {
+            core = String(head[..<colon])
+            event = String(head[head.index(after: colon)...])
+        }
+        guard !event.isEmpty, core.map({ !$0.isEmpty }) ?? true else {
+            throw ValidationError("--align-on \(text): the event name is missing; write [CORE:]EVENT[,FIELD=VALUE…].")
+        }
+        var conditions: [String: Expectation.Value] = [:]
+        for condition in parts.dropFirst() {
+            guard let equals = condition.firstIndex(of: "="), equals != condition.startIndex else {
+                throw ValidationError("--align-on \(text): \"\(condition)\" is not FIELD=VALUE.")
+            }
+            let key = String(condition[..<equals])
+            let value = String(condition[condition.index(after: equals)...])
+            conditions[key] = if value == "true" { .bool(true) } else if value == "false" { .bool(false) }
+                else if let int = Int64(value) { .int(int) } else if let double = Double(value), double.isFinite { .double(double) }
+                else { .string(value) }
+        }
+        return Expectation.Selector(core: core, event: event, where: conditions)
+    }
+
+    /// How much to add to `other`'s times so that its first `selector` event coincides with
+    /// `reference`'s.
+    /// - Throws: naming the file when a trace has no such event.
+    static func shift(aligning selector: Expectation.Selector, reference: String, other: String) throws -> Int64 {
+        func first(_ path: String) throws -> Int64 {
+            let reader = try TraceFileReader(path: path)
+            while let event = try reader.next() {
+                if selector.matches(event) { return event.timeNs }
+            }
+            throw CommandFailure(message: "\(path) has no \(selector.summary) event to align on; pick an event both traces have "
+                + "(a connection, the first call), or leave --align-on out.", exitCode: 2)
+        }
+        let (difference, overflow) = try first(reference).subtractingReportingOverflow(try first(other))
+        return overflow ? 0 : difference
+    }
+
+    /// `+0.731 s`.
+    static func text(_ ns: Int64) -> String {
+        (ns >= 0 ? "+" : "-") + String(format: "%.6f s", Double(ns.magnitude) / 1e9)
     }
 }

@@ -126,6 +126,39 @@ import TetherTestSupport
         #expect(diff.stdout == whole.render(maxLines: 200) + "\n")
     }
 
+    /// Two live runs of one app: the second connected 0.7 s later, so without alignment every
+    /// event is a timing difference; aligned on the connection, the one real change stands alone.
+    @Test func alignOnShiftsTheSecondTraceToTheFirstMatchingEvent() throws {
+        let folder = try TemporaryFolder("cli-tests")
+        func run(offsetNs: Int64, completionAt: Int64) -> [TraceEvent] {
+            [TraceEvent(timeNs: 10_000_000, core: "messaging", event: "api_call", fields: ["call": .string("register_device")]),
+             TraceEvent(timeNs: 400_000_000 + offsetNs, core: "messaging", event: "device_status", fields: ["status": .string("Connected")]),
+             TraceEvent(timeNs: 600_000_000 + offsetNs, core: "messaging", event: "progress", fields: ["send": .int(1)]),
+             TraceEvent(timeNs: completionAt + offsetNs, core: "messaging", event: "completion", fields: ["send": .int(1)])]
+        }
+        let first = folder.path("run1.jsonl").path
+        let second = folder.path("run2.jsonl").path
+        try TraceFile.write(run(offsetNs: 0, completionAt: 800_000_000), to: first)
+        try TraceFile.write(run(offsetNs: 700_000_000, completionAt: 900_000_000), to: second)
+
+        let plain = try Tools.tether(["diff", first, second, "--tolerance-ms", "50"])
+        #expect(plain.status == 1)
+        #expect(plain.stdout.components(separatedBy: "\n").filter { $0.contains("@ timing") }.count == 3, "\(plain.stdout)")
+
+        let aligned = try Tools.tether(["diff", first, second, "--tolerance-ms", "50", "--align-on", "messaging:device_status,status=Connected"])
+        #expect(aligned.status == 1, "\(aligned.stdout)")
+        #expect(aligned.stdout.contains("shifted by -0.700000 s"), "\(aligned.stdout)")
+        let timing = aligned.stdout.components(separatedBy: "\n").filter { $0.contains("@ timing") }
+        // The register call (before the connection) moved by the shift; the completion by its own 100 ms.
+        #expect(timing.count == 2, "\(aligned.stdout)")
+        #expect(timing.contains { $0.contains("completion") })
+        #expect(!timing.contains { $0.contains("progress") || $0.contains("device_status") })
+
+        let missing = try Tools.tether(["diff", first, second, "--align-on", "session:activation_did_complete"])
+        #expect(missing.status == 2)
+        #expect(missing.stderr.contains("has no session:activation_did_complete event to align on"), "\(missing.stderr)")
+    }
+
     @Test func aMalformedLineLateInOneSideExitsTwoNamingTheLine() throws {
         let folder = try TemporaryFolder("cli-tests")
         let events = (0..<500).map { TraceEvent(timeNs: Int64($0), core: "ingest", event: "datapoint", fields: ["seq": .int(Int64($0))]) }
