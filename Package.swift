@@ -212,7 +212,8 @@ let package = Package(
         .target(name: "TetherConnectIQ", dependencies: ["AppLoop", "BehaviourTrace", "MessagingCore", "MonkeyC", "MonkeyCTrace"]),
         // The SDK facades bound to a live host instead of a recording (LiveSession): the app's code
         // against the device, recorded as a capture set that ReplaySession replays with the same code.
-        .target(name: "TetherLive", dependencies: ["AppLoop", "BehaviourTrace", "CaptureSet", "LiveCapture", "LiveHosts", "MessagingCore", "MessagingIntegration", "MessagingLive"]),
+        .target(name: "TetherLive", dependencies: ["AppLoop", "BehaviourTrace", "CaptureSet", "LiveCapture", "LiveHosts", "MessagingCore", "MessagingIntegration", "MessagingLive",
+                                             "SessionCore", "SessionIntegration", "SessionLive"]),
         // Apple's WatchConnectivity (iOS side) as Swift sees it, backed by SessionCore through an
         // AppLoop host.
         .target(name: "TetherWatchConnectivity", dependencies: ["AppLoop", "BehaviourTrace", "SessionCore", "MonkeyC", "MonkeyCTrace"]),
@@ -247,7 +248,7 @@ let package = Package(
         ),
 
         // Helpers shared by the test targets (a seeded generator, a temporary folder).
-        .target(name: "TetherTestSupport", dependencies: ["CoreRandom", "TetherConnectIQ"], path: "Tests/TetherTestSupport"),
+        .target(name: "TetherTestSupport", dependencies: ["CoreRandom", "TetherConnectIQ", "TetherWatchConnectivity"], path: "Tests/TetherTestSupport"),
 
         .testTarget(name: "CaptureKitTests", dependencies: ["TetherTestSupport", "CaptureKit"]),
         .testTarget(name: "CaptureSetTests", dependencies: ["CaptureSet", "CaptureKit"]),
@@ -285,14 +286,14 @@ let package = Package(
         .testTarget(name: "TimelineReportTests", dependencies: ["TimelineReport", "ReplayKit", "BehaviourTrace", "CaptureSet"]),
         .testTarget(name: "TetherTestingTests", dependencies: ["TetherTesting", "ReplayKit", "BehaviourTrace", "TetherIntegrations", "CaptureSet"]),
         .testTarget(name: "TetherConnectIQTests", dependencies: ["TetherTestSupport", "TetherConnectIQ", "TetherTesting", "BehaviourTrace"]),
-        .testTarget(name: "TetherWatchConnectivityTests", dependencies: ["TetherWatchConnectivity", "TetherTesting", "BehaviourTrace"]),
+        .testTarget(name: "TetherWatchConnectivityTests", dependencies: ["TetherTestSupport", "TetherWatchConnectivity", "TetherTesting", "BehaviourTrace"]),
         .testTarget(name: "LiveCaptureTests", dependencies: ["TetherTestSupport", "LiveCapture", "CaptureKit", "CaptureSet"]),
         .testTarget(name: "EmulationTests", dependencies: ["TetherTestSupport", "Emulation", "CaptureKit", "CaptureSet", "Dissectors", "SessionCore"]),
         .testTarget(name: "JSONBytesTests", dependencies: ["JSONBytes", "TetherTestSupport"]),
         .testTarget(
             name: "TetherCLITests",
             dependencies: ["TetherTestSupport", "TetherCLI", "TetherIntegrations", "CaptureKit", "CaptureSet", "Dissectors", "ReplayKit", "BehaviourTrace", "IngestCore", "IngestStore", "LiveHosts", "IngestIntegration", "MessagingIntegration", "SessionIntegration", "WidgetIntegration", "Redaction",
-                          "IngestLive", "MessagingLive", "SessionLive", "WidgetLive", "TetherLive", "TetherConnectIQ", "TetherTesting"],
+                          "IngestLive", "MessagingLive", "SessionLive", "WidgetLive", "TetherLive", "TetherConnectIQ", "TetherWatchConnectivity", "TetherTesting"],
             exclude: ["Golden"]
         ),
     ]

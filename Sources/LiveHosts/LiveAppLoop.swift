@@ -40,3 +40,42 @@ public final class LiveAppLoop {
         self.observe = observe
     }
 }
+
+extension LiveAppLoop {
+    /// Applies every call the app has made, including those its callbacks make meanwhile. A host
+    /// calls it after each input it handles (each line from its bridge), so a call made from a
+    /// callback reaches the core right after the input that caused it, as in replay.
+    package func takeAll(_ apply: ([String: TraceValue]) throws(LiveHostError) -> Void) throws(LiveHostError) {
+        while true {
+            let records = takeCalls()
+            if records.isEmpty { return }
+            for record in records { try apply(record) }
+        }
+    }
+
+    /// A live host's loop with the app in it: the app's calls taken (`apply` each) between
+    /// inputs, the bridge serviced (`service`, waiting at most the time given), the core's timers
+    /// fired when due, until the app is done (then ``linger``) or ``duration`` has passed since
+    /// `start`. Every host runs its app this one way.
+    package func drive(
+        start: ContinuousClock.Instant, now: () -> Duration, nextDeadline: () -> Duration?,
+        service: (Duration) throws(LiveHostError) -> Void, fireTimers: () throws(LiveHostError) -> Void,
+        apply: ([String: TraceValue]) throws(LiveHostError) -> Void
+    ) throws(LiveHostError) {
+        func takeCalls() throws(LiveHostError) { try takeAll(apply) }
+        let end = start + duration
+        var doneAt: ContinuousClock.Instant?
+        func stop() -> ContinuousClock.Instant { min(end, doneAt.map { $0 + linger } ?? end) }
+        started()
+        while ContinuousClock.now < stop() {
+            try takeCalls()
+            if doneAt == nil, isDone() { doneAt = .now }
+            var wait = stop() - ContinuousClock.now
+            if let deadline = nextDeadline() { wait = min(wait, deadline - now()) }
+            try service(max(.zero, min(wait, .milliseconds(20))))
+            try takeCalls()
+            if let deadline = nextDeadline(), deadline <= now() { try fireTimers() }
+        }
+        try takeCalls()
+    }
+}

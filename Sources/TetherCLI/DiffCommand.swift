@@ -33,7 +33,7 @@ struct DiffCommand: ParsableCommand {
               tether diff baseline/ingest.jsonl /tmp/ingest.jsonl --tolerance-ms 5
 
             Compare two live runs of the same app, timed from the watch's connection:
-              tether diff run1.jsonl run2.jsonl --align-on messaging:device_status,status=Connected --tolerance-ms 50
+              tether diff run1.jsonl run2.jsonl --align-on device_status,status=Connected --tolerance-ms 50
             """
     )
 

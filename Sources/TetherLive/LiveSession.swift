@@ -7,12 +7,15 @@ import LiveHosts
 import MessagingCore
 import MessagingIntegration
 import MessagingLive
+import SessionCore
+import SessionLive
 import Synchronization
 
-/// The app's own code against a real device: the SDK facades (`TetherConnectIQ`) bound to a live
-/// host instead of a recording, so the code a test replays in CI is the code that recorded the
-/// session. With `recordingTo:`, the run is recorded as a new capture set (every HCI packet
-/// through an H4 tap, and the app's calls), which `ReplaySession` then replays with the same code.
+/// The app's own code against a real device: the SDK facades (`TetherConnectIQ`,
+/// `TetherWatchConnectivity`) bound to a live host instead of a recording, so the code a test
+/// replays in CI is the code that recorded the session. With `recordingTo:`, the run is recorded
+/// as a new capture set (every HCI packet through an H4 tap, and the app's calls), which
+/// `ReplaySession` then replays with the same code.
 ///
 /// ```swift
 /// let live = try LiveSession(connectIQ: "tcp-client:127.0.0.1:9002",
@@ -50,8 +53,13 @@ public final class LiveSession: AppLoopHost, @unchecked Sendable {
         }
     }
 
-    private var request: LiveMessagingRequest
-    private let watch: ConnectIQWatch
+    /// What the session runs: one core's live host.
+    private enum Host {
+        case connectIQ(LiveMessagingRequest)
+        case watchConnectivity(SessionLiveHost.Options, recordSet: String?)
+    }
+
+    private var host: Host
     private let posted = Mutex<[[String: TraceValue]]>([])
     private var observers: [String: [(TraceEvent) -> Void]] = [:]
     private var facades: [String: AnyObject] = [:]
@@ -79,23 +87,62 @@ public final class LiveSession: AppLoopHost, @unchecked Sendable {
     ///   - keySeed: Seed of the encryption keys (`nil`: the system's generator).
     public init(connectIQ transport: String, watch: ConnectIQWatch, recordingTo setPath: String? = nil,
                 bridgeScript: String = "Harness/rigs/ciq_phone_bridge.py", bridgeLog: String? = nil, keySeed: UInt64? = nil) {
-        self.watch = watch
         let uuid = IQUUID(watch.uuid.uuidString) ?? IQUUID(high: 0, low: 0)
-        request = LiveMessagingRequest(
+        var request = LiveMessagingRequest(
             transport: transport, devices: [(uuid: uuid, address: watch.address.uppercased(), name: watch.name, model: watch.model)],
             script: LiveScript(steps: []), bridgeScript: bridgeScript)
         request.recordSet = setPath
         request.bridgeLog = bridgeLog
         request.keySeed = keySeed
         request.title = "Live Connect IQ session with the app in the loop"
+        host = .connectIQ(request)
     }
 
-    /// Binds `ConnectIQ.sharedInstance()` to this session.
+    /// A session of the phone's WatchConnectivity side against the watch at `watchAddress`,
+    /// reached through the phone's controller at `transport` over Tether's session link (the
+    /// watch: `tether live session --role watch`, or a watch written from docs/session-link.md).
+    /// - Parameters:
+    ///   - identity: The phone's session identity; `pairedWatch` the watch's.
+    ///   - storePath: The phone's durable session store (SQLite; a new file is made).
+    ///   - recordingTo: A new capture set's folder (the transport must be `tcp-client:HOST:PORT`
+    ///     or `serial:PATH`).
+    ///   - bridgeScript: `Harness/rigs/ciq_phone_bridge.py` (run with `--profile session`).
+    ///   - seed: Seed of the core's random numbers (`nil`: the system's generator).
+    public init(watchConnectivity transport: String, watchAddress: String, identity: UUID, pairedWatch: UUID, storePath: String,
+                recordingTo setPath: String? = nil, bridgeScript: String = "Harness/rigs/ciq_phone_bridge.py",
+                bridgeLog: String? = nil, seed: UInt64? = nil) {
+        var options = SessionLiveHost.Options(
+            role: .phone, identity: Self.sessionID(identity), pairedPeer: Self.sessionID(pairedWatch),
+            transport: transport, address: watchAddress.uppercased(), script: LiveScript(steps: []), bridgeScript: bridgeScript,
+            storePath: storePath)
+        options.bridgeLog = bridgeLog
+        options.seed = seed
+        host = .watchConnectivity(options, recordSet: setPath)
+    }
+
+    /// A UUID as a session identity: the same 16 bytes.
+    private static func sessionID(_ uuid: UUID) -> SessionDeviceID {
+        // Sixteen bytes always make an identity.
+        withUnsafeBytes(of: uuid.uuid) { SessionDeviceID(bytes: Array($0))! }
+    }
+
+    /// Binds `ConnectIQ.sharedInstance()` and `WCSession.default` to this session.
     public func makeCurrent() { AppLoop.makeCurrent(self) }
 
     /// The URL Garmin Connect Mobile would open the app with for this watch, for the app's
-    /// `parseDeviceSelectionResponse(from:)`.
-    public var deviceSelectionURL: String { MessagingLiveHost.deviceSelectionURL(request.devices) }
+    /// `parseDeviceSelectionResponse(from:)`; empty for a WatchConnectivity session.
+    public var deviceSelectionURL: String {
+        guard case .connectIQ(let request) = host else { return "" }
+        return MessagingLiveHost.deviceSelectionURL(request.devices)
+    }
+
+    /// The core the session runs live: `messaging` or `session`.
+    public var core: String {
+        switch host {
+        case .connectIQ: "messaging"
+        case .watchConnectivity: "session"
+        }
+    }
 
     /// Runs the link with the app in the loop for at most `duration`, or until `isDone` holds
     /// (then half a second more, so answers in flight land); then disconnects and, when
@@ -110,13 +157,20 @@ public final class LiveSession: AppLoopHost, @unchecked Sendable {
             observe: { [weak self] event in self?.deliver(event) },
             started: { [weak self] in self?.flushEarlyAppEvents() })
         self.loop = loop
-        request.app = loop
         defer { self.loop = nil }
         do throws(LiveMessagingError) {
-            let outcome = try runLiveMessaging(request)
-            trace = outcome.trace
-            recording = outcome.recording
-            sessionWarnings += outcome.notices
+            switch host {
+            case .connectIQ(var request):
+                request.app = loop
+                let outcome = try runLiveMessaging(request)
+                (trace, recording) = (outcome.trace, outcome.recording)
+                sessionWarnings += outcome.notices
+            case .watchConnectivity(var options, let recordSet):
+                options.app = loop
+                let outcome = try runLiveSession(options, recordSet: recordSet, title: "Live WatchConnectivity session with the app in the loop")
+                (trace, recording) = (outcome.trace, outcome.recording)
+                sessionWarnings += outcome.notices
+            }
         } catch {
             throw LiveSessionError(description: error.description)
         }
@@ -151,10 +205,11 @@ public final class LiveSession: AppLoopHost, @unchecked Sendable {
     /// Time since the host started (zero before ``run(for:until:)``).
     public var now: Duration { loop?.elapsed?() ?? .zero }
 
-    /// Queues a call; the host takes it between inputs. Only the messaging core runs live here.
+    /// Queues a call; the host takes it between inputs. A call for a core this session does not
+    /// run is not delivered, with a warning.
     public func post(core: String, record: [String: TraceValue]) {
-        guard core == "messaging" else {
-            warn("a call for core \(core) was not delivered: this live session runs the Connect IQ link only")
+        guard core == self.core else {
+            warn("a call for core \(core) was not delivered: this live session runs core \(self.core)")
             return
         }
         posted.withLock { $0.append(record) }
@@ -191,8 +246,8 @@ public final class LiveSession: AppLoopHost, @unchecked Sendable {
     /// `cores`: `messaging`; `connectiq.device_selection_url`: ``deviceSelectionURL``.
     public func hostFact(_ key: String) -> String? {
         switch key {
-        case "cores": "messaging"
-        case "connectiq.device_selection_url": deviceSelectionURL
+        case "cores": core
+        case "connectiq.device_selection_url": deviceSelectionURL.isEmpty ? nil : deviceSelectionURL
         default: nil
         }
     }

@@ -87,11 +87,16 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
     ///     `disconnect:at=4s`; docs/faults.md).
     ///   - settings: `CORE.KEY=VALUE` changes to the manifest's sections, as `tether replay --set`.
     ///   - integrations: The cores that may replay it.
+    ///   - appCores: The cores whose recorded calls the app's own replace: by default the two the
+    ///     SDK facades drive (`messaging`, `session`); a facade of your own for a core of your own
+    ///     adds that core's name.
     /// - Throws: ``TetherTestingError`` naming the file and what to do: the set cannot be loaded,
     ///   a fault or setting is refused, or the set has no recording of a side an SDK facade can
     ///   stand for (a Connect IQ or session link seen from the phone).
     public init(replaying path: String, faults: [String] = [], settings: [String] = [],
-                integrations: IntegrationRegistry = TetherIntegrations.builtIn) throws(TetherTestingError) {
+                integrations: IntegrationRegistry = TetherIntegrations.builtIn,
+                appCores: Set<String> = ReplaySession.sdkCores) throws(TetherTestingError) {
+        self.appCores = appCores
         if case .failure(let error) = integrations.validated() { throw TetherTestingError(message: error.description) }
         var overrides: [SettingOverride] = []
         for text in settings {
@@ -110,7 +115,7 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
         }
         var options = ReplayOptions(integrations: integrations, verify: true, settings: overrides, frameMatching: .responder)
         options.faults = parsedFaults
-        options.replacedCallCores = Self.appCores
+        options.replacedCallCores = appCores
         self.registry = integrations
         do throws(ReplayError) {
             set = try loadReplaySet(at: path, options: options)
@@ -122,11 +127,12 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
             throw TetherTestingError(message: error.description)
         }
         name = set.directory.name
-        guard cores.contains(where: Self.appCores.contains) else {
+        guard cores.contains(where: appCores.contains) else {
             let interfaces = set.manifest.interfaces.map { "\($0.index) (\($0.role?.rawValue ?? "undescribed"))" }.joined(separator: ", ")
             throw TetherTestingError(message: "capture set \(path): it replays only \(cores.joined(separator: ", ")) (interfaces \(interfaces)), "
-                + "so no SDK facade can stand in for the app: ReplaySession needs the phone's side of a Connect IQ link (core messaging) "
-                + "or of the session link (core session). Record one with `tether live messaging --record` or `tether live session --role phone --record`.")
+                + "so no SDK facade can stand in for the app: ReplaySession needs a recording of a core the app drives (\(appCores.sorted().joined(separator: ", "))): "
+                + "the phone's side of a Connect IQ link (core messaging) or of the session link (core session). "
+                + "Record one with `tether live messaging --record` or `tether live session --role phone --record`.")
         }
         var promises: [(core: String, promise: CorePromise)] = []
         var correlations: [String: [TraceCorrelation]] = [:]
@@ -136,10 +142,10 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
             correlations[core] = integration.correlations
         }
         promiseChecker = PromiseChecker(promises: promises, correlations: correlations, plain: nil)
-        let hostFacts = Dictionary(Self.appCores.compactMap { core in integrations.integration(named: core).map { (core, $0.hostFactCalls) } },
+        let hostFacts = Dictionary(appCores.compactMap { core in integrations.integration(named: core).map { (core, $0.hostFactCalls) } },
                                    uniquingKeysWith: { a, _ in a })
         let unlabelled = integrations.integrations.first { $0.takesUnlabelledAPICalls && cores.contains($0.name) }?.name
-        if let first = RecordedCalls.firstAppCallInstant(in: set, cores: Self.appCores, unlabelledCore: unlabelled, hostFacts: hostFacts),
+        if let first = RecordedCalls.firstAppCallInstant(in: set, cores: appCores, unlabelledCore: unlabelled, hostFacts: hostFacts),
            first > .zero {
             appStart = first - .nanoseconds(1)
             holdingCalls = true
@@ -153,8 +159,12 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
         try self.init(replaying: url.path, faults: faults, settings: settings, integrations: integrations)
     }
 
+    /// The cores the SDK facades drive: `messaging` (`TetherConnectIQ`) and `session`
+    /// (`TetherWatchConnectivity`).
+    public static let sdkCores: Set<String> = ["messaging", "session"]
+
     /// The cores whose recorded calls the app's own replace.
-    static let appCores: Set<String> = ["messaging", "session"]
+    public let appCores: Set<String>
 
     /// Binds `ConnectIQ.sharedInstance()` and `WCSession.default` to this session, on this thread
     /// (tests running beside this one on other threads keep their own; see ``AppLoop``).

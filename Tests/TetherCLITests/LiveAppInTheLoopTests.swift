@@ -54,3 +54,57 @@ import TetherTesting
         #expect(report.isEmpty, "\(report.render(maxLines: 40))\nLIVE\n\(TraceFile.encode(liveEvents))\nREPLAY\n\(TraceFile.encode(replayedEvents))")
     }
 }
+
+/// The same for WatchConnectivity: the phone app's own code through `LiveSession` against a watch
+/// that is a `tether live session --role watch` host on Bumble (the watch of
+/// `Harness/scenarios/session/clean.watch.yaml`: it echoes every message and answers the phone's
+/// context with its own), recorded, then replayed with the same code.
+@Suite(.serialized) struct LiveWatchConnectivityInTheLoopTests {
+    static let phone = UUID(uuidString: "0FF1CE00-0000-4000-8000-000000000001")!
+    static let watch = UUID(uuidString: "0FF1CE00-0000-4000-8000-0000000000A1")!
+
+    @Test func recordingTheWatchConnectivityAppThenReplayingItGivesTheSameCallbacks() throws {
+        let folder = try TemporaryFolder("wc-in-the-loop")
+        let (controllers, ports) = try LiveMessagingEndToEndTests.twoControllers(in: folder)
+        defer { controllers.stop() }
+        let watchHost = try BackgroundProcess(try Tools.tetherBinary(), [
+            "live", "session", "--role", "watch", "--hci", "tcp-client:127.0.0.1:\(ports[0])", "--address", "F0:F0:F0:F0:F0:A1",
+            "--identity", Self.watch.uuidString.lowercased(), "--paired", Self.phone.uuidString.lowercased(),
+            "--script", Tools.repositoryRoot.appendingPathComponent("Harness/scenarios/session/clean.watch.yaml").path,
+            "--store", folder.path("watch.sqlite").path, "--seed", "11", "--bridge-log", folder.path("watch-bridge.log").path,
+        ], in: folder, name: "watch")
+        defer { watchHost.stop() }
+
+        let set = folder.path("wc-app-live").path
+        let live = LiveSession(watchConnectivity: "tcp-client:127.0.0.1:\(ports[1])", watchAddress: "F0:F0:F0:F0:F0:A1",
+                               identity: Self.phone, pairedWatch: Self.watch, storePath: folder.path("phone.sqlite").path,
+                               recordingTo: set,
+                               bridgeScript: Tools.repositoryRoot.appendingPathComponent("Harness/rigs/ciq_phone_bridge.py").path,
+                               bridgeLog: folder.path("phone-bridge.log").path, seed: 19)
+        live.makeCurrent()
+        let liveApp = WorkoutLink()
+        liveApp.start()
+        try live.run(for: .seconds(40), until: { liveApp.userInfoFinished.count == 1 })
+        #expect(liveApp.errors.isEmpty, "\(liveApp.errors)")
+        #expect(liveApp.reply?["hr"] as? Int == 72)
+        #expect(liveApp.userInfoFinished.count == 1)
+        #expect(live.recording != nil)
+
+        let replay = try ReplaySession(replaying: set)
+        replay.makeCurrent()
+        let replayedApp = WorkoutLink()
+        replayedApp.start()
+        try replay.run()
+        #expect(replayedApp.reply?["hr"] as? Int == 72, "\(replay.report)")
+        #expect(replayedApp.replyData == liveApp.replyData)
+        #expect(replayedApp.userInfoFinished.count == 1)
+        #expect(replayedApp.receivedContexts.count == liveApp.receivedContexts.count)
+
+        let replayOnly: Set<String> = ["frame_matched", "frame_diverged", "frame_unsent", "responder_made", "summary"]
+        let liveEvents = live.trace.filter { !replayOnly.contains($0.event) }
+        let replayedEvents = replay.trace.filter { !replayOnly.contains($0.event) }
+        #expect(liveEvents.contains { $0.core == "app" && $0.event == "callback" })
+        let report = TraceDiff.compare(liveEvents, replayedEvents, timingToleranceNs: 50_000_000)
+        #expect(report.isEmpty, "\(report.render(maxLines: 40))")
+    }
+}

@@ -1,77 +1,8 @@
 import BehaviourTrace
 import Testing
 import TetherTesting
+import TetherTestSupport
 import TetherWatchConnectivity
-
-/// A phone app's workout link as apps write it against WatchConnectivity: it activates, and once
-/// activated with the watch reachable it sends its context and a message; the message's reply
-/// makes it send message data, whose reply makes it transfer a user info. Every next call is made
-/// from inside a callback, on the session the callback names.
-final class WorkoutLink: WCSessionDelegate {
-    let session: WCSession
-    var activation: [(WCSessionActivationState, (any Error)?)] = []
-    var reachabilitySeen: [Bool] = []
-    var contextError: (any Error)?
-    var reply: [String: Any]?
-    var replyData: Data?
-    var errors: [any Error] = []
-    var userInfoFinished: [(transfer: WCSessionUserInfoTransfer, error: (any Error)?)] = []
-    var receivedContexts: [[String: Any]] = []
-    var contextMatchedPropertyWhenCalled: Bool?
-    private var started = false
-
-    /// `session` is `WCSession.default` in an app; a test hands the session of its own replay.
-    init(session: WCSession = .default) {
-        self.session = session
-        session.delegate = self
-    }
-
-    func start() {
-        session.activate()
-    }
-
-    func session(_ session: WCSession, activationDidCompleteWith activationState: WCSessionActivationState, error: (any Error)?) {
-        activation.append((activationState, error))
-        startIfReady(session)
-    }
-
-    func sessionDidBecomeInactive(_ session: WCSession) {}
-
-    func sessionDidDeactivate(_ session: WCSession) {
-        session.activate()
-    }
-
-    func sessionReachabilityDidChange(_ session: WCSession) {
-        reachabilitySeen.append(session.isReachable)
-        startIfReady(session)
-    }
-
-    func session(_ session: WCSession, didReceiveApplicationContext applicationContext: [String: Any]) {
-        receivedContexts.append(applicationContext)
-        contextMatchedPropertyWhenCalled = session.receivedApplicationContext["seen"] as? String == applicationContext["seen"] as? String
-    }
-
-    func session(_ session: WCSession, didFinish userInfoTransfer: WCSessionUserInfoTransfer, error: (any Error)?) {
-        userInfoFinished.append((userInfoTransfer, error))
-    }
-
-    private func startIfReady(_ session: WCSession) {
-        guard !started, session.activationState == .activated, session.isReachable else { return }
-        started = true
-        do {
-            try session.updateApplicationContext(["mode": "run", "zone": 3])
-        } catch {
-            contextError = error
-        }
-        session.sendMessage(["hr": 72, "unit": "bpm"], replyHandler: { [self] reply in
-            self.reply = reply
-            session.sendMessageData(Data([0xca, 0xfe, 0x01, 0x02]), replyHandler: { [self] data in
-                replyData = data
-                session.transferUserInfo(["workout": 1, "kcal": 312])
-            }, errorHandler: { [self] error in errors.append(error) })
-        }, errorHandler: { [self] error in errors.append(error) })
-    }
-}
 
 @Suite("TetherWatchConnectivity in the loop")
 struct WatchConnectivityClosedLoopTests {

@@ -126,6 +126,7 @@ public struct SessionAdapter: CoreAdapter {
         if frame.interface.carriesAPICalls {
             return apiRecord(frame, now: now)
         }
+        responder?.frameFed(frame.number)
         guard let dissected = frame.dissected else { return [] }
         var events: [TraceEvent] = []
         if driver.core == nil { events += startFromManifest(now: now) }

@@ -117,6 +117,9 @@ struct SessionResponder: Sendable {
         var made: String?
         /// The peer's frame as the peer sent it (also for a lost one), for its retransmission state.
         var sent: SessionFrame?
+        /// The capture frame it was taken from, when it is delivered at its captured instant: it
+        /// then keeps its capture order among the frames of that instant (``isHeld(_:)``).
+        var capturedFrame: Int? = nil
     }
 
     private struct Answer: Sendable {
@@ -196,6 +199,12 @@ struct SessionResponder: Sendable {
     /// The peer's data frames that are initiatives, in capture order, for the retransmission state.
     private var initiatives: [(timeNs: Int64, lost: Bool, sent: SessionFrame)] = []
     private var initiativeCursor = 0
+    /// The peer's initiatives that reach the core at their captured instant (no fault moved or
+    /// lost them), by capture frame number: an answer due at the same instant, captured after one
+    /// of them, waits for it (``isHeld(_:)``).
+    private var onTimeInitiatives: [(number: Int, timeNs: Int64)] = []
+    /// The last capture frame the adapter has handed over.
+    private var lastFedFrame = 0
     /// The indices of the initiatives a fault lost, and the first of them not yet followed.
     private var lostInitiatives: [Int] = []
     private var lostCursor = 0
@@ -352,10 +361,12 @@ struct SessionResponder: Sendable {
             let fates = faults.deliveries(ofFrame: captured.frame, kind: .notification, capturedAt: .nanoseconds(captured.timeNs))
             let lateNs = fates.first?.replayNanoseconds ?? 0
             initiatives.append((captured.timeNs, fates.isEmpty || lateNs > retransmissionNs, frame))
+            if fates.count == 1, lateNs == 0 { onTimeInitiatives.append((captured.frame, captured.timeNs)) }
             // A copy a fault made late is not the recorded peer resending it.
             if !fates.isEmpty, lateNs == 0 { itemArrivals[key, default: []].append((captured.timeNs, frame.offset, Self.end(of: frame))) }
         }
         initiatives.sort { $0.timeNs < $1.timeNs }
+        onTimeInitiatives.sort { $0.number < $1.number }
         var lost: [Int] = []
         for (index, initiative) in initiatives.enumerated() where initiative.lost { lost.append(index) }
         lostInitiatives = lost
@@ -502,9 +513,37 @@ struct SessionResponder: Sendable {
         ownFrames.contains { $0.timeNs >= from && $0.timeNs <= through && $0.bytes == bytes }
     }
 
+    /// The adapter has handed over capture frame `number` (and every one before it).
+    mutating func frameFed(_ number: Int) {
+        lastFedFrame = max(lastFedFrame, number)
+    }
+
+    /// Whether `delivery`, due at its captured instant, must wait for a peer initiative captured
+    /// before it at that same instant that the adapter has not handed over yet. Without this the
+    /// answer, a deadline, would reach the core before the initiative (the engine fires deadlines
+    /// before the frames of their instant), which the capture shows the other way round: a reply
+    /// and the peer's context read from the controller together reach the core in capture order.
+    private func isHeld(_ delivery: Delivery) -> Bool {
+        guard let number = delivery.capturedFrame, number > lastFedFrame + 1 else { return false }
+        var low = 0
+        var high = onTimeInitiatives.count
+        while low < high {
+            let middle = (low + high) / 2
+            if onTimeInitiatives[middle].number <= lastFedFrame { low = middle + 1 } else { high = middle }
+        }
+        var index = low
+        while index < onTimeInitiatives.count, onTimeInitiatives[index].number < number {
+            if onTimeInitiatives[index].timeNs == delivery.timeNs { return true }
+            if onTimeInitiatives[index].timeNs > delivery.timeNs { return false }
+            index += 1
+        }
+        return false
+    }
+
     /// When the responder wants time next.
     var nextDueNs: Int64? {
-        let delivery = deliveries.first?.timeNs
+        // A delivery held for an initiative of its instant is due again once the adapter has it.
+        let delivery = deliveries.first.flatMap { isHeld($0) ? nil : $0.timeNs }
         // A frame a fault lost never reaches the adapter: the responder wakes at its instant to
         // start the peer's timer for it (unless that item's timer already runs: everything else
         // the frame changes waits for the next call, which catches up first).
@@ -543,7 +582,7 @@ struct SessionResponder: Sendable {
             outgoing[key]?.resends += 1
             resend(key, nowNs: nowNs, retransmission: true, why: "retransmission")
         }
-        while let first = deliveries.first, first.timeNs <= nowNs {
+        while let first = deliveries.first, first.timeNs <= nowNs, !isHeld(first) {
             deliveries.removeFirst()
             if let sent = first.sent { peerSent(sent, atNs: first.timeNs, lost: first.bytes == nil) }
             if first.bytes != nil { return first }
@@ -752,7 +791,9 @@ struct SessionResponder: Sendable {
             append(Delivery(timeNs: at, order: 0, bytes: nil, made: nil, sent: sent))
         }
         for (index, delay) in fates.enumerated() {
-            append(Delivery(timeNs: at + delay.replayNanoseconds, order: 0, bytes: answer.bytes, made: nil, sent: index == 0 ? sent : nil))
+            let due = at + delay.replayNanoseconds
+            append(Delivery(timeNs: due, order: 0, bytes: answer.bytes, made: nil, sent: index == 0 ? sent : nil,
+                            capturedFrame: due == answer.timeNs ? answer.frame : nil))
         }
     }
 

@@ -130,44 +130,34 @@ public final class MessagingLiveHost {
         return Result(events: log.events, failedSteps: log.failedSteps)
     }
 
-    /// The app in the loop: its calls taken between inputs, the core's timers fired, the bridge
-    /// serviced, until the app is done (then a linger) or its time is up.
+    /// The app in the loop (``LiveAppLoop/drive(start:now:nextDeadline:service:fireTimers:apply:)``):
+    /// its records read as ``MessagingAPICall``s, a record that is not one traced as
+    /// `api_record_malformed`.
     private func runApp(_ app: LiveAppLoop, bridge: BLEBridge, closed: String) throws(LiveHostError) {
         app.record = { [weak self] event in self?.record(event) }
         app.elapsed = { [weak self] in self?.now() ?? .zero }
-        app.started()
-        let end = start + app.duration
-        var doneAt: ContinuousClock.Instant?
-        while ContinuousClock.now < min(end, doneAt.map { $0 + app.linger } ?? end) {
-            try takeAppCalls(app)
-            if doneAt == nil, app.isDone() { doneAt = .now }
-            var wait = min(end, doneAt.map { $0 + app.linger } ?? end) - ContinuousClock.now
-            if let deadline = core.nextDeadline { wait = min(wait, deadline - now()) }
-            _ = try serviceBridge(bridge, waitingAtMost: max(.zero, min(wait, .milliseconds(20))), closed: closed)
-            try takeAppCalls(app)
-            if let deadline = core.nextDeadline, deadline <= now() { try perform(core.handleTimeout(now: now())) }
+        appCall = { record throws(LiveHostError) in
+            let parsed: MessagingAPICall
+            do throws(MessagingAPICallError) {
+                parsed = try MessagingAPICall(record: record)
+            } catch {
+                self.record(TraceEvent(timeNs: 0, core: "messaging", event: "api_record_malformed", fields: [
+                    "source": .string("the app in the loop"), "detail": .string(error.description),
+                ]))
+                return
+            }
+            try self.call(parsed)
         }
-        try takeAppCalls(app)
+        defer { appCall = nil }
+        try app.drive(
+            start: start, now: { self.now() }, nextDeadline: { self.core.nextDeadline },
+            service: { timeout throws(LiveHostError) in _ = try self.serviceBridge(bridge, waitingAtMost: timeout, closed: closed) },
+            fireTimers: { () throws(LiveHostError) in try self.perform(self.core.handleTimeout(now: self.now())) },
+            apply: { record throws(LiveHostError) in try self.appCall?(record) })
     }
 
-    private func takeAppCalls(_ app: LiveAppLoop) throws(LiveHostError) {
-        while true {
-            let records = app.takeCalls()
-            if records.isEmpty { return }
-            for record in records {
-                let parsed: MessagingAPICall
-                do throws(MessagingAPICallError) {
-                    parsed = try MessagingAPICall(record: record)
-                } catch {
-                    self.record(TraceEvent(timeNs: 0, core: "messaging", event: "api_record_malformed", fields: [
-                        "source": .string("the app in the loop"), "detail": .string(error.description),
-                    ]))
-                    continue
-                }
-                try call(parsed)
-            }
-        }
-    }
+    /// While the app is in the loop: applies one of its calls.
+    private var appCall: (([String: TraceValue]) throws(LiveHostError) -> Void)?
 
     /// Ends the session as an app going away does: disconnects every link and handles what the
     /// bridge reports until the links are down (at most 3 s), so the trace ends as the capture does.
@@ -259,7 +249,11 @@ public final class MessagingLiveHost {
     /// - Throws: `closed` as a ``LiveHostError`` when the bridge closed its socket.
     private func serviceBridge(_ bridge: BLEBridge, waitingAtMost timeout: Duration, closed: String) throws(LiveHostError) -> [[String: TraceValue]] {
         guard let lines = bridge.lines(waitingAtMost: timeout) else { throw LiveHostError.bridge(closed) }
-        for line in lines { try handleBridge(line) }
+        for line in lines {
+            try handleBridge(line)
+            // The app's calls from this input's callbacks, before the next input (as in replay).
+            if let app = options.app, let appCall { try app.takeAll(appCall) }
+        }
         return lines
     }
 

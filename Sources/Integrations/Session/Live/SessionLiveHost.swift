@@ -58,6 +58,9 @@ public final class SessionLiveHost {
         public var linger: Duration = .milliseconds(500)
         /// Each event as it happens (a line for the terminal).
         public var log: (String) -> Void = { _ in }
+        /// The app's own code in the loop instead of ``script`` (`TetherLive`'s `LiveSession`): it
+        /// makes the WatchConnectivity calls and answers messages itself.
+        public var app: LiveAppLoop?
 
         /// Options; see the properties.
         public init(role: SessionRole, identity: SessionDeviceID, pairedPeer: SessionDeviceID, transport: String, address: String,
@@ -105,6 +108,8 @@ public final class SessionLiveHost {
     private var linkInputs = 0
     private var connectTarget: String
     private var replies: ReplyPolicy = .none
+    /// While the app is in the loop: applies one of its calls.
+    private var appCall: (([String: TraceValue]) throws(LiveHostError) -> Void)?
 
     /// A host; nothing starts until ``run()``.
     public init(options: Options, recording: APICallRecording? = nil) {
@@ -157,6 +162,36 @@ public final class SessionLiveHost {
         try bridge.waitForBluetooth(transport: options.transport) { line throws(LiveHostError) in try handleBridge(line) }
         if options.role == .phone { try bridge.send(["op": .string("connect"), "peer": .string(connectTarget)]) }
 
+        if let app = options.app {
+            // The app hears of the link going down at the end too: its recorder stays set until then.
+            app.record = { [weak self] event in self?.record(event) }
+            app.elapsed = { [weak self] in self?.now() ?? .zero }
+            appCall = { record throws(LiveHostError) in
+                let parsed: SessionAPICall
+                do throws(SessionAPICallError) {
+                    parsed = try SessionAPICall(record: record)
+                } catch {
+                    self.record(TraceEvent(timeNs: 0, core: "session", event: "api_record_malformed", fields: [
+                        "source": .string("the app in the loop"), "detail": .string(error.description),
+                    ]))
+                    return
+                }
+                try self.call(parsed)
+            }
+            defer {
+                app.record = nil
+                app.elapsed = nil
+                appCall = nil
+            }
+            try app.drive(
+                start: start, now: { self.now() }, nextDeadline: { self.driver.nextDeadline },
+                service: { timeout throws(LiveHostError) in try self.serviceBridge(bridge, waitingAtMost: timeout) },
+                fireTimers: { () throws(LiveHostError) in try self.perform(self.driver.handleTimeout(now: self.now())) },
+                apply: { record throws(LiveHostError) in try self.appCall?(record) })
+            try endLink(bridge)
+            return Result(events: log.events, failedSteps: log.failedSteps)
+        }
+
         try LiveStepRunner(steps: options.script.steps, linger: options.linger, start: start).run(LiveStepRunner.Host(
             runStep: { number, name, arguments throws(LiveHostError) in try self.runStep(number: number, name: name, arguments: arguments) },
             service: { timeout throws(LiveHostError) in try self.serviceBridge(bridge, waitingAtMost: timeout) },
@@ -167,15 +202,19 @@ public final class SessionLiveHost {
                 Self.isHostEvent(event) ? self.hostEvents[since...].contains(event) : self.events[since...].contains { $0.event.event == event }
             },
             fail: { step, message in self.fail(step: step, message) }))
-        if linkUp {
-            // The phone ends the session as an app going away does; the watch leaves it to the phone.
-            if options.role == .phone { try bridge.send(["op": .string("disconnect"), "peer": .string(connectTarget)]) }
-            let deadline = ContinuousClock.now + .seconds(3)
-            while linkUp, ContinuousClock.now < deadline {
-                try serviceBridge(bridge, waitingAtMost: .milliseconds(100))
-            }
-        }
+        try endLink(bridge)
         return Result(events: log.events, failedSteps: log.failedSteps)
+    }
+
+    /// The phone ends the session as an app going away does (the watch leaves it to the phone),
+    /// then handles the bridge until the link is down (at most 3 s).
+    private func endLink(_ bridge: BLEBridge) throws(LiveHostError) {
+        guard linkUp else { return }
+        if options.role == .phone { try bridge.send(["op": .string("disconnect"), "peer": .string(connectTarget)]) }
+        let deadline = ContinuousClock.now + .seconds(3)
+        while linkUp, ContinuousClock.now < deadline {
+            try serviceBridge(bridge, waitingAtMost: .milliseconds(100))
+        }
     }
 
     /// The trace with `t_ns` relative to `zeroNs` (a recording's first frame, or the run's start).
@@ -262,7 +301,11 @@ public final class SessionLiveHost {
         guard let lines = bridge.lines(waitingAtMost: timeout) else {
             throw LiveHostError.bridge("the BLE bridge exited during the run" + (options.bridgeLog.map { "; see \($0)" } ?? ""))
         }
-        for line in lines { try handleBridge(line) }
+        for line in lines {
+            try handleBridge(line)
+            // The app's calls from this input's callbacks, before the next input (as in replay).
+            if let app = options.app, let appCall { try app.takeAll(appCall) }
+        }
     }
 
     private func handleBridge(_ line: [String: TraceValue]) throws(LiveHostError) {
@@ -353,6 +396,7 @@ public final class SessionLiveHost {
 
     private func record(_ event: TraceEvent, realtimeNs: Int64? = nil, quiet: Bool = false) {
         log.record(event, realtimeNs: realtimeNs, quiet: quiet)
+        options.app?.observe(event)
     }
 
     private func now() -> Duration { start.duration(to: ContinuousClock.now) }
