@@ -201,7 +201,7 @@ let package = Package(
         .target(name: "EmulationLive", dependencies: ["Emulation", "LiveHosts", "LiveCapture", "BehaviourTrace", "CaptureSet", "Dissectors"]),
         // One call from Swift Testing or XCTest: replay a set, get verdicts and the trace as values.
         .target(name: "TetherTesting", dependencies: [
-            "ReplayKit", "BehaviourTrace", "CaptureSet", "CaptureKit", "TetherIntegrations", "AppLoop",
+            "ReplayKit", "BehaviourTrace", "CaptureSet", "CaptureKit", "TetherIntegrations", "AppLoop", "TimelineReport",
             .product(name: "DequeModule", package: "swift-collections"),
         ]),
         // What an SDK facade talks to: a core's host, replayed (TetherTesting's ReplaySession) or

@@ -6,6 +6,7 @@ import Foundation
 import ReplayKit
 import Synchronization
 import TetherIntegrations
+import TimelineReport
 
 /// A recording replayed with the app's own code in the loop: the app's SDK calls (through
 /// `TetherConnectIQ` and `TetherWatchConnectivity`, bound with ``makeCurrent()``) reach the core
@@ -319,6 +320,18 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
     /// The trace as JSON Lines, as `tether replay --trace` writes it: what `tether diff` compares.
     public var traceJSONLines: String {
         TraceFile.encode(trace)
+    }
+
+    /// Writes the run so far as a self-contained timeline page (the one `tether replay --html`
+    /// makes), with a lane per core and category — the app's calls (`app · api`) and callbacks
+    /// (`app · callbacks`) beside the cores' — and the request → answer slices. Open it in a browser.
+    /// - Throws: the file system's error when the page cannot be written.
+    public func writeTimeline(to path: String) throws {
+        var builder = TimelineBuilder(correlations: registry.correlations)
+        for event in trace { builder.observe(event) }
+        let report = TimelineSetReport(name: name, title: set.manifest.title, timeline: builder, outcome: nil,
+                                       errors: warnings)
+        try Data(TimelineDocument.page(report)).write(to: URL(fileURLWithPath: path))
     }
 
     /// The URL Garmin Connect Mobile opened the recorded app with (the recorded `device_list`

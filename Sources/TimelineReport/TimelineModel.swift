@@ -186,13 +186,15 @@ public struct TimelineBuilder: Sendable {
     /// How many trace events it has seen.
     public var events: Int { position }
 
-    /// The category a core's event goes to: `api` (`api_*`), `timers` (`timeout`), `violations`
-    /// (`violation`, `rejected`, `*_malformed`, `time_backwards`, `gap`, `step_failed`,
-    /// `link_not_found`), `frames` (`frame_*` but `frame_malformed`), else `callbacks`.
+    /// The category a core's event goes to: `api` (`api_*`, and the app's own `app_call`),
+    /// `timers` (`timeout`), `violations` (`violation`, `rejected`, `*_malformed`,
+    /// `time_backwards`, `gap`, `step_failed`, `link_not_found`, the app's `warning`,
+    /// `no_recorded_answer`), `frames` (`frame_*` but `frame_malformed`), else `callbacks`.
     public static func category(of event: String) -> String {
         switch event {
         case "timeout": return "timers"
-        case "violation", "rejected", "time_backwards", "gap", "step_failed", "link_not_found": return "violations"
+        case "violation", "rejected", "time_backwards", "gap", "step_failed", "link_not_found", "warning", "no_recorded_answer": return "violations"
+        case "app_call": return "api"
         default:
             if event.hasSuffix("_malformed") { return "violations" }
             if event.hasPrefix("api_") { return "api" }

@@ -101,6 +101,21 @@ struct ConnectIQClosedLoopTests {
         #expect(session.warnings.contains { $0.contains("no answer left") }, "\(session.report)")
     }
 
+    @Test func theTimelinePageShowsTheAppsCallsAndCallbacksInLanesOfTheirOwn() throws {
+        let session = try ReplaySession(replaying: "Captures/ciq-clean")
+        session.makeCurrent()
+        let sender = WorkoutSender()
+        sender.start(url: URL(string: try #require(session.deviceSelectionURL))!)
+        try session.run()
+        let page = FileManager.default.temporaryDirectory.appendingPathComponent("ciq-app-\(UUID().uuidString).html")
+        defer { try? FileManager.default.removeItem(at: page) }
+        try session.writeTimeline(to: page.path)
+        let html = try String(contentsOf: page, encoding: .utf8)
+        #expect(html.contains("app · api"))
+        #expect(html.contains("app · callbacks"))
+        #expect(html.contains("sendMessage(_:to:progress:completion:)"))
+    }
+
     @Test func aMessageOfATypeMonkeyCCannotCarryCompletesWithUnsupportedType() throws {
         final class Opaque {}
         let session = try ReplaySession(replaying: "Captures/ciq-clean")

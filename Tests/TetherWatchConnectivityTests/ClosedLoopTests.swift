@@ -164,3 +164,81 @@ struct WatchConnectivityClosedLoopTests {
         #expect(first === second)
     }
 }
+
+/// The complication budget and files, on the sets recorded for them, driven by the app's own calls.
+@Suite("TetherWatchConnectivity budgets and files")
+struct WatchConnectivityBudgetAndFileTests {
+    /// Waits for the session to be activated and reachable, running the replay in steps.
+    static func runUntilReachable(_ replay: ReplaySession, session: WCSession, limit: Duration = .seconds(20)) throws {
+        while !(session.activationState == .activated && session.isReachable), replay.now < limit {
+            try replay.run(for: .milliseconds(50))
+        }
+    }
+
+    final class Delegate: WCSessionDelegate {
+        var finished: [(userInfo: [String: Any], complication: Bool, error: (any Error)?)] = []
+        var fileFinished: [(any Error)?] = []
+        var remainingSeen: [Int] = []
+        func session(_ session: WCSession, activationDidCompleteWith activationState: WCSessionActivationState, error: (any Error)?) {}
+        func sessionDidBecomeInactive(_ session: WCSession) {}
+        func sessionDidDeactivate(_ session: WCSession) {}
+        func session(_ session: WCSession, didFinish userInfoTransfer: WCSessionUserInfoTransfer, error: (any Error)?) {
+            finished.append((userInfoTransfer.userInfo, userInfoTransfer.isCurrentComplicationInfo, error))
+        }
+        func session(_ session: WCSession, didFinish fileTransfer: WCSessionFileTransfer, error: (any Error)?) {
+            fileFinished.append(error)
+        }
+    }
+
+    @Test func fiftyTwoComplicationTransfersUseTheBudgetThenGoAsUserInfoAndAllFinishOnce() throws {
+        let replay = try ReplaySession(replaying: "Captures/session-complication-budget")
+        replay.makeCurrent()
+        let session = WCSession.default
+        let delegate = Delegate()
+        session.delegate = delegate
+        session.activate()
+        try Self.runUntilReachable(replay, session: session)
+        try #require(session.isReachable, "\(replay.report)")
+        for n in 1...52 {
+            _ = session.transferCurrentComplicationUserInfo(["n": n])
+            delegate.remainingSeen.append(session.remainingComplicationUserInfoTransfers)
+        }
+        try replay.run()
+        #expect(delegate.finished.count == 52, "\(replay.report)")
+        #expect(delegate.finished.allSatisfy { $0.error == nil }, "\(delegate.finished.compactMap(\.error))")
+        #expect(Set(delegate.finished.compactMap { $0.userInfo["n"] as? Int }) == Set(1...52))
+        #expect(session.remainingComplicationUserInfoTransfers == 0)
+        #expect(session.outstandingUserInfoTransfers.isEmpty)
+    }
+
+    @Test func aFileTheAppTransfersReportsProgressAndFinishesAcrossTheRecordedReconnection() throws {
+        let replay = try ReplaySession(replaying: "Captures/session-file-resume")
+        replay.makeCurrent()
+        let session = WCSession.default
+        let delegate = Delegate()
+        session.delegate = delegate
+        session.activate()
+        try Self.runUntilReachable(replay, session: session)
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("run-\(UUID().uuidString).fit")
+        defer { try? FileManager.default.removeItem(at: file) }
+        // The file the recorded app sent (`{size: 120000}`: byte i is i × 31 + 7). With other bytes
+        // the responder cannot tell the core's frames for their recorded counterparts, and the
+        // resumed transfer does not finish before the recorded link ends (see the closing note of
+        // the stop that added this test).
+        try Data((0..<120_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }).write(to: file)
+        let transfer = session.transferFile(file, metadata: ["name": "run.fit"])
+        #expect(transfer.isTransferring)
+        var progress: [Int64] = []
+        while transfer.isTransferring, replay.now < .seconds(60) {
+            try replay.run(for: .milliseconds(100))
+            if progress.last != transfer.progress.completedUnitCount { progress.append(transfer.progress.completedUnitCount) }
+        }
+        try replay.run()
+        #expect(delegate.fileFinished.count == 1, "\(replay.report)")
+        #expect(delegate.fileFinished.first.map { $0 == nil } == true, "\(String(describing: delegate.fileFinished.first))")
+        #expect(transfer.progress.totalUnitCount == 120_000)
+        #expect(transfer.progress.completedUnitCount == 120_000)
+        #expect(progress == progress.sorted(), "progress never goes back: \(progress)")
+        #expect(progress.count > 2, "\(progress)")
+    }
+}
