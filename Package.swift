@@ -209,14 +209,17 @@ let package = Package(
         .target(name: "AppLoop", dependencies: ["BehaviourTrace"]),
         // Garmin's Connect IQ Mobile SDK for iOS as Swift sees it, backed by MessagingCore through
         // an AppLoop host: the user's own companion-app code runs in the loop.
-        .target(name: "TetherConnectIQ", dependencies: ["AppLoop", "BehaviourTrace", "MessagingCore", "MonkeyC", "MonkeyCTrace"]),
+        .target(name: "TetherConnectIQ", dependencies: ["AppLoop", "BehaviourTrace", "MessagingCore", "MonkeyC", "MonkeyCTrace", "MonkeyCFoundation"]),
         // The SDK facades bound to a live host instead of a recording (LiveSession): the app's code
         // against the device, recorded as a capture set that ReplaySession replays with the same code.
         .target(name: "TetherLive", dependencies: ["AppLoop", "BehaviourTrace", "CaptureSet", "LiveCapture", "LiveHosts", "MessagingCore", "MessagingIntegration", "MessagingLive",
                                              "SessionCore", "SessionIntegration", "SessionLive"]),
         // Apple's WatchConnectivity (iOS side) as Swift sees it, backed by SessionCore through an
         // AppLoop host.
-        .target(name: "TetherWatchConnectivity", dependencies: ["AppLoop", "BehaviourTrace", "SessionCore", "MonkeyC", "MonkeyCTrace"]),
+        .target(name: "TetherWatchConnectivity", dependencies: ["AppLoop", "BehaviourTrace", "SessionCore", "MonkeyC", "MonkeyCTrace", "MonkeyCFoundation"]),
+        // Foundation values an app hands an SDK, to and from Monkey C values, under each SDK's
+        // rules (what a Connect IQ message or a property list may hold): one converter for both facades.
+        .target(name: "MonkeyCFoundation", dependencies: ["MonkeyC"]),
 
         // A behaviour trace written for other tools' viewers (Chrome trace-event JSON for Perfetto).
         .target(name: "TraceExport", dependencies: ["BehaviourTrace", "JSONBytes"]),
@@ -285,6 +288,7 @@ let package = Package(
         ),
         .testTarget(name: "TimelineReportTests", dependencies: ["TimelineReport", "ReplayKit", "BehaviourTrace", "CaptureSet"]),
         .testTarget(name: "TetherTestingTests", dependencies: ["TetherTesting", "ReplayKit", "BehaviourTrace", "TetherIntegrations", "CaptureSet"]),
+        .testTarget(name: "MonkeyCFoundationTests", dependencies: ["MonkeyCFoundation", "MonkeyC"]),
         .testTarget(name: "TetherConnectIQTests", dependencies: ["TetherTestSupport", "TetherConnectIQ", "TetherTesting", "BehaviourTrace"]),
         .testTarget(name: "TetherWatchConnectivityTests", dependencies: ["TetherTestSupport", "TetherWatchConnectivity", "TetherTesting", "BehaviourTrace"]),
         .testTarget(name: "LiveCaptureTests", dependencies: ["TetherTestSupport", "LiveCapture", "CaptureKit", "CaptureSet"]),

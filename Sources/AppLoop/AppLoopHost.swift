@@ -89,3 +89,34 @@ public enum AppLoop {
         init(host: any AppLoopHost) { self.host = host }
     }
 }
+
+/// What every host keeps for the facades bound to it: each facade's one object, and who
+/// observes which core's events. A host owns one and forwards ``AppLoopHost/observe(core:_:)``
+/// and ``AppLoopHost/facade(_:make:)`` to it, and hands it every event it writes. Used from the
+/// host's driving thread only, as the host is.
+public final class AppLoopBindings {
+    private var observers: [String: [(TraceEvent) -> Void]] = [:]
+    private var facades: [String: AnyObject] = [:]
+
+    /// No facade yet.
+    public init() {}
+
+    /// Calls `handler` with each of `core`'s events from now on.
+    public func observe(core: String, _ handler: @escaping (TraceEvent) -> Void) {
+        observers[core, default: []].append(handler)
+    }
+
+    /// Hands `event` to its core's observers, in the order they registered.
+    public func deliver(_ event: TraceEvent) {
+        guard let handlers = observers[event.core] else { return }
+        for handler in handlers { handler(event) }
+    }
+
+    /// The one facade of `key`, made by `make` the first time.
+    public func facade<Facade: AnyObject & Sendable>(_ key: String, make: () -> Facade) -> Facade {
+        if let made = facades[key] as? Facade { return made }
+        let made = make()
+        facades[key] = made
+        return made
+    }
+}

@@ -2,6 +2,7 @@ import AppLoop
 import BehaviourTrace
 import MessagingCore
 import MonkeyC
+import MonkeyCFoundation
 import MonkeyCTrace
 
 /// The Connect IQ Mobile SDK's root object (`ConnectIQ`), with the methods and names Swift sees
@@ -243,7 +244,7 @@ public final class ConnectIQ: @unchecked Sendable {
     public func sendMessage(_ message: Any!, to app: IQApp!, progress: IQSendMessageProgress!, completion: IQSendMessageCompletion!) {
         guard let app else { return misuse("sendMessage(_:to:progress:completion:)", "a nil app") }
         let value: MonkeyCValueBox
-        do throws(MessageValues.Unsupported) {
+        do throws(UnsupportedValue) {
             value = MonkeyCValueBox(try MessageValues.monkeyC(message as Any))
         } catch {
             var fields = Self.fields(app)
@@ -334,7 +335,9 @@ public final class ConnectIQ: @unchecked Sendable {
             guard let app else { return }
             let message: Any
             do throws(MonkeyCJSONError) {
-                message = MessageValues.foundation(try MonkeyCJSON.monkeyCValue(raw))
+                let (value, problems) = MessageValues.foundation(try MonkeyCJSON.monkeyCValue(raw))
+                for problem in problems { host?.warn("a message from \(app): \(problem)") }
+                message = value
             } catch {
                 host?.warn("a message from \(app) could not be turned back into a value: \(error.description)")
                 return

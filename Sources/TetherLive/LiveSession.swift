@@ -61,8 +61,7 @@ public final class LiveSession: AppLoopHost, @unchecked Sendable {
 
     private var host: Host
     private let posted = Mutex<[[String: TraceValue]]>([])
-    private var observers: [String: [(TraceEvent) -> Void]] = [:]
-    private var facades: [String: AnyObject] = [:]
+    private let bindings = AppLoopBindings()
     private var loop: LiveAppLoop?
     private var sessionWarnings: [String] = []
     private var ran = false
@@ -190,9 +189,7 @@ public final class LiveSession: AppLoopHost, @unchecked Sendable {
         }
     }
 
-    private func deliver(_ event: TraceEvent) {
-        for handler in observers[event.core] ?? [] { handler(event) }
-    }
+    private func deliver(_ event: TraceEvent) { bindings.deliver(event) }
 
     /// The warnings of the run (calls the device could not answer, the tap's notices).
     public var warnings: [String] { sessionWarnings }
@@ -220,7 +217,7 @@ public final class LiveSession: AppLoopHost, @unchecked Sendable {
 
     /// Calls `handler` with each of `core`'s events.
     public func observe(core: String, _ handler: @escaping (TraceEvent) -> Void) {
-        observers[core, default: []].append(handler)
+        bindings.observe(core: core, handler)
     }
 
     /// Writes an `app` event into the host's trace, stamped now.
@@ -237,10 +234,7 @@ public final class LiveSession: AppLoopHost, @unchecked Sendable {
 
     /// The session's one facade of `key`.
     public func facade<Facade: AnyObject & Sendable>(_ key: String, make: () -> Facade) -> Facade {
-        if let made = facades[key] as? Facade { return made }
-        let made = make()
-        facades[key] = made
-        return made
+        bindings.facade(key, make: make)
     }
 
     /// `cores`: `messaging`; `connectiq.device_selection_url`: ``deviceSelectionURL``.

@@ -98,14 +98,7 @@ public func replay(
     verify: Bool = true,
     observe: (TraceEvent) -> Void = { _ in }
 ) async throws(TetherTestingError) -> ReplayResult {
-    if case .failure(let error) = integrations.validated() { throw TetherTestingError(message: error.description) }
-    var overrides: [SettingOverride] = []
-    for text in settings {
-        switch SettingOverride.parse(text, registry: integrations) {
-        case .success(let setting): overrides.append(setting)
-        case .failure(let error): throw TetherTestingError(message: error.message)
-        }
-    }
+    let overrides = try validatedSettings(settings, integrations: integrations)
     var options = ReplayOptions(integrations: integrations, verify: verify, settings: overrides, frameMatching: frameMatching)
     options.scheduledCalls = calls
     options.replacedCallCores = replacedCores
@@ -123,6 +116,20 @@ public func replay(
     } catch {
         throw TetherTestingError(message: error.description)
     }
+}
+
+/// `settings` (`CORE.KEY=VALUE`) read against `integrations`, after checking the registry itself.
+/// - Throws: the registry's or the first setting's problem, as ``TetherTestingError``.
+func validatedSettings(_ settings: [String], integrations: IntegrationRegistry) throws(TetherTestingError) -> [SettingOverride] {
+    if case .failure(let error) = integrations.validated() { throw TetherTestingError(message: error.description) }
+    var overrides: [SettingOverride] = []
+    for text in settings {
+        switch SettingOverride.parse(text, registry: integrations) {
+        case .success(let setting): overrides.append(setting)
+        case .failure(let error): throw TetherTestingError(message: error.message)
+        }
+    }
+    return overrides
 }
 
 private func result(of checked: CheckedReplay, trace: [TraceEvent]) -> ReplayResult {

@@ -61,8 +61,7 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
     private var earlyAppEvents: [TraceEvent] = []
     private let inboxLock = NSLock()
     private var inbox = Deque<Posted>()
-    private var observers: [String: [(TraceEvent) -> Void]] = [:]
-    private var facades: [String: AnyObject] = [:]
+    private let bindings = AppLoopBindings()
     private var promiseChecker: PromiseChecker
     private var finalSummary: ReplaySummary?
     private var sessionWarnings: [String] = []
@@ -98,14 +97,7 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
                 integrations: IntegrationRegistry = TetherIntegrations.builtIn,
                 appCores: Set<String> = ReplaySession.sdkCores) throws(TetherTestingError) {
         self.appCores = appCores
-        if case .failure(let error) = integrations.validated() { throw TetherTestingError(message: error.description) }
-        var overrides: [SettingOverride] = []
-        for text in settings {
-            switch SettingOverride.parse(text, registry: integrations) {
-            case .success(let setting): overrides.append(setting)
-            case .failure(let error): throw TetherTestingError(message: error.message)
-            }
-        }
+        let overrides = try validatedSettings(settings, integrations: integrations)
         var parsedFaults: [Fault] = []
         for text in faults {
             do throws(FaultSpecError) {
@@ -270,9 +262,7 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
             sessionWarnings.append("\(event.core) at \(Self.seconds(event.timeNs)): \(detail)")
         }
         promiseChecker.observe(event)
-        if let handlers = observers[event.core] {
-            for handler in handlers { handler(event) }
-        }
+        bindings.deliver(event)
     }
 
     // MARK: results
@@ -356,7 +346,7 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
 
     /// Calls `handler` with each of `core`'s events.
     public func observe(core: String, _ handler: @escaping (TraceEvent) -> Void) {
-        observers[core, default: []].append(handler)
+        bindings.observe(core: core, handler)
     }
 
     /// Writes an `app` event at ``now``.
@@ -378,10 +368,7 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
 
     /// The session's one facade of `key`.
     public func facade<Facade: AnyObject & Sendable>(_ key: String, make: () -> Facade) -> Facade {
-        if let made = facades[key] as? Facade { return made }
-        let made = make()
-        facades[key] = made
-        return made
+        bindings.facade(key, make: make)
     }
 
     /// `connectiq.device_selection_url`: the recorded `device_list` call's URL; `cores`: the cores

@@ -14,54 +14,73 @@ public final class WCSessionUserInfoTransfer: @unchecked Sendable {
     /// Whether it was sent with `transferCurrentComplicationUserInfo(_:)`.
     public let isCurrentComplicationInfo: Bool
 
-    private let lock = NSLock()
-    private var state = State()
+    private let lifecycle: TransferLifecycle
     private weak var session: WCSession?
-
-    struct State {
-        var id: Int64?
-        var transferring = true
-        var cancelRequested = false
-    }
 
     init(userInfo: [String: Any], isCurrentComplicationInfo: Bool, session: WCSession?, transferring: Bool) {
         self.userInfo = userInfo
         self.isCurrentComplicationInfo = isCurrentComplicationInfo
         self.session = session
-        self.state.transferring = transferring
+        self.lifecycle = TransferLifecycle(transferring: transferring)
     }
 
     /// Whether the transfer is still queued or under way (false once it finished, failed or
     /// was cancelled).
-    public var isTransferring: Bool { lock.withLock { state.transferring } }
+    public var isTransferring: Bool { lifecycle.isTransferring }
 
     /// Stops the transfer if the watch does not have it yet. The core reports nothing more for a
     /// cancelled transfer, so no `didFinish` follows; it leaves the outstanding list when the core
     /// accepts the cancel.
     public func cancel() {
-        let id: Int64? = lock.withLock {
-            guard state.transferring, !state.cancelRequested else { return nil }
-            state.cancelRequested = true
-            return state.id
-        }
+        guard let id = lifecycle.requestCancel() else { return }
         session?.cancelUserInfoTransfer(self, id: id)
     }
 
     /// The core's id, once bound.
-    var id: Int64? { lock.withLock { state.id } }
+    var id: Int64? { lifecycle.id }
+
+    /// Binds the core's id; true when a cancel was asked for before it was known.
+    func bind(id: Int64) -> Bool { lifecycle.bind(id: id) }
+
+    /// Marks it ended (finished, failed or cancelled).
+    func end() { lifecycle.end() }
+}
+
+/// What both kinds of transfer go through: bound to the core's id once the core accepts the call,
+/// transferring until it ends, and a cancel that may come before the id is known.
+final class TransferLifecycle: @unchecked Sendable {
+    // @unchecked: every field is behind `lock`.
+    private let lock = NSLock()
+    private var id_: Int64?
+    private var transferring: Bool
+    private var cancelRequested = false
+
+    init(transferring: Bool) { self.transferring = transferring }
+
+    var isTransferring: Bool { lock.withLock { transferring } }
+
+    var id: Int64? { lock.withLock { id_ } }
+
+    /// Marks a cancel asked for; `nil` when there is nothing to cancel (ended, or asked already),
+    /// else the core's id when it is known (`.some(nil)`: not yet, the cancel is sent on binding).
+    func requestCancel() -> Int64?? {
+        lock.withLock {
+            guard transferring, !cancelRequested else { return nil }
+            cancelRequested = true
+            return .some(id_)
+        }
+    }
 
     /// Binds the core's id; true when a cancel was asked for before it was known.
     func bind(id: Int64) -> Bool {
         lock.withLock {
-            state.id = id
-            return state.cancelRequested && state.transferring
+            id_ = id
+            return cancelRequested && transferring
         }
     }
 
-    /// Marks it ended (finished, failed or cancelled).
-    func end() {
-        lock.withLock { state.transferring = false }
-    }
+    /// Marks it ended.
+    func end() { lock.withLock { transferring = false } }
 }
 
 /// One `transferFile(_:metadata:)`: queued and sent in the background, its progress in
@@ -74,45 +93,33 @@ public final class WCSessionFileTransfer: @unchecked Sendable {
     /// The bytes sent so far out of the file's size, updated as the core reports progress.
     public let progress: Progress
 
-    private let lock = NSLock()
-    private var state = WCSessionUserInfoTransfer.State()
+    private let lifecycle: TransferLifecycle
     private weak var session: WCSession?
 
     init(file: WCSessionFile, session: WCSession?, transferring: Bool) {
         self.file = file
         self.progress = Progress(totalUnitCount: 0)
         self.session = session
-        self.state.transferring = transferring
+        self.lifecycle = TransferLifecycle(transferring: transferring)
     }
 
     /// Whether the transfer is still queued or under way.
-    public var isTransferring: Bool { lock.withLock { state.transferring } }
+    public var isTransferring: Bool { lifecycle.isTransferring }
 
     /// Stops the transfer. The core reports nothing more for it, so no `didFinish` follows.
     public func cancel() {
-        let id: Int64? = lock.withLock {
-            guard state.transferring, !state.cancelRequested else { return nil }
-            state.cancelRequested = true
-            return state.id
-        }
+        guard let id = lifecycle.requestCancel() else { return }
         session?.cancelFileTransfer(self, id: id)
     }
 
     /// The core's file id, once bound.
-    var id: Int64? { lock.withLock { state.id } }
+    var id: Int64? { lifecycle.id }
 
     /// Binds the core's id; true when a cancel was asked for before it was known.
-    func bind(id: Int64) -> Bool {
-        lock.withLock {
-            state.id = id
-            return state.cancelRequested && state.transferring
-        }
-    }
+    func bind(id: Int64) -> Bool { lifecycle.bind(id: id) }
 
     /// Marks it ended.
-    func end() {
-        lock.withLock { state.transferring = false }
-    }
+    func end() { lifecycle.end() }
 }
 
 /// A file sent or received, with its metadata.

@@ -9,57 +9,9 @@ import SessionCore
 /// and `(error as NSError).code == 7007` all read as they do on iOS. Two errors are equal when
 /// their codes are: the detail is for people, not for comparisons.
 public struct WCError: Error, Hashable, Sendable, CustomStringConvertible {
-    /// WatchConnectivity's error codes, with the framework's raw values.
-    public enum Code: Int, Sendable, Hashable, CaseIterable {
-        /// 7001: an error no other code describes.
-        case genericError = 7001
-        /// 7002: WatchConnectivity is not supported here (also: a session with no host).
-        case sessionNotSupported = 7002
-        /// 7003: the session has no delegate.
-        case sessionMissingDelegate = 7003
-        /// 7004: the session is not activated.
-        case sessionNotActivated = 7004
-        /// 7005: no watch is paired.
-        case deviceNotPaired = 7005
-        /// 7006: the watch app is not installed on the paired watch.
-        case watchAppNotInstalled = 7006
-        /// 7007: the watch is not reachable.
-        case notReachable = 7007
-        /// 7008: a parameter is not valid.
-        case invalidParameter = 7008
-        /// 7009: the payload is larger than its channel allows.
-        case payloadTooLarge = 7009
-        /// 7010: the payload holds a value that is not a property-list type.
-        case payloadUnsupportedTypes = 7010
-        /// 7011: the reply to a message could not be delivered.
-        case messageReplyFailed = 7011
-        /// 7012: no reply came within the time limit.
-        case messageReplyTimedOut = 7012
-        /// 7013: the file cannot be read.
-        case fileAccessDenied = 7013
-        /// 7014: the data could not be delivered.
-        case deliveryFailed = 7014
-        /// 7015: the receiver has no room for the data.
-        case insufficientSpace = 7015
-        /// 7016: the session is inactive (the phone is switching watches).
-        case sessionInactive = 7016
-        /// 7017: the transfer timed out.
-        case transferTimedOut = 7017
-        /// 7018: the companion app is not installed.
-        case companionAppNotInstalled = 7018
-        /// 7019: the watch app has no companion app.
-        case watchOnlyApp = 7019
-
-        /// Lets `catch WCError.notReachable { … }` match, as the framework's bridged error does.
-        public static func ~= (code: Code, error: any Error) -> Bool {
-            (error as? WCError)?.code == code
-        }
-
-        /// The case's name as Swift spells it (`notReachable`), as traces write it.
-        public var name: String {
-            SessionErrorCode(rawValue: rawValue)?.name ?? "code\(rawValue)"
-        }
-    }
+    /// WatchConnectivity's error codes, with the framework's raw values and case names
+    /// (`notReachable` = 7007): SessionCore's own, which carries them on the link and in traces.
+    public typealias Code = SessionErrorCode
 
     /// Which error this is.
     public var code: Code
@@ -127,6 +79,13 @@ public struct WCError: Error, Hashable, Sendable, CustomStringConvertible {
     public static var companionAppNotInstalled: Code { .companionAppNotInstalled }
     /// 7019.
     public static var watchOnlyApp: Code { .watchOnlyApp }
+}
+
+extension SessionErrorCode {
+    /// Lets `catch WCError.notReachable { … }` match, as the framework's bridged error does.
+    public static func ~= (code: SessionErrorCode, error: any Error) -> Bool {
+        (error as? WCError)?.code == code
+    }
 }
 
 extension WCError: CustomNSError {

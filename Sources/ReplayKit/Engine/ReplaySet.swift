@@ -328,16 +328,11 @@ public func replaySet(
     _ set: LoadedCaptureSet, options: ReplayOptions, peerFrameObserver: ((Int, Duration, PeerFrameKind, Int) -> Void)?,
     frameObserver: ((Int) -> Void)?, emit: (TraceEvent) -> Void
 ) throws(ReplayError) -> ReplayRun {
-    let (adapters, interfaces, unlabelled, sectionWarnings) = try replayAdapters(for: set, options: options)
+    var (engine, sectionWarnings) = try replayEngine(for: set, options: options)
+    let cores = engine.adapters.map(\.core)
     var summary: ReplaySummary
     do throws(CaptureError) {
         let reader = try CaptureFile.open(path: set.capturePath)
-        var engine = ReplayEngine(adapters: adapters, manifestInterfaces: interfaces, gattHandles: set.manifest.gattHandles, drainHorizon: options.drainHorizon)
-        engine.unlabelledAPICallsCore = unlabelled
-        engine.scheduledCalls = options.scheduledCalls
-        engine.replacedCallCores = options.replacedCallCores
-        engine.keptCallsOfReplacedCores = keptCalls(options)
-        engine.faults = options.faults
         engine.peerFrameObserver = peerFrameObserver
         engine.frameObserver = frameObserver
         summary = try engine.run(reader: reader, emit: emit)
@@ -348,7 +343,7 @@ public func replaySet(
     if let runaway = summary.runawayTimers.first {
         throw .runawayTimers(set: set.directory.path, runaway, settings: timerSettings(of: runaway.core, in: set, options: options))
     }
-    return ReplayRun(captureSet: set, summary: summary, cores: adapters.map(\.core))
+    return ReplayRun(captureSet: set, summary: summary, cores: cores)
 }
 
 /// A replay of `set` that advances in steps, with `closedLoop` feeding the calls an app in the
@@ -358,20 +353,27 @@ public func replaySet(
 public func steppedReplay(
     of set: LoadedCaptureSet, options: ReplayOptions, closedLoop: (any ClosedLoopInputs)?
 ) throws(ReplayError) -> (run: SteppedReplay, cores: [String], warnings: [String]) {
-    let (adapters, interfaces, unlabelled, sectionWarnings) = try replayAdapters(for: set, options: options)
+    var (engine, sectionWarnings) = try replayEngine(for: set, options: options)
+    engine.closedLoop = closedLoop
     do throws(CaptureError) {
         let reader = try CaptureFile.open(path: set.capturePath)
-        var engine = ReplayEngine(adapters: adapters, manifestInterfaces: interfaces, gattHandles: set.manifest.gattHandles, drainHorizon: options.drainHorizon)
-        engine.unlabelledAPICallsCore = unlabelled
-        engine.scheduledCalls = options.scheduledCalls
-        engine.replacedCallCores = options.replacedCallCores
-        engine.keptCallsOfReplacedCores = keptCalls(options)
-        engine.faults = options.faults
-        engine.closedLoop = closedLoop
-        return (SteppedReplay(engine: engine, reader: reader), adapters.map(\.core), sectionWarnings)
+        return (SteppedReplay(engine: engine, reader: reader), engine.adapters.map(\.core), sectionWarnings)
     } catch {
         throw .capture(error)
     }
+}
+
+/// The engine that replays `set` as `options` say (adapters, interfaces, calls, faults), and the
+/// manifest sections' warnings: what a plain and a stepped replay both run.
+func replayEngine(for set: LoadedCaptureSet, options: ReplayOptions) throws(ReplayError) -> (engine: ReplayEngine, warnings: [String]) {
+    let (adapters, interfaces, unlabelled, sectionWarnings) = try replayAdapters(for: set, options: options)
+    var engine = ReplayEngine(adapters: adapters, manifestInterfaces: interfaces, gattHandles: set.manifest.gattHandles, drainHorizon: options.drainHorizon)
+    engine.unlabelledAPICallsCore = unlabelled
+    engine.scheduledCalls = options.scheduledCalls
+    engine.replacedCallCores = options.replacedCallCores
+    engine.keptCallsOfReplacedCores = keptCalls(options)
+    engine.faults = options.faults
+    return (engine, sectionWarnings)
 }
 
 /// The host-fact calls of each replaced core (``CoreIntegration/hostFactCalls``).
