@@ -9,7 +9,6 @@ import MessagingIntegration
 import MessagingLive
 import SessionCore
 import SessionLive
-import Synchronization
 
 /// The app's own code against a real device: the SDK facades (`TetherConnectIQ`,
 /// `TetherWatchConnectivity`) bound to a live host instead of a recording, so the code a test
@@ -60,7 +59,14 @@ public final class LiveSession: AppLoopHost, @unchecked Sendable {
     }
 
     private var host: Host
-    private let posted = Mutex<[[String: TraceValue]]>([])
+    /// What the facades posted, in order: the app's calls, and work of their own (a refusal's
+    /// completion), which runs when the host next takes calls, never inside the app's call.
+    private enum Posted {
+        case call([String: TraceValue])
+        case work(() -> Void)
+    }
+    private let postedLock = NSLock()
+    private var posted: [Posted] = []
     private let bindings = AppLoopBindings()
     private var loop: LiveAppLoop?
     private var sessionWarnings: [String] = []
@@ -181,12 +187,20 @@ public final class LiveSession: AppLoopHost, @unchecked Sendable {
         earlyAppEvents = []
     }
 
+    /// The calls posted since the last time, running the facades' own work on the way.
     private func takePosted() -> [[String: TraceValue]] {
-        posted.withLock { calls in
-            let taken = calls
-            calls.removeAll()
-            return taken
+        let taken = postedLock.withLock { () -> [Posted] in
+            defer { posted.removeAll() }
+            return posted
         }
+        var calls: [[String: TraceValue]] = []
+        for item in taken {
+            switch item {
+            case .call(let record): calls.append(record)
+            case .work(let work): work()
+            }
+        }
+        return calls
     }
 
     private func deliver(_ event: TraceEvent) { bindings.deliver(event) }
@@ -209,11 +223,13 @@ public final class LiveSession: AppLoopHost, @unchecked Sendable {
             warn("a call for core \(core) was not delivered: this live session runs core \(self.core)")
             return
         }
-        posted.withLock { $0.append(record) }
+        postedLock.withLock { posted.append(.call(record)) }
     }
 
-    /// Runs `work` at once: live, the host's thread is the caller's.
-    public func post(_ work: @escaping () -> Void) { work() }
+    /// Queues the facade's own work; the host runs it when it next takes the app's calls.
+    public func post(_ work: @escaping () -> Void) {
+        postedLock.withLock { posted.append(.work(work)) }
+    }
 
     /// Calls `handler` with each of `core`'s events.
     public func observe(core: String, _ handler: @escaping (TraceEvent) -> Void) {

@@ -64,7 +64,9 @@ public struct MessagingIntegration: CoreIntegration {
     /// A ``MessagingAdapter`` over the capture's prescan, with the section's devices, calls and
     /// settings.
     public func makeAdapter(_ context: IntegrationContext) throws(ReplayError) -> any CoreAdapter {
-        let section = try context.decodeSection(ManifestMessaging.self) ?? ManifestMessaging()
+        var section = try context.decodeSection(ManifestMessaging.self) ?? ManifestMessaging()
+        // The app in the loop makes its own calls: of the hand-written ones, only the host's facts stay.
+        if context.capturedCallsReplaced { section.apiCalls.removeAll { !hostFactCalls.contains($0.call) } }
         let manifest = context.manifest
         let matching = context.frameMatching ?? section.frameMatching ?? .strict
         let prescan: MessagingCapturePrescan
