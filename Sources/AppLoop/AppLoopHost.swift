@@ -24,6 +24,9 @@ public protocol AppLoopHost: AnyObject, Sendable {
     /// Queues work the facade does itself at the current instant (a completion the SDK gives
     /// without asking the core, such as a refused payload), in order with the posted calls.
     func post(_ work: @escaping () -> Void)
+    /// The cores running behind this host (`messaging`, `session`…): a facade whose core is not
+    /// among them warns once instead of posting calls nobody takes.
+    var cores: [String] { get }
     /// Calls `handler` with every trace event `core` writes from now on, as it is written.
     func observe(core: String, _ handler: @escaping (TraceEvent) -> Void)
     /// Writes one event of the app's own (core `app`: the facade's calls and the callbacks it
@@ -37,7 +40,8 @@ public protocol AppLoopHost: AnyObject, Sendable {
     /// `ConnectIQ.sharedInstance()` and `WCSession.default` return while this host is current.
     func facade<Facade: AnyObject & Sendable>(_ key: String, make: () -> Facade) -> Facade
     /// What the host knows of its recording or device that an SDK learns outside the link:
-    /// `connectiq.device_selection_url`, the URL Garmin Connect Mobile opened the app with.
+    /// `connectiq.device_selection_url`, the URL Garmin Connect Mobile opened the app with;
+    /// `nil` for a key it does not know.
     func hostFact(_ key: String) -> String?
 }
 

@@ -243,9 +243,9 @@ public final class ConnectIQ: @unchecked Sendable {
     /// `Failure_UnsupportedType` without reaching the watch.
     public func sendMessage(_ message: Any!, to app: IQApp!, progress: IQSendMessageProgress!, completion: IQSendMessageCompletion!) {
         guard let app else { return misuse("sendMessage(_:to:progress:completion:)", "a nil app") }
-        let value: MonkeyCValueBox
+        let value: MonkeyCValue
         do throws(UnsupportedValue) {
-            value = MonkeyCValueBox(try MessageValues.monkeyC(message as Any))
+            value = try MessageValues.monkeyC(message as Any)
         } catch {
             var fields = Self.fields(app)
             fields["refused"] = .string(error.description)
@@ -254,7 +254,7 @@ public final class ConnectIQ: @unchecked Sendable {
             return
         }
         var fields = Self.fields(app)
-        fields["message"] = MonkeyCJSON.traceValue(value.value)
+        fields["message"] = MonkeyCJSON.traceValue(value)
         record("sendMessage(_:to:progress:completion:)", fields)
         guard host != nil else {
             return deliverCompletion(completion, .failure_DeviceNotAvailable, app: app, send: nil)
@@ -425,13 +425,13 @@ public final class ConnectIQ: @unchecked Sendable {
 
     private func post(_ call: String, _ arguments: [String: TraceValue]) {
         guard let host else { return }
-        if !host.hasCore("messaging") {
+        if !host.cores.contains("messaging") {
             let warn = lock.withLock { () -> Bool in
                 defer { state.warnedNoCore = true }
                 return !state.warnedNoCore
             }
             if warn {
-                host.warn("ConnectIQ: this session replays no Connect IQ link (cores: \(host.hostFact("cores") ?? "none")); "
+                host.warn("ConnectIQ: this session replays no Connect IQ link (cores: \(host.cores.joined(separator: ", "))); "
                     + "record the phone's side with `tether live messaging --record` to run Connect IQ code against it")
             }
         }
@@ -473,16 +473,3 @@ public typealias IQSendMessageProgress = (_ sentBytes: UInt32, _ totalBytes: UIn
 /// The block the SDK calls once a send or open-app request ends (`IQSendMessageCompletion`).
 public typealias IQSendMessageCompletion = (_ result: IQSendMessageResult) -> Void
 
-/// A Monkey C value carried across a `do` block (the typed-throws `do` cannot assign a `let`
-/// declared outside it in every position).
-struct MonkeyCValueBox {
-    var value: MonkeyC.MonkeyCValue
-    init(_ value: MonkeyC.MonkeyCValue) { self.value = value }
-}
-
-extension AppLoopHost {
-    /// Whether `core` replays or runs behind this host.
-    func hasCore(_ core: String) -> Bool {
-        (hostFact("cores") ?? "").split(separator: ",").contains { $0 == core }
-    }
-}

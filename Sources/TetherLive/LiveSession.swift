@@ -253,13 +253,12 @@ public final class LiveSession: AppLoopHost, @unchecked Sendable {
         bindings.facade(key, make: make)
     }
 
-    /// `cores`: `messaging`; `connectiq.device_selection_url`: ``deviceSelectionURL``.
+    /// The one core this session runs live.
+    public var cores: [String] { [core] }
+
+    /// `connectiq.device_selection_url`: ``deviceSelectionURL``.
     public func hostFact(_ key: String) -> String? {
-        switch key {
-        case "cores": core
-        case "connectiq.device_selection_url": deviceSelectionURL.isEmpty ? nil : deviceSelectionURL
-        default: nil
-        }
+        key == "connectiq.device_selection_url" && !deviceSelectionURL.isEmpty ? deviceSelectionURL : nil
     }
 }
 

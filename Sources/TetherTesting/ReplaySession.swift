@@ -46,6 +46,7 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
     public let name: String
     /// The cores replaying it, in adapter order.
     public let cores: [String]
+
     private let set: LoadedCaptureSet
     private let registry: IntegrationRegistry
     private var stepped: SteppedReplay?
@@ -371,14 +372,9 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
         bindings.facade(key, make: make)
     }
 
-    /// `connectiq.device_selection_url`: the recorded `device_list` call's URL; `cores`: the cores
-    /// replaying the set, comma-separated.
+    /// `connectiq.device_selection_url`: the recorded `device_list` call's URL.
     public func hostFact(_ key: String) -> String? {
-        switch key {
-        case "cores": return cores.joined(separator: ",")
-        case "connectiq.device_selection_url": return recordedDeviceSelectionURL
-        default: return nil
-        }
+        key == "connectiq.device_selection_url" ? recordedDeviceSelectionURL : nil
     }
 
     private lazy var recordedDeviceSelectionURL: String? = RecordedCalls.firstDeviceSelectionURL(in: set)

@@ -89,8 +89,8 @@ public final class WCSession: @unchecked Sendable {
             return serials
         }
         guard let host else { return }
-        if let cores = host.hostFact("cores"), !cores.split(separator: ",").contains("session") {
-            host.warn("WCSession: the host replays \(cores.isEmpty ? "no core" : "only \(cores)"), not core session; "
+        if !host.cores.contains("session") {
+            host.warn("WCSession: the host runs \(host.cores.isEmpty ? "no core" : "only \(host.cores.joined(separator: ", "))"), not core session; "
                 + "WatchConnectivity calls will get no answers (replay a set recorded with `tether live session --role phone`)")
         }
         host.observe(core: "session") { [weak self] event in

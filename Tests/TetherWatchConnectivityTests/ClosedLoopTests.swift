@@ -168,6 +168,19 @@ struct WatchConnectivityClosedLoopTests {
 /// The complication budget and files, on the sets recorded for them, driven by the app's own calls.
 @Suite("TetherWatchConnectivity budgets and files")
 struct WatchConnectivityBudgetAndFileTests {
+    /// A replay of `set` made current, `WCSession.default` with a ``Delegate``, activated and run
+    /// until the watch is reachable.
+    static func reachable(_ set: String) throws -> (ReplaySession, WCSession, Delegate) {
+        let replay = try ReplaySession(replaying: set)
+        replay.makeCurrent()
+        let session = WCSession.default
+        let delegate = Delegate()
+        session.delegate = delegate
+        session.activate()
+        try runUntilReachable(replay, session: session)
+        return (replay, session, delegate)
+    }
+
     /// Waits for the session to be activated and reachable, running the replay in steps.
     static func runUntilReachable(_ replay: ReplaySession, session: WCSession, limit: Duration = .seconds(20)) throws {
         while !(session.activationState == .activated && session.isReachable), replay.now < limit {
@@ -178,7 +191,6 @@ struct WatchConnectivityBudgetAndFileTests {
     final class Delegate: WCSessionDelegate {
         var finished: [(userInfo: [String: Any], complication: Bool, error: (any Error)?)] = []
         var fileFinished: [(any Error)?] = []
-        var remainingSeen: [Int] = []
         func session(_ session: WCSession, activationDidCompleteWith activationState: WCSessionActivationState, error: (any Error)?) {}
         func sessionDidBecomeInactive(_ session: WCSession) {}
         func sessionDidDeactivate(_ session: WCSession) {}
@@ -191,18 +203,9 @@ struct WatchConnectivityBudgetAndFileTests {
     }
 
     @Test func fiftyTwoComplicationTransfersUseTheBudgetThenGoAsUserInfoAndAllFinishOnce() throws {
-        let replay = try ReplaySession(replaying: "Captures/session-complication-budget")
-        replay.makeCurrent()
-        let session = WCSession.default
-        let delegate = Delegate()
-        session.delegate = delegate
-        session.activate()
-        try Self.runUntilReachable(replay, session: session)
+        let (replay, session, delegate) = try Self.reachable("Captures/session-complication-budget")
         try #require(session.isReachable, "\(replay.report)")
-        for n in 1...52 {
-            _ = session.transferCurrentComplicationUserInfo(["n": n])
-            delegate.remainingSeen.append(session.remainingComplicationUserInfoTransfers)
-        }
+        for n in 1...52 { _ = session.transferCurrentComplicationUserInfo(["n": n]) }
         try replay.run()
         #expect(delegate.finished.count == 52, "\(replay.report)")
         #expect(delegate.finished.allSatisfy { $0.error == nil }, "\(delegate.finished.compactMap(\.error))")
@@ -212,13 +215,7 @@ struct WatchConnectivityBudgetAndFileTests {
     }
 
     @Test func aFileTheAppTransfersReportsProgressAndFinishesAcrossTheRecordedReconnection() throws {
-        let replay = try ReplaySession(replaying: "Captures/session-file-resume")
-        replay.makeCurrent()
-        let session = WCSession.default
-        let delegate = Delegate()
-        session.delegate = delegate
-        session.activate()
-        try Self.runUntilReachable(replay, session: session)
+        let (replay, session, delegate) = try Self.reachable("Captures/session-file-resume")
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("run-\(UUID().uuidString).fit")
         defer { try? FileManager.default.removeItem(at: file) }
         // The file the recorded app sent (`{size: 120000}`: byte i is i × 31 + 7). With other bytes

@@ -163,29 +163,42 @@ public struct ReplayEngine {
     /// and frames are read one at a time, so memory does not grow with the capture.
     /// - Throws: ``CaptureError`` when the capture is damaged other than at its tail.
     public mutating func run(reader: any CaptureReader, emit: (TraceEvent) -> Void) throws(CaptureError) -> ReplaySummary {
+        var state = makeRunState()
+        var summary = ReplaySummary()
+        while !state.halted, try Self.readFrame(from: reader, framesRead: summary.framesRead, { header, bytes in
+            process(header, bytes: bytes, reader: reader, state: &state, summary: &summary, emit: emit)
+        }) {}
+        finishRun(reader: reader, state: &state, summary: &summary, emit: emit)
+        return summary
+    }
+
+    /// A run's state at virtual time zero: the manifest's handles and interfaces, the faults.
+    func makeRunState() -> RunState {
         var state = RunState(adapterCount: adapters.count)
         state.namedHandles = Dictionary(gattHandles.map { ($0.handle, (service: $0.serviceUUID, characteristic: $0.characteristicUUID)) },
                                         uniquingKeysWith: { first, _ in first })
         state.manifestInterfaces = Dictionary(manifestInterfaces.map { ($0.index, $0) }, uniquingKeysWith: { first, _ in first })
         if !faults.isEmpty { state.injector = FaultInjector(faults: faults) }
-        var summary = ReplaySummary()
-        // Frames are borrowed from the reader, never copied: the view carries `epb_flags` (HCI
-        // direction on LINKTYPE 187) for the dissectors, which read the borrowed bytes too.
+        return state
+    }
+
+    /// Reads the next frame of `reader` and hands its header and bytes to `body`; `false` at the
+    /// end of the capture. The bytes are borrowed from the reader, never copied: the view carries
+    /// `epb_flags` (HCI direction on LINKTYPE 187) for the dissectors, which read them too.
+    /// - Throws: ``CaptureError``, a reader's own or one naming the frame after `framesRead`.
+    static func readFrame(from reader: any CaptureReader, framesRead: Int,
+                          _ body: (FrameHeader, UnsafeRawBufferPointer) -> Void) throws(CaptureError) -> Bool {
         do {
-            while !state.halted, try reader.withNextFrame({ view in
-                process(FrameHeader(number: view.number, interfaceIndex: view.interfaceIndex, timestampNs: view.timestampNs, flags: view.flags),
-                        bytes: view.data, reader: reader, state: &state, summary: &summary, emit: emit)
-            }) {}
+            return try reader.withNextFrame { view in
+                body(FrameHeader(number: view.number, interfaceIndex: view.interfaceIndex, timestampNs: view.timestampNs, flags: view.flags), view.data)
+            }
         } catch let error as CaptureError {
             throw error
         } catch {
             throw CaptureError(
-                kind: .io, file: reader.path, offset: reader.bytesRead, recordNumber: summary.framesRead + 1,
+                kind: .io, file: reader.path, offset: reader.bytesRead, recordNumber: framesRead + 1,
                 expected: "a readable frame", found: "\(error)", hint: "Check the file with `tether inspect`.")
         }
-
-        finishRun(reader: reader, state: &state, summary: &summary, emit: emit)
-        return summary
     }
 
     /// After the last frame: the drain (deadlines up to ``drainHorizon`` past the last input),
@@ -240,14 +253,20 @@ public struct ReplayEngine {
                 summary.warnings.append("the app's \(call.call) call for core \(call.core) was not delivered: this replay does not run that core.")
                 continue
             }
-            let interface = ReplayInterface(index: -1, linkType: .user0, name: "app-in-the-loop", role: .apiCalls)
-            let frame = ReplayFrame(
-                number: 0, virtualTimeNs: state.clock.replayNanoseconds, timestampNs: state.clock.replayNanoseconds,
-                interface: interface, bytes: UnsafeRawBufferPointer(start: nil, count: 0), apiCall: .parsed(call.record))
-            adapters[i].frame(frame, now: state.clock, emit: emit)
-            state.consecutiveTimeouts[i] = 0
+            deliver(call, toAdapter: i, from: "app-in-the-loop", state: &state, emit: emit)
             summary.closedLoopCallsDelivered += 1
         }
+    }
+
+    /// Hands one call to adapter `i` at the current instant, as an `api-calls` record on an
+    /// interface named `source` that no capture has.
+    private mutating func deliver(_ call: ScheduledAPICall, toAdapter i: Int, from source: String, state: inout RunState, emit: (TraceEvent) -> Void) {
+        let interface = ReplayInterface(index: -1, linkType: .user0, name: source, role: .apiCalls)
+        let frame = ReplayFrame(
+            number: 0, virtualTimeNs: state.clock.replayNanoseconds, timestampNs: state.clock.replayNanoseconds,
+            interface: interface, bytes: UnsafeRawBufferPointer(start: nil, count: 0), apiCall: .parsed(call.record))
+        adapters[i].frame(frame, now: state.clock, emit: emit)
+        state.consecutiveTimeouts[i] = 0
     }
 
     /// One frame: fire what is due before it, then hand it to every adapter that wants it.
@@ -427,12 +446,7 @@ public struct ReplayEngine {
             let call = scheduledCalls[state.nextCall]
             state.nextCall += 1
             guard let i = adapters.firstIndex(where: { $0.core == call.core }) else { continue }
-            let interface = ReplayInterface(index: -1, linkType: .user0, name: "scheduled-calls", role: .apiCalls)
-            let frame = ReplayFrame(
-                number: 0, virtualTimeNs: state.clock.replayNanoseconds, timestampNs: state.clock.replayNanoseconds,
-                interface: interface, bytes: UnsafeRawBufferPointer(start: nil, count: 0), apiCall: .parsed(call.record))
-            adapters[i].frame(frame, now: state.clock, emit: emit)
-            state.consecutiveTimeouts[i] = 0
+            deliver(call, toAdapter: i, from: "scheduled-calls", state: &state, emit: emit)
             summary.scheduledCallsDelivered += 1
             if closedLoop != nil { deliverClosedLoopCalls(state: &state, summary: &summary, emit: emit) }
         }

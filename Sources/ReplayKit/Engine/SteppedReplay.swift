@@ -46,11 +46,7 @@ public struct SteppedReplay {
     public init(engine: ReplayEngine, reader: any CaptureReader) {
         self.engine = engine
         self.reader = reader
-        state = RunState(adapterCount: engine.adapters.count)
-        state.namedHandles = Dictionary(engine.gattHandles.map { ($0.handle, (service: $0.serviceUUID, characteristic: $0.characteristicUUID)) },
-                                        uniquingKeysWith: { first, _ in first })
-        state.manifestInterfaces = Dictionary(engine.manifestInterfaces.map { ($0.index, $0) }, uniquingKeysWith: { first, _ in first })
-        if !engine.faults.isEmpty { state.injector = FaultInjector(faults: engine.faults) }
+        state = engine.makeRunState()
     }
 
     /// Sets where the app in the loop puts its calls (``ReplayEngine/closedLoop``).
@@ -88,26 +84,17 @@ public struct SteppedReplay {
             }
             if readerExhausted { break }
             var passedLimit = false
-            let read: Bool
-            do {
-                read = try reader.withNextFrame { view in
-                    let header = FrameHeader(number: view.number, interfaceIndex: view.interfaceIndex, timestampNs: view.timestampNs, flags: view.flags)
-                    let first = summary.firstTimestampNs ?? header.timestampNs
-                    let virtualNs = max(ReplayEngine.difference(header.timestampNs, first), state.clock.replayNanoseconds)
-                    if Duration.nanoseconds(virtualNs) > limit {
-                        // Kept for a later step; its instant is computed again when it is processed.
-                        held = HeldFrame(header: header, virtualNs: virtualNs, bytes: Array(view.data))
-                        passedLimit = true
-                        return
-                    }
-                    engine.process(header, bytes: view.data, reader: reader, state: &state, summary: &summary, emit: emit)
+            let read = try ReplayEngine.readFrame(from: reader, framesRead: summary.framesRead) { header, bytes in
+                let first = summary.firstTimestampNs ?? header.timestampNs
+                let virtualNs = max(ReplayEngine.difference(header.timestampNs, first), state.clock.replayNanoseconds)
+                if Duration.nanoseconds(virtualNs) > limit {
+                    // Kept for a later step (the one copy a step makes); its instant is computed
+                    // again when it is processed.
+                    held = HeldFrame(header: header, virtualNs: virtualNs, bytes: Array(bytes))
+                    passedLimit = true
+                    return
                 }
-            } catch let error as CaptureError {
-                throw error
-            } catch {
-                throw CaptureError(
-                    kind: .io, file: reader.path, offset: reader.bytesRead, recordNumber: summary.framesRead + 1,
-                    expected: "a readable frame", found: "\(error)", hint: "Check the file with `tether inspect`.")
+                engine.process(header, bytes: bytes, reader: reader, state: &state, summary: &summary, emit: emit)
             }
             if !read { readerExhausted = true }
             if passedLimit || !read { break }
@@ -122,9 +109,19 @@ public struct SteppedReplay {
     /// - Throws: ``CaptureError`` when the capture is damaged other than at its tail.
     public mutating func finish(emit: (TraceEvent) -> Void) throws(CaptureError) -> ReplaySummary {
         guard !isFinished else { return summary }
-        while !state.halted, !recordingConsumed {
-            let next = held.map { Duration.nanoseconds($0.virtualNs) } ?? state.clock
-            try step(through: max(next, state.clock), emit: emit)
+        engine.deliverClosedLoopCalls(state: &state, summary: &summary, emit: emit)
+        // The rest as a plain run reads it: borrowed, no frame copied, no step boundaries.
+        if let frame = held, !state.halted {
+            held = nil
+            frame.bytes.withUnsafeBytes { bytes in
+                engine.process(frame.header, bytes: bytes, reader: reader, state: &state, summary: &summary, emit: emit)
+            }
+        }
+        while !state.halted, !readerExhausted {
+            let read = try ReplayEngine.readFrame(from: reader, framesRead: summary.framesRead) { header, bytes in
+                engine.process(header, bytes: bytes, reader: reader, state: &state, summary: &summary, emit: emit)
+            }
+            if !read { readerExhausted = true }
         }
         engine.deliverClosedLoopCalls(state: &state, summary: &summary, emit: emit)
         engine.finishRun(reader: reader, state: &state, summary: &summary, emit: emit)
