@@ -30,6 +30,7 @@ let package = Package(
         .library(name: "TetherTesting", targets: ["TetherTesting"]),
         .library(name: "TetherConnectIQ", targets: ["TetherConnectIQ"]),
         .library(name: "TetherWatchConnectivity", targets: ["TetherWatchConnectivity"]),
+        .library(name: "TetherCoreBluetooth", targets: ["TetherCoreBluetooth"]),
         .library(name: "AppLoop", targets: ["AppLoop"]),
         .library(name: "TetherLive", targets: ["TetherLive"]),
         .library(name: "Emulation", targets: ["Emulation"]),
@@ -200,8 +201,12 @@ let package = Package(
         // `tether emulate`'s live side: the responder behind a Bumble bridge (Harness/rigs/emulate_bridge.py).
         .target(name: "EmulationLive", dependencies: ["Emulation", "LiveHosts", "LiveCapture", "BehaviourTrace", "CaptureSet", "Dissectors"]),
         // One call from Swift Testing or XCTest: replay a set, get verdicts and the trace as values.
+        // The `central` core: a capture's recorded peripheral on a virtual link (Emulation's
+        // VirtualPeripheralLink), for the app's own CoreBluetooth code. Not one of `tether replay`'s cores.
+        .target(name: "CentralIntegration", dependencies: ["ReplayKit", "BehaviourTrace", "Emulation", "Dissectors", "CaptureSet"],
+                path: "Sources/Integrations/Central"),
         .target(name: "TetherTesting", dependencies: [
-            "ReplayKit", "BehaviourTrace", "CaptureSet", "CaptureKit", "TetherIntegrations", "AppLoop", "TimelineReport",
+            "ReplayKit", "BehaviourTrace", "CaptureSet", "CaptureKit", "TetherIntegrations", "AppLoop", "TimelineReport", "CentralIntegration",
             .product(name: "DequeModule", package: "swift-collections"),
         ]),
         // What an SDK facade talks to: a core's host, replayed (TetherTesting's ReplaySession) or
@@ -217,6 +222,9 @@ let package = Package(
         // Apple's WatchConnectivity (iOS side) as Swift sees it, backed by SessionCore through an
         // AppLoop host.
         .target(name: "TetherWatchConnectivity", dependencies: ["AppLoop", "BehaviourTrace", "SessionCore", "MonkeyC", "MonkeyCTrace", "MonkeyCFoundation"]),
+        // Apple's CoreBluetooth (central role) as Swift sees it, backed by the `central` core
+        // through an AppLoop host.
+        .target(name: "TetherCoreBluetooth", dependencies: ["AppLoop", "BehaviourTrace"]),
         // Foundation values an app hands an SDK, to and from Monkey C values, under each SDK's
         // rules (what a Connect IQ message or a property list may hold): one converter for both facades.
         .target(name: "MonkeyCFoundation", dependencies: ["MonkeyC"]),
@@ -290,6 +298,7 @@ let package = Package(
         .testTarget(name: "TetherTestingTests", dependencies: ["TetherTesting", "ReplayKit", "BehaviourTrace", "TetherIntegrations", "CaptureSet"]),
         .testTarget(name: "MonkeyCFoundationTests", dependencies: ["MonkeyCFoundation", "MonkeyC"]),
         .testTarget(name: "TetherConnectIQTests", dependencies: ["TetherTestSupport", "TetherConnectIQ", "TetherTesting", "BehaviourTrace"]),
+        .testTarget(name: "TetherCoreBluetoothTests", dependencies: ["TetherCoreBluetooth", "TetherTesting", "BehaviourTrace", "Emulation", "CaptureKit", "Dissectors"]),
         .testTarget(name: "TetherWatchConnectivityTests", dependencies: ["TetherTestSupport", "TetherWatchConnectivity", "TetherTesting", "BehaviourTrace"]),
         .testTarget(name: "LiveCaptureTests", dependencies: ["TetherTestSupport", "LiveCapture", "CaptureKit", "CaptureSet"]),
         .testTarget(name: "EmulationTests", dependencies: ["TetherTestSupport", "Emulation", "CaptureKit", "CaptureSet", "Dissectors", "SessionCore"]),

@@ -45,14 +45,14 @@ def closure(manifest: dict, name: str) -> set[str]:
     return seen
 
 
-@pytest.mark.parametrize("library", ["TetherTesting", "TetherConnectIQ", "TetherWatchConnectivity"])
+@pytest.mark.parametrize("library", ["TetherTesting", "TetherConnectIQ", "TetherWatchConnectivity", "TetherCoreBluetooth"])
 def test_library_is_a_product(manifest: dict, library: str) -> None:
     products = {product["name"]: product for product in manifest["products"]}
     assert library in products, f"{library} is not a product of Package.swift"
     assert "library" in products[library]["type"]
 
 
-@pytest.mark.parametrize("library", ["TetherTesting", "TetherConnectIQ", "TetherWatchConnectivity"])
+@pytest.mark.parametrize("library", ["TetherTesting", "TetherConnectIQ", "TetherWatchConnectivity", "TetherCoreBluetooth"])
 def test_library_links_no_live_target(manifest: dict, library: str) -> None:
     linked = closure(manifest, library)
     assert len(linked) > 3, f"the closure of {library} is suspiciously small: {sorted(linked)}"

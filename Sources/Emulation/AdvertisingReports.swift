@@ -47,6 +47,14 @@ public enum AdvertisingReports {
         public var address: String
         /// Its advertising data or scan response.
         public var data: AdvertisingData
+        /// The AD structures as received (Core Specification Supplement Part A §1).
+        public var raw: [UInt8] = []
+        /// The RSSI in dBm; `nil` when the controller said it had none (127).
+        public var rssi: Int? = nil
+        /// Whether the advertiser accepts connections (ADV_IND, ADV_DIRECT_IND; extended: bit 0).
+        public var isConnectable = false
+        /// Whether this is a scan response (SCAN_RSP; extended: bit 3) rather than advertising.
+        public var isScanResponse = false
     }
 
     /// The reports in one frame, or `nil` when the frame is not an advertising report event.
@@ -77,6 +85,11 @@ public enum AdvertisingReports {
         }
     }
 
+    /// A report's RSSI byte as dBm (a signed byte); `nil` for 127, "not available".
+    static func rssi(_ byte: UInt8) -> Int? {
+        byte == 127 ? nil : Int(Int8(bitPattern: byte))
+    }
+
     static func address(_ bytes: ArraySlice<UInt8>) -> String {
         bytes.reversed().map { byte in
             let text = String(byte, radix: 16, uppercase: true)
@@ -94,7 +107,13 @@ public enum AdvertisingReports {
             let addressBytes = body[(offset + 2)..<(offset + 8)]
             let length = Int(body[offset + 8])
             guard offset + 9 + length <= body.count else { break }
-            entries.append(Entry(address: address(addressBytes), data: AdvertisingData(Array(body[(offset + 9)..<(offset + 9 + length)]))))
+            let raw = Array(body[(offset + 9)..<(offset + 9 + length)])
+            // Event_Type (§7.7.65.2): 0 ADV_IND, 1 ADV_DIRECT_IND, 2 ADV_SCAN_IND, 3 ADV_NONCONN_IND, 4 SCAN_RSP.
+            let type = body[offset]
+            // The RSSI follows the data; a report cut before it has none.
+            let rssiByte: UInt8? = offset + 9 + length < body.count ? body[offset + 9 + length] : nil
+            entries.append(Entry(address: address(addressBytes), data: AdvertisingData(raw), raw: raw, rssi: rssiByte.flatMap(Self.rssi),
+                                 isConnectable: type <= 1, isScanResponse: type == 4))
             offset += 9 + length + 1
         }
         return entries
@@ -111,7 +130,11 @@ public enum AdvertisingReports {
             let addressBytes = body[(offset + 3)..<(offset + 9)]
             let length = Int(body[offset + 23])
             guard offset + 24 + length <= body.count else { break }
-            entries.append(Entry(address: address(addressBytes), data: AdvertisingData(Array(body[(offset + 24)..<(offset + 24 + length)]))))
+            let raw = Array(body[(offset + 24)..<(offset + 24 + length)])
+            // Event_Type bits (§7.7.65.13): 0 connectable, 3 scan response.
+            let type = body[offset]
+            entries.append(Entry(address: address(addressBytes), data: AdvertisingData(raw), raw: raw, rssi: Self.rssi(body[offset + 13]),
+                                 isConnectable: type & 0x01 != 0, isScanResponse: type & 0x08 != 0))
             offset += 24 + length
         }
         return entries

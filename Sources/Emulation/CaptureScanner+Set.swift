@@ -32,6 +32,7 @@ extension CaptureScanner {
             }
             guard let frame else { break }
             lastFrame = frame.number
+            if scan.captureStartNs == nil { scan.captureStartNs = frame.timestampNs }
             guard frame.interfaceIndex < reader.interfaces.count else { continue }
             let linkType = reader.interfaces[frame.interfaceIndex].linkType
             guard bluetoothLinkTypes.contains(linkType) else { continue }

@@ -15,6 +15,7 @@ public enum CaptureScanner {
     /// Scans frames already read (tests, and captures held in memory).
     public static func scan(frames: [CaptureFrame], linkType: LinkType, name: String = "<memory>") throws(EmulationError) -> RecordedPeripheral {
         var scan = Scan()
+        scan.captureStartNs = frames.first?.timestampNs
         for frame in frames { scan.add(frame, linkType: linkType) }
         guard !scan.records.isEmpty else { throw .noGATTTraffic(file: name, frames: frames.count) }
         return scan.finish()
@@ -44,6 +45,18 @@ public enum CaptureScanner {
         /// The pairing in progress on each connection (index into ``pairings``).
         var openPairing: [Int: Int] = [:]
         var notes: [String] = []
+        /// The capture's first frame's timestamp, of any interface: what replay's virtual time counts from.
+        var captureStartNs: Int64?
+        /// Every advertising report and scan response, capture times.
+        var advertisements: [RecordedAdvertisement] = []
+        /// Every connection, by ordinal, capture times.
+        var recordedConnections: [Int: RecordedConnection] = [:]
+        /// When the host last asked for a connection that has not come up yet.
+        var pendingCreateNs: Int64?
+        /// Connection handles the local host sent HCI Disconnect for.
+        var locallyDisconnected: Set<UInt16> = []
+        /// Whether the local host was the central, from the first connection's role.
+        var localIsCentral: Bool?
 
         init() { dissector.producesSummaries = false }
 
@@ -53,6 +66,7 @@ public enum CaptureScanner {
             let connection = connectionCount
             connections[handle] = connection
             connectionStart[connection] = timeNs
+            recordedConnections[connection] = RecordedConnection(ordinal: connection, frame: nil, timeNs: timeNs)
             connectionCount += 1
             return connection
         }
@@ -64,9 +78,18 @@ public enum CaptureScanner {
             var databases: [UInt16: GATTDatabase] = [:]
             for handle in connections.keys { databases[handle] = dissector.gattDatabase(connectionHandle: handle) ?? GATTDatabase() }
             let dissected = dissector.dissect(frame, linkType: linkType)
+            switch HostCommand.parse(frame.data, linkType: linkType) {
+            case .createConnection?: pendingCreateNs = frame.timestampNs
+            case .disconnect(let handle)?: locallyDisconnected.insert(handle)
+            case nil: break
+            }
             if case .connected(let handle, let address, let role)? = dissected.linkChange {
                 connections[handle] = connectionCount
                 connectionStart[connectionCount] = frame.timestampNs
+                recordedConnections[connectionCount] = RecordedConnection(ordinal: connectionCount, frame: frame.number, timeNs: frame.timestampNs,
+                                                                          requestedAtNs: role == 0 ? pendingCreateNs : nil)
+                pendingCreateNs = nil
+                if localIsCentral == nil, role <= 1 { localIsCentral = role == 0 }
                 connectionCount += 1
                 if role == 0, peerAddress == nil { peerAddress = address }
                 // Role 0: the local host is central, so the central's PDUs are the ones it sent.
@@ -74,6 +97,8 @@ public enum CaptureScanner {
             }
             if let report = AdvertisingReports.parse(frame.data, linkType: linkType) {
                 for entry in report {
+                    advertisements.append(RecordedAdvertisement(frame: frame.number, timeNs: frame.timestampNs, address: entry.address, data: entry.raw,
+                                                                rssi: entry.rssi, isConnectable: entry.isConnectable, isScanResponse: entry.isScanResponse))
                     if advertisers[entry.address] == nil { advertiserOrder.append(entry.address) }
                     advertisers[entry.address, default: Advertising()].merge(entry.data)
                 }
@@ -91,7 +116,17 @@ public enum CaptureScanner {
             for record in dissected.smp {
                 addSecurityManager(record, frame: frame)
             }
-            if case .disconnected(let handle, _)? = dissected.linkChange { connections[handle] = nil }
+            if case .disconnected(let handle, let reason)? = dissected.linkChange {
+                if let ordinal = connections[handle] {
+                    // The central ended it when its own host asked (the local host is the central
+                    // and sent Disconnect, or is the peripheral and did not), or said it ended it.
+                    let local = locallyDisconnected.contains(handle) || reason == 0x16
+                    let byCentral = localIsCentral == false ? !local : local
+                    recordedConnections[ordinal]?.disconnection = RecordedDisconnection(frame: frame.number, timeNs: frame.timestampNs, reason: reason, byCentral: byCentral)
+                }
+                locallyDisconnected.remove(handle)
+                connections[handle] = nil
+            }
         }
 
         /// Follows pairing on the Security Manager channel: who asked, and which pairing was made.
@@ -130,14 +165,32 @@ public enum CaptureScanner {
             }
         }
 
+        /// Which direction the GATT client of interest sent in, when no connection event tells the
+        /// central's side (a capture that began inside the connection). Two-way captures have
+        /// requests both ways — the phone uses the peripheral's database while the peripheral
+        /// discovers, and may read, the phone's — so the first request proves nothing: each side
+        /// scores its reads and writes of values, and the notifications and indications the other
+        /// side sends it (a peripheral notifies its central).
+        static func votedClientDirection(_ records: [ATTRecord]) -> HCIDirection? {
+            var score: [HCIDirection: Int] = [:]
+            var requests: [HCIDirection: Int] = [:]
+            for record in records where record.direction != .unknown {
+                if ATTRole.dataAccess.contains(record.opcode) { score[record.direction, default: 0] += 2 }
+                if record.opcode == 0x1B || record.opcode == 0x1D { score[record.direction == .sent ? .received : .sent, default: 0] += 2 }
+                if ATTRole.clientOnly.contains(record.opcode) { requests[record.direction, default: 0] += 1 }
+            }
+            for (direction, count) in requests { score[direction, default: 0] += count > 0 ? 1 : 0 }
+            let sent = score[.sent] ?? 0
+            let received = score[.received] ?? 0
+            if sent == 0 && received == 0 { return nil }
+            return sent >= received ? .sent : .received
+        }
+
         func finish() -> RecordedPeripheral {
             // The client's direction: the one the central's reads and writes travelled in; else
             // the central's, as the link's role says; else the one any client-only PDU travelled in
             // (a peripheral discovering the phone sends client-only PDUs the other way).
-            let known = records.filter { $0.record.direction != .unknown }
-            let clientDirection = known.first { ATTRole.dataAccess.contains($0.record.opcode) }?.record.direction
-                ?? centralDirection
-                ?? known.first { ATTRole.clientOnly.contains($0.record.opcode) }?.record.direction
+            let clientDirection = centralDirection ?? Self.votedClientDirection(records.map(\.record))
             let pdus = records.map { entry -> RecordedPDU in
                 let r = entry.record
                 let fromClient: Bool
@@ -175,6 +228,17 @@ public enum CaptureScanner {
             peripheral.securityRequests = securityRequests
             peripheral.pairings = pairings
             peripheral.centralDiscoveries = Self.centralDiscoveries(pdus, connectionStart: connectionStart)
+            // Link events on the replay's clock: since the capture's first frame.
+            let start = captureStartNs ?? records.first?.timeNs ?? 0
+            peripheral.captureStartNs = start
+            peripheral.advertisements = advertisements.map { var a = $0; a.timeNs = elapsedNs(from: start, to: a.timeNs); return a }
+            peripheral.connections = recordedConnections.keys.sorted().compactMap { recordedConnections[$0] }.map { recorded in
+                var c = recorded
+                c.timeNs = elapsedNs(from: start, to: c.timeNs)
+                c.requestedAtNs = c.requestedAtNs.map { elapsedNs(from: start, to: $0) }
+                if let ended = c.disconnection?.timeNs { c.disconnection?.timeNs = elapsedNs(from: start, to: ended) }
+                return c
+            }
             return peripheral
         }
 

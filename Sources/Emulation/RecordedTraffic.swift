@@ -55,6 +55,13 @@ public struct RecordedPeripheral: Sendable {
     public var pairings: [RecordedPairing] = []
     /// The peripheral's discoveries of the central's GATT database, one per connection that had one.
     public var centralDiscoveries: [RecordedCentralDiscovery] = []
+    /// Every advertising report and scan response of the capture (every advertiser's), in order,
+    /// times since the capture's first frame.
+    public var advertisements: [RecordedAdvertisement] = []
+    /// Every LE connection, in order, times since the capture's first frame.
+    public var connections: [RecordedConnection] = []
+    /// The capture's first frame's timestamp (Unix nanoseconds): where those times count from.
+    public var captureStartNs: Int64 = 0
 
     /// What the peripheral did unasked on each connection (by ordinal), for the emulator to do again.
     public var initiatives: [Int: PeripheralInitiative] {

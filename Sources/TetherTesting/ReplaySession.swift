@@ -1,6 +1,7 @@
 import AppLoop
 import BehaviourTrace
 import CaptureSet
+import CentralIntegration
 import DequeModule
 import Foundation
 import ReplayKit
@@ -94,9 +95,38 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
     /// - Throws: ``TetherTestingError`` naming the file and what to do: the set cannot be loaded,
     ///   a fault or setting is refused, or the set has no recording of a side an SDK facade can
     ///   stand for (a Connect IQ or session link seen from the phone).
-    public init(replaying path: String, faults: [String] = [], settings: [String] = [],
-                integrations: IntegrationRegistry = TetherIntegrations.builtIn,
-                appCores: Set<String> = ReplaySession.sdkCores) throws(TetherTestingError) {
+    public convenience init(replaying path: String, faults: [String] = [], settings: [String] = [],
+                            integrations: IntegrationRegistry = TetherIntegrations.builtIn,
+                            appCores: Set<String> = ReplaySession.sdkCores) throws(TetherTestingError) {
+        try self.init(path: path, faults: faults, settings: settings, integrations: integrations, appCores: appCores, onlyCores: nil)
+    }
+
+    /// Loads the set at `path` and serves the BLE peripheral its capture recorded to the app's own
+    /// CoreBluetooth code (`TetherCoreBluetooth`'s `CBCentralManager`, bound with ``makeCurrent()``),
+    /// on the virtual clock: the recorded advertising, connection, GATT database, answers,
+    /// notifications and disconnection, each at its recorded instant when the app asks as the
+    /// recorded central did (docs/corebluetooth.md). Any set with a Bluetooth HCI interface will
+    /// do, whatever cores its manifest names: they describe the recorded app, which is replaced.
+    ///
+    /// ```swift
+    /// let session = try ReplaySession(replayingPeripheralOf: "Captures/hr-clean", faults: ["drop:frame=80"])
+    /// session.makeCurrent()
+    /// let monitor = HeartRateMonitor()   // the app's own class, written against CoreBluetooth
+    /// monitor.start()
+    /// try session.run()
+    /// ```
+    /// - Parameter faults: Faults in `tether replay --fault`'s syntax: a dropped notification is
+    ///   never delivered, `delay` moves it, `disconnect:at=` drops the link (a connection timeout),
+    ///   `att-error` answers a request with that ATT error.
+    /// - Throws: ``TetherTestingError`` when the set cannot be loaded, a fault is refused, or the
+    ///   capture holds no Bluetooth ATT traffic to build the peripheral from.
+    public convenience init(replayingPeripheralOf path: String, faults: [String] = []) throws(TetherTestingError) {
+        try self.init(path: path, faults: faults, settings: [], integrations: IntegrationRegistry([CentralIntegration()]),
+                      appCores: [CentralIntegration.coreName], onlyCores: [CentralIntegration.coreName])
+    }
+
+    init(path: String, faults: [String], settings: [String], integrations: IntegrationRegistry,
+         appCores: Set<String>, onlyCores: [String]?) throws(TetherTestingError) {
         self.appCores = appCores
         let overrides = try validatedSettings(settings, integrations: integrations)
         var parsedFaults: [Fault] = []
@@ -110,6 +140,7 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
         var options = ReplayOptions(integrations: integrations, verify: true, settings: overrides, frameMatching: .responder)
         options.faults = parsedFaults
         options.replacedCallCores = appCores
+        options.onlyCores = onlyCores
         self.registry = integrations
         do throws(ReplayError) {
             set = try loadReplaySet(at: path, options: options)
@@ -151,6 +182,11 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
     public convenience init(replaying url: URL, faults: [String] = [], settings: [String] = [],
                             integrations: IntegrationRegistry = TetherIntegrations.builtIn) throws(TetherTestingError) {
         try self.init(replaying: url.path, faults: faults, settings: settings, integrations: integrations)
+    }
+
+    /// Serves the peripheral of the set at a file URL (see ``init(replayingPeripheralOf:faults:)``).
+    public convenience init(replayingPeripheralOf url: URL, faults: [String] = []) throws(TetherTestingError) {
+        try self.init(replayingPeripheralOf: url.path, faults: faults)
     }
 
     /// The cores the SDK facades drive: `messaging` (`TetherConnectIQ`) and `session`
@@ -284,6 +320,9 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
         var checker = promiseChecker
         return checker.verdict().isEmpty && !(stepped?.halted ?? false)
     }
+
+    /// The promise checker as it stands (a copy: its verdict does not disturb the session's).
+    var promiseCheckerSnapshot: PromiseChecker { promiseChecker }
 
     /// What a failing `#expect` should show: the promises broken, the warnings, the counts.
     public var report: String {

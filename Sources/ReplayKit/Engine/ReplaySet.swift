@@ -23,6 +23,11 @@ public struct ReplayOptions: Sendable {
     /// With a fault and no ``frameMatching``, cores replay in ``FrameMatchingMode/responder`` mode:
     /// a fault changes what a core does next, and the recorded peer must answer what it does.
     public var faults: [Fault] = []
+    /// The only cores to run, whatever the manifest selects (`nil`: the manifest decides). With
+    /// it, the manifest's sections of other cores and its expectations (which describe the
+    /// recorded app) are left aside: what `ReplaySession(replayingPeripheralOf:)` uses to serve
+    /// any BLE capture to the app's own CoreBluetooth code.
+    public var onlyCores: [String]?
 
     /// The frame matching a replay uses: the command line's, else `responder` under faults, else
     /// each manifest's.
@@ -222,7 +227,12 @@ public func replayAdapters(for set: LoadedCaptureSet, options: ReplayOptions) th
     let manifest = set.manifest
     let manifestPath = set.directory.manifestPath
     let registry = options.integrations
-    let selected = try registry.select(for: manifest, manifestPath: manifestPath)
+    let selected: [any CoreIntegration]
+    if let only = options.onlyCores {
+        selected = registry.integrations.filter { only.contains($0.name) }
+    } else {
+        selected = try registry.select(for: manifest, manifestPath: manifestPath)
+    }
     var adapters: [any CoreAdapter] = []
     var warnings: [String] = []
     for integration in selected {
@@ -246,8 +256,10 @@ public func replayAdapters(for set: LoadedCaptureSet, options: ReplayOptions) th
         context.capturedCallsReplaced = options.replacedCallCores.contains(integration.name)
         adapters.append(try integration.makeAdapter(context))
     }
-    try checkExpectationNames(manifest.expectations, selected: selected, manifestPath: manifestPath,
-                              line: manifest.sourceLines["expectations"], faults: !options.faults.isEmpty)
+    if options.onlyCores == nil {
+        try checkExpectationNames(manifest.expectations, selected: selected, manifestPath: manifestPath,
+                                  line: manifest.sourceLines["expectations"], faults: !options.faults.isEmpty)
+    }
     let sections = Set(manifest.sections.map(\.name))
     var interfaces = manifest.interfaces
     for i in interfaces.indices where interfaces[i].core == nil && interfaces[i].role != nil && interfaces[i].role != .apiCalls {

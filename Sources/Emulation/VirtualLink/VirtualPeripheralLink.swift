@@ -1,0 +1,830 @@
+import Dissectors
+
+/// What a run's faults do to the recorded peripheral's frames on a virtual link: implemented over
+/// `tether replay --fault` (ReplayKit's `PeerFrameFaults`) by the replay integration.
+public protocol VirtualLinkFaults: Sendable {
+    /// The delays after its (answering) instant at which the peripheral's frame `number` arrives:
+    /// `[]` lost, `[0]` untouched, `[0, 0]` twice, `[d]` late. `capturedAtNs` is its recorded instant.
+    func deliveries(ofFrame number: Int, opcode: UInt8, capturedAtNs: Int64) -> [Int64]
+    /// The ATT error code the response in frame `number` is replaced with, if a fault says so.
+    func attError(ofFrame number: Int, opcode: UInt8, capturedAtNs: Int64) -> UInt8?
+    /// Link losses: at each instant (since the capture's first frame) the link drops; the
+    /// peripheral can be connected again after `reconnectAfterNs` (never, for `nil`).
+    var linkLosses: [(atNs: Int64, reconnectAfterNs: Int64?)] { get }
+}
+
+/// No fault.
+public struct NoVirtualLinkFaults: VirtualLinkFaults {
+    /// No fault.
+    public init() {}
+    public func deliveries(ofFrame number: Int, opcode: UInt8, capturedAtNs: Int64) -> [Int64] { [0] }
+    public func attError(ofFrame number: Int, opcode: UInt8, capturedAtNs: Int64) -> UInt8? { nil }
+    public var linkLosses: [(atNs: Int64, reconnectAfterNs: Int64?)] { [] }
+}
+
+/// What the virtual link tells its central, each at its instant.
+public enum VirtualLinkEvent: Sendable, Hashable {
+    /// An advertising report (or scan response) reached the scanning central. `synthesized`:
+    /// the capture holds none of the peripheral's, and this one was made from what it knows.
+    case advertisement(RecordedAdvertisement, synthesized: Bool)
+    /// The connection came up (recorded connection `recorded`, its frame when known).
+    case connected(recorded: Int, frame: Int?)
+    /// The connection went down: the HCI reason, whether the central asked, the frame when recorded.
+    case disconnected(reason: UInt8, byCentral: Bool, frame: Int?)
+    /// The ATT_MTU changed after an exchange.
+    case mtuChanged(Int)
+    /// A request went to the peripheral: its PDU, and the recorded request it matched, or the one
+    /// expected when it matched none.
+    case requestSent(pdu: [UInt8], matched: RecordedRequest?, expected: RecordedRequest?)
+    /// Primary service discovery ended (`error` when it failed, not when nothing was found).
+    case servicesDiscovered([EmulatedDatabase.Service], error: UInt8?)
+    /// Included-service discovery of the service at `service` ended.
+    case includedServicesDiscovered(service: UInt16, [EmulatedDatabase.Service], error: UInt8?)
+    /// Characteristic discovery of the service at `service` ended.
+    case characteristicsDiscovered(service: UInt16, [EmulatedDatabase.Characteristic], error: UInt8?)
+    /// Descriptor discovery of the characteristic whose value is at `characteristic` ended.
+    case descriptorsDiscovered(characteristic: UInt16, [EmulatedDatabase.Descriptor], error: UInt8?)
+    /// A read ended with a value or an ATT error; `frame` is the recorded answer's.
+    case read(handle: UInt16, value: [UInt8]?, error: UInt8?, frame: Int?)
+    /// A write with response ended.
+    case written(handle: UInt16, error: UInt8?, frame: Int?)
+    /// Notifications or indications of the value at `handle` were switched on or off.
+    case notificationState(handle: UInt16, enabled: Bool, error: UInt8?)
+    /// A notification or indication arrived.
+    case notified(RecordedNotification)
+    /// The RSSI was read (`nil`: the capture holds none).
+    case rssi(Int?)
+    /// The recording cannot answer this as recorded; what was done instead.
+    case unanswered(String)
+    /// A call that the link's state does not allow (CoreBluetooth's "API MISUSE"): ignored.
+    case misuse(String)
+}
+
+/// The recorded peripheral on a virtual link, as the GATT client of a central sees it: a sans-I/O
+/// state machine on the replay's virtual clock, built from a capture and driven by the central's
+/// operations (what CoreBluetooth's `CBCentralManager` and `CBPeripheral` ask of the stack).
+///
+/// Timing keeps the recording's pace: an exchange the recording holds is answered after its
+/// recorded delay but never before its recorded instant, so an app that does what the recorded
+/// one did sees every answer, notification and disconnection at its recorded instant, and one
+/// that does it later sees them that much later. What the recording never saw is answered as the
+/// peripheral would (the database; an ATT error the database justifies) after the link's round
+/// trip, and said once (``VirtualLinkEvent/unanswered(_:)``). Nothing waits on anything but the
+/// clock: a request is never left without an answer.
+public struct VirtualPeripheralLink: Sendable {
+    /// A GATT operation the central asked for, queued as ATT allows one request at a time.
+    public enum Operation: Sendable, Hashable {
+        /// Exchange MTU with this client MTU (CoreBluetooth's stack does it on every connection).
+        case exchangeMTU(Int)
+        /// Discover primary services (`nil`: all).
+        case discoverServices([BluetoothUUID]?)
+        /// Discover the included services of the service at this start handle.
+        case discoverIncludedServices(service: UInt16)
+        /// Discover the characteristics of the service at this start handle (`nil`: all).
+        case discoverCharacteristics(service: UInt16, [BluetoothUUID]?)
+        /// Discover the descriptors of the characteristic whose value is at this handle.
+        case discoverDescriptors(characteristic: UInt16)
+        /// Read the attribute at this handle.
+        case read(UInt16)
+        /// Write to the attribute at this handle, with response or without.
+        case write(UInt16, [UInt8], withResponse: Bool)
+        /// Switch notifications (or indications) of the value at this handle on or off.
+        case setNotify(UInt16, Bool)
+    }
+
+    /// Where a discovery procedure is.
+    private struct Procedure: Sendable {
+        var operation: Operation
+        /// The next handle to ask from.
+        var next: UInt16 = 0x0001
+        /// For a discovery by UUID: which of the UUIDs is being looked for.
+        var uuidIndex = 0
+        var services: [EmulatedDatabase.Service] = []
+        var characteristics: [EmulatedDatabase.Characteristic] = []
+        var descriptors: [EmulatedDatabase.Descriptor] = []
+    }
+
+    /// The answer a request gets, decided when it is sent.
+    private enum Answer: Sendable {
+        case mtu(Int)
+        case services([EmulatedDatabase.Service])
+        case characteristics([EmulatedDatabase.Characteristic])
+        case descriptors([EmulatedDatabase.Descriptor])
+        case value([UInt8])
+        case accepted
+        case error(UInt8)
+    }
+
+    private struct InFlight: Sendable {
+        var procedure: Procedure
+        var answer: Answer
+        var frame: Int?
+        /// When the request went out: what the notifications it starts count from, as the
+        /// recorded ones count from the recorded request.
+        var sentAt: Int64
+    }
+
+    /// One live connection.
+    private struct Connection: Sendable {
+        /// Which recorded connection it plays.
+        var recorded: Int
+        var mtu = 23
+        var queue: [Procedure] = []
+        var inFlight: InFlight?
+        /// Value handles with notifications or indications on.
+        var notifying: Set<UInt16> = []
+        /// The recorded requests of its recorded connection already matched.
+        var matched: Set<Int> = []
+        var cursor = 0
+    }
+
+    /// The link's state; each case carries what it needs.
+    private enum Phase: Sendable {
+        case idle
+        case connecting(attempt: Int)
+        case connected(Connection)
+        case disconnecting(Connection)
+    }
+
+    /// Something that falls due at an instant.
+    private enum Due: Sendable {
+        case completeConnection(attempt: Int)
+        case response
+        case peerDisconnect(RecordedDisconnection)
+        case centralDisconnected
+        case linkLoss(index: Int)
+        case notification(RecordedNotification)
+        case rssi(Int?)
+        case event(VirtualLinkEvent)
+        case attTimeout
+    }
+
+    private struct Timed: Sendable {
+        var at: Int64
+        var order: Int
+        var epoch: Int
+        var due: Due
+    }
+
+    /// Notifications that follow an anchor the central met, played in order.
+    private struct Stream: Sendable {
+        var anchor: NotificationAnchor
+        var index = 0
+        var appAnchorNs: Int64
+        var epoch: Int
+    }
+
+    /// The database served.
+    public let database: EmulatedDatabase
+    /// The recorded exchanges.
+    public let exchanges: RecordedExchanges
+    /// The recorded peripheral.
+    public let peripheral: RecordedPeripheral
+    private let faults: any VirtualLinkFaults
+    private var emulator: Emulator
+    private var phase = Phase.idle
+    /// Bumped whenever a connection ends or begins: what was scheduled for an earlier one is void.
+    private var epoch = 0
+    private var timed: [Timed] = []
+    private var order = 0
+    private var streams: [Stream] = []
+    private var connectAttempts = 0
+    private var unavailableUntil: Int64?
+    /// Scanning: the next advertisement to look at, the filter, duplicates, what was seen.
+    private var scan: (next: Int, services: [BluetoothUUID]?, duplicates: Bool, seen: Set<String>)?
+    private var appWrites: [[UInt8]: Int] = [:]
+    private var appWritesByHandle: [UInt16: Int] = [:]
+    private var appSubscriptions: [UInt16: Int] = [:]
+    private var saidOnce: Set<String> = []
+    /// Counts for the summary.
+    public private(set) var counts = Counts()
+
+    /// How the run went, for the summary.
+    public struct Counts: Sendable, Hashable {
+        /// Requests that matched a recorded one.
+        public var matched = 0
+        /// Requests that matched none.
+        public var diverged = 0
+        /// Notifications and indications delivered.
+        public var notified = 0
+        /// Notifications not delivered because the central had them switched off.
+        public var notSubscribed = 0
+        /// Notifications and responses a fault removed.
+        public var lostToFaults = 0
+        /// Requests answered without a recorded answer.
+        public var unanswered = 0
+    }
+
+    /// The peripheral's address as the capture shows it.
+    public var address: String? { peripheral.address }
+
+    /// A link over `plan`'s peripheral (its database and answers), with `faults`.
+    public init(plan: EmulationPlan, faults: any VirtualLinkFaults = NoVirtualLinkFaults()) {
+        self.peripheral = plan.peripheral
+        self.database = plan.database
+        self.exchanges = RecordedExchanges(plan.peripheral, database: plan.database, script: plan.script)
+        self.faults = faults
+        self.emulator = Emulator(script: plan.script, database: plan.database, policy: .ignore)
+        for (index, loss) in faults.linkLosses.enumerated() {
+            schedule(at: loss.atNs, .linkLoss(index: index), epoch: -1)
+        }
+    }
+
+    // MARK: the central's operations
+
+    /// Starts scanning at `now`: the recorded advertising reports from now on (of advertisers
+    /// listing one of `services`, when given), once per advertiser unless `allowDuplicates`.
+    public mutating func startScan(services: [BluetoothUUID]?, allowDuplicates: Bool, now: Int64) -> [VirtualLinkEvent] {
+        let next = peripheral.advertisements.firstIndex { $0.timeNs >= now } ?? peripheral.advertisements.count
+        scan = (next, services, allowDuplicates, [])
+        var events: [VirtualLinkEvent] = []
+        let address = peripheral.address
+        if !peripheral.advertisements.contains(where: { $0.address == address }), let made = synthesizedAdvertisement(at: now),
+           services.map({ wanted in Self.services(in: made.data).contains(where: wanted.contains) }) ?? true {
+            if once("synthesized-advertisement") {
+                events.append(.unanswered("the capture holds no advertising report of \(address ?? "the peripheral"): "
+                    + "one discovery is made from what it knows (its address, Device Name and the services of its database), with no RSSI"))
+            }
+            scan?.seen.insert(made.address)
+            schedule(at: now, .event(.advertisement(made, synthesized: true)), epoch: -1)
+        }
+        return events
+    }
+
+    /// Stops scanning.
+    public mutating func stopScan() { scan = nil }
+
+    /// Whether a scan is on.
+    public var isScanning: Bool { scan != nil }
+
+    /// Connects at `now`: the next recorded connection comes up after its recorded establishment
+    /// time, never before its recorded instant (and not while a fault keeps the link down).
+    public mutating func connect(now: Int64) -> [VirtualLinkEvent] {
+        switch phase {
+        case .connected, .connecting: return [.misuse("connect: the peripheral is already connected or connecting")]
+        case .idle, .disconnecting: break
+        }
+        let attempt = connectAttempts
+        connectAttempts += 1
+        phase = .connecting(attempt: attempt)
+        epoch += 1
+        guard let recorded = recordedConnection(attempt) else {
+            return [.unanswered("connect: the capture holds no connection with the peripheral; it never connects")]
+        }
+        var at = now + (recorded.establishmentNs ?? exchanges.roundTripNs)
+        if attempt < peripheral.connections.count { at = max(at, recorded.timeNs) }
+        if let until = unavailableUntil {
+            guard until != .max else { return [] }
+            at = max(at, until + (recorded.establishmentNs ?? exchanges.roundTripNs))
+        }
+        schedule(at: at, .completeConnection(attempt: attempt))
+        return []
+    }
+
+    /// Ends the connection (or the attempt) at `now`, as the central asks.
+    public mutating func cancelConnection(now: Int64) -> [VirtualLinkEvent] {
+        switch phase {
+        case .idle, .disconnecting:
+            return []
+        case .connecting:
+            phase = .idle
+            epoch += 1
+            // CoreBluetooth reports a cancelled attempt as a disconnection without error.
+            return [.disconnected(reason: 0x16, byCentral: true, frame: nil)]
+        case .connected(let connection):
+            phase = .disconnecting(connection)
+            epoch += 1
+            streams.removeAll()
+            schedule(at: now + exchanges.roundTripNs, .centralDisconnected)
+            return []
+        }
+    }
+
+    /// Queues `operation`; it goes out when the requests before it have been answered.
+    public mutating func perform(_ operation: Operation, now: Int64) -> [VirtualLinkEvent] {
+        guard case .connected(var connection) = phase else {
+            return [.misuse("\(operation) while not connected: ignored")]
+        }
+        if case .write(let handle, let value, withResponse: false) = operation {
+            // A Write Command is sent at once, answered by nothing.
+            let pdu = [0x52, UInt8(handle & 0xFF), UInt8(handle >> 8)] + value
+            var events = [match(pdu, in: &connection)]
+            _ = emulator.write(handle: handle, value: value)
+            phase = .connected(connection)
+            startWriteStream(handle: handle, value: value, now: now)
+            if database.characteristic(valueHandle: handle) == nil { events += (unansweredOnce("write without response to handle 0x\(hex4(handle)), which the database does not hold")) }
+            return events
+        }
+        connection.queue.append(Procedure(operation: operation))
+        phase = .connected(connection)
+        return sendNext(now: now)
+    }
+
+    /// Reads the RSSI: the last one recorded before now.
+    public mutating func readRSSI(now: Int64) -> [VirtualLinkEvent] {
+        guard case .connected = phase else { return [.misuse("readRSSI while not connected: ignored")] }
+        let rssi = peripheral.advertisements.last { $0.address == peripheral.address && $0.timeNs <= now && $0.rssi != nil }?.rssi
+        schedule(at: now + exchanges.roundTripNs, .rssi(rssi))
+        return rssi == nil ? unansweredOnce("readRSSI: the capture holds no RSSI of the peripheral before this instant") : []
+    }
+
+    /// The ATT_MTU now (23 when not connected).
+    public var mtu: Int {
+        if case .connected(let c) = phase { return c.mtu }
+        return 23
+    }
+
+    // MARK: time
+
+    /// When something falls due next; `nil` when nothing will.
+    public var nextDeadlineNs: Int64? {
+        var next = timed.first?.at
+        if let streamNext = streams.compactMap({ dueTime(of: $0) }).min() { next = min(next ?? streamNext, streamNext) }
+        if let scan, scan.next < peripheral.advertisements.count {
+            let t = peripheral.advertisements[scan.next].timeNs
+            next = min(next ?? t, t)
+        }
+        return next
+    }
+
+    /// Everything due at or before `now`, in order.
+    public mutating func advance(to now: Int64) -> [VirtualLinkEvent] {
+        var events: [VirtualLinkEvent] = []
+        while let next = nextDeadlineNs, next <= now {
+            events += fire(at: next)
+        }
+        return events
+    }
+
+    private mutating func fire(at now: Int64) -> [VirtualLinkEvent] {
+        // Advertisements first (they are the oldest kind of input), then the timed list, then streams.
+        if var current = scan, current.next < peripheral.advertisements.count, peripheral.advertisements[current.next].timeNs <= now {
+            let report = peripheral.advertisements[current.next]
+            current.next += 1
+            var events: [VirtualLinkEvent] = []
+            let wanted = current.services.map { wanted in Self.services(in: advertisedData(of: report.address, through: current.next)).contains(where: wanted.contains) } ?? true
+            let key = report.address + (report.isScanResponse ? "/scan-response" : "")
+            if wanted, current.duplicates || !current.seen.contains(key) {
+                current.seen.insert(key)
+                events.append(.advertisement(report, synthesized: false))
+            }
+            scan = current
+            return events
+        }
+        if let first = timed.first, first.at <= now {
+            timed.removeFirst()
+            guard first.epoch == -1 || first.epoch == epoch else { return [] }
+            return handle(first.due, now: first.at)
+        }
+        if let index = streams.indices.min(by: { (dueTime(of: streams[$0]) ?? .max) < (dueTime(of: streams[$1]) ?? .max) }),
+           let at = dueTime(of: streams[index]), at <= now {
+            let stream = streams[index]
+            let item = exchanges.notifications[stream.anchor]![stream.index]
+            streams[index].index += 1
+            if streams[index].index >= exchanges.notifications[stream.anchor]!.count { streams.remove(at: index) }
+            let delays = faults.deliveries(ofFrame: item.frame, opcode: item.isIndication ? 0x1D : 0x1B, capturedAtNs: item.timeNs)
+            if delays.isEmpty { counts.lostToFaults += 1 }
+            var events: [VirtualLinkEvent] = []
+            for delay in delays {
+                if delay == 0 { events += deliver(item) } else { schedule(at: at + delay, .notification(item)) }
+            }
+            return events
+        }
+        return []
+    }
+
+    private mutating func handle(_ due: Due, now: Int64) -> [VirtualLinkEvent] {
+        switch due {
+        case .event(let event):
+            if case .advertisement = event, scan == nil { return [] }
+            return [event]
+        case .completeConnection(let attempt):
+            guard case .connecting(attempt) = phase, let recorded = recordedConnection(attempt) else { return [] }
+            var connection = Connection(recorded: recorded.ordinal)
+            phase = .connected(connection)
+            var events: [VirtualLinkEvent] = [.connected(recorded: recorded.ordinal, frame: recorded.frame)]
+            if let disconnection = recorded.disconnection, !disconnection.byCentral {
+                let at = max(now + elapsedNs(from: recorded.timeNs, to: disconnection.timeNs), disconnection.timeNs)
+                schedule(at: at, .peerDisconnect(disconnection))
+            }
+            let anchor = NotificationAnchor.connection(recorded.ordinal)
+            if exchanges.notifications[anchor] != nil { streams.append(Stream(anchor: anchor, appAnchorNs: now, epoch: epoch)) }
+            if let mtu = exchanges.clientMTU[recorded.ordinal] {
+                // The stack's own exchange, as the recorded central's made it.
+                connection.queue.append(Procedure(operation: .exchangeMTU(mtu)))
+                phase = .connected(connection)
+                events += sendNext(now: now)
+            }
+            return events
+        case .response:
+            return completeInFlight(now: now)
+        case .attTimeout:
+            guard case .connected = phase else { return [] }
+            return endConnection(reason: 0x08, byCentral: false, frame: nil, now: now,
+                                 note: "the peripheral's answer was lost and ATT's 30 s transaction timeout ended the link")
+        case .peerDisconnect(let recorded):
+            guard case .connected = phase else { return [] }
+            return endConnection(reason: recorded.reason, byCentral: false, frame: recorded.frame, now: now, note: nil)
+        case .centralDisconnected:
+            guard case .disconnecting = phase else { return [] }
+            phase = .idle
+            epoch += 1
+            return [.disconnected(reason: 0x16, byCentral: true, frame: nil)]
+        case .linkLoss(let index):
+            let loss = faults.linkLosses[index]
+            unavailableUntil = loss.reconnectAfterNs.map { now + $0 } ?? .max
+            switch phase {
+            case .connected, .disconnecting:
+                return endConnection(reason: 0x08, byCentral: false, frame: nil, now: now, note: nil)
+            case .connecting(let attempt):
+                // The attempt waits for the peripheral to be back.
+                if let until = unavailableUntil, until != .max, let recorded = recordedConnection(attempt) {
+                    epoch += 1
+                    schedule(at: until + (recorded.establishmentNs ?? exchanges.roundTripNs), .completeConnection(attempt: attempt))
+                }
+                return []
+            case .idle:
+                return []
+            }
+        case .notification(let item):
+            return deliver(item)
+        case .rssi(let value):
+            return [.rssi(value)]
+        }
+    }
+
+    private mutating func endConnection(reason: UInt8, byCentral: Bool, frame: Int?, now: Int64, note: String?) -> [VirtualLinkEvent] {
+        phase = .idle
+        epoch += 1
+        streams.removeAll()
+        var events: [VirtualLinkEvent] = []
+        if let note { events.append(.unanswered(note)) }
+        events.append(.disconnected(reason: reason, byCentral: byCentral, frame: frame))
+        return events
+    }
+
+    private mutating func deliver(_ item: RecordedNotification) -> [VirtualLinkEvent] {
+        guard case .connected(let connection) = phase else { return [] }
+        guard connection.notifying.contains(item.handle) else {
+            counts.notSubscribed += 1
+            if once("not-subscribed-\(item.handle)") {
+                return [.unanswered("the peripheral notified handle 0x\(hex4(item.handle)) (frame \(item.frame)) while the app had its notifications off: not delivered (said once)")]
+            }
+            return []
+        }
+        counts.notified += 1
+        return [.notified(item)]
+    }
+
+    // MARK: requests
+
+    private mutating func sendNext(now: Int64) -> [VirtualLinkEvent] {
+        guard case .connected(var connection) = phase, connection.inFlight == nil, !connection.queue.isEmpty else { return [] }
+        var events: [VirtualLinkEvent] = []
+        while connection.inFlight == nil, !connection.queue.isEmpty {
+            var procedure = connection.queue.removeFirst()
+            guard let (pdu, answer) = request(for: &procedure, mtu: connection.mtu) else {
+                // Nothing to ask (a characteristic with no room for descriptors): done at once.
+                phase = .connected(connection)
+                events += finish(procedure, error: nil, frame: nil, now: now)
+                guard case .connected(let after) = phase else { return events }
+                connection = after
+                continue
+            }
+            let matchEvent = match(pdu, in: &connection)
+            events.append(matchEvent)
+            var recordedAnswer: RecordedRequest?
+            if case .requestSent(_, let matched?, _) = matchEvent { recordedAnswer = matched }
+            var finalAnswer = answer
+            var frame: Int?
+            var at = now + exchanges.roundTripNs
+            if let recorded = recordedAnswer, let responseFrame = recorded.responseFrame, let responseTime = recorded.responseTimeNs {
+                frame = responseFrame
+                at = max(now + elapsedNs(from: recorded.timeNs, to: responseTime), responseTime)
+                let opcode = recorded.responseOpcode ?? 0
+                if let code = faults.attError(ofFrame: responseFrame, opcode: opcode, capturedAtNs: responseTime) { finalAnswer = .error(code) }
+                let delays = faults.deliveries(ofFrame: responseFrame, opcode: opcode, capturedAtNs: responseTime)
+                if delays.isEmpty {
+                    counts.lostToFaults += 1
+                    connection.inFlight = InFlight(procedure: procedure, answer: finalAnswer, frame: frame, sentAt: now)
+                    phase = .connected(connection)
+                    schedule(at: now + 30_000_000_000, .attTimeout)
+                    return events
+                }
+                at += delays.min() ?? 0
+            } else {
+                counts.unanswered += 1
+                if case .requestSent(_, nil, _) = matchEvent, !Self.isDiscovery(procedure.operation) {
+                    events += unansweredOnce(Self.describe(procedure.operation) + ": the recording holds no such request; answered from the database")
+                }
+            }
+            connection.inFlight = InFlight(procedure: procedure, answer: finalAnswer, frame: frame, sentAt: now)
+            schedule(at: at, .response)
+        }
+        phase = .connected(connection)
+        return events
+    }
+
+    /// The request a procedure sends next and the answer the database and recording give it;
+    /// `nil` when the procedure has nothing (more) to ask.
+    private mutating func request(for procedure: inout Procedure, mtu: Int) -> (pdu: [UInt8], answer: Answer)? {
+        func le(_ v: UInt16) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8)] }
+        switch procedure.operation {
+        case .exchangeMTU(let client):
+            let server = emulator.script.serverMTU ?? 23
+            return ([0x02] + le(UInt16(clamping: client)), .mtu(max(23, min(client, server))))
+        case .discoverServices(let uuids):
+            if let uuids, !uuids.isEmpty {
+                guard procedure.uuidIndex < uuids.count else { return nil }
+                let uuid = uuids[procedure.uuidIndex]
+                let found = database.primaryServices(uuid, from: procedure.next, through: 0xFFFF, mtu: mtu)
+                return ([0x06] + le(procedure.next) + le(0xFFFF) + le(0x2800) + uuid.littleEndianAttributeBytes,
+                        found.isEmpty ? .error(0x0A) : .services(found))
+            }
+            let found = database.primaryServices(from: procedure.next, through: 0xFFFF, mtu: mtu)
+            return ([0x10] + le(procedure.next) + le(0xFFFF) + le(0x2800), found.isEmpty ? .error(0x0A) : .services(found))
+        case .discoverIncludedServices(let start):
+            guard let service = database.service(startingAt: start) else { return nil }
+            // The emulated database holds no «Include» declarations: the peripheral answers none.
+            return ([0x08] + le(max(procedure.next, service.startHandle)) + le(service.endHandle) + le(0x2802), .error(0x0A))
+        case .discoverCharacteristics(let start, _):
+            guard let service = database.service(startingAt: start) else { return nil }
+            let from = max(procedure.next, service.startHandle)
+            guard from <= service.endHandle else { return nil }
+            let found = database.characteristicDeclarations(from: from, through: service.endHandle, mtu: mtu)
+            return ([0x08] + le(from) + le(service.endHandle) + le(0x2803), found.isEmpty ? .error(0x0A) : .characteristics(found))
+        case .discoverDescriptors(let valueHandle):
+            guard let characteristic = database.characteristic(valueHandle: valueHandle) else { return nil }
+            let end = database.descriptorRangeEnd(of: characteristic)
+            let from = max(procedure.next, valueHandle + 1)
+            guard valueHandle < 0xFFFF, from <= end else { return nil }
+            let found = database.descriptors(from: from, through: end, mtu: mtu)
+            return ([0x04] + le(from) + le(end), found.isEmpty ? .error(0x0A) : .descriptors(found))
+        case .read(let handle):
+            let outcome = emulator.read(handle: handle)
+            switch outcome.reply {
+            case .value(let value):
+                if outcome.source == .unanswered {
+                    // Never read in the capture: a handle of the database reads as empty; any other is not there.
+                    let known = database.characteristic(holding: handle) != nil
+                    return ([0x0A] + le(handle), known ? .value([]) : .error(0x01))
+                }
+                return ([0x0A] + le(handle), .value(value))
+            case .error(let code): return ([0x0A] + le(handle), .error(code))
+            case .accept: return ([0x0A] + le(handle), .value([]))
+            }
+        case .write(let handle, let value, _):
+            let outcome = emulator.write(handle: handle, value: value)
+            if case .error(let code) = outcome.reply { return ([0x12] + le(handle) + value, .error(code)) }
+            if outcome.source == .unanswered, database.characteristic(holding: handle) == nil { return ([0x12] + le(handle) + value, .error(0x01)) }
+            return ([0x12] + le(handle) + value, .accepted)
+        case .setNotify(let valueHandle, let enabled):
+            guard let characteristic = database.characteristic(valueHandle: valueHandle),
+                  let cccd = characteristic.descriptors.first(where: { $0.uuid == .clientCharacteristicConfiguration })?.handle else { return nil }
+            let bits: UInt8 = enabled ? (characteristic.properties & 0x10 != 0 ? 0x01 : 0x02) : 0x00
+            let outcome = emulator.write(handle: cccd, value: [bits, 0x00])
+            if case .error(let code) = outcome.reply { return ([0x12] + le(cccd) + [bits, 0x00], .error(code)) }
+            return ([0x12] + le(cccd) + [bits, 0x00], .accepted)
+        }
+    }
+
+    private mutating func completeInFlight(now: Int64) -> [VirtualLinkEvent] {
+        guard case .connected(var connection) = phase, let inFlight = connection.inFlight else { return [] }
+        connection.inFlight = nil
+        var procedure = inFlight.procedure
+        phase = .connected(connection)
+        var events: [VirtualLinkEvent] = []
+        switch (procedure.operation, inFlight.answer) {
+        case (.exchangeMTU, .mtu(let mtu)):
+            connection.mtu = mtu
+            phase = .connected(connection)
+            events.append(.mtuChanged(mtu))
+            events += finish(procedure, error: nil, frame: inFlight.frame, now: now)
+        case (.discoverServices(let uuids), .services(let found)):
+            procedure.services += found
+            let last = found.map(\.endHandle).max() ?? 0xFFFF
+            if last < 0xFFFF {
+                procedure.next = last + 1
+            } else if let uuids, procedure.uuidIndex + 1 < uuids.count {
+                // The database's end for this UUID: look for the next one from the start.
+                procedure.uuidIndex += 1
+                procedure.next = 1
+            } else {
+                return events + finish(procedure, error: nil, frame: inFlight.frame, now: now)
+            }
+            events += continueProcedure(procedure, now: now)
+        case (.discoverServices(let uuids), .error(let code)):
+            if code == 0x0A, let uuids, !uuids.isEmpty, procedure.uuidIndex + 1 < uuids.count {
+                procedure.uuidIndex += 1
+                procedure.next = 1
+                events += continueProcedure(procedure, now: now)
+            } else {
+                events += finish(procedure, error: code == 0x0A ? nil : code, frame: inFlight.frame, now: now)
+            }
+        case (.discoverCharacteristics, .characteristics(let found)):
+            procedure.characteristics += found
+            // Vol 3 Part G §4.6.1: the next request starts after the last declaration found.
+            let last = found.map(\.declarationHandle).max() ?? 0xFFFF
+            guard last < 0xFFFF else { return events + finish(procedure, error: nil, frame: inFlight.frame, now: now) }
+            procedure.next = last + 1
+            events += continueProcedure(procedure, now: now)
+        case (.discoverDescriptors, .descriptors(let found)):
+            procedure.descriptors += found
+            let last = found.map(\.handle).max() ?? 0xFFFF
+            guard last < 0xFFFF else { return events + finish(procedure, error: nil, frame: inFlight.frame, now: now) }
+            procedure.next = last + 1
+            events += continueProcedure(procedure, now: now)
+        case (.discoverCharacteristics, .error(let code)), (.discoverDescriptors, .error(let code)), (.discoverIncludedServices, .error(let code)):
+            events += finish(procedure, error: code == 0x0A ? nil : code, frame: inFlight.frame, now: now)
+        case (.read(let handle), .value(let value)):
+            events.append(.read(handle: handle, value: value, error: nil, frame: inFlight.frame))
+            events += sendNext(now: now)
+        case (.read(let handle), .error(let code)):
+            events.append(.read(handle: handle, value: nil, error: code, frame: inFlight.frame))
+            events += sendNext(now: now)
+        case (.write(let handle, let value, _), .accepted):
+            events.append(.written(handle: handle, error: nil, frame: inFlight.frame))
+            startWriteStream(handle: handle, value: value, now: inFlight.sentAt)
+            events += sendNext(now: now)
+        case (.write(let handle, _, _), .error(let code)):
+            events.append(.written(handle: handle, error: code, frame: inFlight.frame))
+            events += sendNext(now: now)
+        case (.setNotify(let handle, let enabled), .accepted):
+            if enabled { connection.notifying.insert(handle) } else { connection.notifying.remove(handle) }
+            phase = .connected(connection)
+            if enabled { startSubscriptionStream(valueHandle: handle, now: inFlight.sentAt) }
+            events.append(.notificationState(handle: handle, enabled: enabled, error: nil))
+            events += sendNext(now: now)
+        case (.setNotify(let handle, let enabled), .error(let code)):
+            events.append(.notificationState(handle: handle, enabled: enabled, error: code))
+            events += sendNext(now: now)
+        default:
+            events += finish(procedure, error: 0x0E, frame: inFlight.frame, now: now)
+        }
+        return events
+    }
+
+    private mutating func continueProcedure(_ procedure: Procedure, now: Int64) -> [VirtualLinkEvent] {
+        guard case .connected(var connection) = phase else { return [] }
+        connection.queue.insert(procedure, at: 0)
+        phase = .connected(connection)
+        return sendNext(now: now)
+    }
+
+    /// Reports a procedure's end and sends the next queued request.
+    private mutating func finish(_ procedure: Procedure, error: UInt8?, frame: Int?, now: Int64) -> [VirtualLinkEvent] {
+        var events: [VirtualLinkEvent] = []
+        switch procedure.operation {
+        case .exchangeMTU: break
+        case .discoverServices(let uuids):
+            var found = procedure.services
+            if let uuids, !uuids.isEmpty { found = found.filter { uuids.contains($0.uuid) } }
+            events.append(.servicesDiscovered(found, error: error))
+        case .discoverIncludedServices(let service):
+            events.append(.includedServicesDiscovered(service: service, [], error: error))
+        case .discoverCharacteristics(let service, let uuids):
+            var found = procedure.characteristics
+            if let uuids, !uuids.isEmpty { found = found.filter { uuids.contains($0.uuid) } }
+            events.append(.characteristicsDiscovered(service: service, found, error: error))
+        case .discoverDescriptors(let characteristic):
+            events.append(.descriptorsDiscovered(characteristic: characteristic, procedure.descriptors, error: error))
+        case .read(let handle):
+            events.append(.read(handle: handle, value: nil, error: error ?? 0x01, frame: frame))
+        case .write(let handle, _, _):
+            events.append(.written(handle: handle, error: error ?? 0x01, frame: frame))
+        case .setNotify(let handle, let enabled):
+            // No CCCD to write: the characteristic neither notifies nor indicates.
+            events.append(.notificationState(handle: handle, enabled: enabled, error: error ?? 0x06))
+        }
+        return events + sendNext(now: now)
+    }
+
+    /// Matches a request the central sends with the recorded central's next ones on its connection.
+    private mutating func match(_ pdu: [UInt8], in connection: inout Connection) -> VirtualLinkEvent {
+        let recorded = exchanges.requests[connection.recorded] ?? []
+        let isCommand = pdu.first == 0x52
+        if isCommand { return .requestSent(pdu: pdu, matched: nil, expected: nil) }
+        while connection.cursor < recorded.count, connection.matched.contains(connection.cursor) { connection.cursor += 1 }
+        // A bounded look-ahead: a request made in another order still finds its recorded twin.
+        let window = connection.cursor..<min(recorded.count, connection.cursor + 64)
+        for index in window where !connection.matched.contains(index) && recorded[index].pdu == pdu {
+            connection.matched.insert(index)
+            counts.matched += 1
+            return .requestSent(pdu: pdu, matched: recorded[index], expected: nil)
+        }
+        counts.diverged += 1
+        return .requestSent(pdu: pdu, matched: nil, expected: connection.cursor < recorded.count ? recorded[connection.cursor] : nil)
+    }
+
+    // MARK: notification streams
+
+    private mutating func startSubscriptionStream(valueHandle: UInt16, now: Int64) {
+        guard let cccd = database.characteristic(valueHandle: valueHandle)?.descriptors.first(where: { $0.uuid == .clientCharacteristicConfiguration })?.handle else { return }
+        let occurrence = appSubscriptions[cccd, default: 0]
+        appSubscriptions[cccd] = occurrence + 1
+        start(.subscription(cccd: cccd, occurrence: occurrence), now: now)
+    }
+
+    private mutating func startWriteStream(handle: UInt16, value: [UInt8], now: Int64) {
+        let key = [UInt8(handle & 0xFF), UInt8(handle >> 8)] + value
+        let occurrence = appWrites[key, default: 0]
+        appWrites[key] = occurrence + 1
+        let position = appWritesByHandle[handle, default: 0]
+        appWritesByHandle[handle] = position + 1
+        // The k-th write of these bytes to this handle plays the recorded k-th; else the n-th write to the handle.
+        let same = exchanges.writes.indices.filter { exchanges.writes[$0].handle == handle && exchanges.writes[$0].value == value }
+        let byHandle = exchanges.writes.indices.filter { exchanges.writes[$0].handle == handle }
+        let index = occurrence < same.count ? same[occurrence] : (position < byHandle.count ? byHandle[position] : nil)
+        if let index { start(.write(index), now: now) }
+    }
+
+    private mutating func start(_ anchor: NotificationAnchor, now: Int64) {
+        guard exchanges.notifications[anchor] != nil else { return }
+        streams.append(Stream(anchor: anchor, appAnchorNs: now, epoch: epoch))
+    }
+
+    /// A stream's next notification: its recorded delay after the anchor, never before its recorded instant.
+    private func dueTime(of stream: Stream) -> Int64? {
+        guard stream.epoch == epoch, let items = exchanges.notifications[stream.anchor], stream.index < items.count,
+              let anchorTime = exchanges.anchorTimes[stream.anchor] else { return nil }
+        let item = items[stream.index]
+        return max(stream.appAnchorNs + elapsedNs(from: anchorTime, to: item.timeNs), item.timeNs)
+    }
+
+    // MARK: helpers
+
+    private func recordedConnection(_ attempt: Int) -> RecordedConnection? {
+        guard !peripheral.connections.isEmpty else { return nil }
+        return peripheral.connections[min(attempt, peripheral.connections.count - 1)]
+    }
+
+    private mutating func schedule(at: Int64, _ due: Due, epoch: Int? = nil) {
+        let item = Timed(at: at, order: order, epoch: epoch ?? self.epoch, due: due)
+        order += 1
+        // Sorted by instant, then by order of scheduling: binary search for the insertion point.
+        var low = 0
+        var high = timed.count
+        while low < high {
+            let mid = (low + high) / 2
+            if (timed[mid].at, timed[mid].order) <= (item.at, item.order) { low = mid + 1 } else { high = mid }
+        }
+        timed.insert(item, at: low)
+    }
+
+    private mutating func once(_ key: String) -> Bool { saidOnce.insert(key).inserted }
+
+    private mutating func unansweredOnce(_ text: String) -> [VirtualLinkEvent] {
+        once(text) ? [.unanswered(text)] : []
+    }
+
+    /// The AD data an advertiser had sent up to report `through` (scan responses add to it).
+    private func advertisedData(of address: String, through end: Int) -> [UInt8] {
+        peripheral.advertisements[..<end].filter { $0.address == address }.flatMap(\.data)
+    }
+
+    /// A discovery made from what the capture knows, for a capture without the peripheral's advertising.
+    private func synthesizedAdvertisement(at now: Int64) -> RecordedAdvertisement? {
+        guard let address = peripheral.address else { return nil }
+        var data: [UInt8] = [0x02, 0x01, 0x06]
+        let name = deviceName ?? peripheral.name
+        if let name, !name.isEmpty {
+            let bytes = Array(name.utf8.prefix(29))
+            data += [UInt8(bytes.count + 1), 0x09] + bytes
+        }
+        let services = database.services.filter { $0.isPrimary && $0.uuid != BluetoothUUID(0x1800) && $0.uuid != BluetoothUUID(0x1801) }.map(\.uuid)
+        let short = services.filter { $0.attributeSize == 2 }.flatMap(\.littleEndianAttributeBytes)
+        let long = services.filter { $0.attributeSize == 16 }.flatMap(\.littleEndianAttributeBytes)
+        if !short.isEmpty, short.count < 250 { data += [UInt8(short.count + 1), 0x03] + short }
+        if !long.isEmpty, long.count < 250 { data += [UInt8(long.count + 1), 0x07] + long }
+        return RecordedAdvertisement(frame: 0, timeNs: now, address: address, data: data, rssi: nil, isConnectable: true, isScanResponse: false)
+    }
+
+    /// The recorded Device Name (0x2A00), when the capture read it.
+    private var deviceName: String? {
+        for service in database.services {
+            for c in service.characteristics where c.uuid == BluetoothUUID(0x2A00) {
+                if let value = emulator.script.reads[c.valueHandle]?.first?.value { return String(decoding: value, as: UTF8.self) }
+            }
+        }
+        return nil
+    }
+
+    /// Service UUIDs listed in AD structures.
+    static func services(in data: [UInt8]) -> [BluetoothUUID] { AdvertisingData(data).services }
+
+    private static func isDiscovery(_ operation: Operation) -> Bool {
+        switch operation {
+        case .discoverServices, .discoverIncludedServices, .discoverCharacteristics, .discoverDescriptors, .exchangeMTU: true
+        default: false
+        }
+    }
+
+    static func describe(_ operation: Operation) -> String {
+        switch operation {
+        case .read(let h): "read of handle 0x\(hex4(h))"
+        case .write(let h, let v, _): "write of \(v.count) bytes to handle 0x\(hex4(h))"
+        case .setNotify(let h, let on): "notifications \(on ? "on" : "off") for handle 0x\(hex4(h))"
+        default: "\(operation)"
+        }
+    }
+}

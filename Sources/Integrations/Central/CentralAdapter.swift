@@ -1,0 +1,256 @@
+import BehaviourTrace
+import Dissectors
+import Emulation
+import ReplayKit
+
+/// Replays a capture's peripheral to the app's own CoreBluetooth code (`TetherCoreBluetooth`):
+/// the app's calls arrive as `api-calls` records from the app-in-the-loop host, go to a
+/// ``VirtualPeripheralLink`` built from the capture, and what the link answers becomes the
+/// `central` core's trace events, which the facade turns into delegate callbacks.
+///
+/// The adapter takes no frame from the engine: the whole capture was read once, when the adapter
+/// was made, into the link's model of the peripheral. The recorded central's own calls do not
+/// exist (a capture of HCI holds none); the app makes every call.
+public struct CentralAdapter: CoreAdapter {
+    /// `central`.
+    public let core = CentralIntegration.coreName
+    private var link: VirtualPeripheralLink
+    /// Request ids of the operations queued on the link, oldest first: the link answers them in order.
+    private var pending: [Int64] = []
+    private var nextRequest: Int64 = 1
+    private var stats = (calls: 0, misuses: 0)
+
+    /// An adapter over `link`.
+    public init(link: VirtualPeripheralLink) {
+        self.link = link
+    }
+
+    /// The identifier the facade gives the peripheral at `address`: stable across runs and
+    /// machines, so a test may keep it (a real phone makes one up per device).
+    public static func identifier(of address: String) -> String {
+        let digits = address.filter(\.isHexDigit).lowercased()
+        let padded = String(repeating: "0", count: max(0, 12 - digits.count)) + digits.suffix(12)
+        return "7e7e7e7e-0000-4000-8000-" + padded
+    }
+
+    /// The Bluetooth interfaces' frames, raw, only so the engine runs the run's faults over them
+    /// and writes each `fault_injected` event at its frame's captured instant, as for every core;
+    /// the adapter does nothing with them (the capture was read into the link when it was made,
+    /// and the link follows the same faults). The app's calls are handed over by the host.
+    public func input(for interface: ReplayInterface) -> ReplayInput {
+        if interface.carriesAPICalls { return .ignore }
+        switch ReplayInput.bleCore(for: interface) {
+        case .ignore: return .ignore
+        default: return .raw
+        }
+    }
+
+    public mutating func frame(_ frame: ReplayFrame, now: Duration) -> [TraceEvent] {
+        guard frame.interface.carriesAPICalls, case .parsed(let record) = frame.apiCallRecord(), case .string(let call)? = record["call"] else { return [] }
+        let t = now.replayNanoseconds
+        stats.calls += 1
+        var fields = record
+        fields["core"] = nil
+        var events: [TraceEvent] = []
+        var linkEvents: [VirtualLinkEvent] = []
+        // The operations answered later carry a request id, echoed by the event that ends them.
+        var request: Int64?
+        func op(_ operation: VirtualPeripheralLink.Operation, answered: Bool = true) {
+            let before = linkEvents.count
+            linkEvents += link.perform(operation, now: t)
+            let misused = linkEvents[before...].contains { if case .misuse = $0 { true } else { false } }
+            if answered, !misused {
+                request = nextRequest
+                nextRequest += 1
+                pending.append(request!)
+            }
+        }
+        let handle = record["handle"].flatMap(Self.int).map { UInt16(clamping: $0) }
+        switch call {
+        case "create_manager":
+            events.append(TraceEvent(timeNs: t, core: core, event: "api_call", fields: fields))
+            events.append(TraceEvent(timeNs: t, core: core, event: "state", fields: ["state": .string("powered_on")]))
+            return events
+        case "scan":
+            let services = record["services"].flatMap(Self.uuids)
+            linkEvents += link.startScan(services: services, allowDuplicates: record["allow_duplicates"] == .bool(true), now: t)
+        case "stop_scan":
+            link.stopScan()
+        case "connect":
+            linkEvents += link.connect(now: t)
+        case "cancel_connection":
+            linkEvents += link.cancelConnection(now: t)
+            pending.removeAll()
+        case "discover_services":
+            op(.discoverServices(record["services"].flatMap(Self.uuids)))
+        case "discover_included_services":
+            op(.discoverIncludedServices(service: handle ?? 0))
+        case "discover_characteristics":
+            op(.discoverCharacteristics(service: handle ?? 0, record["characteristics"].flatMap(Self.uuids)))
+        case "discover_descriptors":
+            op(.discoverDescriptors(characteristic: handle ?? 0))
+        case "read":
+            op(.read(handle ?? 0))
+        case "write", "write_without_response":
+            let value = record["value"].flatMap(Self.bytes) ?? []
+            op(.write(handle ?? 0, value, withResponse: call == "write"), answered: call == "write")
+        case "set_notify":
+            op(.setNotify(handle ?? 0, record["enabled"] != .bool(false)))
+        case "read_rssi":
+            linkEvents += link.readRSSI(now: t)
+        default:
+            stats.misuses += 1
+            return [TraceEvent(timeNs: t, core: core, event: "api_misuse", fields: ["detail": .string("unknown call \(call): not delivered")])]
+        }
+        if let request { fields["request"] = .int(request) }
+        events.append(TraceEvent(timeNs: t, core: core, event: "api_call", fields: fields))
+        events += trace(linkEvents, at: t)
+        return events
+    }
+
+    public var nextDeadline: Duration? {
+        link.nextDeadlineNs.map { .nanoseconds($0) }
+    }
+
+    public mutating func timeout(now: Duration) -> [TraceEvent] {
+        let t = now.replayNanoseconds
+        return trace(link.advance(to: t), at: t)
+    }
+
+    public mutating func finish(now: Duration) -> [TraceEvent] {
+        let counts = link.counts
+        return [TraceEvent(timeNs: now.replayNanoseconds, core: core, event: "summary", fields: [
+            "calls": .int(Int64(stats.calls)), "requests_matched": .int(Int64(counts.matched)), "requests_diverged": .int(Int64(counts.diverged)),
+            "answered_from_database": .int(Int64(counts.unanswered)), "notifications": .int(Int64(counts.notified)),
+            "notifications_not_subscribed": .int(Int64(counts.notSubscribed)), "lost_to_faults": .int(Int64(counts.lostToFaults)),
+            "misuses": .int(Int64(stats.misuses)),
+        ])]
+    }
+
+    // MARK: link events → trace events
+
+    private mutating func trace(_ linkEvents: [VirtualLinkEvent], at t: Int64) -> [TraceEvent] {
+        var events: [TraceEvent] = []
+        func add(_ name: String, _ fields: [String: TraceValue]) { events.append(TraceEvent(timeNs: t, core: core, event: name, fields: fields)) }
+        func ended(_ fields: [String: TraceValue]) -> [String: TraceValue] {
+            var f = fields
+            if !pending.isEmpty { f["request"] = .int(pending.removeFirst()) }
+            return f
+        }
+        func error(_ code: UInt8?) -> [String: TraceValue] { code.map { ["att_error": .int(Int64($0))] } ?? [:] }
+        for event in linkEvents {
+            switch event {
+            case .advertisement(let report, let synthesized):
+                var f: [String: TraceValue] = ["peripheral": .string(Self.identifier(of: report.address)), "address": .string(report.address),
+                                               "data": .string(Self.hex(report.data)), "connectable": .bool(report.isConnectable)]
+                if let rssi = report.rssi { f["rssi"] = .int(Int64(rssi)) }
+                if report.isScanResponse { f["scan_response"] = .bool(true) }
+                if synthesized { f["synthesized"] = .bool(true) } else { f["frame"] = .int(Int64(report.frame)) }
+                if let name = AdvertisingData(report.data).name { f["name"] = .string(name) }
+                add("discovered", f)
+            case .connected(let recorded, let frame):
+                var f: [String: TraceValue] = ["peripheral": .string(Self.identifier(of: link.address ?? "")), "recorded_connection": .int(Int64(recorded + 1))]
+                if let frame { f["frame"] = .int(Int64(frame)) }
+                add("connected", f)
+            case .disconnected(let reason, let byCentral, let frame):
+                pending.removeAll()
+                var f: [String: TraceValue] = ["peripheral": .string(Self.identifier(of: link.address ?? "")), "reason": .int(Int64(reason)),
+                                               "by_central": .bool(byCentral)]
+                if let frame { f["frame"] = .int(Int64(frame)) }
+                add("disconnected", f)
+            case .mtuChanged(let mtu):
+                add("mtu", ["mtu": .int(Int64(mtu))])
+            case .requestSent(let pdu, let matched, let expected):
+                if let matched {
+                    add("frame_matched", ["frame": .int(Int64(matched.frame)), "request": .string(Self.hex(pdu))])
+                } else if pdu.first != 0x52 {
+                    var f: [String: TraceValue] = ["sent": .string(Self.hex(pdu))]
+                    if let expected {
+                        f["expected_frame"] = .int(Int64(expected.frame))
+                        f["expected"] = .string(Self.hex(expected.pdu))
+                    }
+                    add("frame_diverged", f)
+                }
+            case .servicesDiscovered(let services, let code):
+                add("services_discovered", ended(["services": .array(services.map(Self.service))].merging(error(code)) { a, _ in a }))
+            case .includedServicesDiscovered(let service, let services, let code):
+                add("included_services_discovered", ended(["service": .int(Int64(service)), "services": .array(services.map(Self.service))].merging(error(code)) { a, _ in a }))
+            case .characteristicsDiscovered(let service, let found, let code):
+                let list: [TraceValue] = found.map {
+                    .object(["uuid": .string($0.uuid.description), "declaration": .int(Int64($0.declarationHandle)),
+                             "handle": .int(Int64($0.valueHandle)), "properties": .int(Int64($0.properties))])
+                }
+                add("characteristics_discovered", ended(["service": .int(Int64(service)), "characteristics": .array(list)].merging(error(code)) { a, _ in a }))
+            case .descriptorsDiscovered(let characteristic, let found, let code):
+                let list: [TraceValue] = found.map { .object(["uuid": .string($0.uuid.description), "handle": .int(Int64($0.handle))]) }
+                add("descriptors_discovered", ended(["characteristic": .int(Int64(characteristic)), "descriptors": .array(list)].merging(error(code)) { a, _ in a }))
+            case .read(let handle, let value, let code, let frame):
+                var f: [String: TraceValue] = ["handle": .int(Int64(handle))]
+                if let value { f["value"] = .string(Self.hex(value)) }
+                if let frame { f["frame"] = .int(Int64(frame)) }
+                add("read", ended(f.merging(error(code)) { a, _ in a }))
+            case .written(let handle, let code, let frame):
+                var f: [String: TraceValue] = ["handle": .int(Int64(handle))]
+                if let frame { f["frame"] = .int(Int64(frame)) }
+                add("written", ended(f.merging(error(code)) { a, _ in a }))
+            case .notificationState(let handle, let enabled, let code):
+                add("notification_state", ended(["handle": .int(Int64(handle)), "enabled": .bool(enabled)].merging(error(code)) { a, _ in a }))
+            case .notified(let item):
+                add("notification", ["handle": .int(Int64(item.handle)), "value": .string(Self.hex(item.value)),
+                                     "indication": .bool(item.isIndication), "frame": .int(Int64(item.frame))])
+            case .rssi(let rssi):
+                add("rssi", rssi.map { ["rssi": .int(Int64($0))] } ?? [:])
+            case .unanswered(let detail):
+                add("no_recorded_answer", ["detail": .string(detail)])
+            case .misuse(let detail):
+                stats.misuses += 1
+                add("api_misuse", ["detail": .string(detail)])
+            }
+        }
+        return events
+    }
+
+    static func service(_ s: EmulatedDatabase.Service) -> TraceValue {
+        .object(["uuid": .string(s.uuid.description), "start": .int(Int64(s.startHandle)), "end": .int(Int64(s.endHandle)), "primary": .bool(s.isPrimary)])
+    }
+
+    static func int(_ value: TraceValue) -> Int? {
+        switch value {
+        case .int(let i): Int(exactly: i)
+        case .double(let d): Int(exactly: d)
+        case .string(let s): Int(s)
+        default: nil
+        }
+    }
+
+    static func uuids(_ value: TraceValue) -> [BluetoothUUID]? {
+        guard case .array(let items) = value else { return nil }
+        return items.compactMap { if case .string(let s) = $0 { BluetoothUUID(s) } else { nil } }
+    }
+
+    static func bytes(_ value: TraceValue) -> [UInt8]? {
+        guard case .string(let text) = value, text.utf8.count % 2 == 0 else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(text.utf8.count / 2)
+        var high: UInt8?
+        for c in text.utf8 {
+            let v: UInt8
+            switch c {
+            case 48...57: v = c - 48
+            case 97...102: v = c - 87
+            case 65...70: v = c - 55
+            default: return nil
+            }
+            if let h = high { out.append(h << 4 | v); high = nil } else { high = v }
+        }
+        return out
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(bytes.count * 2)
+        for b in bytes { text.append(digits[Int(b >> 4)]); text.append(digits[Int(b & 0x0F)]) }
+        return String(decoding: text, as: UTF8.self)
+    }
+}
