@@ -250,6 +250,27 @@ public enum JSONLiteral {
         return try parser.parseObject()
     }
 
+    /// The bytes of hex text as ``hex(_:)`` writes it (either case); `nil` for an odd length or a
+    /// character that is not a hex digit.
+    public static func bytes(fromHex text: String) -> [UInt8]? {
+        let utf8 = text.utf8
+        guard utf8.count % 2 == 0 else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(utf8.count / 2)
+        var high: UInt8?
+        for c in utf8 {
+            let nibble: UInt8
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = c - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): nibble = c - UInt8(ascii: "A") + 10
+            default: return nil
+            }
+            if let h = high { out.append(h << 4 | nibble); high = nil } else { high = nibble }
+        }
+        return out
+    }
+
     /// Lower-case hex of `bytes`, no separators: how traces write opaque bytes.
     public static func hex(_ bytes: [UInt8]) -> String {
         let digits: StaticString = "0123456789abcdef"

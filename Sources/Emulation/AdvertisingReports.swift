@@ -1,7 +1,8 @@
 import CaptureKit
 import Dissectors
 
-/// The fields of advertising data (Core Specification Supplement Part A §1) that emulation uses.
+/// The fields of advertising data (Core Specification Supplement Part A §1) that emulation and the
+/// virtual link's discoveries use.
 public struct AdvertisingData: Sendable, Hashable {
     /// Shortened (0x08) or Complete (0x09) Local Name.
     public var name: String?
@@ -9,6 +10,14 @@ public struct AdvertisingData: Sendable, Hashable {
     public var nameIsComplete = false
     /// Incomplete or complete lists of 16-, 32- and 128-bit service UUIDs (0x02–0x07).
     public var services: [BluetoothUUID] = []
+    /// Service solicitation UUIDs (0x14, 0x15, 0x1F).
+    public var solicitedServices: [BluetoothUUID] = []
+    /// Service data (0x16, 0x20, 0x21): each service's UUID and its data, in order.
+    public var serviceData: [ServiceData] = []
+    /// Manufacturer Specific Data (0xFF): the company identifier (little-endian) and its data.
+    public var manufacturerData: [UInt8]?
+    /// TX Power Level (0x0A), dBm.
+    public var txPower: Int?
 
     /// Parses AD structures (length, type, data); a truncated structure ends the parse.
     public init(_ bytes: [UInt8]) {
@@ -27,10 +36,28 @@ public struct AdvertisingData: Sendable, Hashable {
             case 0x02, 0x03: services += Self.uuids(data, size: 2)
             case 0x04, 0x05: services += Self.uuids(data, size: 4)
             case 0x06, 0x07: services += Self.uuids(data, size: 16)
+            case 0x14: solicitedServices += Self.uuids(data, size: 2)
+            case 0x1F: solicitedServices += Self.uuids(data, size: 4)
+            case 0x15: solicitedServices += Self.uuids(data, size: 16)
+            case 0x16, 0x20, 0x21:
+                let size = type == 0x16 ? 2 : (type == 0x20 ? 4 : 16)
+                if data.count >= size, let uuid = BluetoothUUID(littleEndian: data[0..<size]) { serviceData.append(ServiceData(uuid: uuid, data: Array(data[size...]))) }
+            case 0x0A:
+                if let power = data.first { txPower = Int(Int8(bitPattern: power)) }
+            case 0xFF:
+                manufacturerData = data
             default: break
             }
             offset += 1 + length
         }
+    }
+
+    /// One Service Data structure.
+    public struct ServiceData: Sendable, Hashable {
+        /// The service's UUID.
+        public var uuid: BluetoothUUID
+        /// Its data.
+        public var data: [UInt8]
     }
 
     static func uuids(_ data: [UInt8], size: Int) -> [BluetoothUUID] {

@@ -155,7 +155,5 @@ open class CBPeripheral: CBPeer, @unchecked Sendable {
         session.post(record)
     }
 
-    static func hex(_ data: Data) -> String {
-        data.map { String(format: "%02x", $0) }.joined()
-    }
+    static func hex(_ data: Data) -> String { JSONLiteral.hex(Array(data)) }
 }

@@ -119,13 +119,10 @@ final class CoreBluetoothSession: @unchecked Sendable {
     }
 
     private func discovered(_ event: TraceEvent) {
-        guard case .string(let id)? = event.field("peripheral"), let identifier = UUID(uuidString: id),
-              case .string(let hex)? = event.field("data") else { return }
+        guard case .string(let id)? = event.field("peripheral"), let identifier = UUID(uuidString: id) else { return }
         let peripheral = peripheral(identifier)
-        let data = Self.bytes(hex)
-        var advertisement = AdvertisementDataParser.parse(data)
+        let advertisement = Self.advertisementData(event)
         if let name = advertisement[CBAdvertisementDataLocalNameKey] as? String { peripheral.name = name }
-        advertisement[CBAdvertisementDataIsConnectable] = NSNumber(value: event.field("connectable") == .bool(true))
         // 127: "not available", as CoreBluetooth reports a peripheral it has no RSSI for.
         let rssi = NSNumber(value: int(event, "rssi") ?? 127)
         for manager in managers.compactMap(\.object) where manager.isScanning {
@@ -133,6 +130,31 @@ final class CoreBluetoothSession: @unchecked Sendable {
                 $0.centralManager(manager, didDiscover: peripheral, advertisementData: advertisement, rssi: rssi)
             }
         }
+    }
+
+    /// The advertisement data dictionary of a `discovered` event, as CoreBluetooth types it.
+    static func advertisementData(_ event: TraceEvent) -> [String: Any] {
+        func uuids(_ key: String) -> [CBUUID]? {
+            guard case .array(let items)? = event.field(key) else { return nil }
+            return items.compactMap { if case .string(let text) = $0 { cbUUID(text) } else { nil } }
+        }
+        var result: [String: Any] = [CBAdvertisementDataIsConnectable: NSNumber(value: event.field("connectable") == .bool(true))]
+        if case .string(let name)? = event.field("name") { result[CBAdvertisementDataLocalNameKey] = name }
+        if let services = uuids("services") { result[CBAdvertisementDataServiceUUIDsKey] = services }
+        if let solicited = uuids("solicited_services") { result[CBAdvertisementDataSolicitedServiceUUIDsKey] = solicited }
+        if case .string(let hex)? = event.field("manufacturer_data") { result[CBAdvertisementDataManufacturerDataKey] = Data(bytes(hex)) }
+        if case .int(let power)? = event.field("tx_power") { result[CBAdvertisementDataTxPowerLevelKey] = NSNumber(value: power) }
+        if case .object(let items)? = event.field("service_data") {
+            var serviceData: [CBUUID: Data] = [:]
+            for (uuid, value) in items { if case .string(let hex) = value { serviceData[cbUUID(uuid)] = Data(bytes(hex)) } }
+            result[CBAdvertisementDataServiceDataKey] = serviceData
+        }
+        return result
+    }
+
+    /// A UUID as the core writes it (`0x180d`, `0x12345678`, or the full form).
+    static func cbUUID(_ text: String) -> CBUUID {
+        CBUUID(string: text.hasPrefix("0x") ? String(text.dropFirst(2)) : text)
     }
 
     private func connected(_ event: TraceEvent) {
@@ -354,8 +376,7 @@ final class CoreBluetoothSession: @unchecked Sendable {
 
     private func uuid(_ object: [String: TraceValue]) -> CBUUID? {
         guard case .string(let text)? = object["uuid"] else { return nil }
-        // The core writes `0x180d` for a Bluetooth-base UUID.
-        return CBUUID(string: text.hasPrefix("0x") ? String(text.dropFirst(2)) : text)
+        return Self.cbUUID(text)
     }
 
     private func objects(_ event: TraceEvent, _ key: String) -> [[String: TraceValue]] {
@@ -363,21 +384,7 @@ final class CoreBluetoothSession: @unchecked Sendable {
         return items.compactMap { if case .object(let o) = $0 { o } else { nil } }
     }
 
-    static func bytes(_ hex: String) -> [UInt8] {
-        var out: [UInt8] = []
-        var high: UInt8?
-        for c in hex.utf8 {
-            let v: UInt8
-            switch c {
-            case 48...57: v = c - 48
-            case 97...102: v = c - 87
-            case 65...70: v = c - 55
-            default: continue
-            }
-            if let h = high { out.append(h << 4 | v); high = nil } else { high = v }
-        }
-        return out
-    }
+    static func bytes(_ hex: String) -> [UInt8] { JSONLiteral.bytes(fromHex: hex) ?? [] }
 }
 
 extension Duration {
@@ -385,59 +392,5 @@ extension Duration {
     var seconds: Double {
         let (s, atto) = components
         return Double(s) + Double(atto) / 1e18
-    }
-}
-
-/// Advertising data (Core Specification Supplement Part A §1) as CoreBluetooth hands it to
-/// `centralManager(_:didDiscover:advertisementData:rssi:)`.
-enum AdvertisementDataParser {
-    /// The dictionary of `data`'s AD structures; a truncated structure ends the parse.
-    static func parse(_ data: [UInt8]) -> [String: Any] {
-        var result: [String: Any] = [:]
-        var services: [CBUUID] = []
-        var solicited: [CBUUID] = []
-        var serviceData: [CBUUID: Data] = [:]
-        var offset = 0
-        while offset < data.count {
-            let length = Int(data[offset])
-            guard length > 0, offset + 1 + length <= data.count else { break }
-            let type = data[offset + 1]
-            let body = Array(data[(offset + 2)..<(offset + 1 + length)])
-            switch type {
-            case 0x08, 0x09:
-                if type == 0x09 || result[CBAdvertisementDataLocalNameKey] == nil {
-                    result[CBAdvertisementDataLocalNameKey] = String(decoding: body, as: UTF8.self)
-                }
-            case 0x02, 0x03: services += uuids(body, size: 2)
-            case 0x04, 0x05: services += uuids(body, size: 4)
-            case 0x06, 0x07: services += uuids(body, size: 16)
-            case 0x14: solicited += uuids(body, size: 2)
-            case 0x1F: solicited += uuids(body, size: 4)
-            case 0x15: solicited += uuids(body, size: 16)
-            case 0x16, 0x20, 0x21:
-                let size = type == 0x16 ? 2 : (type == 0x20 ? 4 : 16)
-                if body.count >= size, let uuid = littleEndianUUID(Array(body[0..<size])) { serviceData[uuid] = Data(body[size...]) }
-            case 0x0A:
-                if let power = body.first { result[CBAdvertisementDataTxPowerLevelKey] = NSNumber(value: Int8(bitPattern: power)) }
-            case 0xFF:
-                result[CBAdvertisementDataManufacturerDataKey] = Data(body)
-            default:
-                break
-            }
-            offset += 1 + length
-        }
-        if !services.isEmpty { result[CBAdvertisementDataServiceUUIDsKey] = services }
-        if !solicited.isEmpty { result[CBAdvertisementDataSolicitedServiceUUIDsKey] = solicited }
-        if !serviceData.isEmpty { result[CBAdvertisementDataServiceDataKey] = serviceData }
-        return result
-    }
-
-    private static func uuids(_ body: [UInt8], size: Int) -> [CBUUID] {
-        stride(from: 0, to: body.count - size + 1, by: size).compactMap { littleEndianUUID(Array(body[$0..<($0 + size)])) }
-    }
-
-    private static func littleEndianUUID(_ bytes: [UInt8]) -> CBUUID? {
-        guard [2, 4, 16].contains(bytes.count) else { return nil }
-        return CBUUID(data: Data(bytes.reversed()))
     }
 }

@@ -10,6 +10,7 @@ final class Explorer: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate, 
     var central: CBCentralManager!
     var peripheral: CBPeripheral?
     var discoveredNames: [String?] = []
+    var advertisements: [[String: Any]] = []
     var values: [CBUUID: Data] = [:]
     var descriptorValues: [CBUUID: Any] = [:]
     var pendingDiscoveries = 0
@@ -30,6 +31,7 @@ final class Explorer: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate, 
 
     func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral, advertisementData: [String: Any], rssi RSSI: NSNumber) {
         discoveredNames.append(advertisementData[CBAdvertisementDataLocalNameKey] as? String)
+        advertisements.append(advertisementData)
         guard self.peripheral == nil else { return }
         self.peripheral = peripheral
         central.stopScan()
@@ -160,6 +162,9 @@ func serve<App: AnyObject>(_ set: String, faults: [String] = [], _ make: (Replay
     #expect(explorer.values[CBUUID(string: "2A19")] == Data([87]))
     #expect(explorer.values[CBUUID(string: "7E7E5E05-0000-4000-8000-00000000A001")] == Data("cfg".utf8) + Data([1]))
     #expect(explorer.discoveredNames == ["Tether Sensor"])
+    // The rig advertises the Battery service and is connectable (Harness/rigs/gatt_sensor.py).
+    #expect(explorer.advertisements.first?[CBAdvertisementDataServiceUUIDsKey] as? [CBUUID] == [CBUUID(string: "180F")])
+    #expect((explorer.advertisements.first?[CBAdvertisementDataIsConnectable] as? NSNumber)?.boolValue == true)
     #expect(session.passed, "\(session.report)")
 }
 

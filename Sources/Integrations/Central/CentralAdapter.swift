@@ -146,7 +146,16 @@ public struct CentralAdapter: CoreAdapter {
                 if let rssi = report.rssi { f["rssi"] = .int(Int64(rssi)) }
                 if report.isScanResponse { f["scan_response"] = .bool(true) }
                 if synthesized { f["synthesized"] = .bool(true) } else { f["frame"] = .int(Int64(report.frame)) }
-                if let name = AdvertisingData(report.data).name { f["name"] = .string(name) }
+                // The advertisement as CoreBluetooth hands it over, parsed once here.
+                let parsed = AdvertisingData(report.data)
+                if let name = parsed.name { f["name"] = .string(name) }
+                if !parsed.services.isEmpty { f["services"] = .array(parsed.services.map { .string($0.description) }) }
+                if !parsed.solicitedServices.isEmpty { f["solicited_services"] = .array(parsed.solicitedServices.map { .string($0.description) }) }
+                if !parsed.serviceData.isEmpty {
+                    f["service_data"] = .object(Dictionary(parsed.serviceData.map { ($0.uuid.description, TraceValue.string(Self.hex($0.data))) }, uniquingKeysWith: { a, _ in a }))
+                }
+                if let data = parsed.manufacturerData { f["manufacturer_data"] = .string(Self.hex(data)) }
+                if let power = parsed.txPower { f["tx_power"] = .int(Int64(power)) }
                 add("discovered", f)
             case .connected(let recorded, let frame):
                 var f: [String: TraceValue] = ["peripheral": .string(Self.identifier(of: link.address ?? "")), "recorded_connection": .int(Int64(recorded + 1))]
@@ -229,28 +238,9 @@ public struct CentralAdapter: CoreAdapter {
     }
 
     static func bytes(_ value: TraceValue) -> [UInt8]? {
-        guard case .string(let text) = value, text.utf8.count % 2 == 0 else { return nil }
-        var out: [UInt8] = []
-        out.reserveCapacity(text.utf8.count / 2)
-        var high: UInt8?
-        for c in text.utf8 {
-            let v: UInt8
-            switch c {
-            case 48...57: v = c - 48
-            case 97...102: v = c - 87
-            case 65...70: v = c - 55
-            default: return nil
-            }
-            if let h = high { out.append(h << 4 | v); high = nil } else { high = v }
-        }
-        return out
+        guard case .string(let text) = value else { return nil }
+        return JSONLiteral.bytes(fromHex: text)
     }
 
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var text: [UInt8] = []
-        text.reserveCapacity(bytes.count * 2)
-        for b in bytes { text.append(digits[Int(b >> 4)]); text.append(digits[Int(b & 0x0F)]) }
-        return String(decoding: text, as: UTF8.self)
-    }
+    static func hex(_ bytes: [UInt8]) -> String { JSONLiteral.hex(bytes) }
 }
