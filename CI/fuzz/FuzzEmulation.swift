@@ -3,7 +3,9 @@
 // CaptureKit, MQTT and Dissectors built as modules. The first input byte picks the HCI link type;
 // the rest is frames, each a u16 LE length then that many bytes (cut short at the end), 1 ms apart.
 // The scanner reads them (ATT, SMP, advertising, links), then the plan is built and an emulator
-// plays every recorded request back: every answer is an error or a value, never a trap.
+// plays every recorded request back: every answer is an error or a value, never a trap. Then the
+// same peripheral on the virtual link (Sources/Emulation/VirtualLink) is scanned, connected to,
+// discovered, read, written and subscribed to, twice, and run to the end of its clock.
 
 import CaptureKit
 import Dissectors
@@ -57,6 +59,43 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             default: break
             }
         }
+    }
+    var link = VirtualPeripheralLink(plan: plan)
+    func drain(_ link: inout VirtualPeripheralLink, until limit: Int64) {
+        // Bounded: a fuzzed capture must not keep the fuzzer busy forever.
+        var steps = 0
+        while let next = link.nextDeadlineNs, next <= limit, steps < 100_000 {
+            _ = link.advance(to: next)
+            steps += 1
+        }
+    }
+    var now: Int64 = 0
+    _ = link.startScan(services: nil, allowDuplicates: true, now: now)
+    for _ in 0..<2 {
+        _ = link.connect(now: now)
+        drain(&link, until: now + 120_000_000_000)
+        now = max(now, link.nextDeadlineNs ?? now)
+        var operations: [VirtualPeripheralLink.Operation] = [.discoverServices(nil), .discoverServices([BluetoothUUID(0x180D)])]
+        for service in plan.database.services {
+            operations.append(.discoverCharacteristics(service: service.startHandle, nil))
+            operations.append(.discoverIncludedServices(service: service.startHandle))
+            for characteristic in service.characteristics {
+                operations += [.discoverDescriptors(characteristic: characteristic.valueHandle), .setNotify(characteristic.valueHandle, true)]
+            }
+        }
+        for pdu in peripheral.pdus where pdu.fromClient {
+            guard let handle = pdu.handle else { continue }
+            switch pdu.opcode {
+            case 0x12, 0x52: operations.append(.write(handle, pdu.value, withResponse: pdu.opcode == 0x12))
+            case 0x0A, 0x0C: operations.append(.read(handle))
+            default: break
+            }
+        }
+        for operation in operations.prefix(2_000) { _ = link.perform(operation, now: now) }
+        _ = link.readRSSI(now: now)
+        drain(&link, until: .max)
+        _ = link.cancelConnection(now: now)
+        drain(&link, until: .max)
     }
     return 0
 }

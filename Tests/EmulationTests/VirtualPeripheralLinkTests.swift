@@ -240,3 +240,28 @@ import Testing
         #expect(script.reads[0x0003] == nil)
     }
 }
+
+@Suite struct VirtualLinkBadInputTests {
+    @Test func aServiceGroupEndingBeforeItStartsEndsDiscoveryInsteadOfLooping() throws {
+        // A service at 0x0010 whose recorded group "ends" at 0x0005: the next request must still
+        // start past 0x0010.
+        let database = EmulatedDatabase(services: [
+            EmulatedDatabase.Service(startHandle: 0x0010, endHandle: 0x0005, uuid: BluetoothUUID(0x180D), isPrimary: true, characteristics: []),
+        ])
+        var peripheral = RecordedPeripheral(pdus: [pdu(1, 0, client: true, 0x0A, 0x0010)])
+        peripheral.connections = [RecordedConnection(ordinal: 0, frame: nil, timeNs: 0)]
+        var plan = try EmulationPlan(peripheral: peripheral, file: "<test>")
+        plan.database = database
+        var link = VirtualPeripheralLink(plan: plan)
+        _ = link.connect(now: 0)
+        _ = link.advance(to: 1_000_000_000)
+        var events = link.perform(.discoverServices(nil), now: 1_000_000_000)
+        var steps = 0
+        while let next = link.nextDeadlineNs, steps < 100 {
+            events += link.advance(to: next)
+            steps += 1
+        }
+        #expect(steps < 100)
+        #expect(events.contains { if case .servicesDiscovered(let s, _) = $0 { s.count == 1 } else { false } })
+    }
+}

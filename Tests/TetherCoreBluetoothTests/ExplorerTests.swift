@@ -321,3 +321,11 @@ final class Subscriber: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate
         if let value = characteristic.value { values.append(value) }
     }
 }
+
+@Test func anImportedBtsnoopServesItsPeripheral() throws {
+    // A phone's btsnoop imported with `tether import`: the Connect IQ watch's database.
+    let (session, explorer) = try serve("Captures/ciq-imported-btsnoop", { session in Explorer(clock: { session.now }) }) { $0.start() }
+    let services = explorer.peripheral?.services?.map(\.uuid) ?? []
+    #expect(services.contains(CBUUID(string: "6A4E8022-667B-11E3-949A-0800200C9A66")), "\(session.report)")
+    #expect(session.events(core: "central", named: "frame_matched").count > 0)
+}

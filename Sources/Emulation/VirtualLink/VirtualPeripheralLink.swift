@@ -271,11 +271,11 @@ public struct VirtualPeripheralLink: Sendable {
         guard let recorded = recordedConnection(attempt) else {
             return [.unanswered("connect: the capture holds no connection with the peripheral; it never connects")]
         }
-        var at = now + (recorded.establishmentNs ?? exchanges.roundTripNs)
+        var at = after(now, recorded.establishmentNs ?? exchanges.roundTripNs)
         if attempt < peripheral.connections.count { at = max(at, recorded.timeNs) }
         if let until = unavailableUntil {
             guard until != .max else { return [] }
-            at = max(at, until + (recorded.establishmentNs ?? exchanges.roundTripNs))
+            at = max(at, after(until, recorded.establishmentNs ?? exchanges.roundTripNs))
         }
         schedule(at: at, .completeConnection(attempt: attempt))
         return []
@@ -295,7 +295,7 @@ public struct VirtualPeripheralLink: Sendable {
             phase = .disconnecting(connection)
             epoch += 1
             streams.removeAll()
-            schedule(at: now + exchanges.roundTripNs, .centralDisconnected)
+            schedule(at: after(now, exchanges.roundTripNs), .centralDisconnected)
             return []
         }
     }
@@ -324,7 +324,7 @@ public struct VirtualPeripheralLink: Sendable {
     public mutating func readRSSI(now: Int64) -> [VirtualLinkEvent] {
         guard case .connected = phase else { return [.misuse("readRSSI while not connected: ignored")] }
         let rssi = peripheral.advertisements.last { $0.address == peripheral.address && $0.timeNs <= now && $0.rssi != nil }?.rssi
-        schedule(at: now + exchanges.roundTripNs, .rssi(rssi))
+        schedule(at: after(now, exchanges.roundTripNs), .rssi(rssi))
         return rssi == nil ? unansweredOnce("readRSSI: the capture holds no RSSI of the peripheral before this instant") : []
     }
 
@@ -386,7 +386,7 @@ public struct VirtualPeripheralLink: Sendable {
             if delays.isEmpty { counts.lostToFaults += 1 }
             var events: [VirtualLinkEvent] = []
             for delay in delays {
-                if delay == 0 { events += deliver(item) } else { schedule(at: at + delay, .notification(item)) }
+                if delay == 0 { events += deliver(item) } else { schedule(at: after(at, delay), .notification(item)) }
             }
             return events
         }
@@ -404,7 +404,7 @@ public struct VirtualPeripheralLink: Sendable {
             phase = .connected(connection)
             var events: [VirtualLinkEvent] = [.connected(recorded: recorded.ordinal, frame: recorded.frame)]
             if let disconnection = recorded.disconnection, !disconnection.byCentral {
-                let at = max(now + elapsedNs(from: recorded.timeNs, to: disconnection.timeNs), disconnection.timeNs)
+                let at = max(after(now, elapsedNs(from: recorded.timeNs, to: disconnection.timeNs)), disconnection.timeNs)
                 schedule(at: at, .peerDisconnect(disconnection))
             }
             let anchor = NotificationAnchor.connection(recorded.ordinal)
@@ -432,7 +432,7 @@ public struct VirtualPeripheralLink: Sendable {
             return [.disconnected(reason: 0x16, byCentral: true, frame: nil)]
         case .linkLoss(let index):
             let loss = faults.linkLosses[index]
-            unavailableUntil = loss.reconnectAfterNs.map { now + $0 } ?? .max
+            unavailableUntil = loss.reconnectAfterNs.map { after(now, $0) } ?? .max
             switch phase {
             case .connected, .disconnecting:
                 return endConnection(reason: 0x08, byCentral: false, frame: nil, now: now, note: nil)
@@ -440,7 +440,7 @@ public struct VirtualPeripheralLink: Sendable {
                 // The attempt waits for the peripheral to be back.
                 if let until = unavailableUntil, until != .max, let recorded = recordedConnection(attempt) {
                     epoch += 1
-                    schedule(at: until + (recorded.establishmentNs ?? exchanges.roundTripNs), .completeConnection(attempt: attempt))
+                    schedule(at: after(until, recorded.establishmentNs ?? exchanges.roundTripNs), .completeConnection(attempt: attempt))
                 }
                 return []
             case .idle:
@@ -497,10 +497,10 @@ public struct VirtualPeripheralLink: Sendable {
             if case .requestSent(_, let matched?, _) = matchEvent { recordedAnswer = matched }
             var finalAnswer = answer
             var frame: Int?
-            var at = now + exchanges.roundTripNs
+            var at = after(now, exchanges.roundTripNs)
             if let recorded = recordedAnswer, let responseFrame = recorded.responseFrame, let responseTime = recorded.responseTimeNs {
                 frame = responseFrame
-                at = max(now + elapsedNs(from: recorded.timeNs, to: responseTime), responseTime)
+                at = max(after(now, elapsedNs(from: recorded.timeNs, to: responseTime)), responseTime)
                 let opcode = recorded.responseOpcode ?? 0
                 if let code = faults.attError(ofFrame: responseFrame, opcode: opcode, capturedAtNs: responseTime) { finalAnswer = .error(code) }
                 let delays = faults.deliveries(ofFrame: responseFrame, opcode: opcode, capturedAtNs: responseTime)
@@ -508,10 +508,10 @@ public struct VirtualPeripheralLink: Sendable {
                     counts.lostToFaults += 1
                     connection.inFlight = InFlight(procedure: procedure, answer: finalAnswer, frame: frame, sentAt: now)
                     phase = .connected(connection)
-                    schedule(at: now + 30_000_000_000, .attTimeout)
+                    schedule(at: after(now, Self.attTransactionTimeoutNs), .attTimeout)
                     return events
                 }
-                at += delays.min() ?? 0
+                at = after(at, delays.min() ?? 0)
             } else {
                 counts.unanswered += 1
                 if case .requestSent(_, nil, _) = matchEvent, !Self.isDiscovery(procedure.operation) {
@@ -555,9 +555,11 @@ public struct VirtualPeripheralLink: Sendable {
             return ([0x08] + le(from) + le(service.endHandle) + le(0x2803), found.isEmpty ? .error(0x0A) : .characteristics(found))
         case .discoverDescriptors(let valueHandle):
             guard let characteristic = database.characteristic(valueHandle: valueHandle) else { return nil }
+            // A value at the last handle has no room for descriptors.
+            guard valueHandle < 0xFFFF else { return nil }
             let end = database.descriptorRangeEnd(of: characteristic)
             let from = max(procedure.next, valueHandle + 1)
-            guard valueHandle < 0xFFFF, from <= end else { return nil }
+            guard from <= end else { return nil }
             let found = database.descriptors(from: from, through: end, mtu: mtu)
             return ([0x04] + le(from) + le(end), found.isEmpty ? .error(0x0A) : .descriptors(found))
         case .read(let handle):
@@ -602,7 +604,9 @@ public struct VirtualPeripheralLink: Sendable {
             events += finish(procedure, error: nil, frame: inFlight.frame, now: now)
         case (.discoverServices(let uuids), .services(let found)):
             procedure.services += found
-            let last = found.map(\.endHandle).max() ?? 0xFFFF
+            // Past every handle the answer named: a recorded group that ends before it starts
+            // must not send the procedure round again.
+            let last = found.map { max($0.startHandle, $0.endHandle) }.max() ?? 0xFFFF
             if last < 0xFFFF {
                 procedure.next = last + 1
             } else if let uuids, procedure.uuidIndex + 1 < uuids.count {
@@ -748,10 +752,19 @@ public struct VirtualPeripheralLink: Sendable {
         guard stream.epoch == epoch, let items = exchanges.notifications[stream.anchor], stream.index < items.count,
               let anchorTime = exchanges.anchorTimes[stream.anchor] else { return nil }
         let item = items[stream.index]
-        return max(stream.appAnchorNs + elapsedNs(from: anchorTime, to: item.timeNs), item.timeNs)
+        return max(after(stream.appAnchorNs, elapsedNs(from: anchorTime, to: item.timeNs)), item.timeNs)
     }
 
     // MARK: helpers
+
+    /// ATT's transaction timeout (Core v6.0 Vol 3 Part F §3.3.3): a request unanswered this long ends the bearer.
+    static let attTransactionTimeoutNs: Int64 = 30_000_000_000
+
+    /// `delay` after `instant`, saturating: a capture's times are input, and any 64-bit values may be there.
+    private func after(_ instant: Int64, _ delay: Int64) -> Int64 {
+        let (sum, overflow) = instant.addingReportingOverflow(max(0, delay))
+        return overflow ? .max : sum
+    }
 
     private func recordedConnection(_ attempt: Int) -> RecordedConnection? {
         guard !peripheral.connections.isEmpty else { return nil }
