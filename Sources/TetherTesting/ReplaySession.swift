@@ -10,7 +10,8 @@ import TetherIntegrations
 import TimelineReport
 
 /// A recording replayed with the app's own code in the loop: the app's SDK calls (through
-/// `TetherConnectIQ` and `TetherWatchConnectivity`, bound with ``makeCurrent()``) reach the core
+/// `TetherConnectIQ`, `TetherWatchConnectivity` and — with ``init(replayingPeripheralOf:faults:)``,
+/// over any BLE capture — `TetherCoreBluetooth`, bound with ``makeCurrent()``) reach the core
 /// at the current virtual instant, and the recorded peer answers what the core actually sends,
 /// with its recorded delays (responder frame matching). Callbacks arrive in virtual-time order on
 /// the thread that calls ``run()``; nothing waits in real time, and two runs of the same app code
@@ -157,7 +158,8 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
             throw TetherTestingError(message: "capture set \(path): it replays only \(cores.joined(separator: ", ")) (interfaces \(interfaces)), "
                 + "so no SDK facade can stand in for the app: ReplaySession needs a recording of a core the app drives (\(appCores.sorted().joined(separator: ", "))): "
                 + "the phone's side of a Connect IQ link (core messaging) or of the session link (core session). "
-                + "Record one with `tether live messaging --record` or `tether live session --role phone --record`.")
+                + "Record one with `tether live messaging --record` or `tether live session --role phone --record`. "
+                + "For CoreBluetooth code, serve the capture's peripheral with ReplaySession(replayingPeripheralOf:) (docs/corebluetooth.md).")
         }
         var promises: [(core: String, promise: CorePromise)] = []
         var correlations: [String: [TraceCorrelation]] = [:]

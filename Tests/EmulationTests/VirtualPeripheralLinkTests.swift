@@ -264,4 +264,53 @@ import Testing
         #expect(steps < 100)
         #expect(events.contains { if case .servicesDiscovered(let s, _) = $0 { s.count == 1 } else { false } })
     }
+
+    @Test func aValueOfSixtyFourKilobytesIsServedWhole() throws {
+        let value = (0..<65_536).map { UInt8(truncatingIfNeeded: $0) }
+        var peripheral = RecordedPeripheral(pdus: [
+            pdu(1, 0, client: true, 0x0A, 0x0010), pdu(2, 1, client: false, 0x0B, nil, value),
+        ])
+        peripheral.connections = [RecordedConnection(ordinal: 0, frame: nil, timeNs: 0)]
+        peripheral.namedHandles = [0x0010: (service: "180d", characteristic: "2a37")]
+        var link = VirtualPeripheralLink(plan: try EmulationPlan(peripheral: peripheral, file: "<test>"))
+        _ = link.connect(now: 0)
+        _ = link.advance(to: 1_000_000_000)
+        var events = link.perform(.read(0x0010), now: 1_000_000_000)
+        while let next = link.nextDeadlineNs { events += link.advance(to: next) }
+        #expect(events.contains { if case .read(0x0010, let v?, nil, 2) = $0 { v == value } else { false } })
+    }
+
+    static func connectedLink(_ pdus: [RecordedPDU]) throws -> VirtualPeripheralLink {
+        var peripheral = RecordedPeripheral(pdus: pdus)
+        peripheral.connections = [RecordedConnection(ordinal: 0, frame: nil, timeNs: 0)]
+        peripheral.namedHandles = [0x0010: (service: "180d", characteristic: "2a37")]
+        var link = VirtualPeripheralLink(plan: try EmulationPlan(peripheral: peripheral, file: "<test>"))
+        _ = link.connect(now: 0)
+        _ = link.advance(to: 1_000_000_000)
+        return link
+    }
+
+    @Test func aValueThatFillsTheResponseIsReadOnWithReadBlobAsRecorded() throws {
+        let value = Array(0..<40) as [UInt8]
+        var link = try Self.connectedLink([
+            pdu(1, 0, client: true, 0x0A, 0x0010), pdu(2, 1, client: false, 0x0B, nil, Array(value[0..<22])),
+            pdu(3, 2, client: true, 0x0C, 0x0010, [22, 0]), pdu(4, 3, client: false, 0x0D, nil, Array(value[22...])),
+        ])
+        var events = link.perform(.read(0x0010), now: 1_000_000_000)
+        while let next = link.nextDeadlineNs { events += link.advance(to: next) }
+        let matched = events.compactMap { if case .requestSent(_, let m?, _) = $0 { m.frame } else { nil } }
+        #expect(matched == [1, 3])
+        #expect(events.contains { if case .read(0x0010, let v?, nil, 4) = $0 { v == value } else { false } })
+    }
+
+    @Test func aValueLongerThanAWriteIsWrittenWithPrepareAndExecute() throws {
+        var link = try Self.connectedLink([pdu(1, 0, client: true, 0x0A, 0x0010)])
+        let value = Array(repeating: 0xAB, count: 30) as [UInt8]
+        var events = link.perform(.write(0x0010, value, withResponse: true), now: 1_000_000_000)
+        while let next = link.nextDeadlineNs { events += link.advance(to: next) }
+        let sent = events.compactMap { if case .requestSent(let pdu, _, _) = $0 { pdu } else { nil } }
+        #expect(sent.map(\.first) == [0x16, 0x16, 0x18])
+        #expect(sent.first?.count == 5 + 18)
+        #expect(events.contains { if case .written(0x0010, nil, _) = $0 { true } else { false } })
+    }
 }

@@ -329,3 +329,17 @@ final class Subscriber: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate
     #expect(services.contains(CBUUID(string: "6A4E8022-667B-11E3-949A-0800200C9A66")), "\(session.report)")
     #expect(session.events(core: "central", named: "frame_matched").count > 0)
 }
+
+@Test func aRetrievedPeripheralIsTheDiscoveredOneAndHashesAlike() throws {
+    let (session, explorer) = try serve("Captures/gatt-sensor", { session in Explorer(clock: { session.now }) }) { $0.start() }
+    let found = try #require(explorer.peripheral)
+    let retrieved = explorer.central.retrievePeripherals(withIdentifiers: [found.identifier])
+    #expect(retrieved.first === found)
+    #expect(Set([found, retrieved[0]]).count == 1)
+    // The identifier is made from the recorded address: the same on every run.
+    #expect(found.identifier.uuidString.lowercased() == "7e7e7e7e-0000-4000-8000-f05e00000001")
+    // One object per attribute: the service a characteristic names is the one in `services`.
+    let service = try #require(found.services?.last)
+    #expect(service.characteristics?.allSatisfy { $0.service === service } == true, "\(session.report)")
+}
+

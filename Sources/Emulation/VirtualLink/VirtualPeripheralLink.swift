@@ -102,6 +102,10 @@ public struct VirtualPeripheralLink: Sendable {
         var services: [EmulatedDatabase.Service] = []
         var characteristics: [EmulatedDatabase.Characteristic] = []
         var descriptors: [EmulatedDatabase.Descriptor] = []
+        /// A long read or write: the offset of the next Read Blob or Prepare Write Request.
+        var offset = 0
+        /// A long read: the whole value, known from its first part's answer.
+        var value: [UInt8]?
     }
 
     /// The answer a request gets, decided when it is sent.
@@ -191,7 +195,21 @@ public struct VirtualPeripheralLink: Sendable {
     private var connectAttempts = 0
     private var unavailableUntil: Int64?
     /// Scanning: the next advertisement to look at, the filter, duplicates, what was seen.
-    private var scan: (next: Int, services: [BluetoothUUID]?, duplicates: Bool, seen: Set<String>)?
+    private var scan: ScanState?
+
+    /// A scan in progress.
+    private struct ScanState: Sendable {
+        /// The next recorded advertisement to look at.
+        var next: Int
+        /// Only advertisers listing one of these services (`nil`: all).
+        var services: [BluetoothUUID]?
+        /// Every report, not once per advertiser.
+        var duplicates: Bool
+        /// Advertisers (and their scan responses) reported once already.
+        var seen: Set<String> = []
+        /// The services each advertiser listed so far in this scan (a scan response adds to them).
+        var advertised: [String: [BluetoothUUID]] = [:]
+    }
     private var appWrites: [[UInt8]: Int] = [:]
     private var appWritesByHandle: [UInt16: Int] = [:]
     private var appSubscriptions: [UInt16: Int] = [:]
@@ -236,7 +254,7 @@ public struct VirtualPeripheralLink: Sendable {
     /// listing one of `services`, when given), once per advertiser unless `allowDuplicates`.
     public mutating func startScan(services: [BluetoothUUID]?, allowDuplicates: Bool, now: Int64) -> [VirtualLinkEvent] {
         let next = peripheral.advertisements.firstIndex { $0.timeNs >= now } ?? peripheral.advertisements.count
-        scan = (next, services, allowDuplicates, [])
+        scan = ScanState(next: next, services: services, duplicates: allowDuplicates)
         var events: [VirtualLinkEvent] = []
         let address = peripheral.address
         if !peripheral.advertisements.contains(where: { $0.address == address }), let made = synthesizedAdvertisement(at: now),
@@ -358,18 +376,16 @@ public struct VirtualPeripheralLink: Sendable {
 
     private mutating func fire(at now: Int64) -> [VirtualLinkEvent] {
         // Advertisements first (they are the oldest kind of input), then the timed list, then streams.
-        if var current = scan, current.next < peripheral.advertisements.count, peripheral.advertisements[current.next].timeNs <= now {
-            let report = peripheral.advertisements[current.next]
-            current.next += 1
-            var events: [VirtualLinkEvent] = []
-            let wanted = current.services.map { wanted in Self.services(in: advertisedData(of: report.address, through: current.next)).contains(where: wanted.contains) } ?? true
+        if let next = scan?.next, next < peripheral.advertisements.count, peripheral.advertisements[next].timeNs <= now {
+            // Mutated in place: a scan over a busy capture meets thousands of advertisers.
+            let report = peripheral.advertisements[next]
+            scan!.next += 1
+            let listed = Self.services(in: report.data)
+            if !listed.isEmpty { scan!.advertised[report.address, default: []] += listed }
+            let wanted = scan!.services.map { wanted in scan!.advertised[report.address]?.contains(where: wanted.contains) ?? false } ?? true
             let key = report.address + (report.isScanResponse ? "/scan-response" : "")
-            if wanted, current.duplicates || !current.seen.contains(key) {
-                current.seen.insert(key)
-                events.append(.advertisement(report, synthesized: false))
-            }
-            scan = current
-            return events
+            guard wanted, scan!.duplicates || scan!.seen.insert(key).inserted else { return [] }
+            return [.advertisement(report, synthesized: false)]
         }
         if let first = timed.first, first.at <= now {
             timed.removeFirst()
@@ -562,6 +578,10 @@ public struct VirtualPeripheralLink: Sendable {
             guard from <= end else { return nil }
             let found = database.descriptors(from: from, through: end, mtu: mtu)
             return ([0x04] + le(from) + le(end), found.isEmpty ? .error(0x0A) : .descriptors(found))
+        case .read(let handle) where procedure.offset > 0:
+            // The rest of a long value, by Read Blob Requests (Vol 3 Part G §4.8.3), as
+            // CoreBluetooth reads a value that filled a Read Response.
+            return ([0x0C] + le(handle) + le(UInt16(clamping: procedure.offset)), .value(procedure.value ?? []))
         case .read(let handle):
             let outcome = emulator.read(handle: handle)
             switch outcome.reply {
@@ -575,6 +595,15 @@ public struct VirtualPeripheralLink: Sendable {
             case .error(let code): return ([0x0A] + le(handle), .error(code))
             case .accept: return ([0x0A] + le(handle), .value([]))
             }
+        case .write(let handle, let value, _) where value.count > mtu - 3 && procedure.offset < value.count:
+            // A long write (Vol 3 Part G §4.9.4): Prepare Write Requests of MTU − 5 bytes each,
+            // echoed back, then one Execute Write Request.
+            let end = min(value.count, procedure.offset + max(1, mtu - 5))
+            return ([0x16] + le(handle) + le(UInt16(clamping: procedure.offset)) + value[procedure.offset..<end], .accepted)
+        case .write(let handle, let value, _) where value.count > mtu - 3:
+            let outcome = emulator.write(handle: handle, value: value)
+            if case .error(let code) = outcome.reply { return ([0x18, 0x01], .error(code)) }
+            return ([0x18, 0x01], .accepted)
         case .write(let handle, let value, _):
             let outcome = emulator.write(handle: handle, value: value)
             if case .error(let code) = outcome.reply { return ([0x12] + le(handle) + value, .error(code)) }
@@ -641,11 +670,24 @@ public struct VirtualPeripheralLink: Sendable {
         case (.discoverCharacteristics, .error(let code)), (.discoverDescriptors, .error(let code)), (.discoverIncludedServices, .error(let code)):
             events += finish(procedure, error: code == 0x0A ? nil : code, frame: inFlight.frame, now: now)
         case (.read(let handle), .value(let value)):
-            events.append(.read(handle: handle, value: value, error: nil, frame: inFlight.frame))
-            events += sendNext(now: now)
+            // A part that filled the response (ATT_MTU − 1 bytes) says there may be more.
+            let part = connection.mtu - 1
+            let end = min(value.count, procedure.offset + part)
+            if end - procedure.offset == part, end <= 0xFFFF, value.count <= 0xFFFF {
+                procedure.offset = end
+                procedure.value = value
+                events += continueProcedure(procedure, now: now)
+            } else {
+                events.append(.read(handle: handle, value: value, error: nil, frame: inFlight.frame))
+                events += sendNext(now: now)
+            }
         case (.read(let handle), .error(let code)):
             events.append(.read(handle: handle, value: nil, error: code, frame: inFlight.frame))
             events += sendNext(now: now)
+        case (.write(_, let value, _), .accepted) where value.count > connection.mtu - 3 && procedure.offset < value.count:
+            // A Prepare Write echoed: the next part, or the Execute Write.
+            procedure.offset = min(value.count, procedure.offset + max(1, connection.mtu - 5))
+            events += continueProcedure(procedure, now: now)
         case (.write(let handle, let value, _), .accepted):
             events.append(.written(handle: handle, error: nil, frame: inFlight.frame))
             startWriteStream(handle: handle, value: value, now: inFlight.sentAt)
@@ -736,8 +778,8 @@ public struct VirtualPeripheralLink: Sendable {
         let position = appWritesByHandle[handle, default: 0]
         appWritesByHandle[handle] = position + 1
         // The k-th write of these bytes to this handle plays the recorded k-th; else the n-th write to the handle.
-        let same = exchanges.writes.indices.filter { exchanges.writes[$0].handle == handle && exchanges.writes[$0].value == value }
-        let byHandle = exchanges.writes.indices.filter { exchanges.writes[$0].handle == handle }
+        let same = exchanges.writeIndices[key] ?? []
+        let byHandle = exchanges.writeIndicesByHandle[handle] ?? []
         let index = occurrence < same.count ? same[occurrence] : (position < byHandle.count ? byHandle[position] : nil)
         if let index { start(.write(index), now: now) }
     }
@@ -788,11 +830,6 @@ public struct VirtualPeripheralLink: Sendable {
 
     private mutating func unansweredOnce(_ text: String) -> [VirtualLinkEvent] {
         once(text) ? [.unanswered(text)] : []
-    }
-
-    /// The AD data an advertiser had sent up to report `through` (scan responses add to it).
-    private func advertisedData(of address: String, through end: Int) -> [UInt8] {
-        peripheral.advertisements[..<end].filter { $0.address == address }.flatMap(\.data)
     }
 
     /// A discovery made from what the capture knows, for a capture without the peripheral's advertising.
