@@ -1,6 +1,6 @@
 """What the SDK facades and the Swift test API link, read from the package's own manifest
 (`swift package dump-package`): none of the targets that open sockets or link libpcap, BlueZ,
-NIO's POSIX layer or SQLite, so TetherTesting, TetherConnectIQ and TetherWatchConnectivity can
+NIO's POSIX layer or SQLite, so TetherTesting, TetherConnectIQ, TetherWatchConnectivity and TetherCoreBluetooth can
 be built for iOS, watchOS and macOS (docs/app-in-the-loop.md says what was compiled where)."""
 
 import json

@@ -87,7 +87,7 @@ public enum CaptureScanner {
                 connections[handle] = connectionCount
                 connectionStart[connectionCount] = frame.timestampNs
                 recordedConnections[connectionCount] = RecordedConnection(ordinal: connectionCount, frame: frame.number, timeNs: frame.timestampNs,
-                                                                          requestedAtNs: role == 0 ? pendingCreateNs : nil)
+                                                                          address: address, requestedAtNs: role == 0 ? pendingCreateNs : nil)
                 pendingCreateNs = nil
                 if localIsCentral == nil, role <= 1 { localIsCentral = role == 0 }
                 connectionCount += 1
@@ -121,7 +121,10 @@ public enum CaptureScanner {
                     // The central ended it when its own host asked (the local host is the central
                     // and sent Disconnect, or is the peripheral and did not), or said it ended it.
                     let local = locallyDisconnected.contains(handle) || reason == 0x16
-                    let byCentral = localIsCentral == false ? !local : local
+                    // A lost link (supervision timeout, LL response timeout, failed to be
+                    // established) is no one's choice, whichever side recorded it.
+                    let linkLost = [0x08, 0x22, 0x3E].contains(reason)
+                    let byCentral = linkLost ? false : (localIsCentral == false ? !local : local)
                     recordedConnections[ordinal]?.disconnection = RecordedDisconnection(frame: frame.number, timeNs: frame.timestampNs, reason: reason, byCentral: byCentral)
                 }
                 locallyDisconnected.remove(handle)

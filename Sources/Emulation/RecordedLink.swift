@@ -59,6 +59,8 @@ public struct RecordedConnection: Sendable, Hashable {
     public var frame: Int?
     /// When it came up (its first frame when the capture began inside it), since the capture's first frame.
     public var timeNs: Int64
+    /// The peer's address as the LE Connection Complete gave it; `nil` when the capture began inside it.
+    public var address: String?
     /// When the central's host asked for it (LE Create Connection or LE Extended Create
     /// Connection), when the capture shows that.
     public var requestedAtNs: Int64?
@@ -66,8 +68,9 @@ public struct RecordedConnection: Sendable, Hashable {
     public var disconnection: RecordedDisconnection?
 
     /// A connection; see the properties.
-    public init(ordinal: Int, frame: Int?, timeNs: Int64, requestedAtNs: Int64? = nil, disconnection: RecordedDisconnection? = nil) {
+    public init(ordinal: Int, frame: Int?, timeNs: Int64, address: String? = nil, requestedAtNs: Int64? = nil, disconnection: RecordedDisconnection? = nil) {
         self.ordinal = ordinal
+        self.address = address
         self.frame = frame
         self.timeNs = timeNs
         self.requestedAtNs = requestedAtNs

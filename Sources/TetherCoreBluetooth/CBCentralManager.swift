@@ -115,12 +115,13 @@ open class CBCentralManager: CBManager, @unchecked Sendable {
         session.post(fields)
     }
 
-    /// The peripherals of `identifiers` the session knows: those it has discovered, and the
-    /// recorded peripheral's own identifier (stable across runs: a test may keep it).
+    /// The peripherals of `identifiers` the session knows: those it has discovered, and (once
+    /// the manager is powered on) the recorded peripheral, whose identifier is stable across runs:
+    /// a test may keep it. Unknown identifiers are left out, as CoreBluetooth leaves them out.
     open func retrievePeripherals(withIdentifiers identifiers: [UUID]) -> [CBPeripheral] {
         guard let session else { return [] }
         session.appCall("CBCentralManager.retrievePeripherals(withIdentifiers:)", ["identifiers": .array(identifiers.map { .string($0.uuidString.lowercased()) })])
-        return identifiers.map { session.peripheral($0) }
+        return session.retrieve(identifiers)
     }
 
     /// The connected peripherals offering any of `serviceUUIDs` (among the services discovered).

@@ -15,6 +15,8 @@ final class CoreBluetoothSession: @unchecked Sendable {
     private var peripherals: [UUID: CBPeripheral] = [:]
     private var connectingBy: [UUID: Weak<CBCentralManager>] = [:]
     private var warned: Set<String> = []
+    /// Peripherals the system knows without a scan: the recorded one (the `state` event names it).
+    private var known: Set<UUID> = []
 
     private struct Weak<T: AnyObject> { weak var object: T? }
 
@@ -71,6 +73,11 @@ final class CoreBluetoothSession: @unchecked Sendable {
         connectingBy[peripheral.identifier] = Weak(object: manager)
     }
 
+    /// The peripherals of `identifiers` the system knows: discovered ones and the recorded one.
+    func retrieve(_ identifiers: [UUID]) -> [CBPeripheral] {
+        identifiers.filter { peripherals[$0] != nil || known.contains($0) }.map(peripheral)
+    }
+
     /// The one peripheral object of `identifier`.
     func peripheral(_ identifier: UUID) -> CBPeripheral {
         if let known = peripherals[identifier] { return known }
@@ -87,7 +94,11 @@ final class CoreBluetoothSession: @unchecked Sendable {
 
     private func handle(_ event: TraceEvent) {
         switch event.event {
-        case "state": powerOn()
+        case "state":
+            if case .array(let ids)? = event.field("known_peripherals") {
+                for case .string(let id) in ids { if let uuid = UUID(uuidString: id) { known.insert(uuid) } }
+            }
+            powerOn()
         case "discovered": discovered(event)
         case "connected": connected(event)
         case "disconnected": disconnected(event)

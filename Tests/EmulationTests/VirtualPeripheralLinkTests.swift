@@ -8,8 +8,8 @@ import Testing
     static let sensor: [UInt8] = [0x01, 0x00, 0x00, 0x00, 0xE0, 0xF0]
 
     /// A phone-side capture: advertising at 0 ms, connection at 100 ms, discovery, a read, a
-    /// subscription at 300 ms, notifications at 1.3 s and 2.3 s, a command at 2.5 s answered at
-    /// 2.51 s, the peripheral ending the link at 4 s.
+    /// subscription at 300 ms, notifications at 1.3 s and 2.3 s, a command to the Control Point at
+    /// 2.5 s answered on it at 2.51 s, the peripheral ending the link at 4 s.
     static func capture() -> [CaptureFrame] {
         let ms: Int64 = 1_000_000
         let ad: [UInt8] = [0x02, 0x01, 0x06, 0x05, 0x09] + Array("Band".utf8) + [0x03, 0x03, 0x0D, 0x18]
@@ -19,7 +19,7 @@ import Testing
             (Frames.att(Frames.serviceDiscoveryRequest(from: 1), received: false), 110 * ms),                                   // 3
             (Frames.att(Frames.serviceDiscoveryResponse([(0x0010, 0xFFFF, 0x180D)]), received: true), 140 * ms),               // 4
             (Frames.att(Frames.characteristicDiscoveryRequest(0x0010, 0xFFFF), received: false), 150 * ms),                    // 5
-            (Frames.att(Frames.characteristicDiscoveryResponse([(0x0011, 0x12, 0x0012, 0x2A37), (0x0014, 0x0A, 0x0015, 0x2A39)]), received: true), 180 * ms), // 6
+            (Frames.att(Frames.characteristicDiscoveryResponse([(0x0011, 0x12, 0x0012, 0x2A37), (0x0014, 0x1A, 0x0015, 0x2A39)]), received: true), 180 * ms), // 6
             (Frames.att(Frames.findInformationRequest(0x0013, 0x0013), received: false), 190 * ms),                             // 7
             (Frames.att(Frames.findInformationResponse([(0x0013, 0x2902)]), received: true), 220 * ms),                         // 8
             (Frames.att(Frames.readRequest(0x0015), received: false), 250 * ms),                                                // 9
@@ -30,7 +30,7 @@ import Testing
             (Frames.att(Frames.notification(0x0012, [0x00, 0x49]), received: true), 2_300 * ms),                                // 14
             (Frames.att(Frames.writeRequest(0x0015, [0x01]), received: false), 2_500 * ms),                                     // 15
             (Frames.att(Frames.writeResponse, received: true), 2_505 * ms),                                                     // 16
-            (Frames.att(Frames.notification(0x0012, [0x00, 0x00]), received: true), 2_510 * ms),                                // 17
+            (Frames.att(Frames.notification(0x0015, [0x00, 0x00]), received: true), 2_510 * ms),                                // 17
             (Frames.disconnected(), 4_000 * ms),                                                                                 // 18
         ])
     }
@@ -87,6 +87,8 @@ import Testing
     @Test func aCommandsAnswerFollowsTheCommandNotTheSubscription() throws {
         var link = try Self.link()
         _ = Self.subscribed(&link, subscribeAt: 200_000_000, until: 2_900_000_000)
+        _ = link.perform(.setNotify(0x0015, true), now: 2_900_000_000)
+        _ = Self.run(&link, until: 3_000_000_000)
         // Anchored to the write at 2.5 s: nothing until the app writes the same.
         var events = link.perform(.write(0x0015, [0x01], withResponse: true), now: 3_000_000_000).map { (3_000_000_000 as Int64, $0) }
         events += Self.run(&link, until: 3_900_000_000)
@@ -95,12 +97,13 @@ import Testing
         #expect(answers.map(\.1) == [[0x00, 0x00]])
     }
 
-    @Test func aNotificationIsNotDeliveredWhileNotificationsAreOff() throws {
+    @Test func aNotificationIsNotDeliveredAfterTheAppSwitchedNotificationsOff() throws {
         var link = try Self.link()
-        _ = link.connect(now: 0)
-        let events = Self.run(&link, until: 3_000_000_000)
+        var events = Self.subscribed(&link, subscribeAt: 200_000_000, until: 1_000_000_000)
+        events += link.perform(.setNotify(0x0012, false), now: 1_000_000_000).map { (1_000_000_000 as Int64, $0) }
+        events += Self.run(&link, until: 3_000_000_000)
         #expect(Self.notified(events).isEmpty)
-        #expect(link.counts.notSubscribed == 0)
+        #expect(link.counts.notSubscribed >= 1)
     }
 
     @Test func discoveryIsAnsweredFromTheRecordedDatabaseAndMatchesTheRecordedRequests() throws {
@@ -312,5 +315,22 @@ import Testing
         #expect(sent.map(\.first) == [0x16, 0x16, 0x18])
         #expect(sent.first?.count == 5 + 18)
         #expect(events.contains { if case .written(0x0010, nil, _) = $0 { true } else { false } })
+    }
+
+    @Test func aStreamSampleRightAfterAWriteStaysWithItsSubscriptionAndANewHandleAnswersTheWrite() throws {
+        // 0x0021 streams after its subscription; a write to 0x0030 at 1 s; 50 ms later a stream
+        // sample and the command's answer on 0x0024.
+        let peripheral = RecordedPeripheral(pdus: [
+            pdu(1, 0, client: true, 0x12, 0x0022, [0x01, 0x00]), pdu(2, 5, client: false, 0x13, nil),
+            pdu(3, 10, client: true, 0x12, 0x0025, [0x01, 0x00]), pdu(4, 15, client: false, 0x13, nil),
+            pdu(5, 100, client: false, 0x1B, 0x0021, [1]),
+            pdu(6, 1_000, client: true, 0x12, 0x0030, [0x07]), pdu(7, 1_005, client: false, 0x13, nil),
+            pdu(8, 1_050, client: false, 0x1B, 0x0021, [2]),
+            pdu(9, 1_060, client: false, 0x1B, 0x0024, [0xAA]),
+        ])
+        let plan = try EmulationPlan(peripheral: peripheral, file: "<test>")
+        let exchanges = RecordedExchanges(peripheral, database: plan.database, script: plan.script)
+        #expect(exchanges.notifications[.subscription(cccd: 0x0022, occurrence: 0)]?.map(\.frame) == [5, 8])
+        #expect(exchanges.notifications[.write(0)]?.map(\.frame) == [9])
     }
 }

@@ -170,7 +170,10 @@ func serve<App: AnyObject>(_ set: String, faults: [String] = [], _ make: (Replay
 
 @Test func readsTheRecordingNeverSawAreAnsweredFromTheDatabaseAndSaidOnceEach() throws {
     let (session, _) = try serve("Captures/gatt-sensor", { session in Explorer(clock: { session.now }) }) { $0.start() }
-    let unanswered = session.warnings.filter { $0.contains("the recording holds no such request") }
+    let unanswered = session.events(core: "central", named: "no_recorded_answer").compactMap { event -> String? in
+        guard case .string(let detail)? = event.field("detail"), detail.contains("the recording holds no such request") else { return nil }
+        return detail
+    }
     #expect(!unanswered.isEmpty)
     #expect(Set(unanswered).count == unanswered.count, "\(unanswered)")
 }
@@ -343,3 +346,16 @@ final class Subscriber: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate
     #expect(service.characteristics?.allSatisfy { $0.service === service } == true, "\(session.report)")
 }
 
+
+@Test func connectingToAnAdvertiserTheCaptureNeverConnectedToStaysPendingUntilCancelled() throws {
+    let session = try ReplaySession(replayingPeripheralOf: "Captures/gatt-sensor")
+    session.makeCurrent()
+    let explorer = Explorer(clock: { session.now })
+    explorer.start()
+    try session.run(for: .milliseconds(10))
+    let stranger = try #require(explorer.central.retrievePeripherals(withIdentifiers: [UUID(uuidString: "7e7e7e7e-0000-4000-8000-f05e00000001")!]).first)
+    #expect(explorer.central.retrievePeripherals(withIdentifiers: [UUID()]).isEmpty)
+    _ = stranger
+    try session.run()
+    #expect(session.events(core: "central", named: "connected").count == 1)
+}

@@ -40,8 +40,8 @@ extension EmulatedDatabase {
     /// The characteristic declarations one Read By Type Response («Characteristic») carries for a
     /// request from `start` to `end` at `mtu`; empty means Attribute Not Found.
     public func characteristicDeclarations(from start: UInt16, through end: UInt16, mtu: Int) -> [Characteristic] {
-        let candidates = services.flatMap(\.characteristics).filter { $0.declarationHandle >= start && $0.declarationHandle <= end }
-            .sorted { $0.declarationHandle < $1.declarationHandle }
+        let candidates = services(around: start, through: end).flatMap(\.characteristics)
+            .filter { $0.declarationHandle >= start && $0.declarationHandle <= end }
         // Handle (2), properties (1), value handle (2), then the UUID.
         return Self.sameSizeRun(candidates, uuid: \.uuid, entryOverhead: 5, capacity: mtu - 2)
     }
@@ -49,8 +49,8 @@ extension EmulatedDatabase {
     /// The descriptors one Find Information Response carries for a request from `start` to `end`
     /// at `mtu`; empty means Attribute Not Found.
     public func descriptors(from start: UInt16, through end: UInt16, mtu: Int) -> [Descriptor] {
-        let candidates = services.flatMap(\.characteristics).flatMap(\.descriptors).filter { $0.handle >= start && $0.handle <= end }
-            .sorted { $0.handle < $1.handle }
+        let candidates = services(around: start, through: end).flatMap(\.characteristics).flatMap(\.descriptors)
+            .filter { $0.handle >= start && $0.handle <= end }
         return Self.sameSizeRun(candidates, uuid: \.uuid, entryOverhead: 2, capacity: mtu - 2)
     }
 
@@ -64,6 +64,14 @@ extension EmulatedDatabase {
             if services[middle].startHandle < handle { low = middle + 1 } else { high = middle }
         }
         return low
+    }
+
+    /// The services from the one holding `start` to the last starting by `end`, lazily, in handle
+    /// order: a request's range, found by binary search rather than by reading the whole database.
+    func services(around start: UInt16, through end: UInt16) -> LazyPrefixWhileSequence<ArraySlice<Service>> {
+        var index = firstService(from: start)
+        if index > 0, services[index - 1].endHandle >= start { index -= 1 }
+        return services[index...].lazy.prefix { $0.startHandle <= end }
     }
 
     /// The service holding `handle`.

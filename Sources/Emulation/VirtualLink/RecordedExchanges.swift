@@ -60,9 +60,11 @@ public struct RecordedValueWrite: Sendable, Hashable {
 /// responses, and the peripheral's notifications grouped by what they were sent in answer to.
 ///
 /// A notification's anchor is decided once, here: a write to a value within
-/// ``commandAnswerWindowNs`` before it (a command and its answers), else the latest subscription
-/// of its characteristic, else its connection. Periodic data thus follows the subscription,
-/// whatever else the central did in between, and a command's answers follow the command.
+/// ``commandAnswerWindowNs`` before it (a command and its answers) — unless its characteristic
+/// was already notifying under its current subscription before that write (a stream, whose
+/// samples the write did not cause) — else the latest subscription of its characteristic, else
+/// its connection. Periodic data thus follows the subscription, whatever else the central did in
+/// between, and a command's answers follow the command.
 public struct RecordedExchanges: Sendable {
     /// How close after a write a notification must come to be taken as its answer.
     public static let commandAnswerWindowNs: Int64 = 100_000_000
@@ -95,6 +97,7 @@ public struct RecordedExchanges: Sendable {
         var latestSubscription: [UInt16: NotificationAnchor] = [:]  // CCCD → its latest enabling write
         var latestWrite: [Int: (index: Int, timeNs: Int64)] = [:]    // connection → latest value write
         var open: [Int: Int] = [:]                                    // connection → index of the request awaiting its response
+        var notifiedUnder: [NotificationAnchor: Set<UInt16>] = [:]   // subscription → handles that notified under it
         for pdu in peripheral.pdus {
             let time = since(pdu.timeNs)
             if pdu.fromClient {
@@ -137,12 +140,16 @@ public struct RecordedExchanges: Sendable {
             guard pdu.opcode == 0x1B || pdu.opcode == 0x1D, let handle = pdu.handle else { continue }
             let notification = RecordedNotification(frame: pdu.frame, timeNs: time, handle: handle, value: pdu.value, isIndication: pdu.opcode == 0x1D)
             let anchor: NotificationAnchor
-            if let write = latestWrite[pdu.connection], time - write.timeNs <= Self.commandAnswerWindowNs {
+            let subscription = database.characteristic(valueHandle: handle)
+                .flatMap { $0.descriptors.first(where: { $0.uuid == .clientCharacteristicConfiguration })?.handle }
+                .flatMap { latestSubscription[$0] }
+            let streaming = subscription.map { notifiedUnder[$0]?.contains(handle) ?? false } ?? false
+            if let write = latestWrite[pdu.connection], time - write.timeNs <= Self.commandAnswerWindowNs,
+               !(streaming && anchorTimes[subscription!].map { $0 < write.timeNs } == true) {
                 anchor = .write(write.index)
-            } else if let characteristic = database.characteristic(valueHandle: handle),
-                      let cccd = characteristic.descriptors.first(where: { $0.uuid == .clientCharacteristicConfiguration })?.handle,
-                      let subscription = latestSubscription[cccd] {
+            } else if let subscription {
                 anchor = subscription
+                notifiedUnder[subscription, default: []].insert(handle)
             } else {
                 anchor = .connection(pdu.connection)
                 if anchorTimes[anchor] == nil {

@@ -106,6 +106,11 @@ public struct VirtualPeripheralLink: Sendable {
         var offset = 0
         /// A long read: the whole value, known from its first part's answer.
         var value: [UInt8]?
+        /// A write or subscription: the recorded notifications it starts when accepted, counted
+        /// when the request goes out (the recording counts refused ones too).
+        var anchor: NotificationAnchor?
+        /// Whether ``anchor`` was counted already.
+        var anchored = false
     }
 
     /// The answer a request gets, decided when it is sent.
@@ -139,7 +144,11 @@ public struct VirtualPeripheralLink: Sendable {
         var notifying: Set<UInt16> = []
         /// The recorded requests of its recorded connection already matched.
         var matched: Set<Int> = []
+        /// The first recorded request not matched yet.
         var cursor = 0
+        /// The latest recorded request matched: the look-ahead window runs from here, so a
+        /// request the recorded central made and the app never makes does not hold matching back.
+        var lastMatched = -1
     }
 
     /// The link's state; each case carries what it needs.
@@ -192,7 +201,10 @@ public struct VirtualPeripheralLink: Sendable {
     private var timed: [Timed] = []
     private var order = 0
     private var streams: [Stream] = []
-    private var connectAttempts = 0
+    /// Connections that came up so far: the next one plays the recorded connection of that ordinal.
+    private var connectionsMade = 0
+    /// The recorded connections with the peripheral (a phone's capture may hold others, with other devices).
+    private let connections: [RecordedConnection]
     private var unavailableUntil: Int64?
     /// Scanning: the next advertisement to look at, the filter, duplicates, what was seen.
     private var scan: ScanState?
@@ -209,6 +221,8 @@ public struct VirtualPeripheralLink: Sendable {
         var seen: Set<String> = []
         /// The services each advertiser listed so far in this scan (a scan response adds to them).
         var advertised: [String: [BluetoothUUID]] = [:]
+        /// Each advertiser's latest advertising (not scan response) report in this scan.
+        var latest: [String: RecordedAdvertisement] = [:]
     }
     private var appWrites: [[UInt8]: Int] = [:]
     private var appWritesByHandle: [UInt16: Int] = [:]
@@ -234,7 +248,11 @@ public struct VirtualPeripheralLink: Sendable {
     }
 
     /// The peripheral's address as the capture shows it.
-    public var address: String? { peripheral.address }
+    public var address: String { peripheral.address ?? Self.unknownAddress }
+
+    /// The address used when the capture never showed the peripheral's (it began inside the
+    /// connection, or was taken on the peripheral's side).
+    public static let unknownAddress = "00:00:00:00:00:00"
 
     /// A link over `plan`'s peripheral (its database and answers), with `faults`.
     public init(plan: EmulationPlan, faults: any VirtualLinkFaults = NoVirtualLinkFaults()) {
@@ -243,6 +261,8 @@ public struct VirtualPeripheralLink: Sendable {
         self.exchanges = RecordedExchanges(plan.peripheral, database: plan.database, script: plan.script)
         self.faults = faults
         self.emulator = Emulator(script: plan.script, database: plan.database, policy: .ignore)
+        let address = plan.peripheral.address
+        self.connections = plan.peripheral.connections.filter { $0.address == nil || address == nil || $0.address == address }
         for (index, loss) in faults.linkLosses.enumerated() {
             schedule(at: loss.atNs, .linkLoss(index: index), epoch: -1)
         }
@@ -256,11 +276,11 @@ public struct VirtualPeripheralLink: Sendable {
         let next = peripheral.advertisements.firstIndex { $0.timeNs >= now } ?? peripheral.advertisements.count
         scan = ScanState(next: next, services: services, duplicates: allowDuplicates)
         var events: [VirtualLinkEvent] = []
-        let address = peripheral.address
+        let address = self.address
         if !peripheral.advertisements.contains(where: { $0.address == address }), let made = synthesizedAdvertisement(at: now),
            services.map({ wanted in Self.services(in: made.data).contains(where: wanted.contains) }) ?? true {
             if once("synthesized-advertisement") {
-                events.append(.unanswered("the capture holds no advertising report of \(address ?? "the peripheral"): "
+                events.append(.unanswered("the capture holds no advertising report of \(address): "
                     + "one discovery is made from what it knows (its address, Device Name and the services of its database), with no RSSI"))
             }
             scan?.seen.insert(made.address)
@@ -282,15 +302,14 @@ public struct VirtualPeripheralLink: Sendable {
         case .connected, .connecting: return [.misuse("connect: the peripheral is already connected or connecting")]
         case .idle, .disconnecting: break
         }
-        let attempt = connectAttempts
-        connectAttempts += 1
+        let attempt = connectionsMade
         phase = .connecting(attempt: attempt)
         epoch += 1
         guard let recorded = recordedConnection(attempt) else {
             return [.unanswered("connect: the capture holds no connection with the peripheral; it never connects")]
         }
         var at = after(now, recorded.establishmentNs ?? exchanges.roundTripNs)
-        if attempt < peripheral.connections.count { at = max(at, recorded.timeNs) }
+        if attempt < connections.count { at = max(at, recorded.timeNs) }
         if let until = unavailableUntil {
             guard until != .max else { return [] }
             at = max(at, after(until, recorded.establishmentNs ?? exchanges.roundTripNs))
@@ -329,7 +348,7 @@ public struct VirtualPeripheralLink: Sendable {
             var events = [match(pdu, in: &connection)]
             _ = emulator.write(handle: handle, value: value)
             phase = .connected(connection)
-            startWriteStream(handle: handle, value: value, now: now)
+            if let anchor = writeAnchor(handle: handle, value: value) { start(anchor, now: now) }
             if database.characteristic(valueHandle: handle) == nil { events += (unansweredOnce("write without response to handle 0x\(hex4(handle)), which the database does not hold")) }
             return events
         }
@@ -341,7 +360,7 @@ public struct VirtualPeripheralLink: Sendable {
     /// Reads the RSSI: the last one recorded before now.
     public mutating func readRSSI(now: Int64) -> [VirtualLinkEvent] {
         guard case .connected = phase else { return [.misuse("readRSSI while not connected: ignored")] }
-        let rssi = peripheral.advertisements.last { $0.address == peripheral.address && $0.timeNs <= now && $0.rssi != nil }?.rssi
+        let rssi = peripheral.advertisements.last { $0.address == address && $0.timeNs <= now && $0.rssi != nil }?.rssi
         schedule(at: after(now, exchanges.roundTripNs), .rssi(rssi))
         return rssi == nil ? unansweredOnce("readRSSI: the capture holds no RSSI of the peripheral before this instant") : []
     }
@@ -383,9 +402,18 @@ public struct VirtualPeripheralLink: Sendable {
             let listed = Self.services(in: report.data)
             if !listed.isEmpty { scan!.advertised[report.address, default: []] += listed }
             let wanted = scan!.services.map { wanted in scan!.advertised[report.address]?.contains(where: wanted.contains) ?? false } ?? true
+            var delivered = report
+            if report.isScanResponse, let advertising = scan!.latest[report.address] {
+                // As iOS hands a scan response over: merged with the advertising it answered,
+                // whose PDU says whether the advertiser is connectable.
+                delivered.data = advertising.data + report.data
+                delivered.isConnectable = advertising.isConnectable
+            } else if !report.isScanResponse {
+                scan!.latest[report.address] = report
+            }
             let key = report.address + (report.isScanResponse ? "/scan-response" : "")
             guard wanted, scan!.duplicates || scan!.seen.insert(key).inserted else { return [] }
-            return [.advertisement(report, synthesized: false)]
+            return [.advertisement(delivered, synthesized: false)]
         }
         if let first = timed.first, first.at <= now {
             timed.removeFirst()
@@ -416,6 +444,7 @@ public struct VirtualPeripheralLink: Sendable {
             return [event]
         case .completeConnection(let attempt):
             guard case .connecting(attempt) = phase, let recorded = recordedConnection(attempt) else { return [] }
+            connectionsMade += 1
             var connection = Connection(recorded: recorded.ordinal)
             phase = .connected(connection)
             var events: [VirtualLinkEvent] = [.connected(recorded: recorded.ordinal, frame: recorded.frame)]
@@ -453,9 +482,9 @@ public struct VirtualPeripheralLink: Sendable {
             case .connected, .disconnecting:
                 return endConnection(reason: 0x08, byCentral: false, frame: nil, now: now, note: nil)
             case .connecting(let attempt):
-                // The attempt waits for the peripheral to be back.
+                // The attempt waits for the peripheral to be back (for ever, when it never is).
+                epoch += 1
                 if let until = unavailableUntil, until != .max, let recorded = recordedConnection(attempt) {
-                    epoch += 1
                     schedule(at: after(until, recorded.establishmentNs ?? exchanges.roundTripNs), .completeConnection(attempt: attempt))
                 }
                 return []
@@ -500,11 +529,9 @@ public struct VirtualPeripheralLink: Sendable {
         while connection.inFlight == nil, !connection.queue.isEmpty {
             var procedure = connection.queue.removeFirst()
             guard let (pdu, answer) = request(for: &procedure, mtu: connection.mtu) else {
-                // Nothing to ask (a characteristic with no room for descriptors): done at once.
-                phase = .connected(connection)
-                events += finish(procedure, error: nil, frame: nil, now: now)
-                guard case .connected(let after) = phase else { return events }
-                connection = after
+                // Nothing to ask (a characteristic with no room for descriptors): done at once,
+                // and the loop goes on to the next (no recursion: a queue may be long).
+                events += finish(procedure, error: nil, frame: nil)
                 continue
             }
             let matchEvent = match(pdu, in: &connection)
@@ -595,6 +622,14 @@ public struct VirtualPeripheralLink: Sendable {
             case .error(let code): return ([0x0A] + le(handle), .error(code))
             case .accept: return ([0x0A] + le(handle), .value([]))
             }
+        case .write(let handle, let value, _) where !procedure.anchored:
+            procedure.anchored = true
+            procedure.anchor = writeAnchor(handle: handle, value: value)
+            return request(for: &procedure, mtu: mtu)
+        case .setNotify(let valueHandle, true) where !procedure.anchored:
+            procedure.anchored = true
+            procedure.anchor = subscriptionAnchor(valueHandle: valueHandle)
+            return request(for: &procedure, mtu: mtu)
         case .write(let handle, let value, _) where value.count > mtu - 3 && procedure.offset < value.count:
             // A long write (Vol 3 Part G §4.9.4): Prepare Write Requests of MTU − 5 bytes each,
             // echoed back, then one Execute Write Request.
@@ -630,7 +665,7 @@ public struct VirtualPeripheralLink: Sendable {
             connection.mtu = mtu
             phase = .connected(connection)
             events.append(.mtuChanged(mtu))
-            events += finish(procedure, error: nil, frame: inFlight.frame, now: now)
+            events += finish(procedure, error: nil, frame: inFlight.frame) + sendNext(now: now)
         case (.discoverServices(let uuids), .services(let found)):
             procedure.services += found
             // Past every handle the answer named: a recorded group that ends before it starts
@@ -643,7 +678,7 @@ public struct VirtualPeripheralLink: Sendable {
                 procedure.uuidIndex += 1
                 procedure.next = 1
             } else {
-                return events + finish(procedure, error: nil, frame: inFlight.frame, now: now)
+                return events + finish(procedure, error: nil, frame: inFlight.frame) + sendNext(now: now)
             }
             events += continueProcedure(procedure, now: now)
         case (.discoverServices(let uuids), .error(let code)):
@@ -652,23 +687,23 @@ public struct VirtualPeripheralLink: Sendable {
                 procedure.next = 1
                 events += continueProcedure(procedure, now: now)
             } else {
-                events += finish(procedure, error: code == 0x0A ? nil : code, frame: inFlight.frame, now: now)
+                events += finish(procedure, error: code == 0x0A ? nil : code, frame: inFlight.frame) + sendNext(now: now)
             }
         case (.discoverCharacteristics, .characteristics(let found)):
             procedure.characteristics += found
             // Vol 3 Part G §4.6.1: the next request starts after the last declaration found.
             let last = found.map(\.declarationHandle).max() ?? 0xFFFF
-            guard last < 0xFFFF else { return events + finish(procedure, error: nil, frame: inFlight.frame, now: now) }
+            guard last < 0xFFFF else { return events + finish(procedure, error: nil, frame: inFlight.frame) + sendNext(now: now) }
             procedure.next = last + 1
             events += continueProcedure(procedure, now: now)
         case (.discoverDescriptors, .descriptors(let found)):
             procedure.descriptors += found
             let last = found.map(\.handle).max() ?? 0xFFFF
-            guard last < 0xFFFF else { return events + finish(procedure, error: nil, frame: inFlight.frame, now: now) }
+            guard last < 0xFFFF else { return events + finish(procedure, error: nil, frame: inFlight.frame) + sendNext(now: now) }
             procedure.next = last + 1
             events += continueProcedure(procedure, now: now)
         case (.discoverCharacteristics, .error(let code)), (.discoverDescriptors, .error(let code)), (.discoverIncludedServices, .error(let code)):
-            events += finish(procedure, error: code == 0x0A ? nil : code, frame: inFlight.frame, now: now)
+            events += finish(procedure, error: code == 0x0A ? nil : code, frame: inFlight.frame) + sendNext(now: now)
         case (.read(let handle), .value(let value)):
             // A part that filled the response (ATT_MTU − 1 bytes) says there may be more.
             let part = connection.mtu - 1
@@ -688,9 +723,9 @@ public struct VirtualPeripheralLink: Sendable {
             // A Prepare Write echoed: the next part, or the Execute Write.
             procedure.offset = min(value.count, procedure.offset + max(1, connection.mtu - 5))
             events += continueProcedure(procedure, now: now)
-        case (.write(let handle, let value, _), .accepted):
+        case (.write(let handle, _, _), .accepted):
             events.append(.written(handle: handle, error: nil, frame: inFlight.frame))
-            startWriteStream(handle: handle, value: value, now: inFlight.sentAt)
+            if let anchor = procedure.anchor { start(anchor, now: inFlight.sentAt) }
             events += sendNext(now: now)
         case (.write(let handle, _, _), .error(let code)):
             events.append(.written(handle: handle, error: code, frame: inFlight.frame))
@@ -698,14 +733,14 @@ public struct VirtualPeripheralLink: Sendable {
         case (.setNotify(let handle, let enabled), .accepted):
             if enabled { connection.notifying.insert(handle) } else { connection.notifying.remove(handle) }
             phase = .connected(connection)
-            if enabled { startSubscriptionStream(valueHandle: handle, now: inFlight.sentAt) }
+            if enabled, let anchor = procedure.anchor { start(anchor, now: inFlight.sentAt) }
             events.append(.notificationState(handle: handle, enabled: enabled, error: nil))
             events += sendNext(now: now)
         case (.setNotify(let handle, let enabled), .error(let code)):
             events.append(.notificationState(handle: handle, enabled: enabled, error: code))
             events += sendNext(now: now)
         default:
-            events += finish(procedure, error: 0x0E, frame: inFlight.frame, now: now)
+            events += finish(procedure, error: 0x0E, frame: inFlight.frame) + sendNext(now: now)
         }
         return events
     }
@@ -717,8 +752,8 @@ public struct VirtualPeripheralLink: Sendable {
         return sendNext(now: now)
     }
 
-    /// Reports a procedure's end and sends the next queued request.
-    private mutating func finish(_ procedure: Procedure, error: UInt8?, frame: Int?, now: Int64) -> [VirtualLinkEvent] {
+    /// Reports a procedure's end; the caller sends the next queued request.
+    private func finish(_ procedure: Procedure, error: UInt8?, frame: Int?) -> [VirtualLinkEvent] {
         var events: [VirtualLinkEvent] = []
         switch procedure.operation {
         case .exchangeMTU: break
@@ -742,7 +777,7 @@ public struct VirtualPeripheralLink: Sendable {
             // No CCCD to write: the characteristic neither notifies nor indicates.
             events.append(.notificationState(handle: handle, enabled: enabled, error: error ?? 0x06))
         }
-        return events + sendNext(now: now)
+        return events
     }
 
     /// Matches a request the central sends with the recorded central's next ones on its connection.
@@ -752,26 +787,31 @@ public struct VirtualPeripheralLink: Sendable {
         if isCommand { return .requestSent(pdu: pdu, matched: nil, expected: nil) }
         while connection.cursor < recorded.count, connection.matched.contains(connection.cursor) { connection.cursor += 1 }
         // A bounded look-ahead: a request made in another order still finds its recorded twin.
-        let window = connection.cursor..<min(recorded.count, connection.cursor + 64)
+        let start = max(connection.cursor, connection.lastMatched - 64)
+        let window = min(start, recorded.count)..<min(recorded.count, max(connection.cursor, connection.lastMatched) + 65)
         for index in window where !connection.matched.contains(index) && recorded[index].pdu == pdu {
             connection.matched.insert(index)
+            connection.lastMatched = max(connection.lastMatched, index)
             counts.matched += 1
             return .requestSent(pdu: pdu, matched: recorded[index], expected: nil)
         }
         counts.diverged += 1
-        return .requestSent(pdu: pdu, matched: nil, expected: connection.cursor < recorded.count ? recorded[connection.cursor] : nil)
+        let expected = (connection.lastMatched + 1..<recorded.count).first { !connection.matched.contains($0) } ?? connection.cursor
+        return .requestSent(pdu: pdu, matched: nil, expected: expected < recorded.count ? recorded[expected] : nil)
     }
 
     // MARK: notification streams
 
-    private mutating func startSubscriptionStream(valueHandle: UInt16, now: Int64) {
-        guard let cccd = database.characteristic(valueHandle: valueHandle)?.descriptors.first(where: { $0.uuid == .clientCharacteristicConfiguration })?.handle else { return }
+    /// The app's next subscription of the value at `valueHandle`: the k-th plays the recorded k-th.
+    private mutating func subscriptionAnchor(valueHandle: UInt16) -> NotificationAnchor? {
+        guard let cccd = database.characteristic(valueHandle: valueHandle)?.descriptors.first(where: { $0.uuid == .clientCharacteristicConfiguration })?.handle else { return nil }
         let occurrence = appSubscriptions[cccd, default: 0]
         appSubscriptions[cccd] = occurrence + 1
-        start(.subscription(cccd: cccd, occurrence: occurrence), now: now)
+        return .subscription(cccd: cccd, occurrence: occurrence)
     }
 
-    private mutating func startWriteStream(handle: UInt16, value: [UInt8], now: Int64) {
+    /// The recorded write the app's next write of `value` to `handle` plays.
+    private mutating func writeAnchor(handle: UInt16, value: [UInt8]) -> NotificationAnchor? {
         let key = [UInt8(handle & 0xFF), UInt8(handle >> 8)] + value
         let occurrence = appWrites[key, default: 0]
         appWrites[key] = occurrence + 1
@@ -781,7 +821,7 @@ public struct VirtualPeripheralLink: Sendable {
         let same = exchanges.writeIndices[key] ?? []
         let byHandle = exchanges.writeIndicesByHandle[handle] ?? []
         let index = occurrence < same.count ? same[occurrence] : (position < byHandle.count ? byHandle[position] : nil)
-        if let index { start(.write(index), now: now) }
+        return index.map { .write($0) }
     }
 
     private mutating func start(_ anchor: NotificationAnchor, now: Int64) {
@@ -809,8 +849,8 @@ public struct VirtualPeripheralLink: Sendable {
     }
 
     private func recordedConnection(_ attempt: Int) -> RecordedConnection? {
-        guard !peripheral.connections.isEmpty else { return nil }
-        return peripheral.connections[min(attempt, peripheral.connections.count - 1)]
+        guard !connections.isEmpty else { return nil }
+        return connections[min(attempt, connections.count - 1)]
     }
 
     private mutating func schedule(at: Int64, _ due: Due, epoch: Int? = nil) {
@@ -834,7 +874,7 @@ public struct VirtualPeripheralLink: Sendable {
 
     /// A discovery made from what the capture knows, for a capture without the peripheral's advertising.
     private func synthesizedAdvertisement(at now: Int64) -> RecordedAdvertisement? {
-        guard let address = peripheral.address else { return nil }
+        let address = self.address
         var data: [UInt8] = [0x02, 0x01, 0x06]
         let name = deviceName ?? peripheral.name
         if let name, !name.isEmpty {

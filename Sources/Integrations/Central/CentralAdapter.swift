@@ -19,6 +19,9 @@ public struct CentralAdapter: CoreAdapter {
     private var pending: [Int64] = []
     private var nextRequest: Int64 = 1
     private var stats = (calls: 0, misuses: 0)
+    /// Connections the app asked of peripherals the capture never connected to: they stay
+    /// pending, as a phone's attempt does, until cancelled.
+    private var pendingElsewhere: Set<String> = []
 
     /// An adapter over `link`.
     public init(link: VirtualPeripheralLink) {
@@ -69,13 +72,24 @@ public struct CentralAdapter: CoreAdapter {
         switch call {
         case "create_manager":
             events.append(TraceEvent(timeNs: t, core: core, event: "api_call", fields: fields))
-            events.append(TraceEvent(timeNs: t, core: core, event: "state", fields: ["state": .string("powered_on")]))
+            // The recorded peripheral is one the system knows: `retrievePeripherals` finds it.
+            events.append(TraceEvent(timeNs: t, core: core, event: "state", fields: [
+                "state": .string("powered_on"), "known_peripherals": .array([.string(Self.identifier(of: link.address))])]))
             return events
         case "scan":
             let services = record["services"].flatMap(Self.uuids)
             linkEvents += link.startScan(services: services, allowDuplicates: record["allow_duplicates"] == .bool(true), now: t)
         case "stop_scan":
             link.stopScan()
+        case "connect" where !isRecordedPeripheral(record):
+            if case .string(let id)? = record["peripheral"] { pendingElsewhere.insert(id) }
+            linkEvents.append(.unanswered("connect to a peripheral the capture never connected to: it stays connecting, as on a phone"))
+        case "cancel_connection" where !isRecordedPeripheral(record):
+            guard case .string(let id)? = record["peripheral"], pendingElsewhere.remove(id) != nil else { break }
+            events.append(TraceEvent(timeNs: t, core: core, event: "api_call", fields: fields))
+            events.append(TraceEvent(timeNs: t, core: core, event: "disconnected", fields: [
+                "peripheral": .string(id), "reason": .int(0x16), "by_central": .bool(true)]))
+            return events
         case "connect":
             linkEvents += link.connect(now: t)
         case "cancel_connection":
@@ -106,6 +120,12 @@ public struct CentralAdapter: CoreAdapter {
         events.append(TraceEvent(timeNs: t, core: core, event: "api_call", fields: fields))
         events += trace(linkEvents, at: t)
         return events
+    }
+
+    /// Whether a call names the recorded peripheral (or none).
+    private func isRecordedPeripheral(_ record: [String: TraceValue]) -> Bool {
+        guard case .string(let id)? = record["peripheral"] else { return true }
+        return id == Self.identifier(of: link.address)
     }
 
     public var nextDeadline: Duration? {
@@ -158,12 +178,12 @@ public struct CentralAdapter: CoreAdapter {
                 if let power = parsed.txPower { f["tx_power"] = .int(Int64(power)) }
                 add("discovered", f)
             case .connected(let recorded, let frame):
-                var f: [String: TraceValue] = ["peripheral": .string(Self.identifier(of: link.address ?? "")), "recorded_connection": .int(Int64(recorded + 1))]
+                var f: [String: TraceValue] = ["peripheral": .string(Self.identifier(of: link.address)), "recorded_connection": .int(Int64(recorded + 1))]
                 if let frame { f["frame"] = .int(Int64(frame)) }
                 add("connected", f)
             case .disconnected(let reason, let byCentral, let frame):
                 pending.removeAll()
-                var f: [String: TraceValue] = ["peripheral": .string(Self.identifier(of: link.address ?? "")), "reason": .int(Int64(reason)),
+                var f: [String: TraceValue] = ["peripheral": .string(Self.identifier(of: link.address)), "reason": .int(Int64(reason)),
                                                "by_central": .bool(byCentral)]
                 if let frame { f["frame"] = .int(Int64(frame)) }
                 add("disconnected", f)
