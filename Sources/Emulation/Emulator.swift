@@ -40,6 +40,8 @@ public struct EmulatorOutcome: Sendable, Hashable {
     public var endsEmulation: Bool
     /// How the request was matched (`handle+bytes`, `handle+position`), or why it was not.
     public var note: String
+    /// The frame of the recorded write that answered it, when one did.
+    public var recordedFrame: Int? = nil
 }
 
 /// How many requests were answered from the capture, by a responder, or not at all.
@@ -237,7 +239,8 @@ public struct Emulator: Sendable {
 
     private func played(_ write: RecordedWrite, note: String) -> EmulatorOutcome {
         let reply: ImmediateReply = write.error.map { .error($0) } ?? .accept
-        return EmulatorOutcome(reply: reply, answers: write.answers, source: .capture, endsEmulation: false, note: note + " (frame \(write.frame))")
+        return EmulatorOutcome(reply: reply, answers: write.answers, source: .capture, endsEmulation: false, note: note + " (frame \(write.frame))",
+                               recordedFrame: write.frame)
     }
 
     /// A request nothing answers: `ignored` is the reply under the `ignore` policy.

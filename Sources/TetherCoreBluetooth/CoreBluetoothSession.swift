@@ -86,6 +86,12 @@ final class CoreBluetoothSession: @unchecked Sendable {
         return made
     }
 
+    /// The peripheral the `central` core's GATT events are about: only the recorded one can be
+    /// connected, so this is it while it is (a look-up per event, without sorting).
+    var connectedPeripheral: CBPeripheral? {
+        peripherals.values.first { $0.state == .connected }
+    }
+
     var connectedPeripherals: [CBPeripheral] {
         peripherals.values.filter { $0.state == .connected }.sorted { $0.identifier.uuidString < $1.identifier.uuidString }
     }
@@ -103,7 +109,7 @@ final class CoreBluetoothSession: @unchecked Sendable {
         case "connected": connected(event)
         case "disconnected": disconnected(event)
         case "mtu":
-            if let mtu = int(event, "mtu") { for p in connectedPeripherals { p.mtu = mtu } }
+            if let mtu = int(event, "mtu") { connectedPeripheral?.mtu = mtu }
         case "services_discovered": servicesDiscovered(event)
         case "included_services_discovered": includedServicesDiscovered(event)
         case "characteristics_discovered": characteristicsDiscovered(event)
@@ -213,7 +219,7 @@ final class CoreBluetoothSession: @unchecked Sendable {
     }
 
     private func servicesDiscovered(_ event: TraceEvent) {
-        guard let peripheral = connectedPeripherals.first else { return }
+        guard let peripheral = connectedPeripheral else { return }
         var byHandle = Dictionary((peripheral.services ?? []).map { ($0.handle, $0) }, uniquingKeysWith: { a, _ in a })
         for item in objects(event, "services") {
             guard let start = int(item, "start"), let end = int(item, "end"), let uuid = uuid(item) else { continue }
@@ -228,7 +234,7 @@ final class CoreBluetoothSession: @unchecked Sendable {
     }
 
     private func includedServicesDiscovered(_ event: TraceEvent) {
-        guard let peripheral = connectedPeripherals.first, let handle = int(event, "service"),
+        guard let peripheral = connectedPeripheral, let handle = int(event, "service"),
               let service = peripheral.services?.first(where: { $0.handle == handle }) else { return }
         if service.includedServices == nil { service.includedServices = [] }
         let error = attError(event)
@@ -238,7 +244,7 @@ final class CoreBluetoothSession: @unchecked Sendable {
     }
 
     private func characteristicsDiscovered(_ event: TraceEvent) {
-        guard let peripheral = connectedPeripherals.first, let handle = int(event, "service"),
+        guard let peripheral = connectedPeripheral, let handle = int(event, "service"),
               let service = peripheral.services?.first(where: { $0.handle == handle }) else { return }
         var byHandle = Dictionary((service.characteristics ?? []).map { ($0.handle, $0) }, uniquingKeysWith: { a, _ in a })
         for item in objects(event, "characteristics") {
@@ -257,7 +263,7 @@ final class CoreBluetoothSession: @unchecked Sendable {
     }
 
     private func descriptorsDiscovered(_ event: TraceEvent) {
-        guard let peripheral = connectedPeripherals.first, let handle = int(event, "characteristic"),
+        guard let peripheral = connectedPeripheral, let handle = int(event, "characteristic"),
               let characteristic = characteristic(valueHandle: handle, of: peripheral) else { return }
         var byHandle = Dictionary((characteristic.descriptors ?? []).map { ($0.handle, $0) }, uniquingKeysWith: { a, _ in a })
         for item in objects(event, "descriptors") {
@@ -272,7 +278,7 @@ final class CoreBluetoothSession: @unchecked Sendable {
     }
 
     private func valueRead(_ event: TraceEvent) {
-        guard let peripheral = connectedPeripherals.first, let handle = int(event, "handle") else { return }
+        guard let peripheral = connectedPeripheral, let handle = int(event, "handle") else { return }
         let error = attError(event)
         let value: Data? = if case .string(let hex)? = event.field("value") { Data(Self.bytes(hex)) } else { nil }
         if let characteristic = characteristic(valueHandle: handle, of: peripheral) {
@@ -289,7 +295,7 @@ final class CoreBluetoothSession: @unchecked Sendable {
     }
 
     private func valueWritten(_ event: TraceEvent) {
-        guard let peripheral = connectedPeripherals.first, let handle = int(event, "handle") else { return }
+        guard let peripheral = connectedPeripheral, let handle = int(event, "handle") else { return }
         let error = attError(event)
         if let characteristic = characteristic(valueHandle: handle, of: peripheral) {
             deliver("peripheral(_:didWriteValueFor:error:)", to: peripheral.delegate, ["uuid": .string(characteristic.uuid.uuidString)].merging(errorFields(error)) { a, _ in a }) {
@@ -303,7 +309,7 @@ final class CoreBluetoothSession: @unchecked Sendable {
     }
 
     private func notificationState(_ event: TraceEvent) {
-        guard let peripheral = connectedPeripherals.first, let handle = int(event, "handle"),
+        guard let peripheral = connectedPeripheral, let handle = int(event, "handle"),
               let characteristic = characteristic(valueHandle: handle, of: peripheral) else { return }
         let error = attError(event)
         if error == nil { characteristic.isNotifying = event.field("enabled") == .bool(true) }
@@ -313,7 +319,7 @@ final class CoreBluetoothSession: @unchecked Sendable {
     }
 
     private func notified(_ event: TraceEvent) {
-        guard let peripheral = connectedPeripherals.first, let handle = int(event, "handle"), case .string(let hex)? = event.field("value") else { return }
+        guard let peripheral = connectedPeripheral, let handle = int(event, "handle"), case .string(let hex)? = event.field("value") else { return }
         guard let characteristic = characteristic(valueHandle: handle, of: peripheral) else {
             if warned.insert("undiscovered-\(handle)").inserted {
                 misuse("a notification of handle \(handle) arrived for a characteristic the app never discovered: no callback (said once)")
@@ -327,7 +333,7 @@ final class CoreBluetoothSession: @unchecked Sendable {
     }
 
     private func rssiRead(_ event: TraceEvent) {
-        guard let peripheral = connectedPeripherals.first else { return }
+        guard let peripheral = connectedPeripheral else { return }
         let rssi = NSNumber(value: int(event, "rssi") ?? 127)
         deliver("peripheral(_:didReadRSSI:error:)", to: peripheral.delegate, ["rssi": .int(Int64(rssi.intValue))]) {
             $0.peripheral(peripheral, didReadRSSI: rssi, error: nil)

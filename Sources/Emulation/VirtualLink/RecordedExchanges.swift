@@ -73,10 +73,8 @@ public struct RecordedExchanges: Sendable {
     public var requests: [Int: [RecordedRequest]] = [:]
     /// The central's writes to values other than CCCDs, in capture order.
     public var writes: [RecordedValueWrite] = []
-    /// Indices into ``writes`` by handle (little-endian) and bytes, in order.
-    public var writeIndices: [[UInt8]: [Int]] = [:]
-    /// Indices into ``writes`` by handle, in order.
-    public var writeIndicesByHandle: [UInt16: [Int]] = [:]
+    /// Indices into ``writes`` by the write's frame: which recorded write the ``Emulator`` matched.
+    public var writeIndexByFrame: [Int: Int] = [:]
     /// The peripheral's notifications and indications, by anchor, in order.
     public var notifications: [NotificationAnchor: [RecordedNotification]] = [:]
     /// The recorded instant of each anchor (since the capture's first frame).
@@ -124,8 +122,7 @@ public struct RecordedExchanges: Sendable {
                         }
                     } else {
                         writes.append(RecordedValueWrite(handle: handle, value: pdu.value, timeNs: time))
-                        writeIndices[[UInt8(handle & 0xFF), UInt8(handle >> 8)] + pdu.value, default: []].append(writes.count - 1)
-                        writeIndicesByHandle[handle, default: []].append(writes.count - 1)
+                        writeIndexByFrame[pdu.frame] = writes.count - 1
                         latestWrite[pdu.connection] = (writes.count - 1, time)
                         anchorTimes[.write(writes.count - 1)] = time
                     }

@@ -224,8 +224,6 @@ public struct VirtualPeripheralLink: Sendable {
         /// Each advertiser's latest advertising (not scan response) report in this scan.
         var latest: [String: RecordedAdvertisement] = [:]
     }
-    private var appWrites: [[UInt8]: Int] = [:]
-    private var appWritesByHandle: [UInt16: Int] = [:]
     private var appSubscriptions: [UInt16: Int] = [:]
     private var saidOnce: Set<String> = []
     /// Counts for the summary.
@@ -346,9 +344,9 @@ public struct VirtualPeripheralLink: Sendable {
             // A Write Command is sent at once, answered by nothing.
             let pdu = [0x52, UInt8(handle & 0xFF), UInt8(handle >> 8)] + value
             var events = [match(pdu, in: &connection)]
-            _ = emulator.write(handle: handle, value: value)
+            let outcome = emulator.write(handle: handle, value: value)
             phase = .connected(connection)
-            if let anchor = writeAnchor(handle: handle, value: value) { start(anchor, now: now) }
+            if let anchor = writeAnchor(outcome) { start(anchor, now: now) }
             if database.characteristic(valueHandle: handle) == nil { events += (unansweredOnce("write without response to handle 0x\(hex4(handle)), which the database does not hold")) }
             return events
         }
@@ -622,10 +620,6 @@ public struct VirtualPeripheralLink: Sendable {
             case .error(let code): return ([0x0A] + le(handle), .error(code))
             case .accept: return ([0x0A] + le(handle), .value([]))
             }
-        case .write(let handle, let value, _) where !procedure.anchored:
-            procedure.anchored = true
-            procedure.anchor = writeAnchor(handle: handle, value: value)
-            return request(for: &procedure, mtu: mtu)
         case .setNotify(let valueHandle, true) where !procedure.anchored:
             procedure.anchored = true
             procedure.anchor = subscriptionAnchor(valueHandle: valueHandle)
@@ -637,10 +631,12 @@ public struct VirtualPeripheralLink: Sendable {
             return ([0x16] + le(handle) + le(UInt16(clamping: procedure.offset)) + value[procedure.offset..<end], .accepted)
         case .write(let handle, let value, _) where value.count > mtu - 3:
             let outcome = emulator.write(handle: handle, value: value)
+            procedure.anchor = writeAnchor(outcome)
             if case .error(let code) = outcome.reply { return ([0x18, 0x01], .error(code)) }
             return ([0x18, 0x01], .accepted)
         case .write(let handle, let value, _):
             let outcome = emulator.write(handle: handle, value: value)
+            procedure.anchor = writeAnchor(outcome)
             if case .error(let code) = outcome.reply { return ([0x12] + le(handle) + value, .error(code)) }
             if outcome.source == .unanswered, database.characteristic(holding: handle) == nil { return ([0x12] + le(handle) + value, .error(0x01)) }
             return ([0x12] + le(handle) + value, .accepted)
@@ -810,18 +806,11 @@ public struct VirtualPeripheralLink: Sendable {
         return .subscription(cccd: cccd, occurrence: occurrence)
     }
 
-    /// The recorded write the app's next write of `value` to `handle` plays.
-    private mutating func writeAnchor(handle: UInt16, value: [UInt8]) -> NotificationAnchor? {
-        let key = [UInt8(handle & 0xFF), UInt8(handle >> 8)] + value
-        let occurrence = appWrites[key, default: 0]
-        appWrites[key] = occurrence + 1
-        let position = appWritesByHandle[handle, default: 0]
-        appWritesByHandle[handle] = position + 1
-        // The k-th write of these bytes to this handle plays the recorded k-th; else the n-th write to the handle.
-        let same = exchanges.writeIndices[key] ?? []
-        let byHandle = exchanges.writeIndicesByHandle[handle] ?? []
-        let index = occurrence < same.count ? same[occurrence] : (position < byHandle.count ? byHandle[position] : nil)
-        return index.map { .write($0) }
+    /// The recorded notifications a write starts: those of the recorded write the ``Emulator``
+    /// matched it with (the k-th write of those bytes to that handle plays the recorded k-th, else
+    /// the n-th write to the handle), so writes are matched in one place, refused ones counted.
+    private func writeAnchor(_ outcome: EmulatorOutcome) -> NotificationAnchor? {
+        outcome.recordedFrame.flatMap { exchanges.writeIndexByFrame[$0] }.map { .write($0) }
     }
 
     private mutating func start(_ anchor: NotificationAnchor, now: Int64) {
