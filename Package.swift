@@ -74,7 +74,7 @@ let package = Package(
         .target(name: "MQTT"),
         // Redaction of a capture set: addresses, names, keys, MQTT credentials (and IP addresses)
         // replaced consistently across the capture, the manifest and the traces.
-        .target(name: "Redaction", dependencies: ["CaptureKit", "CaptureSet", "Dissectors", "MQTT"]),
+        .target(name: "Redaction", dependencies: ["CaptureKit", "CaptureSet", "Dissectors", "JSONBytes", "MQTT"]),
 
         // The cores: pure Swift, no I/O, no clock.
         // The seeded and system random sources the cores take as inputs (one SplitMix64 for all).

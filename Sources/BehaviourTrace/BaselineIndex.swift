@@ -247,7 +247,7 @@ public struct BaselineIndex: Sendable, Equatable {
         init(forTrace tracePath: String) throws(TraceFileError) {
             self.tracePath = tracePath
             let (folder, name) = FileIO.split(BaselineIndex.path(forTrace: tracePath))
-            temporaryPath = FileIO.join(folder, ".\(name).tmp-\(getpid())")
+            temporaryPath = FileIO.temporarySibling(of: FileIO.join(folder, name), purpose: "tmp")
             descriptor = open(temporaryPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
             guard descriptor >= 0 else {
                 throw TraceFileError(path: temporaryPath, operation: "create baseline index", reason: FileIO.errnoText())

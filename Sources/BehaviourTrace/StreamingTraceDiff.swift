@@ -134,9 +134,9 @@ public struct StreamingTraceDiff {
 
     private mutating func match(_ x: TraceEvent, _ y: TraceEvent, indexA: Int, indexB: Int) {
         report.matched += 1
-        let delta = y.timeNs &- x.timeNs
+        let delta = TraceTimeDifference(from: x.timeNs, to: y.timeNs)
         if delta.magnitude > report.timingToleranceNs.magnitude {
-            record(timing: .init(indexA: indexA, indexB: indexB, a: x, b: y, deltaNs: delta))
+            record(timing: .init(indexA: indexA, indexB: indexB, a: x, b: y, deltaNs: delta.saturatingNanoseconds))
         }
     }
 

@@ -112,8 +112,12 @@ public struct CorrelatedPair: Sendable, Hashable {
     /// The end event's name (`completion`, `message_failed`), `nil` while unanswered.
     public var endEvent: String?
 
-    /// How long the answer took, `nil` while unanswered.
-    public var latencyNs: Int64? { endNs.map { $0 &- startNs } }
+    /// How long the answer took, `nil` while unanswered; saturated at the ends of `Int64` when the
+    /// two instants are further apart than it holds (``latency`` has it exactly).
+    public var latencyNs: Int64? { latency?.saturatingNanoseconds }
+
+    /// How long the answer took, exactly (it can need 65 bits); `nil` while unanswered.
+    public var latency: TraceTimeDifference? { endNs.map { TraceTimeDifference(from: startNs, to: $0) } }
 }
 
 /// One progress report of an open pair: `done` of `total` at `timeNs`.

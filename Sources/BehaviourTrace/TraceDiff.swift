@@ -77,9 +77,9 @@ public enum TraceDiff {
             case .match(let i, let j):
                 closeHunk()
                 report.matched += 1
-                let delta = b[j].timeNs &- a[i].timeNs
+                let delta = TraceTimeDifference(from: a[i].timeNs, to: b[j].timeNs)
                 if delta.magnitude > timingToleranceNs.magnitude {
-                    report.timing.append(.init(indexA: offsetA + i, indexB: offsetB + j, a: a[i], b: b[j], deltaNs: delta))
+                    report.timing.append(.init(indexA: offsetA + i, indexB: offsetB + j, a: a[i], b: b[j], deltaNs: delta.saturatingNanoseconds))
                 }
             case .delete(let i): currentDeleted.append(i)
             case .insert(let j): currentInserted.append(j)
@@ -406,7 +406,8 @@ public struct TraceDiffReport: Sendable, Hashable {
         public var b: TraceEvent
         /// For changed events: the fields that differ, sorted. Empty otherwise.
         public var fields: [String] = []
-        /// For timing: `b.timeNs - a.timeNs`. Zero otherwise.
+        /// For timing: `b.timeNs - a.timeNs`, saturated at the ends of `Int64`
+        /// (``TraceTimeDifference`` has it exactly). Zero otherwise.
         public var deltaNs: Int64 = 0
 
         /// Creates an entry.
@@ -633,10 +634,11 @@ public struct TraceDiffReport: Sendable, Hashable {
         }
 
         mutating func add(timing entry: Paired) {
-            let sign = entry.deltaNs >= 0 ? "+" : ""
+            // Exact, not the saturated deltaNs; "+5 ns" and "-5 ns" as before.
+            let delta = TraceTimeDifference(from: entry.a.timeNs, to: entry.b.timeNs)
             keep(timing.add(Item(timeNs: entry.a.timeNs, index: entry.indexA, group: "\(entry.a.core) \(entry.a.event)",
-                                 text: "@ timing  t_ns=\(entry.a.timeNs) → \(entry.b.timeNs) (\(sign)\(entry.deltaNs) ns) \(TraceDiffReport.describe(entry.a, fieldsLimit: 0))",
-                                 detail: "\(sign)\(entry.deltaNs) ns")))
+                                 text: "@ timing  t_ns=\(entry.a.timeNs) → \(entry.b.timeNs) (\(delta)) \(TraceDiffReport.describe(entry.a, fieldsLimit: 0))",
+                                 detail: "\(delta)")))
         }
 
         private mutating func keep(_ new: [Line]) {
@@ -691,14 +693,29 @@ public struct TraceDiffReport: Sendable, Hashable {
 }
 
 extension String {
-    /// Control characters would break the one-line-per-difference layout.
+    /// Text from captures and traces made safe for a terminal and a one-line-per-item layout:
+    /// every ``Unicode/Scalar/isControlForTerminal`` scalar shown as `\u{…}`. Every command that
+    /// prints such text (`diff`, `replay`, `inspect`, `annotate`, `record`) goes through here.
     public func escapingControlCharactersForReport() -> String {
+        guard unicodeScalars.contains(where: \.isControlForTerminal) else { return self }
         var out = ""
         for scalar in unicodeScalars {
-            if scalar.value < 0x20 || scalar.value == 0x7F { out += "\\u{\(String(scalar.value, radix: 16))}" } else {
+            if scalar.isControlForTerminal { out += "\\u{\(String(scalar.value, radix: 16))}" } else {
                 out.unicodeScalars.append(scalar)
             }
         }
         return out
+    }
+}
+
+extension Unicode.Scalar {
+    /// C0 and C1 controls and DEL (a terminal acts on them: ESC and CSI start escape sequences),
+    /// line and paragraph separators (they break lines where no newline is), and the
+    /// bidirectional overrides and isolates (they reorder what a line appears to say).
+    public var isControlForTerminal: Bool {
+        switch value {
+        case 0x00..<0x20, 0x7F...0x9F, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069: return true
+        default: return false
+        }
     }
 }

@@ -163,26 +163,6 @@ public enum TraceFile {
         return out.bytes
     }
 
-    /// Writes `events` to `path`, replacing the file atomically so a reader never sees half a
-    /// baseline.
-    /// - Throws: `TraceFileError` when the file cannot be written.
-    public static func write(_ events: [TraceEvent], to path: String) throws {
-        var bytes = encodeBytes(events)
-        do {
-            // The buffer is handed to Foundation without a copy; it outlives the write.
-            try bytes.withUnsafeMutableBytes { buffer in
-                guard let base = buffer.baseAddress else {
-                    try Data().write(to: URL(fileURLWithPath: path), options: .atomic)
-                    return
-                }
-                let data = Data(bytesNoCopy: base, count: buffer.count, deallocator: .none)
-                try data.write(to: URL(fileURLWithPath: path), options: .atomic)
-            }
-        } catch {
-            throw TraceFileError(path: path, operation: "write trace file", reason: "\(error.localizedDescription)")
-        }
-    }
-
     /// Parses trace text (the bytes of a whole file). `file` labels errors.
     /// - Throws: `TraceFormatError` for the first malformed line.
     public static func decode(_ bytes: [UInt8], file: String) throws(TraceFormatError) -> [TraceEvent] {

@@ -89,7 +89,7 @@ public final class TraceFileWriter: TraceSink {
             throw TraceFileError(path: failed, operation: operation, reason: reason)
         }
         do {
-            let writer = try TraceFileWriter(path: FileIO.join(folder, ".\(name).tmp-\(getpid())"), destination: path)
+            let writer = try TraceFileWriter(path: FileIO.temporarySibling(of: FileIO.join(folder, name), purpose: "tmp"), destination: path)
             writer.createdFolders = created
             return writer
         } catch {

@@ -54,6 +54,15 @@ package enum RegularFile {
         return .success(fd)
     }
 
+    /// What is at `path` (links followed) when it is not a regular file, in words (`a character
+    /// device`); `nil` for a regular file or nothing at all.
+    package static func otherKind(of path: String) -> String? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        let type = info.st_mode & mode_t(S_IFMT)
+        return type == mode_t(S_IFREG) ? nil : describe(type)
+    }
+
     static func describe(_ type: mode_t) -> String {
         switch type {
         case mode_t(S_IFDIR): "a folder"

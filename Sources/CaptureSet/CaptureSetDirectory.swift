@@ -63,6 +63,27 @@ public struct CaptureSetDirectory: Sendable, Hashable {
     /// `nil` when no part of the path can be resolved.
     public static func canonicalTarget(of path: String) -> String? { FileIO.canonicalTarget(path) }
 
+    /// `sets` with each set once: a set named twice, or once directly and once through a
+    /// symbolic link or another spelling (`Captures/x`, `./Captures/x/`, `link-to-x`), is kept at
+    /// its first place. Sets are the same when their folders resolve to the same real path.
+    /// - Returns: the sets, and each later name left out with the name kept for it.
+    public static func uniqueSets(_ sets: [String]) -> (sets: [String], duplicates: [(dropped: String, kept: String)]) {
+        var kept: [String] = []
+        var duplicates: [(dropped: String, kept: String)] = []
+        var seen: [String: String] = [:]
+        for set in sets {
+            // A folder that cannot be resolved is kept as given: its replay says what is wrong.
+            let key = canonicalTarget(of: set) ?? set
+            if let first = seen[key] {
+                duplicates.append((set, first))
+            } else {
+                seen[key] = set
+                kept.append(set)
+            }
+        }
+        return (kept, duplicates)
+    }
+
     /// The lexical half of ``resolve(_:field:)``: a manifest path must be relative, non-empty,
     /// free of NUL bytes and without `..` components.
     static func checkRelative(_ relative: String, field: String, set: String) throws(CaptureSetError) {
@@ -203,6 +224,16 @@ public struct CaptureSetDirectory: Sendable, Hashable {
                 }
             }
             manifest.sourceLines = SourceLines(lines)
+            if case .sequence(let items, _)? = tree["scenarios"] {
+                for (i, item) in items.enumerated() {
+                    for key in item.keys where !ManifestScenario.knownKeys.contains(key) {
+                        let at = item[key]?.line.map { " (line \($0))" } ?? ""
+                        manifest.sourceLines.ignoredKeys.append(
+                            "`scenarios[\(i)].\(key)`\(at) is not a scenario field and is ignored; a scenario has "
+                                + ManifestScenario.knownKeys.joined(separator: ", ") + " (docs/faults.md)")
+                    }
+                }
+            }
         }
         try validate(manifest, path: path)
         return manifest
@@ -227,6 +258,10 @@ public struct CaptureSetDirectory: Sendable, Hashable {
             guard !scenario.name.isEmpty, scenario.name.utf8.allSatisfy({ (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D || $0 == 0x5F }) else {
                 throw .invalidManifest(path: path, field: "\(field).name",
                                        problem: "\"\(scenario.name)\" is not a scenario name: use lower case letters, digits, - and _ (it names the scenario's baseline folder)")
+            }
+            guard scenario.name.utf8.count <= ManifestScenario.maximumNameLength else {
+                throw .invalidManifest(path: path, field: "\(field).name",
+                                       problem: "is \(scenario.name.utf8.count) characters long; a scenario name names its baseline folder, so it may have at most \(ManifestScenario.maximumNameLength)")
             }
             guard scenarioNames.insert(scenario.name).inserted else {
                 throw .invalidManifest(path: path, field: "\(field).name", problem: "a scenario called \"\(scenario.name)\" comes earlier; give each a name of its own")
@@ -455,7 +490,7 @@ public struct CaptureSetDirectory: Sendable, Hashable {
         let manifest = try readManifest(at: path)
         let capture = try set.resolvedCapturePath(for: manifest)
         guard FileIO.isRegularFile(capture) else { throw .captureFileMissing(set: set.name, path: capture) }
-        var warnings: [String] = []
+        var warnings: [String] = manifest.sourceLines.ignoredKeys.map { "capture set \(set.name): manifest.yaml: \($0)." }
         var verified = false
         var digest: CaptureDigestCheck?
         if manifest.status == .recording {

@@ -28,6 +28,9 @@ public enum CaptureSetError: Error, Sendable, Equatable, CustomStringConvertible
     /// A new set was asked for inside the folder of an existing set (`enclosing`), where replay
     /// and every search for sets would never see it.
     case insideCaptureSet(path: String, enclosing: String)
+    /// An output path names something Tether does not write over: a folder, a block device, a
+    /// socket (`what` says which).
+    case notAnOutputFile(path: String, what: String)
 
     /// For ``io(path:operation:reason:)``, the system's reason alone (for a caller whose own error
     /// already names the file); `nil` for the other cases.
@@ -73,6 +76,9 @@ public enum CaptureSetError: Error, Sendable, Equatable, CustomStringConvertible
         case let .insideCaptureSet(path, enclosing):
             return "\(path) is inside the capture set \(enclosing); a set inside another set is never found by "
                 + "`tether replay` or any search for sets. Give a folder outside it, e.g. beside it: \(FileIO.join(FileIO.split(enclosing).dir, FileIO.split(path).base))."
+        case let .notAnOutputFile(path, what):
+            return "\(path) is \(what); Tether writes a regular file (created, or replaced whole), or through to a "
+                + "character device such as /dev/null or a FIFO. Give a file name instead."
         case let .manifestTooLarge(path, bytes, limit):
             return "\(path): \(bytes) bytes is more than a manifest can be (at most \(limit)). Check that the file "
                 + "is the set's manifest.yaml and not a capture or log written over it."

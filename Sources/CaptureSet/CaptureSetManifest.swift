@@ -439,6 +439,11 @@ public struct SourceLines: Sendable, Equatable {
     /// Line by field path (`interfaces[2].core`, `messaging`).
     public var lines: [String: Int]
 
+    /// Keys the manifest has where Tether reads no key of that name (in a scenario), one sentence
+    /// each naming the field path and its line: reported as load warnings, since a misspelt
+    /// `expectation:` would otherwise leave a scenario checking nothing without a word.
+    public var ignoredKeys: [String] = []
+
     /// Lines by path.
     public init(_ lines: [String: Int] = [:]) { self.lines = lines }
 
@@ -476,10 +481,13 @@ public struct ManifestScenario: Codable, Sendable, Hashable {
         self.baselines = baselines
     }
 
-    enum CodingKeys: String, CodingKey {
+    enum CodingKeys: String, CodingKey, CaseIterable {
         case name, description, faults, expectations, baselines
         case frameMatching = "frame_matching"
     }
+
+    /// The keys a scenario entry may have.
+    public static let knownKeys: [String] = CodingKeys.allCases.map(\.rawValue)
 
     /// Lists and maps may be left out.
     public init(from decoder: any Decoder) throws {
@@ -512,6 +520,10 @@ public struct ManifestScenario: Codable, Sendable, Hashable {
         init(stringValue: String) { self.stringValue = stringValue }
         init?(intValue: Int) { nil }
     }
+
+    /// The longest scenario name: it names a folder under `baseline/` (and appears in report page
+    /// names), and file systems allow 255 bytes per name.
+    public static let maximumNameLength = 100
 
     /// Where a core's baseline of scenario `name` goes by default.
     public static func defaultBaselinePath(scenario: String, core: String) -> String {

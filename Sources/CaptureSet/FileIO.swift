@@ -132,15 +132,69 @@ package enum FileIO {
         }
     }
 
-    /// Writes `bytes` to a temporary file beside `path`, syncs it and renames it over `path`, so a
-    /// reader sees the old file or the new one, never half of one. The temporary file is removed
-    /// on any failure.
-    package static func writeAtomically(_ bytes: [UInt8], to path: String) throws(CaptureSetError) {
+    /// The longest name a folder entry may have on the file systems Tether runs on (`NAME_MAX`).
+    package static let maximumNameBytes = 255
+
+    /// A hidden name beside `path` for a temporary file or folder that will be renamed over it
+    /// (`.NAME.PURPOSE-PID`): the one rule every writer uses, so that a target whose own name
+    /// nearly fills `NAME_MAX` still gets a temporary name that fits. A long name is cut (on a
+    /// character boundary) and followed by 16 hex digits of its FNV-1a hash, so two long targets
+    /// in one folder still get different names.
+    package static func temporarySibling(of path: String, purpose: String) -> String {
         let (dir, base) = split(path)
-        let temp = join(dir, ".\(base).tmp-\(getpid())")
-        let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw .io(path: temp, operation: "create", reason: errnoText()) }
-        var failure: CaptureSetError?
+        let suffix = ".\(purpose)-\(getpid())"
+        var kept = base
+        if 1 + base.utf8.count + suffix.utf8.count > maximumNameBytes {
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in base.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+            let digest = String(hash, radix: 16)
+            let tag = "-" + String(repeating: "0", count: 16 - digest.count) + digest
+            let budget = maximumNameBytes - 1 - suffix.utf8.count - tag.utf8.count
+            var prefix = ""
+            for character in base where prefix.utf8.count + character.utf8.count <= budget { prefix.append(character) }
+            kept = prefix + tag
+        }
+        return join(dir, "." + kept + suffix)
+    }
+
+    /// Writes a file the user named as an output (`--out`, `--trace`, `--junit`): atomically over
+    /// nothing or a regular file (``writeAtomically(_:to:)``), through to a character device or
+    /// FIFO in place, and never over a folder, block device or socket (``OutputPath``).
+    /// - Throws: ``CaptureSetError/notAnOutputFile(path:what:)`` or
+    ///   ``CaptureSetError/io(path:operation:reason:)``.
+    package static func writeOutput(_ bytes: [UInt8], to path: String) throws(CaptureSetError) {
+        switch try resolveOutput(path) {
+        case .replaceAtomically(let target):
+            try writeAtomically(bytes, to: target)
+        case .writeThrough(let target):
+            try writeThrough(bytes, to: target)
+        }
+    }
+
+    /// ``OutputPath/resolve(_:)`` with its refusal as a ``CaptureSetError``.
+    package static func resolveOutput(_ path: String) throws(CaptureSetError) -> OutputPath {
+        do {
+            return try OutputPath.resolve(path)
+        } catch {
+            throw .notAnOutputFile(path: error.path, what: error.what)
+        }
+    }
+
+    /// Writes `bytes` in place to a character device or FIFO (see ``OutputPath/writeThrough(path:)``).
+    package static func writeThrough(_ bytes: [UInt8], to path: String) throws(CaptureSetError) {
+        guard let fd = OutputPath.openForWritingThrough(path) else {
+            throw .io(path: path, operation: "open for writing", reason: errnoText())
+        }
+        var failure = writeAll(bytes, to: fd, naming: path)
+        if close(fd) != 0, failure == nil {
+            failure = .io(path: path, operation: "close", reason: errnoText())
+        }
+        if let failure { throw failure }
+    }
+
+    /// Writes all of `bytes` to `fd` (retrying short writes and `EINTR`); the failure, naming
+    /// `path`, or `nil`.
+    private static func writeAll(_ bytes: [UInt8], to fd: Int32, naming path: String) -> CaptureSetError? {
         var written = 0
         while written < bytes.count {
             let n = bytes.withUnsafeBytes { all -> Int in
@@ -149,11 +203,21 @@ package enum FileIO {
             }
             if n < 0 {
                 if errno == EINTR { continue }
-                failure = .io(path: temp, operation: "write", reason: errnoText())
-                break
+                return .io(path: path, operation: "write", reason: errnoText())
             }
             written += n
         }
+        return nil
+    }
+
+    /// Writes `bytes` to a temporary file beside `path`, syncs it and renames it over `path`, so a
+    /// reader sees the old file or the new one, never half of one. The temporary file is removed
+    /// on any failure.
+    package static func writeAtomically(_ bytes: [UInt8], to path: String) throws(CaptureSetError) {
+        let temp = temporarySibling(of: path, purpose: "tmp")
+        let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw .io(path: temp, operation: "create", reason: errnoText()) }
+        var failure = writeAll(bytes, to: fd, naming: temp)
         if failure == nil, fsync(fd) != 0 {
             failure = .io(path: temp, operation: "fsync", reason: errnoText())
         }

@@ -148,11 +148,11 @@ enum ManifestTextEdit {
         init?(_ text: String) {
             guard let node = try? Yams.compose(yaml: text, .basic), case .mapping(let mapping) = node, mapping.style != .flow else { return nil }
             root = Value(node)
-            let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+            let lines = Self.lines(of: text)
             // 0-based first line of each key, in order.
             var starts: [(key: String, line: Int, value: Node)] = []
             for (keyNode, value) in mapping {
-                guard let key = keyNode.string, let mark = keyNode.mark, mark.column == 1 else { return nil }
+                guard let key = keyNode.string, let mark = keyNode.mark, mark.column == 1, mark.line >= 1, mark.line <= lines.count else { return nil }
                 starts.append((key, mark.line - 1, value))
             }
             guard !starts.isEmpty else { return nil }
@@ -182,7 +182,7 @@ enum ManifestTextEdit {
                 var itemLines: [Int] = []
                 if case .sequence(let sequence) = start.value, sequence.style != .flow {
                     for item in sequence {
-                        guard let mark = item.mark else { continue }
+                        guard let mark = item.mark, mark.line >= 1, mark.line <= lines.count else { return nil }
                         itemLines.append(mark.line - 1)
                         itemColumn = itemColumn ?? Self.dashColumn(in: lines[mark.line - 1])
                     }
@@ -197,6 +197,37 @@ enum ManifestTextEdit {
             index = Dictionary(starts.enumerated().map { ($0.element.key, $0.offset) }, uniquingKeysWith: { first, _ in first })
             self.blocks = blocks
             guard index.count == keys.count else { return nil }
+        }
+
+        /// `text` cut into lines where libyaml sees line breaks: LF, CR LF, a lone CR, and YAML
+        /// 1.1's NEL (U+0085), LS (U+2028) and PS (U+2029). Yams' marks count lines that way, so
+        /// the blocks must too: cutting at LF alone put a key's mark past the last line (a trap)
+        /// or on another key's lines (blocks silently moved). The lines are joined with LF again;
+        /// a value that changes by it (an LS inside a quoted string) fails the read-back check in
+        /// ``ManifestTextEdit/edit(_:toSay:)``, which then keeps the encoder's text.
+        static func lines(of text: String) -> [Substring] {
+            var lines: [Substring] = []
+            let scalars = text.unicodeScalars
+            var start = scalars.startIndex
+            var index = start
+            while index != scalars.endIndex {
+                let scalar = scalars[index]
+                switch scalar.value {
+                case 0x0A, 0x85, 0x2028, 0x2029:
+                    lines.append(Substring(scalars[start..<index]))
+                    index = scalars.index(after: index)
+                    start = index
+                case 0x0D:
+                    lines.append(Substring(scalars[start..<index]))
+                    index = scalars.index(after: index)
+                    if index != scalars.endIndex, scalars[index].value == 0x0A { index = scalars.index(after: index) }
+                    start = index
+                default:
+                    index = scalars.index(after: index)
+                }
+            }
+            lines.append(Substring(scalars[start..<scalars.endIndex]))
+            return lines
         }
 
         /// The 0-based column of the `-` that starts a block list item on `line`.

@@ -29,7 +29,7 @@ public enum CaptureScanner {
         /// What each discovery response added to the connection's database, with the direction it
         /// travelled: which side is the server is only known at the end, and the central's answers
         /// to a peripheral discovering the phone must not end up in the peripheral's database.
-        var discoveryAdditions: [(direction: HCIDirection, database: GATTDatabase)] = []
+        var discoveryAdditions: [(direction: HCIDirection, database: GATTDatabase, frame: Int)] = []
         var connections: [UInt16: Int] = [:]
         var connectionCount = 0
         /// When each connection came up (its LE Connection Complete; its first frame when the
@@ -109,7 +109,7 @@ public enum CaptureScanner {
                 if [0x05, 0x07, 0x09, 0x11].contains(record.opcode),
                    let database = dissector.gattDatabase(connectionHandle: record.connectionHandle) {
                     let earlier = databases[record.connectionHandle] ?? GATTDatabase()
-                    discoveryAdditions.append((record.direction, database.adding(since: earlier)))
+                    discoveryAdditions.append((record.direction, database.adding(since: earlier), frame.number))
                     databases[record.connectionHandle] = database
                 }
             }
@@ -207,12 +207,14 @@ public enum CaptureScanner {
             }
             // The peripheral's database: what its own discovery responses told.
             var discovered = GATTDatabase()
+            var discoveryFrames: [UInt16: Int] = [:]
             var centralAnswers = 0
             for addition in discoveryAdditions {
                 if let clientDirection, addition.direction == clientDirection {
                     centralAnswers += 1
                 } else {
                     discovered.merge(addition.database)
+                    for handle in addition.database.describedHandles where discoveryFrames[handle] == nil { discoveryFrames[handle] = addition.frame }
                 }
             }
             var notes = self.notes
@@ -228,6 +230,7 @@ public enum CaptureScanner {
                                                 name: advertising?.name, advertisedServices: advertising?.services ?? [], notes: notes)
             // The host sent the client's requests: the capture was taken on the central.
             peripheral.recordedAtCentral = clientDirection == .sent
+            peripheral.discoveryFrames = discoveryFrames
             peripheral.securityRequests = securityRequests
             peripheral.pairings = pairings
             peripheral.centralDiscoveries = Self.centralDiscoveries(pdus, connectionStart: connectionStart)
@@ -281,6 +284,12 @@ extension GATTDatabase {
         for (handle, characteristic) in characteristics where earlier.characteristics[handle] != characteristic { added.addCharacteristic(characteristic) }
         for (handle, type) in attributeTypes where earlier.attributeTypes[handle] != type { added.addAttributeType(type, handle: handle) }
         return added
+    }
+
+    /// Every handle this database says something about: service starts, characteristic
+    /// declarations and values, typed attributes.
+    var describedHandles: [UInt16] {
+        Array(services.keys) + characteristics.values.flatMap { [$0.declarationHandle, $0.valueHandle] } + Array(attributeTypes.keys)
     }
 
     /// Adds everything `other` knows to this database.

@@ -70,6 +70,9 @@ public struct EmulatedDatabase: Sendable, Hashable {
     public var services: [Service]
     /// What was inferred rather than seen (printed by `tether emulate`).
     public var notes: [String]
+    /// What the recorded database got wrong and how it was repaired or left out, each naming the
+    /// frame that told it (printed by `tether emulate` as warnings).
+    public var warnings: [String] = []
 
     /// A database of `services`.
     public init(services: [Service], notes: [String] = []) {
@@ -95,7 +98,7 @@ public struct EmulatedDatabase: Sendable, Hashable {
         let usage = HandleUsage(peripheral.pdus)
         var database: EmulatedDatabase
         if !peripheral.discovered.services.isEmpty {
-            database = fromDiscovery(peripheral.discovered, usage: usage)
+            database = fromDiscovery(peripheral.discovered, usage: usage, frames: peripheral.discoveryFrames)
         } else if !usage.handles.isEmpty || !peripheral.namedHandles.isEmpty {
             database = fromUsage(usage, named: peripheral.namedHandles)
         } else {
@@ -107,23 +110,66 @@ public struct EmulatedDatabase: Sendable, Hashable {
 
     /// Services, characteristics and descriptors as discovery told them; CCCDs added where a
     /// notifying characteristic has none and the next handle is free.
-    static func fromDiscovery(_ discovered: GATTDatabase, usage: HandleUsage) -> EmulatedDatabase {
+    ///
+    /// A recording can hold a database no server could have (a damaged or hostile capture, a
+    /// buggy peripheral): a service at handle 0, a service that ends before it starts, services
+    /// that overlap, a value handle outside its characteristic's range, a descriptor typed where a
+    /// declaration stands. Serving it as recorded would hand the central contradictory discovery
+    /// answers, so each is repaired or left out, and said in ``warnings`` with the frame whose
+    /// discovery response told it (`frames`, handle → frame).
+    static func fromDiscovery(_ discovered: GATTDatabase, usage: HandleUsage, frames: [UInt16: Int] = [:]) -> EmulatedDatabase {
         var notes: [String] = []
-        let services = discovered.services.values.sorted { $0.startHandle < $1.startHandle }
+        var warnings: [String] = []
+        func told(_ handle: UInt16) -> String { frames[handle].map { " (frame \($0))" } ?? "" }
+        var services: [GATTDatabase.Service] = []
+        for service in discovered.services.values.sorted(by: { $0.startHandle < $1.startHandle }) {
+            if service.startHandle == 0 {
+                warnings.append("service \(service.uuid) is declared at handle 0x0000\(told(0)), which is not a valid attribute handle (Core Vol 3 Part F 3.2.2): left out")
+            } else if service.startHandle > service.endHandle {
+                warnings.append("service \(service.uuid) at 0x\(hex4(service.startHandle))\(told(service.startHandle)) ends at 0x\(hex4(service.endHandle)), before it starts: left out")
+            } else {
+                services.append(service)
+            }
+        }
         let declarations = discovered.characteristics.values.sorted { $0.declarationHandle < $1.declarationHandle }
         var built: [Service] = []
+        /// What each handle of the built database is, so that no handle is two attributes.
+        var taken: [UInt16: String] = [:]
+        for service in services { taken[service.startHandle] = "the declaration of service \(service.uuid)" }
         for (index, service) in services.enumerated() {
-            // A service whose range discovery did not bound runs to the next service's start.
+            // A service whose range runs into the next service's ends just before that one
+            // starts. The discovery of a last service often says 0xFFFF: that is no overlap.
             var end = service.endHandle
-            if index + 1 < services.count, end >= services[index + 1].startHandle { end = services[index + 1].startHandle - 1 }
+            if index + 1 < services.count, end >= services[index + 1].startHandle {
+                let next = services[index + 1]
+                if end != 0xFFFF {
+                    warnings.append("service \(service.uuid) at 0x\(hex4(service.startHandle))\(told(service.startHandle)) runs to 0x\(hex4(end)), over service \(next.uuid) at 0x\(hex4(next.startHandle)): cut to end at 0x\(hex4(next.startHandle - 1))")
+                }
+                end = next.startHandle - 1
+            }
             let inside = declarations.filter { $0.declarationHandle > service.startHandle && $0.declarationHandle <= end }
             var characteristics: [Characteristic] = []
             for (i, declaration) in inside.enumerated() {
                 let limit = i + 1 < inside.count ? inside[i + 1].declarationHandle - 1 : end
+                guard declaration.valueHandle > declaration.declarationHandle, declaration.valueHandle <= limit else {
+                    warnings.append("characteristic \(declaration.uuid) declared at 0x\(hex4(declaration.declarationHandle))\(told(declaration.declarationHandle)) has its value at 0x\(hex4(declaration.valueHandle)), outside 0x\(hex4(declaration.declarationHandle + 1))-0x\(hex4(limit)) in service \(service.uuid): left out")
+                    continue
+                }
+                if let other = taken[declaration.declarationHandle] ?? taken[declaration.valueHandle] {
+                    warnings.append("characteristic \(declaration.uuid) at 0x\(hex4(declaration.declarationHandle))\(told(declaration.declarationHandle)) uses a handle that is \(other): left out")
+                    continue
+                }
+                taken[declaration.declarationHandle] = "the declaration of characteristic \(declaration.uuid)"
+                taken[declaration.valueHandle] = "the value of characteristic \(declaration.uuid)"
                 var descriptors: [Descriptor] = []
                 if declaration.valueHandle < limit {
                     for handle in (declaration.valueHandle + 1)...limit {
                         guard let type = discovered.attributeTypes[handle], !isDeclarationType(type) else { continue }
+                        if let other = taken[handle] {
+                            warnings.append("a descriptor \(type) at 0x\(hex4(handle))\(told(handle)) stands where \(other) is: left out")
+                            continue
+                        }
+                        taken[handle] = "descriptor \(type) of characteristic \(declaration.uuid)"
                         descriptors.append(Descriptor(handle: handle, uuid: type))
                     }
                 }
@@ -133,7 +179,8 @@ public struct EmulatedDatabase: Sendable, Hashable {
                 // A value at 0xFFFF has no handle after it for a CCCD.
                 if notifies, declaration.valueHandle < 0xFFFF, !descriptors.contains(where: { $0.uuid == .clientCharacteristicConfiguration }) {
                     let candidate = declaration.valueHandle + 1
-                    if candidate <= limit, discovered.attributeTypes[candidate] == nil {
+                    if candidate <= limit, discovered.attributeTypes[candidate] == nil, taken[candidate] == nil {
+                        taken[candidate] = "the CCCD of characteristic \(declaration.uuid)"
                         descriptors.insert(Descriptor(handle: candidate, uuid: .clientCharacteristicConfiguration), at: 0)
                         notes.append("characteristic \(declaration.uuid) notifies but discovery named no CCCD: one placed at 0x\(hex4(candidate))")
                     }
@@ -141,15 +188,25 @@ public struct EmulatedDatabase: Sendable, Hashable {
                 characteristics.append(Characteristic(declarationHandle: declaration.declarationHandle, valueHandle: declaration.valueHandle,
                                                       properties: properties, uuid: declaration.uuid, descriptors: descriptors))
             }
-            built.append(Service(startHandle: service.startHandle, endHandle: service.endHandle, uuid: service.uuid,
+            // A recorded 0xFFFF stays as recorded (what the peripheral answered); a real overlap is cut.
+            built.append(Service(startHandle: service.startHandle, endHandle: service.endHandle == 0xFFFF ? 0xFFFF : end, uuid: service.uuid,
                                  isPrimary: service.isPrimary, characteristics: characteristics))
+        }
+        // A descriptor type recorded at a declaration's handle (a CCCD on a service declaration):
+        // the declaration is what the database serves there.
+        for (handle, type) in discovered.attributeTypes.sorted(by: { $0.key < $1.key }) where !isDeclarationType(type) {
+            if let what = taken[handle], what.hasPrefix("the declaration") {
+                warnings.append("discovery typed handle 0x\(hex4(handle))\(told(handle)) as \(type), but it is \(what): the declaration is kept")
+            }
         }
         let covered = Set(built.flatMap { s in s.characteristics.flatMap { [$0.valueHandle] + $0.descriptors.map(\.handle) } })
         let missing = usage.handles.subtracting(covered).sorted()
         if !missing.isEmpty {
             notes.append("handles used but not in the discovered database (left out): \(missing.map { "0x" + hex4($0) }.joined(separator: ", "))")
         }
-        return EmulatedDatabase(services: built, notes: notes)
+        var database = EmulatedDatabase(services: built, notes: notes)
+        database.warnings = warnings
+        return database
     }
 
     /// A database from the handles the traffic uses and the manifest names: a characteristic per

@@ -52,6 +52,9 @@ public struct EmulationPlan: Sendable {
             + "with \(answers) notifications/indications after them, \(reads) reads, over \(script.connections) connection\(script.connections == 1 ? "" : "s")"
     }
 
+    /// What was wrong with the recorded database, and how it was repaired (``EmulatedDatabase/warnings``).
+    public var warnings: [String] { database.warnings }
+
     /// Notes on what was inferred or left out.
     public var notes: [String] {
         var notes = peripheral.notes + database.notes

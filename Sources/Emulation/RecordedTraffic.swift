@@ -36,6 +36,9 @@ public struct RecordedPeripheral: Sendable {
     public var pdus: [RecordedPDU]
     /// The union of what GATT discovery told on every connection.
     public var discovered: GATTDatabase
+    /// The frame whose discovery response first told of each handle (a service's start, a
+    /// characteristic's declaration or value, a typed attribute), for warnings about the database.
+    public var discoveryFrames: [UInt16: Int] = [:]
     /// Handles named by the manifest (`gatt_handles`): value handle → (service, characteristic).
     public var namedHandles: [UInt16: (service: String?, characteristic: String)]
     /// The peripheral's address as the central saw it (`F0:F1:F2:F3:F4:F5`), when the capture shows a connection.

@@ -17,6 +17,9 @@ public struct ByteSubstitution: Sendable, Hashable {
         /// digits before it) and the bytes the digits around it spell are not letters, digits or
         /// `_` (so `demo` in hex is not replaced inside `iotdemo` in hex).
         case hexWord
+        /// Bytes spelled in hex inside a longer hex string: the match starts on a byte of the hex
+        /// run (an even number of hex digits before it) and ends on one (an even number after).
+        case hexAligned
     }
 
     /// The bytes looked for.
@@ -69,6 +72,12 @@ public struct ByteSubstitution: Sendable, Hashable {
         case .word: return clear(Self.isWord)
         case .hex: return clear(Self.isHex)
         case .dotted: return clear(Self.isDotted)
+        case .hexAligned:
+            var before = 0
+            while start - before - 1 >= 0, Self.isHexDigit(bytes[start - before - 1]) { before += 1 }
+            var after = 0
+            while end + after < bytes.count, Self.isHexDigit(bytes[end + after]) { after += 1 }
+            return before % 2 == 0 && after % 2 == 0
         case .hexWord:
             var run = 0
             while start - run - 1 >= 0, Self.isHexDigit(bytes[start - run - 1]) { run += 1 }
@@ -88,34 +97,47 @@ public struct ByteSubstitution: Sendable, Hashable {
     /// first). Returns how many it replaced. Linear in `bytes` times the candidates per first byte.
     @discardableResult
     public static func apply(_ substitutions: [ByteSubstitution], to bytes: inout [UInt8]) -> Int {
+        apply(substitutions, to: &bytes, where: { _, _ in true })
+    }
+
+    /// ``apply(_:to:)`` for the matches `accept` takes (given the match's start and length).
+    @discardableResult
+    static func apply(_ substitutions: [ByteSubstitution], to bytes: inout [UInt8], where accept: (Int, Int) -> Bool) -> Int {
         guard !substitutions.isEmpty, !bytes.isEmpty else { return 0 }
-        var byFirst: [UInt8: [ByteSubstitution]] = [:]
-        for s in substitutions where !s.original.isEmpty { byFirst[s.original[0], default: []].append(s) }
+        var byFirst = [[ByteSubstitution]](repeating: [], count: 256)
+        for s in substitutions where !s.original.isEmpty { byFirst[Int(s.original[0])].append(s) }
+        let input = bytes
         var output: [UInt8] = []
-        output.reserveCapacity(bytes.count)
+        var copied = 0
         var count = 0
         var i = 0
-        let input = bytes
-        while i < input.count {
-            if let candidates = byFirst[input[i]] {
+        input.withUnsafeBufferPointer { buffer in
+            while i < buffer.count {
+                let candidates = byFirst[Int(buffer[i])]
                 var matched: ByteSubstitution?
-                for s in candidates where i + s.original.count <= input.count {
-                    if input[i..<(i + s.original.count)].elementsEqual(s.original), s.allows(input, at: i) {
-                        matched = s
-                        break
+                if !candidates.isEmpty {
+                    for s in candidates where i + s.original.count <= buffer.count {
+                        var equal = true
+                        for k in 1..<max(1, s.original.count) where buffer[i + k] != s.original[k] { equal = false; break }
+                        if equal, s.allows(input, at: i), accept(i, s.original.count) {
+                            matched = s
+                            break
+                        }
                     }
                 }
-                if let s = matched {
-                    output += s.replacement
-                    i += s.original.count
-                    count += 1
-                    continue
-                }
+                guard let s = matched else { i += 1; continue }
+                if count == 0 { output.reserveCapacity(buffer.count) }
+                output += buffer[copied..<i]
+                output += s.replacement
+                i += s.original.count
+                copied = i
+                count += 1
             }
-            output.append(input[i])
-            i += 1
         }
-        if count > 0 { bytes = output }
+        if count > 0 {
+            output += input[copied...]
+            bytes = output
+        }
         return count
     }
 

@@ -2,15 +2,17 @@ import CaptureKit
 import Dissectors
 
 /// The GATT layer: the Device Name characteristic (0x2A00, Bluetooth Core 5.4 Vol 3 Part C
-/// §12.1) where the capture shows it read. Tether's ATT dissection names the handle from the
-/// capture's own GATT discovery (or the manifest's `gatt_handles`), so a Read Response or Read Blob
-/// Response of that handle is the device's name.
+/// §12.1) where the capture shows it read or written. Tether's ATT dissection names the handle
+/// from the capture's own GATT discovery (or the manifest's `gatt_handles`), so a Read Response or
+/// Read Blob Response of that handle, or a Write Request or Write Command to it, is the device's
+/// name; and a Read By Type Response to a Read By Type Request for 0x2A00 (Read Using
+/// Characteristic UUID, Vol 3 Part G §4.8.2) holds it after each handle.
 ///
 /// A name read in one ACL packet is rewritten in that frame; a name long enough to be split over
 /// several ACL fragments is registered (so every text spelling it is redacted) but its fragments
 /// are left as they are.
 enum GATTRedaction {
-    /// Frames (by number) whose ATT Read Response or Read Blob Response of 0x2A00 they complete.
+    /// Registers every Device Name the capture shows; returns the frames (by number) that hold one.
     static func discover(
         _ frames: [CaptureFrame], interfaces: [CaptureInterface],
         namedHandles: [UInt16: (service: String?, characteristic: String)], into map: inout RedactionMap
@@ -18,17 +20,42 @@ enum GATTRedaction {
         var dissector = FrameDissector(namedHandles: namedHandles)
         dissector.producesSummaries = false
         var found: Set<Int> = []
+        // Connections with a Read By Type Request for the Device Name awaiting its response.
+        var askedByType: Set<UInt16> = []
         for frame in frames where frame.interfaceIndex < interfaces.count {
             let linkType = interfaces[frame.interfaceIndex].linkType
             guard HCIRedaction.reads(linkType) else { continue }
-            for record in dissector.dissect(frame, linkType: linkType).att
-            where (record.opcode == 0x0B || record.opcode == 0x0D) && isDeviceName(record.characteristicUUID) && !record.value.isEmpty {
-                map.string(.name, record.value)
-                found.insert(frame.number)
+            for record in dissector.dissect(frame, linkType: linkType).att {
+                switch record.opcode {
+                case 0x0B, 0x0D, 0x12, 0x52:
+                    // Read Response, Read Blob Response, Write Request, Write Command.
+                    guard isDeviceName(record.characteristicUUID), !record.value.isEmpty else { continue }
+                    map.string(.name, record.value)
+                    found.insert(frame.number)
+                case 0x08:
+                    // Read By Type Request: starting and ending handle, then the type.
+                    let type = Array(record.value.dropFirst(4))
+                    if type == [0x00, 0x2A] || type == deviceName128 { askedByType.insert(record.connectionHandle) } else { askedByType.remove(record.connectionHandle) }
+                case 0x09:
+                    guard askedByType.remove(record.connectionHandle) != nil, let first = record.value.first else { continue }
+                    let length = Int(first)
+                    guard length > 2 else { continue }
+                    var at = 1
+                    while at + length <= record.value.count {
+                        let value = Array(record.value[(at + 2)..<(at + length)])
+                        if !value.isEmpty { map.string(.name, value); found.insert(frame.number) }
+                        at += length
+                    }
+                default:
+                    continue
+                }
             }
         }
         return found
     }
+
+    /// 0x2A00 as a 128-bit UUID on the wire (the Bluetooth Base UUID, least significant byte first).
+    static let deviceName128: [UInt8] = [0xFB, 0x34, 0x9B, 0x5F, 0x80, 0x00, 0x00, 0x80, 0x00, 0x10, 0x00, 0x00, 0x00, 0x2A, 0x00, 0x00]
 
     /// Whether a characteristic UUID, as the dissector spells it, is the Device Name.
     static func isDeviceName(_ uuid: String?) -> Bool {

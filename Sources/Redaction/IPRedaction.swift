@@ -78,6 +78,14 @@ enum IPRedaction {
         return (t + dataOffset..<layout.end, UInt16(d[t]) << 8 | UInt16(d[t + 1]), UInt16(d[t + 2]) << 8 | UInt16(d[t + 3]))
     }
 
+    /// The TCP or UDP payload's range of a frame, if it carries a whole transport header.
+    static func transportPayload(_ d: [UInt8], _ layout: Layout) -> Range<Int>? {
+        guard let (t, proto) = layout.transport else { return nil }
+        if proto == 6 { return tcpPayload(d, layout)?.range }
+        guard t + 8 <= layout.end else { return nil }
+        return (t + 8)..<layout.end
+    }
+
     /// One's-complement sum of `d[range]` as 16-bit big-endian words (not folded to 16 bits).
     static func sum(_ d: [UInt8], _ range: Range<Int>) -> UInt64 {
         var total: UInt64 = 0

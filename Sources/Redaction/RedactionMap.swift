@@ -1,11 +1,20 @@
+import JSONBytes
+
 /// What kind of value a placeholder stands for: the counts of `tether redact` are per kind.
 public enum RedactedKind: String, Sendable, Hashable, CaseIterable, Comparable {
     /// A Bluetooth device address (BD_ADDR).
     case address
-    /// A device name (advertising Local Name, Remote Name, a manifest's device name).
+    /// A device name (advertising Local Name and Broadcast Name, Remote Name, Local Name, the
+    /// GATT Device Name, a manifest's device name) or an annotation's author.
     case name
-    /// An IRK, LTK or BR/EDR link key.
+    /// A secret of 16 or 32 octets: an IRK, LTK, CSRK or BR/EDR link key, out-of-band data (the
+    /// hash C and randomizer R, the Security Manager TK, the LE Secure Connections confirmation
+    /// and random values), a Broadcast Code or an LE DHKey.
     case key
+    /// A BR/EDR PIN code (PIN Code Request Reply).
+    case pin
+    /// A Secure Simple Pairing passkey or numeric comparison value (4 octets).
+    case passkey
     /// An MQTT client identifier.
     case clientID = "client_id"
     /// An MQTT user name.
@@ -74,15 +83,30 @@ public struct RedactionMap: Sendable {
         return register(.address, wire, made)
     }
 
-    /// Registers a 16-byte key (IRK, LTK, link key), as on the wire.
+    /// Registers a secret of 16 or 32 octets (IRK, LTK, link key, OOB value, DHKey), as on the
+    /// wire. All zeros (an absent key) and all ones (an unset OOB value) are left alone.
     @discardableResult
     public mutating func key(_ bytes: [UInt8]) -> [UInt8] {
-        guard bytes.count == 16, bytes.contains(where: { $0 != 0 }) else { return bytes }
+        guard bytes.count == 16 || bytes.count == 32, bytes.contains(where: { $0 != 0 }), bytes.contains(where: { $0 != 0xFF }) else { return bytes }
         if let known = placeholder(for: bytes) { return known }
         let made = fresh(.key) { n in
-            [UInt8(n & 0xFF), UInt8((n >> 8) & 0xFF), UInt8((n >> 16) & 0xFF), UInt8((n >> 24) & 0xFF)] + [UInt8](repeating: 0, count: 11) + [0x4B]
+            [UInt8(n & 0xFF), UInt8((n >> 8) & 0xFF), UInt8((n >> 16) & 0xFF), UInt8((n >> 24) & 0xFF)]
+                + [UInt8](repeating: 0, count: bytes.count - 5) + [0x4B]
         }
         return register(.key, bytes, made)
+    }
+
+    /// Registers a passkey or numeric comparison value (4 octets, little-endian, 0–999999). The
+    /// placeholder is another number of that range.
+    @discardableResult
+    public mutating func passkey(_ bytes: [UInt8]) -> [UInt8] {
+        guard bytes.count == 4 else { return bytes }
+        if let known = placeholder(for: bytes) { return known }
+        let made = fresh(.passkey) { n in
+            let value = UInt32(n % 1_000_000)
+            return [UInt8(value & 0xFF), UInt8((value >> 8) & 0xFF), UInt8((value >> 16) & 0xFF), 0]
+        }
+        return register(.passkey, bytes, made)
     }
 
     /// Registers a string-like value (name, client id, user name, password, account). The
@@ -144,11 +168,16 @@ public struct RedactionMap: Sendable {
     /// Every way a registered value of `kinds` appears in text and in byte strings, longest first:
     /// the value itself (strings, raw bytes), and for binary values the hex spellings a trace or
     /// manifest uses (`F0:F0:…` upper and lower case, in both byte orders, with and without
-    /// colons), and for strings their UTF-8 in hex (an API-call record's file contents).
+    /// colons, alone or on a byte boundary inside a longer hex string such as a payload), and for
+    /// strings their UTF-8 in hex (an API-call record's file contents) and, where it differs,
+    /// their percent-encoding and JSON escaping. Passkeys have no text form: they are only ever
+    /// replaced in the HCI parameters that hold them.
     public func substitutions(of kinds: Set<RedactedKind> = Set(RedactedKind.allCases), raw: Bool = false) -> [ByteSubstitution] {
         var result: [ByteSubstitution] = []
         for entry in entries where kinds.contains(entry.kind) {
             switch entry.kind {
+            case .passkey:
+                continue
             case .address, .key:
                 if raw {
                     result.append(ByteSubstitution(entry.original, entry.placeholder, boundary: .none))
@@ -165,6 +194,10 @@ public struct RedactionMap: Sendable {
                                 Array(Hex.spell(od, upper: upper, separator: separator).utf8),
                                 Array(Hex.spell(pd, upper: upper, separator: separator).utf8), boundary: .hex))
                         }
+                        // Inside a longer hex string (a payload a trace spells), on a byte boundary.
+                        result.append(ByteSubstitution(
+                            Array(Hex.spell(od, upper: upper, separator: "").utf8),
+                            Array(Hex.spell(pd, upper: upper, separator: "").utf8), boundary: .hexAligned))
                     }
                 }
             case .ip:
@@ -175,7 +208,7 @@ public struct RedactionMap: Sendable {
                         Array(entry.original.map(String.init).joined(separator: ".").utf8),
                         Array(entry.placeholder.map(String.init).joined(separator: ".").utf8), boundary: .dotted))
                 }
-            case .name, .clientID, .username, .password, .account:
+            case .name, .pin, .clientID, .username, .password, .account:
                 result.append(ByteSubstitution(entry.original, entry.placeholder, boundary: raw ? .wordOrLengthPrefix : .word))
                 if !raw, entry.original.count >= 3 {
                     for upper in [false, true] {
@@ -187,6 +220,10 @@ public struct RedactionMap: Sendable {
                     if encoded != entry.original {
                         result.append(ByteSubstitution(encoded, Percent.encode(entry.placeholder), boundary: .word))
                     }
+                }
+                let escaped = JSONText.escape(entry.original)
+                if !raw, escaped != entry.original {
+                    result.append(ByteSubstitution(escaped, JSONText.escape(entry.placeholder), boundary: .word))
                 }
             }
         }
@@ -220,11 +257,12 @@ extension RedactedKind {
     var placeholderPrefix: String {
         switch self {
         case .name: "dev"
+        case .pin: "pin"
         case .clientID: "client"
         case .username: "user"
         case .password: "pass"
         case .account: "acct"
-        case .address, .key, .ip: "x"
+        case .address, .key, .passkey, .ip: "x"
         }
     }
 }
@@ -245,6 +283,28 @@ enum Hex {
 
 /// Percent-encoding as a URL query value spells it (the device list URL of the messaging core).
 enum Percent {
+    /// The bytes a percent-encoded query value stands for (`+` is a space), or nil when a `%` is
+    /// not followed by two hex digits.
+    static func decode(_ text: ArraySlice<UInt8>) -> [UInt8]? {
+        var out: [UInt8] = []
+        var i = text.startIndex
+        while i < text.endIndex {
+            switch text[i] {
+            case UInt8(ascii: "%"):
+                guard i + 2 < text.endIndex, let high = JSONHexDigit.value(text[i + 1]), let low = JSONHexDigit.value(text[i + 2]) else { return nil }
+                out.append(high << 4 | low)
+                i += 3
+            case UInt8(ascii: "+"):
+                out.append(0x20)
+                i += 1
+            default:
+                out.append(text[i])
+                i += 1
+            }
+        }
+        return out
+    }
+
     static func encode(_ bytes: [UInt8]) -> [UInt8] {
         let hex = Array("0123456789ABCDEF".utf8)
         var out: [UInt8] = []

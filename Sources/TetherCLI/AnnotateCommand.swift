@@ -1,3 +1,4 @@
+import BehaviourTrace
 import ArgumentParser
 import CaptureKit
 import CaptureSet
@@ -47,10 +48,18 @@ struct AnnotateCommand: ParsableCommand {
         guard !text.isEmpty else {
             throw ValidationError("--text is empty; give the note to attach.")
         }
+        // A pcapng option's length is 16 bits (pcapng 3.5): checked here, before the copy, so the
+        // message is about the note and not about the temporary file the copy is written to.
+        guard text.utf8.count <= Self.maximumTextBytes else {
+            throw ValidationError("--text is \(text.utf8.count) bytes of UTF-8; a pcapng comment holds at most \(Self.maximumTextBytes). Shorten the note, or keep the long text in a file beside the set and point to it.")
+        }
         if Self.rawArgumentsHaveInvalidUTF8(matching: text) {
             throw ValidationError("--text is not valid UTF-8 (pcapng comments are UTF-8 text, and Tether will not alter the note to fit). Re-type it in a UTF-8 terminal, or convert it with iconv.")
         }
     }
+
+    /// The longest note, in UTF-8 bytes: a pcapng option's length field is 16 bits.
+    static let maximumTextBytes = 0xFFFF
 
     /// `true` when a raw process argument that is not valid UTF-8 decodes (with repairs) to
     /// `text`, alone or as `--text=…`: argument-parser only ever sees repaired strings, so the
@@ -74,7 +83,7 @@ struct AnnotateCommand: ParsableCommand {
         let loaded = try CaptureSetDirectory.load(set, verify: true)
         for warning in loaded.warnings { Terminal.warn("tether: warning: \(warning)") }
         let captureFile = loaded.capturePath
-        let temporary = FileIO.join(FileIO.split(captureFile).dir, ".\(FileIO.split(captureFile).base).annotate-\(getpid())")
+        let temporary = FileIO.temporarySibling(of: captureFile, purpose: "annotate")
 
         // 1. The annotated capture, complete and synced, under a temporary name.
         let reader = try CaptureFile.open(path: captureFile)
@@ -123,6 +132,6 @@ struct AnnotateCommand: ParsableCommand {
         } else {
             Terminal.warn("tether: warning: \(set) was not sealed (status recording) and is left unsealed")
         }
-        StandardOutput.shared.line("Annotated frame \(frame) of \(set) at +\(Format.seconds(frameTimeNs &- firstTimeNs)) s: \(text.replacingControlCharacters())")
+        StandardOutput.shared.line("Annotated frame \(frame) of \(set) at +\(Format.seconds(frameTimeNs &- firstTimeNs)) s: \(text.escapingControlCharactersForReport())")
     }
 }

@@ -1,3 +1,4 @@
+import CaptureKit
 import ReplayKit
 import BehaviourTrace
 import ArgumentParser
@@ -85,6 +86,10 @@ struct DiffCommand: ParsableCommand {
                 throw CommandFailure(message: "\(side) is a folder but not a capture set (no manifest.yaml). Give a trace file (.jsonl, "
                     + "as written by `tether replay --trace FILE`) or a capture set folder such as Captures/<name>.", exitCode: 2)
             }
+            if !FileIO.isDirectory(side), let kind = RegularFile.otherKind(of: side) {
+                throw CommandFailure(message: "\(side) is \(kind), not a trace file. Give a trace file (.jsonl, as written by "
+                    + "`tether replay --trace FILE`) or a capture set folder such as Captures/<name>.", exitCode: 2)
+            }
             if !FileIO.isDirectory(side) && FileIO.size(side) == 0 {
                 throw CommandFailure(message: "\(side) is empty, so it is not a trace (a trace has one JSON event per line). "
                     + "Write one with `tether replay SET --trace FILE`, or check that the file was not truncated.", exitCode: 2)
@@ -123,7 +128,14 @@ struct DiffCommand: ParsableCommand {
                 }
                 let sideB = try TraceFileReader(path: pathB)
                 while var event = try sideB.next() {
-                    if shiftNs != 0 { event.timeNs = event.timeNs &+ shiftNs }
+                    if shiftNs != 0 {
+                        let (shifted, overflow) = event.timeNs.addingReportingOverflow(shiftNs)
+                        guard !overflow else {
+                            throw CommandFailure(message: "--align-on: \(pathB) has an event at t_ns \(event.timeNs), which shifted by "
+                                + "\(shiftNs) ns falls outside what a t_ns holds; compare without --align-on.", exitCode: 2)
+                        }
+                        event.timeNs = shifted
+                    }
                     comparison.replayed(event)
                 }
                 let report = try comparison.finish()
@@ -234,8 +246,14 @@ enum DiffAlignment {
             throw CommandFailure(message: "\(path) has no \(selector.summary) event to align on; pick an event both traces have "
                 + "(a connection, the first call), or leave --align-on out.", exitCode: 2)
         }
-        let (difference, overflow) = try first(reference).subtractingReportingOverflow(try first(other))
-        return overflow ? 0 : difference
+        let (target, source) = (try first(reference), try first(other))
+        let (difference, overflow) = target.subtractingReportingOverflow(source)
+        guard !overflow else {
+            throw CommandFailure(message: "--align-on \(selector.summary): \(reference) has it at t_ns \(target) and \(other) at t_ns \(source), "
+                + "\(TraceTimeDifference(from: source, to: target)) apart: a shift that large does not fit a t_ns. Align on an event "
+                + "nearer in time, or compare without --align-on.", exitCode: 2)
+        }
+        return difference
     }
 
     /// `+0.731 s`.

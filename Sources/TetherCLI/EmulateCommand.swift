@@ -65,6 +65,9 @@ struct EmulateCommand: ParsableCommand {
     @Option(name: .customLong("bridge-log"), help: "Keep the BLE bridge's log in this file.")
     var bridgeLog: String?
 
+    @Option(name: .long, help: ArgumentHelp("The folder holding Tether's rigs (emulate_bridge.py); default: TETHER_RIGS, else Harness/rigs beside the tether binary. Never the working directory.", valueName: "dir"))
+    var rigs: String?
+
     @Flag(name: .customLong("generic-only"), help: "Play recorded bytes back everywhere, even where a protocol-aware responder (Connect IQ) would answer.")
     var genericOnly = false
 
@@ -98,6 +101,7 @@ struct EmulateCommand: ParsableCommand {
             StandardOutput.shared.flush()
         }
         for note in plan.notes { printLine("note: \(note)") }
+        for warning in plan.warnings { Terminal.warn("tether: warning: \(set): the recorded GATT database: \(warning)") }
         let deviceName = name ?? plan.peripheral.name ?? CaptureSetDirectory(path: set).name
         let deviceAddress = (address ?? plan.staticAddress ?? "F0:E0:00:00:00:01").uppercased()
         printLine("emulating \(set): \(plan.summary)")
@@ -107,7 +111,8 @@ struct EmulateCommand: ParsableCommand {
             stop.withLock { $0 = true }
         }
         defer { signals.cancel() }
-        var options = EmulationHost.Options(transport: hci, bridgeScript: LiveCommand.rigScript("emulate_bridge.py"),
+        let bridgeScript = try LiveCommand.rigScript("emulate_bridge.py", rigs: rigs)
+        var options = EmulationHost.Options(transport: hci, bridgeScript: bridgeScript,
                                             address: deviceAddress, name: deviceName, advertisedServices: plan.advertisedServices)
         options.bridgeLog = bridgeLog
         options.recordSet = record
@@ -135,7 +140,7 @@ struct EmulateCommand: ParsableCommand {
                 : ""))
         if outcome.endReason == "on-unknown end" { throw CommandFailure(message: "", exitCode: 1) }
         if outcome.endReason == "bridge exited" {
-            throw CommandFailure.failed("the BLE bridge (Harness/rigs/emulate_bridge.py) exited during the emulation; rerun with --bridge-log FILE to keep its log")
+            throw CommandFailure.failed("the BLE bridge (\(bridgeScript)) exited during the emulation; rerun with --bridge-log FILE to keep its log")
         }
     }
 }

@@ -91,19 +91,6 @@ extension String {
     func padding(_ width: Int) -> String {
         count >= width ? self : self + String(repeating: " ", count: width - count)
     }
-
-    /// Control characters shown as `\u{…}` so one item stays one line on a terminal.
-    func replacingControlCharacters() -> String {
-        var out = ""
-        for scalar in unicodeScalars {
-            if scalar.value < 0x20 || scalar.value == 0x7F {
-                out += "\\u{\(String(scalar.value, radix: 16))}"
-            } else {
-                out.unicodeScalars.append(scalar)
-            }
-        }
-        return out
-    }
 }
 
 /// ATT opcode names (Bluetooth Core Specification, Vol 3, Part F, §3.4.8, Table 3.37).

@@ -71,7 +71,7 @@ struct ImportCommand: ParsableCommand {
         let reader = try CaptureFile.open(path: file)
         let parent = FileIO.split(out).dir
         try FileSystemWrites.makeDirectories(parent)
-        let staging = FileIO.join(parent, ".\(FileIO.split(out).base).importing-\(getpid())")
+        let staging = FileIO.temporarySibling(of: FileIO.join(parent, FileIO.split(out).base), purpose: "importing")
         try FileSystemWrites.removeTree(staging)
         try FileSystemWrites.makeDirectories(staging)
         do {

@@ -216,25 +216,33 @@ final class TextInspectOutput: InspectOutput {
 
     init(listFrames: Bool) { self.listFrames = listFrames }
 
+    /// Every line this output prints goes through here: captures and manifests carry text from
+    /// devices and brokers (names, MQTT client ids and topics, comments), and an escape sequence
+    /// in one would retitle the terminal or forge lines. Control characters are shown escaped,
+    /// as `replay` and `annotate` show them.
+    private func show(_ text: String) {
+        out.line(text.escapingControlCharactersForReport())
+    }
+
     func begin(path: String, format: CaptureFormat, fileSize: UInt64?, set: LoadedCaptureSet?) {
         let size = fileSize.map { ", \(Format.bytes($0))" } ?? ""
-        out.line("File:        \(path) (\(format.rawValue)\(size))")
+        show("File:        \(path) (\(format.rawValue)\(size))")
         if let set {
             let manifest = set.manifest
-            out.line("Set:         \(set.directory.name): \(manifest.title)")
-            out.line("Recorded:    \(manifest.recordedAt) by Tether \(manifest.tetherVersion), status \(manifest.status.rawValue)")
-            out.line("SHA-256:     \(set.verified ? "matches the manifest" : "not verified")")
+            show("Set:         \(set.directory.name): \(manifest.title)")
+            show("Recorded:    \(manifest.recordedAt) by Tether \(manifest.tetherVersion), status \(manifest.status.rawValue)")
+            show("SHA-256:     \(set.verified ? "matches the manifest" : "not verified")")
             if !manifest.devices.isEmpty {
                 let devices = manifest.devices.map { device in
                     [device.name, device.model, device.firmware].compactMap { $0 }.joined(separator: " ")
                 }
-                out.line("Devices:     \(devices.joined(separator: "; "))")
+                show("Devices:     \(devices.joined(separator: "; "))")
             }
             for warning in set.warnings { Terminal.warn("tether: warning: \(warning)") }
         }
         if listFrames {
-            out.line("")
-            out.line("   Frame        Time  If  Direction  Summary")
+            show("")
+            show("   Frame        Time  If  Direction  Summary")
         }
     }
 
@@ -243,17 +251,17 @@ final class TextInspectOutput: InspectOutput {
         let direction = directionText(frame, dissected) ?? "-"
         var line = Format.pad(String(frame.number), 8) + "  " + Format.pad(seconds, 10) + "  "
             + Format.pad(String(frame.interfaceIndex), 2) + "  " + direction.padding(9) + "  " + dissected.summary
-        for comment in frame.comments { line += "  # " + comment.replacingControlCharacters() }
-        out.line(line)
+        for comment in frame.comments { line += "  # " + comment.escapingControlCharactersForReport() }
+        show(line)
     }
 
     func end(summary: CaptureSummary, interfaces: [CaptureInterface], warnings: [CaptureWarning], set: LoadedCaptureSet?) {
-        if listFrames { out.line("") }
-        out.line("Frames:      \(summary.frames)")
+        if listFrames { show("") }
+        show("Frames:      \(summary.frames)")
         if let first = summary.minTimeNs, let last = summary.maxTimeNs {
-            out.line("Time span:   \(Format.utc(first)) → \(Format.utc(last)) (\(Format.seconds(last &- first)) s)")
+            show("Time span:   \(Format.utc(first)) → \(Format.utc(last)) (\(Format.seconds(last &- first)) s)")
         }
-        out.line("Interfaces:  \(interfaces.count)")
+        show("Interfaces:  \(interfaces.count)")
         for (index, interface) in interfaces.enumerated() {
             var line = "  #\(index)  \(interface.linkType)"
             if let name = interface.name { line += "  name \(name)" }
@@ -264,19 +272,19 @@ final class TextInspectOutput: InspectOutput {
                 line += "  dropped \(statistics.totalDropped)"
             }
             if let received = statistics.received { line += "  received \(received)" }
-            out.line(line)
-            for comment in interface.comments { out.line("      # \(comment.replacingControlCharacters())") }
+            show(line)
+            for comment in interface.comments { show("      # \(comment.escapingControlCharactersForReport())") }
         }
-        out.line("Comments:    \(summary.commentCount)")
+        show("Comments:    \(summary.commentCount)")
         for comment in summary.comments.prefix(50) {
-            out.line("  frame \(comment.frame): \(comment.text.replacingControlCharacters())")
+            show("  frame \(comment.frame): \(comment.text.escapingControlCharactersForReport())")
         }
-        if summary.commentCount > 50 { out.line("  … and \(summary.commentCount - 50) more") }
+        if summary.commentCount > 50 { show("  … and \(summary.commentCount - 50) more") }
         if let set, !set.manifest.annotations.isEmpty {
-            out.line("Annotations: \(set.manifest.annotations.count) (in manifest.yaml)")
+            show("Annotations: \(set.manifest.annotations.count) (in manifest.yaml)")
         }
         let shown = warnings.filter { $0.kind != .skippedUnknown }
-        if !shown.isEmpty { out.line("Warnings:    \(shown.count) (see stderr)") }
+        if !shown.isEmpty { show("Warnings:    \(shown.count) (see stderr)") }
     }
 }
 

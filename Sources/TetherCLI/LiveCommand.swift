@@ -118,22 +118,21 @@ extension LiveCommand {
         return parts.count == 6 && parts.allSatisfy { $0.count == 2 && UInt8($0, radix: 16) != nil }
     }
 
-    /// `Harness/rigs/ciq_phone_bridge.py`, found beside the repository the binary was built in, or
-    /// named by `TETHER_BRIDGE`.
-    static func bridgeScript() -> String {
-        if let path = ProcessInfo.processInfo.environment["TETHER_BRIDGE"] { return path }
-        return rigScript("ciq_phone_bridge.py")
+    /// `Harness/rigs/ciq_phone_bridge.py`, named by `TETHER_BRIDGE`, else found as
+    /// ``RigScripts`` finds rigs.
+    static func bridgeScript(rigs: String? = nil) throws -> String {
+        if let path = ProcessInfo.processInfo.environment["TETHER_BRIDGE"] {
+            Terminal.warn("tether: BLE bridge \(path) (from TETHER_BRIDGE)")
+            return path
+        }
+        return try rigScript("ciq_phone_bridge.py", rigs: rigs)
     }
 
-    /// `Harness/rigs/NAME`, found beside the repository the binary was built in (else relative to
-    /// the working directory).
-    static func rigScript(_ name: String) -> String {
-        var url = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
-        for _ in 0..<5 {
-            let candidate = url.appendingPathComponent("Harness/rigs/\(name)").path
-            if FileManager.default.fileExists(atPath: candidate) { return candidate }
-            url.deleteLastPathComponent()
-        }
-        return "Harness/rigs/\(name)"
+    /// `Harness/rigs/NAME` as ``RigScripts/locate(_:option:environment:binary:)`` finds it, said
+    /// on stderr with how it was found.
+    static func rigScript(_ name: String, rigs: String? = nil) throws -> String {
+        let located = try RigScripts.locate(name, option: rigs)
+        Terminal.warn("tether: rig \(located.path) (\(located.source))")
+        return located.path
     }
 }

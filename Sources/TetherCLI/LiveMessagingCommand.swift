@@ -91,7 +91,7 @@ struct LiveMessagingCommand: ParsableCommand {
                 let uuid = device.isEmpty ? Self.deviceUUID(for: address) : IQUUID(device[index])!
                 return (uuid: uuid, address: address.uppercased(), name: "watch-\(index + 1)", model: "Connect IQ watch (Bumble rig)")
             }
-            var request = LiveMessagingRequest(transport: hci, devices: devices, script: script, bridgeScript: LiveCommand.bridgeScript())
+            var request = LiveMessagingRequest(transport: hci, devices: devices, script: script, bridgeScript: try LiveCommand.bridgeScript())
             request.recordSet = live.record
             request.bridgeLog = bridgeLog
             request.keySeed = seed

@@ -113,7 +113,7 @@ struct LiveSessionCommand: ParsableCommand {
             let identity = SessionDeviceID(self.identity ?? (role == .phone ? Self.defaultPhone : Self.defaultWatch))!
             let paired = SessionDeviceID(self.paired ?? (role == .phone ? Self.defaultWatch : Self.defaultPhone))!
             let address = (role == .phone ? peer : address ?? "F0:F0:F0:F0:F0:A1")!.uppercased()
-            let bridge = role == .phone ? LiveCommand.bridgeScript() : LiveCommand.rigScript("session_watch_bridge.py")
+            let bridge = role == .phone ? try LiveCommand.bridgeScript() : try LiveCommand.rigScript("session_watch_bridge.py")
             var options = SessionLiveHost.Options(role: role, identity: identity, pairedPeer: paired, transport: hci, address: address,
                                                   script: script, bridgeScript: bridge, storePath: store)
             options.bridgeLog = bridgeLog

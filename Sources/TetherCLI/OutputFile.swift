@@ -24,6 +24,11 @@ enum OutputFile {
         if lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFLNK, !FileIO.exists(path) {
             throw ValidationError("\(option) \(path) is a symbolic link to something that does not exist; remove the link or give another file name.")
         }
+        do {
+            _ = try FileIO.resolveOutput(path)
+        } catch {
+            throw ValidationError("\(option) \(error)")
+        }
         let parent = FileIO.split(path).dir
         guard FileIO.isDirectory(parent) else {
             throw ValidationError("\(option) \(path): the folder \(parent) does not exist; create it first (mkdir -p \(parent)) or write elsewhere.")
@@ -62,13 +67,26 @@ enum OutputFile {
 
     /// The temporary name `write(to:_:)` uses beside `path`.
     static func temporaryPath(for path: String) -> String {
-        FileIO.join(FileIO.split(path).dir, ".\(FileIO.split(path).base).tmp-\(getpid())")
+        FileIO.temporarySibling(of: path, purpose: "tmp")
     }
 
     /// Runs `body` with a temporary path beside `path`; when it returns, the file is synced and
     /// renamed over `path` (and the folder synced). When anything throws, the temporary file is
-    /// removed and `path` is left as it was.
+    /// removed and `path` is left as it was. A character device or FIFO at `path` (`/dev/null`,
+    /// `/dev/stdout`, a named pipe) is handed to `body` itself, to write through in place: renaming
+    /// over it would replace the device (``OutputPath``).
     static func write<Result>(to path: String, _ body: (String) throws -> Result) throws -> Result {
+        let target: String
+        switch try FileIO.resolveOutput(path) {
+        case .writeThrough(let device):
+            return try body(device)
+        case .replaceAtomically(let file):
+            target = file
+        }
+        return try writeReplacing(target, body)
+    }
+
+    private static func writeReplacing<Result>(_ path: String, _ body: (String) throws -> Result) throws -> Result {
         let temporary = temporaryPath(for: path)
         do {
             let result = try body(temporary)
@@ -84,6 +102,10 @@ enum OutputFile {
 
     /// Writes `bytes` to `path` through a temporary file (see ``write(to:_:)``).
     static func write(bytes: [UInt8], to path: String) throws {
+        if case .writeThrough(let device) = try FileIO.resolveOutput(path) {
+            try FileIO.writeThrough(bytes, to: device)
+            return
+        }
         try write(to: path) { temporary in
             let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
             guard descriptor >= 0 else {

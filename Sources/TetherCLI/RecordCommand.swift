@@ -1,3 +1,4 @@
+import BehaviourTrace
 import ArgumentParser
 import Redaction
 import CaptureSet
@@ -311,7 +312,7 @@ struct RecordCommand: AsyncParsableCommand {
             do {
                 report = try SetRedactor.redact(set: summary.setPath, to: self.out)
             } catch {
-                throw CommandFailure.failed("the recording is in \(summary.setPath), but redacting it failed: \(error) Run `tether redact \(summary.setPath) --out \(self.out)` once the cause is fixed.")
+                throw CommandFailure.failed("the recording is in \(summary.setPath), but redacting it failed: \(error) Run `tether redact \(summary.setPath) --out \(self.out)` once the cause is fixed (with --allow-survivors when the last search found original values you accept to keep; it lists them).")
             }
             for warning in report.warnings { Terminal.warn("tether: warning: \(warning)") }
             for line in report.lines { out.line(line) }
@@ -336,7 +337,7 @@ struct RecordCommand: AsyncParsableCommand {
                 let text = line.trimmingCharacters(in: .whitespaces)
                 guard !text.isEmpty else { continue }
                 recorder.mark(text)
-                Terminal.writeStderr((Terminal.stderrIsTerminal ? "\r\u{1B}[K" : "") + "marked: \(text.replacingControlCharacters())\n")
+                Terminal.writeStderr((Terminal.stderrIsTerminal ? "\r\u{1B}[K" : "") + "marked: \(text.escapingControlCharactersForReport())\n")
             }
         }
         thread.start()

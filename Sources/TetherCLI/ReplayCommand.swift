@@ -241,6 +241,12 @@ struct ReplayCommand: ParsableCommand {
                 sets += found
             }
         }
+        // A set named twice (or through a link) is one set: replayed once, in one shard only.
+        let unique = CaptureSetDirectory.uniqueSets(sets)
+        for duplicate in unique.duplicates {
+            Terminal.warn("tether: note: \(duplicate.dropped) is the set \(duplicate.kept), named already; replaying it once.")
+        }
+        sets = unique.sets
         if let shard = shard.flatMap(ReplayShard.init) {
             sets = try Self.shardSets(sets, shard: shard)
         }
@@ -399,9 +405,13 @@ struct ReplayCommand: ParsableCommand {
         for error in errors { lines.append("ERROR \(error.name): \(error.message)") }
         let erroredSets = Set(errors.map(\.name))
         let checkFailures = outcomes.filter { !$0.passed && !erroredSets.contains($0.name) }.count
-        let failed = checkFailures + erroredSets.count
+        let failedNames = erroredSets.union(outcomes.filter { !$0.passed }.map(\.name))
+        let failedScenarios = failedNames.filter(FaultScenarios.isScenarioName).count
+        let scenarios = Set(outcomes.map(\.name) + errors.map(\.name)).filter(FaultScenarios.isScenarioName).count
         let unreadable = errors.filter { error in !outcomes.contains { $0.name == error.name } }.count
-        lines.append("FAIL: \(failed) of \(setCount) capture set(s) failed (\(unreadable) could not be replayed, "
+        let runs = ReplayReport.failedRuns(failedSets: failedNames.count - failedScenarios, sets: setCount,
+                                           failedScenarios: failedScenarios, scenarios: scenarios)
+        lines.append("FAIL: \(runs) failed (\(unreadable) could not be replayed, "
                      + "\(errors.count - unreadable) baseline(s) could not be read, \(checkFailures) failed their checks)")
         text = lines.joined(separator: "\n") + "\n"
         return text
@@ -460,7 +470,12 @@ struct ReplayCommand: ParsableCommand {
 
     /// The `--fault` values, read.
     func parsedFaults() throws -> [Fault] {
-        try faults.map { text in
+        do throws(FaultSpecError) {
+            try Fault.checkCount(faults)
+        } catch {
+            throw ValidationError("--fault: \(error)")
+        }
+        return try faults.map { text in
             do throws(FaultSpecError) {
                 return try Fault(parsing: text)
             } catch {

@@ -115,6 +115,7 @@ struct TraceExportCommand: ParsableCommand {
         var frames = 0
         if let framesFrom { frames = try addFrames(of: framesFrom, to: &writer) }
         let document = writer.finish()
+        for warning in writer.warnings { Terminal.warn("tether: warning: \(warning).") }
         try OutputFile.write(bytes: document, to: out)
         StandardOutput.shared.line("Wrote \(out): \(events.count) events from \(traceFiles.count) trace file(s)"
                                    + (framesFrom.map { ", \(frames) frames of \($0)" } ?? "") + ", \(Format.bytes(UInt64(document.count))).")

@@ -131,6 +131,11 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
         self.appCores = appCores
         let overrides = try validatedSettings(settings, integrations: integrations)
         var parsedFaults: [Fault] = []
+        do throws(FaultSpecError) {
+            try Fault.checkCount(faults)
+        } catch {
+            throw TetherTestingError(message: "ReplaySession(replaying: \(path)): \(error.description)")
+        }
         for text in faults {
             do throws(FaultSpecError) {
                 parsedFaults.append(try Fault(parsing: text))
@@ -363,7 +368,8 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
         for event in trace { builder.observe(event) }
         let report = TimelineSetReport(name: name, title: set.manifest.title, timeline: builder, outcome: nil,
                                        errors: warnings)
-        try Data(TimelineDocument.page(report)).write(to: URL(fileURLWithPath: path))
+        // As every output Tether writes: atomically over a file, through to a device or FIFO.
+        try FileIO.writeOutput(TimelineDocument.page(report), to: path)
     }
 
     /// The URL Garmin Connect Mobile opened the recorded app with (the recorded `device_list`

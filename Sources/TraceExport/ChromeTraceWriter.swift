@@ -28,6 +28,16 @@ public struct ChromeTraceWriter {
     private var interfaceThreads: Set<Int> = []
     private var eventCount = 0
     private var lastNs: Int64 = 0
+    /// Times and integer fields past ±2⁵³ (see ``warnings``), and answers earlier than their
+    /// requests, counted for the warnings.
+    private var inexactTimes = 0
+    private var inexactIntegers = 0
+    private var answersBeforeRequests = 0
+    private var unrepresentableLatencies = 0
+
+    /// The largest magnitude a JSON number keeps exactly in a reader that holds numbers as
+    /// doubles, as Perfetto's JSON importer and `chrome://tracing` do.
+    public static let exactIntegerLimit: UInt64 = 1 << 53
 
     /// Process ids of the two groups of tracks.
     static let coresProcess = 1
@@ -51,6 +61,8 @@ public struct ChromeTraceWriter {
         tracker.observe(event, index: eventCount)
         eventCount += 1
         lastNs = max(lastNs, event.timeNs)
+        if event.timeNs.magnitude > Self.exactIntegerLimit { inexactTimes += 1 }
+        for value in event.fields.values { inexactIntegers += Self.inexactIntegers(in: value) }
         let tid = thread(forCore: event.core)
         var name = event.event
         if event.event == "api_call", case .string(let call)? = event.field("call") { name = "call " + call }
@@ -68,6 +80,7 @@ public struct ChromeTraceWriter {
     /// since the capture's first frame), named by its one-line dissection.
     public mutating func addFrame(interface: Int, timeNs: Int64, summary: String, length: Int, interfaceName: String) {
         lastNs = max(lastNs, timeNs)
+        if timeNs.magnitude > Self.exactIntegerLimit { inexactTimes += 1 }
         let tid = interface + 1
         if interfaceThreads.isEmpty {
             metadata("process_name", pid: Self.interfacesProcess, tid: 0, value: "interfaces")
@@ -92,6 +105,39 @@ public struct ChromeTraceWriter {
         writeProgress()
         literal("]}\n")
         return out
+    }
+
+    /// What the document cannot show exactly, one sentence each, for the command to print: times
+    /// past 2⁵³ ns (about 104 days) and integer fields past ±2⁵³, which are written exactly but
+    /// which a reader holding numbers as doubles rounds; and answers earlier than their request
+    /// (a trace not in time order), drawn as slices of duration 0 at the request.
+    /// Complete after ``finish()``.
+    public var warnings: [String] {
+        var lines: [String] = []
+        if inexactTimes > 0 {
+            lines.append("\(inexactTimes) event(s) or frame(s) lie more than 2^53 ns (about 104 days) from the trace's start; "
+                + "the file has their exact times, but Perfetto reads them as doubles and rounds them")
+        }
+        if inexactIntegers > 0 {
+            lines.append("\(inexactIntegers) integer field(s) are beyond ±2^53; the file has them exactly, but Perfetto's args show them rounded")
+        }
+        if unrepresentableLatencies > 0 {
+            lines.append("\(unrepresentableLatencies) answer(s) come 2^63 ns or more after or before their request; their latency_ns does not fit a JSON integer Tether writes and is left out")
+        }
+        if answersBeforeRequests > 0 {
+            lines.append("\(answersBeforeRequests) answer(s) come earlier than their request (the trace is not in time order); "
+                + "each is drawn as a slice of duration 0 at its request")
+        }
+        return lines
+    }
+
+    private static func inexactIntegers(in value: TraceValue) -> Int {
+        switch value {
+        case .int(let n): return n.magnitude > exactIntegerLimit ? 1 : 0
+        case .array(let items): return items.reduce(0) { $0 + inexactIntegers(in: $1) }
+        case .object(let fields): return fields.values.reduce(0) { $0 + inexactIntegers(in: $1) }
+        case .string, .double, .bool, .null: return 0
+        }
     }
 
     // MARK: pairs
@@ -129,13 +175,23 @@ public struct ChromeTraceWriter {
     }
 
     private mutating func slice(_ pair: CorrelatedPair, core: String, group: String, phase: SlicePhase) {
-        let endNs = pair.endNs ?? max(lastNs, pair.startNs)
+        // A slice never ends before it starts (a negative `dur`, or an `e` before its `b`, breaks
+        // the format): an answer earlier than its request ends the slice at the request.
+        if let end = pair.endNs, end < pair.startNs { answersBeforeRequests += 1 }
+        let endNs = max(pair.endNs ?? lastNs, pair.startNs)
         var args: [String: TraceValue] = [
             "key": .string(pair.key), "answered": .bool(pair.endNs != nil), "start_index": .int(Int64(pair.startIndex)),
         ]
         if let end = pair.endEvent { args["end"] = .string(end) }
         if let index = pair.endIndex { args["end_index"] = .int(Int64(index)) }
-        if let latency = pair.latencyNs { args["latency_ns"] = .int(latency) }
+        if let latency = pair.latency {
+            // A latency past Int64 (instants 2⁶³ ns apart) is left out, and counted for the warning.
+            if latency.saturatingNanoseconds.magnitude == latency.magnitude {
+                args["latency_ns"] = .int(latency.saturatingNanoseconds)
+            } else {
+                unrepresentableLatencies += 1
+            }
+        }
         let name = "\(pair.name) \(pair.key)"
         switch phase {
         case .complete(let tid):
@@ -147,7 +203,8 @@ public struct ChromeTraceWriter {
             literal(#","ts":"#)
             appendMicroseconds(pair.startNs)
             literal(#","dur":"#)
-            appendMicroseconds(endNs &- pair.startNs)
+            let duration = TraceTimeDifference(from: pair.startNs, to: endNs)
+            appendMicroseconds(negative: false, magnitude: duration.magnitude)
             appendNameCategoryArgs(name: name, category: core, args: args)
         case .async(let id):
             for (ph, ts) in [("b", pair.startNs), ("e", endNs)] {
@@ -258,8 +315,13 @@ public struct ChromeTraceWriter {
 
     /// Nanoseconds as microseconds with exactly three decimals (`1234.567`), negative ones too.
     private mutating func appendMicroseconds(_ ns: Int64) {
-        let magnitude = ns.magnitude
-        if ns < 0 { out.append(UInt8(ascii: "-")) }
+        appendMicroseconds(negative: ns < 0, magnitude: ns.magnitude)
+    }
+
+    /// A sign and a magnitude in nanoseconds as microseconds with exactly three decimals: a
+    /// duration can be up to 2⁶⁴ − 1 ns, past `Int64`.
+    private mutating func appendMicroseconds(negative: Bool, magnitude: UInt64) {
+        if negative { out.append(UInt8(ascii: "-")) }
         out.append(contentsOf: String(magnitude / 1000).utf8)
         let fraction = magnitude % 1000
         out.append(UInt8(ascii: "."))

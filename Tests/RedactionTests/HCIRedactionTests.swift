@@ -100,9 +100,11 @@ import TetherTestSupport
                 }
                 #expect(ipCopy.count == frame.count)
             }
-            var text = frame
             TextRedaction.discover(record: frame, into: &map, keepNames: false)
-            _ = TextRedaction.rewrite(&text, table: TextRedaction.Table(map))
+            for mode in [TextRedaction.Mode.prose, .json, .yaml] {
+                var text = frame
+                _ = TextRedaction.rewrite(&text, table: TextRedaction.Table(map), as: mode)
+            }
         }
     }
 }

@@ -99,3 +99,23 @@ private func event(_ t: Int64, _ core: String, _ name: String, _ fields: [String
         #expect(TimelineDocument.pageName(for: "x", taken: ["set-x.html"]) == "set-x-2.html")
     }
 }
+
+/// Page names derived from set names of any length fit a file system's 255-byte limit and stay
+/// apart.
+@Suite struct TimelinePageNameTests {
+    @Test func aSetNameOfThreeHundredCharactersGivesAPageNameThatFits() {
+        let long = String(repeating: "x", count: 300)
+        let page = TimelineDocument.pageName(for: long, taken: [])
+        #expect(page.utf8.count < 200)
+        #expect(page.hasSuffix(".html"))
+        let other = TimelineDocument.pageName(for: long + "y", taken: [page])
+        #expect(other != page)
+        #expect(other.utf8.count < 200)
+    }
+
+    @Test func twoLongNamesThatShareTheirStartGetDifferentPages() {
+        let a = String(repeating: "s", count: 200) + "-a"
+        let b = String(repeating: "s", count: 200) + "-b"
+        #expect(TimelineDocument.pageName(for: a, taken: []) != TimelineDocument.pageName(for: b, taken: []))
+    }
+}

@@ -760,7 +760,7 @@ private final class LatencyCheck: ExpectationCheck {
         if to.matches(event) {
             if let starts = waiting.removeValue(forKey: event.field(key)) {
                 for start in starts {
-                    let ms = Double(event.timeNs - start.timeNs) / 1e6
+                    let ms = (Double(event.timeNs) - Double(start.timeNs)) / 1e6  // in Double: t_ns spans all of Int64
                     let pair = [ExpectationEvidence(index: start.index, timeNs: start.timeNs, role: .from),
                                 ExpectationEvidence(index: index, timeNs: event.timeNs, role: .to)]
                     if let minMs, ms < minMs {

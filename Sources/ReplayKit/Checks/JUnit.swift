@@ -153,10 +153,10 @@ public struct JUnitReport: Sendable, Hashable {
     /// Writes `xml()` to `path`, replacing any file there atomically.
     /// - Throws: `TraceFileError` naming the path when the file cannot be written.
     public func write(to path: String) throws(TraceFileError) {
-        do {
-            try Data(xml().utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
+        do throws(CaptureSetError) {
+            try FileIO.writeOutput(Array(xml().utf8), to: path)
         } catch {
-            throw TraceFileError(path: path, operation: "write JUnit report", reason: error.localizedDescription)
+            throw TraceFileError(path: path, operation: "write JUnit report", reason: error.ioReason ?? "\(error)")
         }
     }
 

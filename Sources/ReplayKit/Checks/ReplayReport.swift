@@ -96,15 +96,24 @@ public enum ReplayReport {
             baselineFailures += outcome.baselines.filter { !$0.passed }.count
             lines.append("")
         }
-        let failedSets = outcomes.filter { !$0.passed }.count
-        if failedSets == 0 {
-            lines.append("PASS: \(outcomes.count) capture set(s), \(expectationCount) expectation(s), "
+        let sets = outcomes.filter { !FaultScenarios.isScenarioName($0.name) }
+        let scenarios = outcomes.count - sets.count
+        let failedSets = sets.filter { !$0.passed }.count
+        let failedScenarios = outcomes.filter { !$0.passed }.count - failedSets
+        if failedSets + failedScenarios == 0 {
+            lines.append("PASS: \(sets.count) capture set(s)\(scenarios > 0 ? " and \(scenarios) scenario(s)" : ""), \(expectationCount) expectation(s), "
                          + "\(baselineCount) baseline(s)")
         } else {
-            lines.append("FAIL: \(failedSets) of \(outcomes.count) capture set(s) failed "
+            lines.append("FAIL: \(failedRuns(failedSets: failedSets, sets: sets.count, failedScenarios: failedScenarios, scenarios: scenarios)) failed "
                          + "(\(expectationFailures) of \(expectationCount) expectation(s), "
                          + "\(baselineFailures) of \(baselineCount) baseline(s))")
         }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// `1 of 2 capture set(s)`, or with scenarios `0 of 1 capture set(s) and 4 of 4 scenario(s)`:
+    /// a scenario is counted as a scenario, never as another set.
+    public static func failedRuns(failedSets: Int, sets: Int, failedScenarios: Int, scenarios: Int) -> String {
+        "\(failedSets) of \(sets) capture set(s)" + (scenarios > 0 ? " and \(failedScenarios) of \(scenarios) scenario(s)" : "")
     }
 }

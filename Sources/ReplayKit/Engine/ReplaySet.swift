@@ -102,6 +102,9 @@ public enum ReplayError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A core's timers ran away (``RunawayTimers``) and the replay was stopped; `settings` are
     /// its timer settings as this replay had them (`session.settings.handshake_timeout_ms = 0 (line 12)`).
     case runawayTimers(set: String, RunawayTimers, settings: [String])
+    /// A sweep limited to some frames (`--sweep-frames`) found none of them among the frames it
+    /// sweeps: `peerFrames` of them, from `first` to `last`.
+    case sweepSelectsNothing(set: String, selected: ClosedRange<Int>, peerFrames: Int, first: Int?, last: Int?)
 
     /// The underlying error's message.
     public var description: String {
@@ -116,6 +119,10 @@ public enum ReplayError: Error, Sendable, Equatable, CustomStringConvertible {
                     ? "The core is looping on its own timer; report it with this set."
                     : "Its timer settings were \(settings.joined(separator: "; ")): a timeout of 0 or a few nanoseconds does this; "
                         + "give each a realistic value (milliseconds) or leave it out for the core's default.")
+        case let .sweepSelectsNothing(set, selected, peerFrames, first, last):
+            "capture set \(set): frames \(selected.lowerBound)-\(selected.upperBound) hold none of the \(peerFrames) frame(s) the sweep puts faults on"
+                + (first.flatMap { f in last.map { " (frames \(f) to \($0))" } } ?? "")
+                + "; give frames within that span, or leave --sweep-frames out to sweep them all."
         }
     }
 }

@@ -39,7 +39,12 @@ public struct FrameSelector: Sendable, Hashable, CustomStringConvertible {
     public var description: String {
         var parts: [String] = []
         if let frames { parts.append(frames.count == 1 ? "frame=\(frames.lowerBound)" : "frames=\(frames.lowerBound)-\(frames.upperBound)") }
-        if let window { parts.append("from=\(FaultText.duration(window.lowerBound)):to=\(FaultText.duration(window.upperBound))") }
+        // Only the ends given are written (an open end is zero or the end of time), so the text
+        // reads back as `--fault` takes it: `to=` is at most a day.
+        if let window {
+            if window.lowerBound != .zero || window.upperBound == .nanoseconds(Int64.max) { parts.append("from=\(FaultText.duration(window.lowerBound))") }
+            if window.upperBound != .nanoseconds(Int64.max) { parts.append("to=\(FaultText.duration(window.upperBound))") }
+        }
         if let kind { parts.append("kind=\(kind.rawValue)") }
         return parts.joined(separator: ":")
     }

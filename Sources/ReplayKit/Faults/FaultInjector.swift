@@ -146,7 +146,9 @@ struct FaultInjector {
                 fields["delay_ns"] = .int(by.replayNanoseconds)
                 if case .jitter = fault { action = "jittered" } else { action = "delayed" }
             case .repeated?:
-                decision.deliveries += decision.deliveries
+                // One more copy per duplicate fault (PeerFrameFaults.deliveries says why).
+                guard let last = decision.deliveries.last else { continue }
+                decision.deliveries.append(last)
                 action = "duplicated"
             case nil:
                 switch fault {

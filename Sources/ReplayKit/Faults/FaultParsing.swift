@@ -18,6 +18,20 @@ public struct FaultSpecError: Error, Sendable, Hashable, CustomStringConvertible
 }
 
 extension Fault {
+    /// The most faults one run takes (`--fault` flags, or a scenario's `faults:`). Each fault adds
+    /// at most one delivery per frame it selects, so this bounds a run's work at 65 times the
+    /// capture's; sweeps and searches, which explore more, run many runs instead.
+    public static let maximumPerRun = 64
+
+    /// Refuses a fault list longer than ``maximumPerRun``.
+    /// - Throws: ``FaultSpecError`` about the list, saying the limit.
+    public static func checkCount(_ texts: [String]) throws(FaultSpecError) {
+        guard texts.count > maximumPerRun else { return }
+        throw FaultSpecError(text: "\(texts.count) faults",
+                             problem: "a run takes at most \(maximumPerRun) faults (each adds work on every frame it selects); "
+                                + "merge them with frames=A-B ranges, or use --sweep to try many faults one run at a time")
+    }
+
     /// The fault kinds `--fault` takes.
     public static let kinds = ["drop", "delay", "duplicate", "disconnect", "reorder", "jitter", "truncate", "att-error", "mtu"]
 
@@ -133,21 +147,33 @@ private struct FaultValues {
             return nil
         }
         guard let duration = FaultValues.parseDuration(value) else {
+            if FaultValues.durationNanoseconds(value).map({ $0 > FaultValues.longestDurationNs }) == true {
+                throw FaultSpecError(text: text, problem: "\(key)=\(value) is longer than a fault's longest duration, a day (86400s)")
+            }
             throw FaultSpecError(text: text, problem: "\(key)=\(value) is not a duration; write a number with a unit: ns, us, ms, s or m (e.g. 1.5s, 40ms)")
         }
         return duration
     }
 
+    /// The longest duration a fault takes: a day, in nanoseconds.
+    static let longestDurationNs: Double = 86_400e9
+
     /// A non-negative decimal with a unit, at most a day.
     static func parseDuration(_ text: String) -> Duration? {
+        guard let ns = durationNanoseconds(text), ns <= longestDurationNs else { return nil }
+        return .nanoseconds(Int64(ns))
+    }
+
+    /// The nanoseconds a non-negative decimal with a unit stands for, whatever its size (as a
+    /// `Double`, so that a value past `Int64` can still be told apart from a typo).
+    static func durationNanoseconds(_ text: String) -> Double? {
         let units: [(String, Double)] = [("ns", 1), ("us", 1_000), ("ms", 1_000_000), ("s", 1_000_000_000), ("m", 60_000_000_000)]
         for (unit, scale) in units where text.hasSuffix(unit) {
             let number = text.dropLast(unit.count)
             // "ms" also ends in "s": the longest unit is tried first by the order above.
             guard !number.isEmpty, number.allSatisfy({ $0.isNumber || $0 == "." }), let value = Double(number), value.isFinite, value >= 0 else { return nil }
             let ns = (value * scale).rounded()
-            guard ns <= 86_400e9 else { return nil }
-            return .nanoseconds(Int64(ns))
+            return ns.isFinite ? ns : nil
         }
         return nil
     }

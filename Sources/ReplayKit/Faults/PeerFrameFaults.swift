@@ -42,13 +42,18 @@ public struct PeerFrameFaults: Sendable, Hashable {
 
     /// The delays after its captured (or answering) instant at which peer frame `number` reaches
     /// the core: `[]` lost, `[0]` untouched, `[0, 0]` duplicated, `[6 s]` late.
+    ///
+    /// Faults apply in the order given. Each `duplicate` that selects the frame adds **one** copy
+    /// (of the last delivery so far, with its delay): n duplicates make n + 1 deliveries, not
+    /// 2ⁿ, so the work a fault list can create grows with its length (at most
+    /// ``Fault/maximumPerRun`` faults); a delay or jitter after it moves every copy.
     public func deliveries(ofFrame number: Int, kind: PeerFrameKind, capturedAt time: Duration) -> [Duration] {
         var delays: [Duration] = [.zero]
         for fault in faults {
             switch Self.timing(of: fault, frame: number, kind: kind, at: time) {
             case .lost?: return []
             case .late(let by)?: delays = delays.map { $0 + by }
-            case .repeated?: delays += delays
+            case .repeated?: delays.append(delays[delays.count - 1])
             case nil: break
             }
         }

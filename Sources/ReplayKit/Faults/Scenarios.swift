@@ -16,6 +16,12 @@ public enum FaultScenarios {
     public static func options(_ options: ReplayOptions, for scenario: ManifestScenario, index: Int, manifestPath: String, line: Int?) throws(ReplayError) -> ReplayOptions {
         var options = options
         var faults: [Fault] = []
+        do throws(FaultSpecError) {
+            try Fault.checkCount(scenario.faults)
+        } catch {
+            throw .manifest(path: manifestPath, line: line, field: "scenarios[\(index)].faults", problem: error.description,
+                            hint: "Split the scenario in two, or merge faults with frames=A-B ranges.")
+        }
         for (i, text) in scenario.faults.enumerated() {
             do throws(FaultSpecError) {
                 faults.append(try Fault(parsing: text))
@@ -31,4 +37,8 @@ public enum FaultScenarios {
 
     /// The report's name of a scenario's outcome: `ciq-clean / ack-lost-mid-send`.
     public static func outcomeName(set: String, scenario: String) -> String { "\(set) / \(scenario)" }
+
+    /// Whether an outcome's name is a scenario's (``outcomeName(set:scenario:)``); a set's folder
+    /// name cannot hold the `/`.
+    public static func isScenarioName(_ name: String) -> Bool { name.contains(" / ") }
 }

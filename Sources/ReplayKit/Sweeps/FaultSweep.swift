@@ -161,7 +161,12 @@ public enum FaultSweep {
             plainOptions.faults = heldEnding
             facts = try plainRun(set, options: plainOptions, promises: promises, correlations: correlations, peerFrames: nil)
         }
-        return SweepPlan(set: set, kind: kind, points: peerFrames.filter { only?.contains($0.frame) ?? true }, heldEnding: heldEnding,
+        let points = peerFrames.filter { only?.contains($0.frame) ?? true }
+        if let only, points.isEmpty, let low = only.min(), let high = only.max() {
+            throw .sweepSelectsNothing(set: set.directory.name, selected: low...high, peerFrames: peerFrames.count,
+                                       first: peerFrames.first?.frame, last: peerFrames.last?.frame)
+        }
+        return SweepPlan(set: set, kind: kind, points: points, heldEnding: heldEnding,
                          options: plainOptions, promises: promises, correlations: correlations, facts: facts, startedNs: started)
     }
 
