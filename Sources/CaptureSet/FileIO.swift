@@ -143,18 +143,22 @@ package enum FileIO {
     package static func temporarySibling(of path: String, purpose: String) -> String {
         let (dir, base) = split(path)
         let suffix = ".\(purpose)-\(getpid())"
-        var kept = base
-        if 1 + base.utf8.count + suffix.utf8.count > maximumNameBytes {
-            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-            for byte in base.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
-            let digest = String(hash, radix: 16)
-            let tag = "-" + String(repeating: "0", count: 16 - digest.count) + digest
-            let budget = maximumNameBytes - 1 - suffix.utf8.count - tag.utf8.count
-            var prefix = ""
-            for character in base where prefix.utf8.count + character.utf8.count <= budget { prefix.append(character) }
-            kept = prefix + tag
-        }
-        return join(dir, "." + kept + suffix)
+        return join(dir, "." + fitted(base, bytes: maximumNameBytes - 1 - suffix.utf8.count) + suffix)
+    }
+
+    /// `name` when it has at most `bytes` UTF-8 bytes; else its start, cut on a character
+    /// boundary, and `-` with 16 hex digits of its FNV-1a hash, in `bytes` in all: a name derived
+    /// from another (a temporary file, a report page) that always fits, and that stays apart from
+    /// other long names sharing its start.
+    package static func fitted(_ name: String, bytes: Int) -> String {
+        guard name.utf8.count > bytes else { return name }
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in name.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+        let digest = String(hash, radix: 16)
+        let tag = "-" + String(repeating: "0", count: 16 - digest.count) + digest
+        var prefix = ""
+        for character in name where prefix.utf8.count + character.utf8.count <= bytes - tag.utf8.count { prefix.append(character) }
+        return prefix + tag
     }
 
     /// Writes a file the user named as an output (`--out`, `--trace`, `--junit`): atomically over

@@ -62,19 +62,16 @@ public enum TimelineDocument {
 
     /// A file name for a set's page: its name with anything but letters, digits, `-`, `_` and `.`
     /// replaced by `_` (cut to ``pageNameKeptCharacters`` and followed by 16 hex digits of its
-    /// FNV-1a hash when longer), then `-2`, `-3`… when `taken` already has it.
+    /// FNV-1a hash when longer, as `FileIO.fitted` cuts names), then `-2`, `-3`… when `taken`
+    /// already has it.
     public static func pageName(for set: String, taken: Set<String>) -> String {
         var safe = String(set.unicodeScalars.map { scalar -> Character in
             let digit = scalar.value >= 0x30 && scalar.value <= 0x39
             let ok = (scalar.isASCII && (scalar.properties.isAlphabetic || digit)) || "-_.".unicodeScalars.contains(scalar)
             return ok ? Character(scalar) : "_"
         })
-        if safe.count > pageNameKeptCharacters {
-            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-            for byte in set.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
-            let hex = String(hash, radix: 16)
-            safe = String(safe.prefix(pageNameKeptCharacters)) + "-" + String(repeating: "0", count: 16 - hex.count) + hex
-        }
+        // The safe text is ASCII, so bytes are characters; a long name keeps its start and a hash.
+        safe = FileIO.fitted(safe, bytes: pageNameKeptCharacters + 17)
         let base = "set-" + (safe.isEmpty ? "unnamed" : safe)
         var name = base + ".html"
         var n = 2
