@@ -101,7 +101,7 @@ let package = Package(
 
         // The behaviour trace: events, JSON Lines reading and writing, trace diff. What a live host
         // and a replay both write, so "replay reproduces what really happened" is one `tether diff`.
-        .target(name: "BehaviourTrace", dependencies: ["CaptureKit", "CaptureSet", "JSONBytes"]),
+        .target(name: "BehaviourTrace", dependencies: ["CaptureKit", "JSONBytes"]),
         // Monkey C values as JSON in traces and API-call records (the messaging, session and widget
         // integrations share it).
         .target(name: "MonkeyCTrace", dependencies: ["MonkeyC", "BehaviourTrace"]),
@@ -111,7 +111,7 @@ let package = Package(
 
         // The timeline report of `tether replay --html`: a model built while a replay streams, and
         // self-contained HTML pages (script, style and data inline). Knows no core and reads no capture.
-        .target(name: "TimelineReport", dependencies: ["BehaviourTrace", "ReplayKit", "CaptureSet"]),
+        .target(name: "TimelineReport", dependencies: ["BehaviourTrace", "ReplayKit", "CaptureKit", "CaptureSet"]),
 
         // Live sources: libpcap, the BlueZ monitor channel; the incremental recorder. BlueZ exists
         // on Linux only: elsewhere CBluetooth is not linked and the monitor channel refuses to open.

@@ -1,4 +1,4 @@
-import CaptureSet
+import CaptureKit
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -136,7 +136,7 @@ public struct BaselineIndex: Sendable, Equatable {
     /// index of ten hours of events is tens of MB, and a replay's memory must not grow with them).
     public static func lookUp(forTrace tracePath: String) -> (lookup: Lookup, entries: EntryReader?) {
         let indexPath = path(forTrace: tracePath)
-        guard FileIO.exists(indexPath) else { return (.absent, nil) }
+        guard FileSystem.exists(indexPath) else { return (.absent, nil) }
         let reader: EntryReader
         do {
             reader = try EntryReader(path: indexPath)
@@ -174,13 +174,13 @@ public struct BaselineIndex: Sendable, Equatable {
             self.path = path
             let fd: Int32
             do {
-                fd = try FileIO.openRegular(path)
+                fd = try FileSystem.openRegular(path)
             } catch {
                 throw Unusable(path: path, reason: "it cannot be read: \(error)")
             }
             var header = [UInt8](repeating: 0, count: BaselineIndex.headerBytes)
             let got = header.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            let size = FileIO.size(path) ?? 0
+            let size = FileSystem.size(path) ?? 0
             func refuse(_ reason: String) -> Unusable {
                 _ = close(fd)
                 return Unusable(path: path, reason: reason)
@@ -246,11 +246,11 @@ public struct BaselineIndex: Sendable, Equatable {
 
         init(forTrace tracePath: String) throws(TraceFileError) {
             self.tracePath = tracePath
-            let (folder, name) = FileIO.split(BaselineIndex.path(forTrace: tracePath))
-            temporaryPath = FileIO.temporarySibling(of: FileIO.join(folder, name), purpose: "tmp")
+            let (folder, name) = FileSystem.split(BaselineIndex.path(forTrace: tracePath))
+            temporaryPath = FileSystem.temporarySibling(of: FileSystem.join(folder, name), purpose: "tmp")
             descriptor = open(temporaryPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
             guard descriptor >= 0 else {
-                throw TraceFileError(path: temporaryPath, operation: "create baseline index", reason: FileIO.errnoText())
+                throw TraceFileError(path: temporaryPath, operation: "create baseline index", reason: FileSystem.errnoText())
             }
             // Room for the header, written last, when the trace's fingerprint is known.
             buffer = [UInt8](repeating: 0, count: BaselineIndex.headerBytes)
@@ -272,7 +272,7 @@ public struct BaselineIndex: Sendable, Equatable {
         private func flush() {
             guard failure == nil, descriptor >= 0 else { return }
             if !writeAll(buffer) {
-                failure = TraceFileError(path: temporaryPath, operation: "write baseline index", reason: FileIO.errnoText())
+                failure = TraceFileError(path: temporaryPath, operation: "write baseline index", reason: FileSystem.errnoText())
             }
             buffer.removeAll(keepingCapacity: true)
         }
@@ -306,16 +306,16 @@ public struct BaselineIndex: Sendable, Equatable {
             }
             if let failure { throw fail(failure) }
             guard writeAll(BaselineIndex.header(traceFingerprint: traceFingerprint.value, count: count), at: 0) else {
-                throw fail(TraceFileError(path: temporaryPath, operation: "write baseline index", reason: FileIO.errnoText()))
+                throw fail(TraceFileError(path: temporaryPath, operation: "write baseline index", reason: FileSystem.errnoText()))
             }
             guard fsync(descriptor) == 0, close(descriptor) == 0 else {
-                let error = TraceFileError(path: temporaryPath, operation: "sync baseline index", reason: FileIO.errnoText())
+                let error = TraceFileError(path: temporaryPath, operation: "sync baseline index", reason: FileSystem.errnoText())
                 descriptor = -1
                 throw fail(error)
             }
             descriptor = -1
             guard rename(temporaryPath, indexPath) == 0 else {
-                throw fail(TraceFileError(path: indexPath, operation: "rename \(temporaryPath) to", reason: FileIO.errnoText()))
+                throw fail(TraceFileError(path: indexPath, operation: "rename \(temporaryPath) to", reason: FileSystem.errnoText()))
             }
         }
 
@@ -325,7 +325,7 @@ public struct BaselineIndex: Sendable, Equatable {
                 _ = close(descriptor)
                 descriptor = -1
                 unlink(temporaryPath)
-            } else if FileIO.exists(temporaryPath) {
+            } else if FileSystem.exists(temporaryPath) {
                 unlink(temporaryPath)
             }
         }

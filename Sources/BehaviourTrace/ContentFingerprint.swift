@@ -1,4 +1,4 @@
-import CaptureSet
+import CaptureKit
 
 /// A 64-bit fingerprint of a file's bytes, fast enough to take of an 80 MB baseline on every
 /// replay (several GB/s, where SHA-256 ran at 1 GB/s and was a tenth of such a replay): four
@@ -93,9 +93,9 @@ struct ContentFingerprint {
     }
 
     /// The fingerprint of the file at `path`, read in 1 MiB pieces (constant memory).
-    static func of(file path: String) throws(CaptureSetError) -> UInt64 {
+    static func of(file path: String) throws(FileSystemError) -> UInt64 {
         var fingerprint = ContentFingerprint()
-        try FileIO.forEachChunk(path) { fingerprint.update($0) }
+        try FileSystem.forEachChunk(path) { fingerprint.update($0) }
         return fingerprint.value
     }
 }

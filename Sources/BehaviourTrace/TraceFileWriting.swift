@@ -1,4 +1,4 @@
-import CaptureSet
+import CaptureKit
 
 extension TraceFile {
     /// Writes `events` to `path`, replacing a regular file atomically so a reader never sees half a
@@ -7,8 +7,8 @@ extension TraceFile {
     /// - Throws: `TraceFileError` when the file cannot be written, or `path` is a folder, block
     ///   device or socket.
     public static func write(_ events: [TraceEvent], to path: String) throws {
-        do throws(CaptureSetError) {
-            try FileIO.writeOutput(encodeBytes(events), to: path)
+        do throws(FileSystemError) {
+            try FileSystem.writeOutput(encodeBytes(events), to: path)
         } catch {
             throw TraceFileError(path: path, operation: "write trace file", reason: error.ioReason ?? "\(error)")
         }

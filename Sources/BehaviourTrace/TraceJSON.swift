@@ -206,6 +206,14 @@ enum TraceJSONWriter {
 /// JSON text for tools that stream their own JSON (`tether inspect --json`), written by the same
 /// writer as traces so escaping and number formats agree everywhere.
 public enum JSONLiteral {
+    /// A JSON object from already-encoded values, keys in the given order (so output is stable).
+    public static func object(_ members: [(String, String)]) -> String {
+        "{" + members.map { string($0.0) + ":" + $0.1 }.joined(separator: ",") + "}"
+    }
+
+    /// A JSON array of strings.
+    public static func strings(_ texts: [String]) -> String { "[" + texts.map { string($0) }.joined(separator: ",") + "]" }
+
     /// A JSON string literal, escaped per RFC 8259 §7.
     public static func string(_ text: String) -> String {
         var out = TraceJSONBytes()

@@ -1,4 +1,4 @@
-import CaptureSet
+import CaptureKit
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -69,7 +69,7 @@ public final class TraceFileWriter: TraceSink {
         self.path = path
         self.destination = destination
         descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw TraceFileError(path: path, operation: "create trace file", reason: FileIO.errnoText()) }
+        guard descriptor >= 0 else { throw TraceFileError(path: path, operation: "create trace file", reason: FileSystem.errnoText()) }
         buffer.bytes.reserveCapacity(Self.bufferSize + 4096)
     }
 
@@ -77,10 +77,10 @@ public final class TraceFileWriter: TraceSink {
     /// puts it in place.
     /// - Throws: ``TraceFileError`` when the folder or the file cannot be created.
     public static func replacing(_ path: String) throws(TraceFileError) -> TraceFileWriter {
-        let (folder, name) = FileIO.split(path)
+        let (folder, name) = FileSystem.split(path)
         var created: [String] = []
-        do throws(CaptureSetError) {
-            try FileIO.makeDirectories(folder, created: &created)
+        do throws(FileSystemError) {
+            try FileSystem.makeDirectories(folder, created: &created)
         } catch {
             removeEmptyFolders(created)
             guard case .io(let failed, let operation, let reason) = error else {
@@ -89,7 +89,7 @@ public final class TraceFileWriter: TraceSink {
             throw TraceFileError(path: failed, operation: operation, reason: reason)
         }
         do {
-            let writer = try TraceFileWriter(path: FileIO.temporarySibling(of: FileIO.join(folder, name), purpose: "tmp"), destination: path)
+            let writer = try TraceFileWriter(path: FileSystem.temporarySibling(of: FileSystem.join(folder, name), purpose: "tmp"), destination: path)
             writer.createdFolders = created
             return writer
         } catch {
@@ -127,7 +127,7 @@ public final class TraceFileWriter: TraceSink {
             }
             if n < 0 {
                 if errno == EINTR { continue }
-                failure = TraceFileError(path: path, operation: "write trace file", reason: FileIO.errnoText())
+                failure = TraceFileError(path: path, operation: "write trace file", reason: FileSystem.errnoText())
                 return
             }
             offset += n
@@ -157,14 +157,14 @@ public final class TraceFileWriter: TraceSink {
             return
         }
         guard rename(path, destination) == 0 else {
-            let error = TraceFileError(path: destination, operation: "rename \(path) to", reason: FileIO.errnoText())
+            let error = TraceFileError(path: destination, operation: "rename \(path) to", reason: FileSystem.errnoText())
             unlink(path)
             throw error
         }
         committed = true
         try lineIndex?.commit()
         lineIndex = nil
-        let folder = FileIO.split(destination).dir
+        let folder = FileSystem.split(destination).dir
         let fd = open(folder, O_RDONLY | O_CLOEXEC)
         if fd >= 0 {
             _ = fsync(fd)
@@ -193,10 +193,10 @@ public final class TraceFileWriter: TraceSink {
         }
         var error = failure
         if error == nil, sync, fsync(descriptor) != 0 {
-            error = TraceFileError(path: path, operation: "sync trace file", reason: FileIO.errnoText())
+            error = TraceFileError(path: path, operation: "sync trace file", reason: FileSystem.errnoText())
         }
         if systemClose(descriptor) != 0, error == nil {
-            error = TraceFileError(path: path, operation: "close trace file", reason: FileIO.errnoText())
+            error = TraceFileError(path: path, operation: "close trace file", reason: FileSystem.errnoText())
         }
         descriptor = -1
         if let error {
@@ -268,7 +268,7 @@ public final class TraceFileReader {
     public convenience init(path: String, offset: UInt64, lineNumber: Int) throws(TraceFileError) {
         try self.init(path: path)
         guard lseek(descriptor, off_t(offset), SEEK_SET) >= 0 else {
-            throw TraceFileError(path: path, operation: "seek to byte \(offset) of trace file", reason: FileIO.errnoText())
+            throw TraceFileError(path: path, operation: "seek to byte \(offset) of trace file", reason: FileSystem.errnoText())
         }
         self.lineNumber = lineNumber
     }
@@ -396,7 +396,7 @@ public final class TraceFileReader {
             let n = pending.withUnsafeMutableBytes { raw in read(descriptor, raw.baseAddress! + old, Self.chunkSize) }
             if n < 0 {
                 if errno == EINTR { continue }
-                let error = TraceFileError(path: path, operation: "read trace file", reason: FileIO.errnoText())
+                let error = TraceFileError(path: path, operation: "read trace file", reason: FileSystem.errnoText())
                 pending.removeLast(Self.chunkSize)
                 throw error
             }

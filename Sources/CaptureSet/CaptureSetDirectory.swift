@@ -63,6 +63,27 @@ public struct CaptureSetDirectory: Sendable, Hashable {
     /// `nil` when no part of the path can be resolved.
     public static func canonicalTarget(of path: String) -> String? { FileIO.canonicalTarget(path) }
 
+    /// The capture sets `paths` name, as `tether replay` reads its arguments: a path that is a set
+    /// (it holds a `manifest.yaml`) is that set; any other folder is searched for sets
+    /// (``findSets(under:)``), which must find at least one. Each set comes once (``uniqueSets(_:)``).
+    /// - Returns: the sets in the order given (a searched folder's in name order), and each later
+    ///   name left out as a second name of a set kept.
+    /// - Throws: ``CaptureSetError/noCaptureSets(path:)`` for a folder that holds none, and what
+    ///   ``findSets(under:)`` throws.
+    public static func sets(named paths: [String]) throws(CaptureSetError) -> (sets: [String], duplicates: [(dropped: String, kept: String)]) {
+        var sets: [String] = []
+        for path in paths {
+            if isCaptureSet(path) {
+                sets.append(path)
+                continue
+            }
+            let found = try findSets(under: path)
+            guard !found.isEmpty else { throw .noCaptureSets(path: path) }
+            sets += found
+        }
+        return uniqueSets(sets)
+    }
+
     /// `sets` with each set once: a set named twice, or once directly and once through a
     /// symbolic link or another spelling (`Captures/x`, `./Captures/x/`, `link-to-x`), is kept at
     /// its first place. Sets are the same when their folders resolve to the same real path.

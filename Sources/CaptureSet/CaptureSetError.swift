@@ -1,3 +1,5 @@
+import CaptureKit
+
 /// Why a capture set could not be loaded, created or saved. Each case names the file or folder,
 /// and ``description`` ends with what to do next.
 public enum CaptureSetError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -31,6 +33,8 @@ public enum CaptureSetError: Error, Sendable, Equatable, CustomStringConvertible
     /// An output path names something Tether does not write over: a folder, a block device, a
     /// socket (`what` says which).
     case notAnOutputFile(path: String, what: String)
+    /// A folder given as a folder of sets holds none (no folder below it has a `manifest.yaml`).
+    case noCaptureSets(path: String)
 
     /// For ``io(path:operation:reason:)``, the system's reason alone (for a caller whose own error
     /// already names the file); `nil` for the other cases.
@@ -46,7 +50,8 @@ public enum CaptureSetError: Error, Sendable, Equatable, CustomStringConvertible
             return "\(path): not a capture set (no manifest.yaml). Point at a folder made by `tether record` "
                 + "or `tether import`, or run `tether import` on a bare capture file."
         case let .io(path, operation, reason):
-            return "\(path): \(operation) failed: \(reason). Check that the path exists and is readable/writable."
+            // The same words as CaptureKit's file helpers, whose failures become this case.
+            return FileSystemError.io(path: path, operation: operation, reason: reason).description
         case let .invalidManifest(path, field, problem):
             let at = field.map { " at `\($0)`" } ?? ""
             return "\(path): invalid manifest\(at): \(problem). Fix the field by hand (docs/capture-set.md "
@@ -77,8 +82,9 @@ public enum CaptureSetError: Error, Sendable, Equatable, CustomStringConvertible
             return "\(path) is inside the capture set \(enclosing); a set inside another set is never found by "
                 + "`tether replay` or any search for sets. Give a folder outside it, e.g. beside it: \(FileIO.join(FileIO.split(enclosing).dir, FileIO.split(path).base))."
         case let .notAnOutputFile(path, what):
-            return "\(path) is \(what); Tether writes a regular file (created, or replaced whole), or through to a "
-                + "character device such as /dev/null or a FIFO. Give a file name instead."
+            return FileSystemError.notAnOutputFile(path: path, what: what).description
+        case let .noCaptureSets(path):
+            return "\(path) holds no capture set (no folder with a manifest.yaml). Record one with `tether record` or make one with `tether import`."
         case let .manifestTooLarge(path, bytes, limit):
             return "\(path): \(bytes) bytes is more than a manifest can be (at most \(limit)). Check that the file "
                 + "is the set's manifest.yaml and not a capture or log written over it."

@@ -7,284 +7,126 @@ import Musl
 import Darwin
 #endif
 
-/// Small POSIX file helpers that report failures as ``CaptureSetError/io(path:operation:reason:)``
-/// with the system's own reason, which Foundation's file APIs tend to hide.
+/// The POSIX file helpers of ``FileSystem`` (in CaptureKit), reporting failures as
+/// ``CaptureSetError/io(path:operation:reason:)`` and ``CaptureSetError/notAnOutputFile(path:what:)``
+/// so that CaptureSet's callers see one error type. Every helper delegates: the file code itself
+/// lives once, in CaptureKit, where modules that do not depend on CaptureSet use it too.
 package enum FileIO {
     /// The system's message for `code` (the last failure's by default).
-    package static func errnoText(_ code: Int32 = errno) -> String {
-        guard let text = strerror(code) else { return "errno \(code)" }
-        return String(cString: text)
-    }
+    package static func errnoText(_ code: Int32 = errno) -> String { FileSystem.errnoText(code) }
 
     /// `true` when anything exists at `path` (following symbolic links).
-    package static func exists(_ path: String) -> Bool {
-        var st = stat()
-        return stat(path, &st) == 0
-    }
+    package static func exists(_ path: String) -> Bool { FileSystem.exists(path) }
 
     /// `true` when `path` is a folder (following symbolic links).
-    package static func isDirectory(_ path: String) -> Bool {
-        var st = stat()
-        return stat(path, &st) == 0 && (st.st_mode & mode_t(S_IFMT)) == mode_t(S_IFDIR)
-    }
+    package static func isDirectory(_ path: String) -> Bool { FileSystem.isDirectory(path) }
 
     /// `true` when `path` is a regular file (following symbolic links).
-    package static func isRegularFile(_ path: String) -> Bool {
-        var st = stat()
-        return stat(path, &st) == 0 && (st.st_mode & mode_t(S_IFMT)) == mode_t(S_IFREG)
-    }
+    package static func isRegularFile(_ path: String) -> Bool { FileSystem.isRegularFile(path) }
 
     /// The file's size in bytes, following symbolic links; `nil` when it cannot be examined.
-    package static func size(_ path: String) -> UInt64? {
-        var st = stat()
-        guard stat(path, &st) == 0 else { return nil }
-        return UInt64(clamping: st.st_size)
-    }
+    package static func size(_ path: String) -> UInt64? { FileSystem.size(path) }
 
     /// `true` when `path` itself (not what it points to) is a symbolic link.
-    package static func isSymbolicLink(_ path: String) -> Bool {
-        var st = stat()
-        return lstat(path, &st) == 0 && (st.st_mode & mode_t(S_IFMT)) == mode_t(S_IFLNK)
-    }
+    package static func isSymbolicLink(_ path: String) -> Bool { FileSystem.isSymbolicLink(path) }
 
-    /// The canonical absolute path (`realpath(3)`: symbolic links, `.` and `..` resolved), or `nil`
-    /// when `path` does not exist or cannot be resolved.
-    package static func realPath(_ path: String) -> String? {
-        guard let resolved = realpath(path, nil) else { return nil }
-        defer { free(resolved) }
-        return String(cString: resolved)
-    }
+    /// The canonical absolute path, or `nil` (``FileSystem/realPath(_:)``).
+    package static func realPath(_ path: String) -> String? { FileSystem.realPath(path) }
 
-    /// Where `path` would be once written: its canonical path when it exists; otherwise the
-    /// canonical path of its nearest existing ancestor with the missing components appended.
-    /// A dangling symbolic link is followed by hand so that writing through it is judged by where
-    /// it points. `nil` when no ancestor can be resolved.
-    package static func canonicalTarget(_ path: String) -> String? {
-        if let real = realPath(path) { return real }
-        var missing: [String] = []
-        var current = path
-        var hops = 0
-        while true {
-            if isSymbolicLink(current), hops < 40 {
-                hops += 1
-                var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-                let n = readlink(current, &buffer, buffer.count - 1)
-                guard n >= 0 else { return nil }
-                let target = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-                current = target.hasPrefix("/") ? target : join(split(current).dir, target)
-                if let real = realPath(current) { return ([real] + missing.reversed()).joined(separator: "/") }
-                continue
-            }
-            let (dir, base) = split(current)
-            missing.append(base)
-            if let real = realPath(dir) {
-                let prefix = real == "/" ? "" : real
-                return ([prefix] + missing.reversed()).joined(separator: "/")
-            }
-            if dir == current || dir == "/" || dir == "." { return nil }
-            current = dir
-        }
-    }
+    /// Where `path` would be once written (``FileSystem/canonicalTarget(_:)``).
+    package static func canonicalTarget(_ path: String) -> String? { FileSystem.canonicalTarget(path) }
 
-    /// A read-only descriptor of the regular file at `path`; a FIFO, device or folder is refused
-    /// before anything blocks on it (``RegularFile``).
+    /// A read-only descriptor of the regular file at `path` (``FileSystem/openRegular(_:)``).
     package static func openRegular(_ path: String) throws(CaptureSetError) -> Int32 {
-        switch RegularFile.open(path) {
-        case .success(let fd): return fd
-        case .failure(let refusal): throw .io(path: path, operation: "open", reason: refusal.reason)
-        }
+        try converting { () throws(FileSystemError) in try FileSystem.openRegular(path) }
     }
 
     /// Reads a whole (small) file such as a manifest.
     package static func readAll(_ path: String) throws(CaptureSetError) -> [UInt8] {
-        let fd = try openRegular(path)
-        defer { close(fd) }
-        var out: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw .io(path: path, operation: "read", reason: errnoText())
-            }
-            if n == 0 { break }
-            out.append(contentsOf: chunk[0..<n])
-        }
-        return out
+        try converting { () throws(FileSystemError) in try FileSystem.readAll(path) }
     }
 
     /// Calls `body` with successive pieces of the file, in a fixed-size buffer: constant memory.
     package static func forEachChunk(
         _ path: String, chunkSize: Int = 1 << 20, _ body: (UnsafeRawBufferPointer) -> Void
     ) throws(CaptureSetError) {
-        let fd = try openRegular(path)
-        defer { close(fd) }
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
-        defer { buffer.deallocate() }
-        while true {
-            let n = read(fd, buffer.baseAddress, chunkSize)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw .io(path: path, operation: "read", reason: errnoText())
-            }
-            if n == 0 { return }
-            body(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
-        }
+        try converting { () throws(FileSystemError) in try FileSystem.forEachChunk(path, chunkSize: chunkSize, body) }
     }
 
-    /// The longest name a folder entry may have on the file systems Tether runs on (`NAME_MAX`).
-    package static let maximumNameBytes = 255
+    /// The longest name a folder entry may have (``FileSystem/maximumNameBytes``).
+    package static let maximumNameBytes = FileSystem.maximumNameBytes
 
     /// A hidden name beside `path` for a temporary file or folder that will be renamed over it
-    /// (`.NAME.PURPOSE-PID`): the one rule every writer uses, so that a target whose own name
-    /// nearly fills `NAME_MAX` still gets a temporary name that fits. A long name is cut (on a
-    /// character boundary) and followed by 16 hex digits of its FNV-1a hash, so two long targets
-    /// in one folder still get different names.
+    /// (``FileSystem/temporarySibling(of:purpose:)``).
     package static func temporarySibling(of path: String, purpose: String) -> String {
-        let (dir, base) = split(path)
-        let suffix = ".\(purpose)-\(getpid())"
-        return join(dir, "." + fitted(base, bytes: maximumNameBytes - 1 - suffix.utf8.count) + suffix)
+        FileSystem.temporarySibling(of: path, purpose: purpose)
     }
 
-    /// `name` when it has at most `bytes` UTF-8 bytes; else its start, cut on a character
-    /// boundary, and `-` with 16 hex digits of its FNV-1a hash, in `bytes` in all: a name derived
-    /// from another (a temporary file, a report page) that always fits, and that stays apart from
-    /// other long names sharing its start.
-    package static func fitted(_ name: String, bytes: Int) -> String {
-        guard name.utf8.count > bytes else { return name }
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in name.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
-        let digest = String(hash, radix: 16)
-        let tag = "-" + String(repeating: "0", count: 16 - digest.count) + digest
-        var prefix = ""
-        for character in name where prefix.utf8.count + character.utf8.count <= bytes - tag.utf8.count { prefix.append(character) }
-        return prefix + tag
-    }
+    /// `name`, cut to fit `bytes` with a hash of the whole (``FileSystem/fitted(_:bytes:)``).
+    package static func fitted(_ name: String, bytes: Int) -> String { FileSystem.fitted(name, bytes: bytes) }
 
-    /// Writes a file the user named as an output (`--out`, `--trace`, `--junit`): atomically over
-    /// nothing or a regular file (``writeAtomically(_:to:)``), through to a character device or
-    /// FIFO in place, and never over a folder, block device or socket (``OutputPath``).
+    /// Writes a file the user named as an output (``FileSystem/writeOutput(_:to:)``).
     /// - Throws: ``CaptureSetError/notAnOutputFile(path:what:)`` or
     ///   ``CaptureSetError/io(path:operation:reason:)``.
     package static func writeOutput(_ bytes: [UInt8], to path: String) throws(CaptureSetError) {
-        switch try resolveOutput(path) {
-        case .replaceAtomically(let target):
-            try writeAtomically(bytes, to: target)
-        case .writeThrough(let target):
-            try writeThrough(bytes, to: target)
-        }
+        try converting { () throws(FileSystemError) in try FileSystem.writeOutput(bytes, to: path) }
     }
 
     /// ``OutputPath/resolve(_:)`` with its refusal as a ``CaptureSetError``.
     package static func resolveOutput(_ path: String) throws(CaptureSetError) -> OutputPath {
-        do {
-            return try OutputPath.resolve(path)
-        } catch {
-            throw .notAnOutputFile(path: error.path, what: error.what)
-        }
+        try converting { () throws(FileSystemError) in try FileSystem.resolveOutput(path) }
     }
 
-    /// Writes `bytes` in place to a character device or FIFO (see ``OutputPath/writeThrough(path:)``).
+    /// Writes `bytes` in place to a character device or FIFO (``FileSystem/writeThrough(_:to:)``).
     package static func writeThrough(_ bytes: [UInt8], to path: String) throws(CaptureSetError) {
-        guard let fd = OutputPath.openForWritingThrough(path) else {
-            throw .io(path: path, operation: "open for writing", reason: errnoText())
-        }
-        var failure = writeAll(bytes, to: fd, naming: path)
-        if close(fd) != 0, failure == nil {
-            failure = .io(path: path, operation: "close", reason: errnoText())
-        }
-        if let failure { throw failure }
+        try converting { () throws(FileSystemError) in try FileSystem.writeThrough(bytes, to: path) }
     }
 
-    /// Writes all of `bytes` to `fd` (retrying short writes and `EINTR`); the failure, naming
-    /// `path`, or `nil`.
-    private static func writeAll(_ bytes: [UInt8], to fd: Int32, naming path: String) -> CaptureSetError? {
-        var written = 0
-        while written < bytes.count {
-            let n = bytes.withUnsafeBytes { all -> Int in
-                guard let base = all.baseAddress else { return 0 }
-                return write(fd, base + written, all.count - written)
-            }
-            if n < 0 {
-                if errno == EINTR { continue }
-                return .io(path: path, operation: "write", reason: errnoText())
-            }
-            written += n
-        }
-        return nil
-    }
-
-    /// Writes `bytes` to a temporary file beside `path`, syncs it and renames it over `path`, so a
-    /// reader sees the old file or the new one, never half of one. The temporary file is removed
-    /// on any failure.
+    /// Replaces `path` with `bytes` atomically (``FileSystem/writeAtomically(_:to:)``).
     package static func writeAtomically(_ bytes: [UInt8], to path: String) throws(CaptureSetError) {
-        let temp = temporarySibling(of: path, purpose: "tmp")
-        let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw .io(path: temp, operation: "create", reason: errnoText()) }
-        var failure = writeAll(bytes, to: fd, naming: temp)
-        if failure == nil, fsync(fd) != 0 {
-            failure = .io(path: temp, operation: "fsync", reason: errnoText())
-        }
-        if close(fd) != 0, failure == nil {
-            failure = .io(path: temp, operation: "close", reason: errnoText())
-        }
-        if failure == nil, rename(temp, path) != 0 {
-            failure = .io(path: path, operation: "rename \(temp) to", reason: errnoText())
-        }
-        if let failure {
-            unlink(temp)
-            throw failure
-        }
+        try converting { () throws(FileSystemError) in try FileSystem.writeAtomically(bytes, to: path) }
     }
 
     /// Creates a folder and any missing parents (`mkdir -p`).
     package static func makeDirectories(_ path: String) throws(CaptureSetError) {
-        var created: [String] = []
-        try makeDirectories(path, created: &created)
+        try converting { () throws(FileSystemError) in try FileSystem.makeDirectories(path) }
     }
 
     /// Creates a folder and any missing parents, appending each folder it made to `created`,
-    /// outermost first, so that a caller whose write then fails can take them away again.
+    /// outermost first (``FileSystem/makeDirectories(_:created:)``).
     package static func makeDirectories(_ path: String, created: inout [String]) throws(CaptureSetError) {
-        if path.isEmpty || isDirectory(path) { return }
-        let (parent, _) = split(path)
-        if !parent.isEmpty, parent != path, parent != "/", !exists(parent) {
-            try makeDirectories(parent, created: &created)
-        }
-        if mkdir(path, 0o755) == 0 {
-            created.append(path)
-        } else if errno != EEXIST {
-            throw .io(path: path, operation: "create folder", reason: errnoText())
-        }
+        try converting { () throws(FileSystemError) in try FileSystem.makeDirectories(path, created: &created) }
     }
 
     /// Entries of a folder, without `.` and `..`, unsorted.
     package static func listDirectory(_ path: String) throws(CaptureSetError) -> [String] {
-        guard let dir = opendir(path) else { throw .io(path: path, operation: "opendir", reason: errnoText()) }
-        defer { closedir(dir) }
-        var names: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if name != ".", name != ".." { names.append(name) }
-        }
-        return names
+        try converting { () throws(FileSystemError) in try FileSystem.listDirectory(path) }
     }
 
     /// A path's folder (`.` when it has none) and last component, trailing slashes ignored.
-    package static func split(_ path: String) -> (dir: String, base: String) {
-        var trimmed = Substring(path)
-        while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
-        guard let slash = trimmed.lastIndex(of: "/") else { return (".", String(trimmed)) }
-        let dir = trimmed[..<slash]
-        return (dir.isEmpty ? "/" : String(dir), String(trimmed[trimmed.index(after: slash)...]))
-    }
+    package static func split(_ path: String) -> (dir: String, base: String) { FileSystem.split(path) }
 
     /// `name` inside `dir`, or `name` itself when it is absolute or `dir` is `.`.
-    package static func join(_ dir: String, _ name: String) -> String {
-        if name.hasPrefix("/") { return name }
-        if dir.isEmpty || dir == "." { return name }
-        return dir.hasSuffix("/") ? dir + name : dir + "/" + name
+    package static func join(_ dir: String, _ name: String) -> String { FileSystem.join(dir, name) }
+
+    /// Runs one ``FileSystem`` call and rethrows its failure as the ``CaptureSetError`` with the
+    /// same case and fields, so every wrapper above converts the same way.
+    private static func converting<T>(_ body: () throws(FileSystemError) -> T) throws(CaptureSetError) -> T {
+        do {
+            return try body()
+        } catch {
+            throw CaptureSetError(error)
+        }
+    }
+}
+
+extension CaptureSetError {
+    /// The ``CaptureSetError`` case with the same fields as `error` (the two types share
+    /// ``FileSystemError``'s cases, and their descriptions agree word for word).
+    package init(_ error: FileSystemError) {
+        switch error {
+        case let .io(path, operation, reason): self = .io(path: path, operation: operation, reason: reason)
+        case let .notAnOutputFile(path, what): self = .notAnOutputFile(path: path, what: what)
+        }
     }
 }

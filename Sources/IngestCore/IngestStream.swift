@@ -11,23 +11,22 @@ struct IngestStream: Sendable {
     let source: DatagramSource
     let startNs: Int64
     var lastDatagramNs: Int64
-    var lastDataArrivalNs: Int64?
     var lastSampleNs: Int64?
-    var intervals: [Int64] = []
-    var periodNs: Int64?
+    /// What the stream knows of its sending rate, from its data datagrams' arrivals.
+    var rate = RateLearning.noArrival
     /// Whether `pending` keeps the points or they are only counted (``IngestCore/keepsChunkPoints``).
     let keepsPoints: Bool
     /// Whether each point is reported as a `dataPoint` event (``IngestCore/reportsDataPoints``).
     let reportsPoints: Bool
+    /// The chunk being filled, `nil` when none is: its flush deadline exists exactly when it does.
+    var openChunk: OpenChunk?
+    /// The open chunk's points when they are kept. A buffer rather than part of ``openChunk``: it
+    /// outlives each chunk empty, with the room the last one had, so a steady stream's chunks are
+    /// packed without growing (and, when points are not kept, one empty buffer serves every chunk).
     var pending = PackedDataPoints()
-    var pendingCount = 0
-    var pendingBytes = 0
-    var pendingSinceNs: Int64?
     var nextSequence = 1
-    /// The template layout (``ParsedDatagram/layoutIdentity``) of the last datagram packed into
-    /// `pending`, and the key each of its entries got there: a datagram of the same layout packs
-    /// its points under those keys without comparing names (0: none yet in this buffer).
-    var packedLayout: UInt64 = 0
+    /// The key each entry of the last datagram packed into `pending` got there (valid for
+    /// ``OpenChunk/packedLayout``): a buffer kept from datagram to datagram, not state.
     var packedKeys: [Int] = []
 
     init(source: DatagramSource, startNs: Int64, nowNs: Int64, keepsPoints: Bool = true, reportsPoints: Bool = true) {
@@ -43,7 +42,7 @@ struct IngestStream: Sendable {
     }
 
     func flushDeadline(flushNs: Int64) -> Int64? {
-        pendingSinceNs.map { $0.addingSaturating(flushNs) }
+        openChunk.map { $0.sinceNs.addingSaturating(flushNs) }
     }
 
     /// ``idleDeadline(idleNs:)`` and ``flushDeadline(flushNs:)``. Mutating though it changes
@@ -57,42 +56,37 @@ struct IngestStream: Sendable {
     /// Learns the period from a data datagram's arrival; returns a gap (the interval and the
     /// period it exceeded) and a newly learned period, if any.
     mutating func noteDataArrival(nowNs: Int64, gapFactor: Double) -> (gap: (Int64, Int64)?, learnedPeriodNs: Int64?) {
-        defer { lastDataArrivalNs = nowNs }
-        guard let last = lastDataArrivalNs else { return (nil, nil) }
+        let last: Int64
+        var window: IntervalWindow
+        var period: Int64?
+        switch rate {
+        case .noArrival:
+            rate = .learning(lastArrivalNs: nowNs, window: IntervalWindow())
+            return (nil, nil)
+        case .learning(let lastArrivalNs, let current):
+            (last, window, period) = (lastArrivalNs, current, nil)
+        case .learned(let periodNs, let lastArrivalNs, let current):
+            (last, window, period) = (lastArrivalNs, current, periodNs)
+        }
         let interval = nowNs &- last
         var gap: (Int64, Int64)?
-        if let period = periodNs, Double(interval) > gapFactor * Double(period) {
+        if let period, Double(interval) > gapFactor * Double(period) {
             gap = (interval, period)
         }
-        intervals.append(interval)
-        guard intervals.count >= Self.rateWindow else { return (gap, nil) }
-        Self.insertionSort(&intervals)
-        let middle = Self.rateWindow / 2
-        let median = intervals[middle - 1] / 2 + intervals[middle] / 2
-        intervals.removeAll(keepingCapacity: true)
-        // Datagrams delivered in one batch share a `now`; a zero period says nothing about the rate.
-        guard median > 0 else { return (gap, nil) }
-        if let period = periodNs, Double(abs(median - period)) <= 0.2 * Double(period) {
-            return (gap, nil)
-        }
-        periodNs = median
-        return (gap, median)
-    }
-
-    /// Sorts a learning window in place, ascending: for eight values an insertion sort costs a
-    /// fraction of the general sort's setup.
-    static func insertionSort(_ values: inout [Int64]) {
-        values.withUnsafeMutableBufferPointer { values in
-            for i in values.indices.dropFirst() {
-                let value = values[i]
-                var j = i
-                while j > 0, values[j - 1] > value {
-                    values[j] = values[j - 1]
-                    j -= 1
-                }
-                values[j] = value
+        var learned: Int64?
+        if let median = window.append(interval) {
+            // Datagrams delivered in one batch share a `now`; a zero period says nothing about the rate.
+            if median > 0, !(period.map { Double(abs(median - $0)) <= 0.2 * Double($0) } ?? false) {
+                period = median
+                learned = median
             }
         }
+        if let period {
+            rate = .learned(periodNs: period, lastArrivalNs: nowNs, window: window)
+        } else {
+            rate = .learning(lastArrivalNs: nowNs, window: window)
+        }
+        return (gap, learned)
     }
 
     /// One accepted data message, in the order ``IngestCore`` documents: `timeWentBackwards`, `gap`,
@@ -115,40 +109,46 @@ struct IngestStream: Sendable {
         if let periodNs = learned {
             sink.append(.rateLearned(source, hertz: 1e9 / Double(periodNs)))
         }
-        if pendingSinceNs == nil {
-            pendingSinceNs = nowNs
+        // Worked on as a local and stored back once: a few words, no allocation.
+        var chunk: OpenChunk
+        if let open = openChunk {
+            chunk = open
+        } else {
+            chunk = OpenChunk(sinceNs: nowNs)
             newPendingDeadline = nowNs.addingSaturating(flushNs)
         }
         if reportsPoints { sink.appendDataPoints(of: datagram, source: source, timeNs: timeNs) }
         if !keepsPoints {
             // Each entry's range read in place: a copy of the entry retains and releases its texts.
-            for i in datagram.entries.indices { pendingBytes &+= datagram.entries[i].payload.count }
-        } else if datagram.layoutIdentity != 0, datagram.layoutIdentity == packedLayout, packedKeys.count == datagram.entries.count {
+            for i in datagram.entries.indices { chunk.bytes &+= datagram.entries[i].payload.count }
+        } else if datagram.layoutIdentity != 0, datagram.layoutIdentity == chunk.packedLayout, packedKeys.count == datagram.entries.count {
             // Laid out as the datagram before it in this chunk: its keys are known.
-            pendingBytes &+= pending.append(timeNs: timeNs, definedKeys: packedKeys, entries: datagram.entries, payloads: datagram.payloadBytes)
+            chunk.bytes &+= pending.append(timeNs: timeNs, definedKeys: packedKeys, entries: datagram.entries, payloads: datagram.payloadBytes)
         } else {
             packedKeys.removeAll(keepingCapacity: true)
             for i in datagram.entries.indices {
                 // The entry is read in place: a copy of it would retain and release its two strings.
-                pendingBytes &+= datagram.withPayload(of: i) { payload in
+                chunk.bytes &+= datagram.withPayload(of: i) { payload in
                     packedKeys.append(pending.append(timeNs: timeNs, name: datagram.entries[i].name, type: datagram.entries[i].type,
                                                      payload: payload))
                     return payload.count
                 }
             }
-            packedLayout = datagram.layoutIdentity
+            chunk.packedLayout = datagram.layoutIdentity
         }
-        pendingCount += datagram.entries.count
+        chunk.count += datagram.entries.count
+        openChunk = chunk
         counters.dataPoints += datagram.entries.count
-        if pendingBytes >= configuration.flushBytes, let chunk = takeChunk() {
+        if chunk.bytes >= configuration.flushBytes, let ready = takeChunk() {
             counters.chunks += 1
-            sink.append(.chunkReady(chunk))
+            sink.append(.chunkReady(ready))
         }
     }
 
     /// Takes the pending points as the next chunk, or nil when nothing is pending.
     mutating func takeChunk() -> IngestChunk? {
-        guard pendingCount > 0 else { return nil }
+        // A chunk opened by a data message without entries has nothing to hand on: it stays open.
+        guard let open = openChunk, open.count > 0 else { return nil }
         let chunk: IngestChunk
         if keepsPoints {
             // The chunk takes the buffer; the next one starts with the room this one had, so a
@@ -156,21 +156,90 @@ struct IngestStream: Sendable {
             let room = pending.roomBytes
             pending.trimToSize()
             chunk = IngestChunk(source: source, streamStartNs: startNs, sequence: nextSequence,
-                                packedPoints: pending, dataPointCount: pendingCount, byteCount: pendingBytes)
+                                packedPoints: pending, dataPointCount: open.count, byteCount: open.bytes)
             pending = PackedDataPoints()
             pending.reserveCapacity(room)
         } else {
             // Nothing was packed: the chunk shares the empty buffer, which stays for the next one
             // (a new empty buffer per chunk was an allocation per chunk).
             chunk = IngestChunk(source: source, streamStartNs: startNs, sequence: nextSequence,
-                                packedPoints: pending, dataPointCount: pendingCount, byteCount: pendingBytes)
+                                packedPoints: pending, dataPointCount: open.count, byteCount: open.bytes)
         }
         nextSequence += 1
-        packedLayout = 0
-        pendingCount = 0
-        pendingBytes = 0
-        pendingSinceNs = nil
+        openChunk = nil
         return chunk
+    }
+}
+
+/// The chunk a stream is filling: from the first data message after the last chunk was taken
+/// until the next is taken. One optional value, so a start time without a chunk (or points
+/// without a start time) cannot be represented.
+struct OpenChunk: Sendable {
+    /// Core time of its first data message: the flush deadline counts from here.
+    let sinceNs: Int64
+    /// Its points so far (0 only when its data messages had no entries).
+    var count = 0
+    /// The sum of its points' payload lengths.
+    var bytes = 0
+    /// The template layout (``ParsedDatagram/layoutIdentity``) of the last datagram packed into
+    /// this chunk: a datagram of the same layout packs its points under the keys that one got
+    /// (``IngestStream/packedKeys``) without comparing names (0: none packed yet).
+    var packedLayout: UInt64 = 0
+
+    init(sinceNs: Int64) {
+        self.sinceNs = sinceNs
+    }
+}
+
+/// What a stream knows of its sending rate. The period is re-learned, not only learned once: every
+/// full window's median replaces it when it differs by more than 20 %.
+enum RateLearning: Sendable {
+    /// No data message yet: no arrival to measure an interval from.
+    case noArrival
+    /// Arrivals measured, no period yet (no full window, or only windows with a zero median): no
+    /// gap can be reported.
+    case learning(lastArrivalNs: Int64, window: IntervalWindow)
+    /// A period is known: longer intervals are gaps, and the window goes on measuring to re-learn it.
+    case learned(periodNs: Int64, lastArrivalNs: Int64, window: IntervalWindow)
+
+    /// The period learned, if any.
+    var periodNs: Int64? {
+        if case .learned(let periodNs, _, _) = self { return periodNs }
+        return nil
+    }
+}
+
+/// The intervals of one learning window (``IngestStream/rateWindow`` of them), held inline: the
+/// window is carried in ``RateLearning``'s cases, and an inline value costs no heap buffer to keep
+/// or to copy from case to case.
+struct IntervalWindow: Sendable {
+    private var values = InlineArray<8, Int64>(repeating: 0)
+    /// How many of `values` are filled.
+    private(set) var count = 0
+
+    init() {
+        precondition(values.count == IngestStream.rateWindow, "IntervalWindow: holds \(values.count), a window is \(IngestStream.rateWindow)")
+    }
+
+    /// Adds an interval; when that fills the window, empties it and returns its median (the mean
+    /// of the two middle values, each halved first so the sum cannot overflow).
+    mutating func append(_ interval: Int64) -> Int64? {
+        values[count] = interval
+        count += 1
+        guard count == IngestStream.rateWindow else { return nil }
+        count = 0
+        // An insertion sort: for eight values it costs a fraction of the general sort's setup.
+        for i in 1..<IngestStream.rateWindow {
+            let value = values[i]
+            var j = i
+            while j > 0, values[j - 1] > value {
+                values[j] = values[j - 1]
+                j -= 1
+            }
+            values[j] = value
+        }
+        let middle = IngestStream.rateWindow / 2
+        return values[middle - 1] / 2 + values[middle] / 2
     }
 }
 

@@ -3,23 +3,10 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import CaptureKit
 import Foundation
 import LiveCapture
 import Synchronization
-
-/// One captured datagram to send again, at its offset from the first one.
-public struct PacedDatagram: Sendable {
-    /// Recorded time since the first datagram, in nanoseconds.
-    public var offsetNs: Int64
-    /// The datagram's bytes.
-    public var payload: [UInt8]
-
-    /// A datagram due `offsetNs` after the first.
-    public init(offsetNs: Int64, payload: [UInt8]) {
-        self.offsetNs = offsetNs
-        self.payload = payload
-    }
-}
 
 /// How faithfully a realtime replay kept the recorded pace.
 public struct PacingReport: Sendable {
@@ -116,7 +103,7 @@ public final class PacedUDPSender {
     /// Send every datagram at `offsetNs ÷ speed` after the start; `progress` is called on the
     /// calling thread, a few times a second and once at the end, with the number sent so far.
     /// Returns how far the real gaps strayed from the recorded ones.
-    public func run(_ datagrams: [PacedDatagram], speed: Double, progress: (Int) -> Void = { _ in }) -> PacingReport {
+    public func run(_ datagrams: [RecordedDatagram], speed: Double, progress: (Int) -> Void = { _ in }) -> PacingReport {
         guard let firstOffset = datagrams.first?.offsetNs else {
             return PacingReport(sent: 0, failed: 0, gapErrorsNs: [], totalDriftNs: 0, elapsedNs: 0)
         }
@@ -178,7 +165,7 @@ private final class PacedPlan {
     private var pageFaults = 0
     private var scheduling = "normal"
 
-    init(_ datagrams: [PacedDatagram], firstOffset: Int64, speed: Double, socket: Int32, spinWindowNs: Int64, maxSpinWindowNs: Int64) {
+    init(_ datagrams: [RecordedDatagram], firstOffset: Int64, speed: Double, socket: Int32, spinWindowNs: Int64, maxSpinWindowNs: Int64) {
         count = datagrams.count
         socketDescriptor = socket
         self.spinWindowNs = spinWindowNs

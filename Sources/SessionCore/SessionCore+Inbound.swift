@@ -12,8 +12,8 @@ extension SessionCore {
         case .userInfo: return marks.userInfo
         case .complication: return marks.complicationUserInfo
         case .file: return marks.file
-        case .message: return link?.messageWatermark ?? 0
-        case .reply: return link?.replyWatermark ?? 0
+        case .message: return link?.binding?.messageWatermark ?? 0
+        case .reply: return link?.binding?.replyWatermark ?? 0
         }
     }
 
@@ -23,8 +23,8 @@ extension SessionCore {
         case .userInfo: durable.peers[index].watermarks.userInfo = id
         case .complication: durable.peers[index].watermarks.complicationUserInfo = id
         case .file: durable.peers[index].watermarks.file = id
-        case .message: link?.messageWatermark = id
-        case .reply: link?.replyWatermark = id
+        case .message: link?.binding?.messageWatermark = id
+        case .reply: link?.binding?.replyWatermark = id
         }
         if lane != .message, lane != .reply { output.dirty = true }
     }
@@ -64,11 +64,11 @@ extension SessionCore {
             sendAck(frame.channel, frame.id, received: SessionLink.complete)
             return
         }
-        var partial = link?.partials[lane.rawValue]
+        var partial = link?.binding?.partials[lane.rawValue]
         if let existing = partial, existing.id != frame.id {
             if frame.id < existing.id { return } // a late frame of an item its sender gave up
             partial = nil // the sender moved on to a newer item
-            link?.partials[lane.rawValue] = nil
+            link?.binding?.partials[lane.rawValue] = nil
         }
         if partial == nil {
             guard let total = frame.total else {
@@ -126,7 +126,7 @@ extension SessionCore {
             if needsAck { sendAck(frame.channel, frame.id, received: UInt32(item.bytes.count)) }
             return
         }
-        link?.partials[lane.rawValue] = nil
+        link?.binding?.partials[lane.rawValue] = nil
         completeItem(item, lane: lane, peerIndex: index)
     }
 
@@ -135,7 +135,7 @@ extension SessionCore {
     mutating func keepPartial(_ item: Reassembly, lane: Lane) {
         var kept = item
         if lane == .message || lane == .reply { kept.deadline = clock + configuration.messageReplyTimeout }
-        link?.partials[lane.rawValue] = kept
+        link?.binding?.partials[lane.rawValue] = kept
     }
 
     /// A frame that is not the next one: a duplicate (behind) or a gap (ahead).
@@ -269,14 +269,13 @@ extension SessionCore {
             }
             return
         }
-        if link?.fileAheadID != file.id {
-            link?.fileAheadID = file.id
-            link?.fileAhead = [:]
+        if link?.binding?.fileAhead?.id != file.id {
+            link?.binding?.fileAhead = LinkSession.FileAhead(id: file.id)
         }
         guard offset == file.received else {
             // Ahead of a gap: kept when within the window, written once the gap fills.
             if offset < file.received + (link?.window ?? SessionLink.windowFrames) * (link?.room ?? 0) {
-                link?.fileAhead[offset] = AheadPiece(bytes: frame.bytes, needsAck: frame.flags.contains(.needsAck))
+                link?.binding?.fileAhead?.pieces[offset] = AheadPiece(bytes: frame.bytes, needsAck: frame.flags.contains(.needsAck))
                 if frame.flags.contains(.needsAck) { sendAck(.fileChunk, frame.id, received: UInt32(file.received)) }
             } else {
                 noteOutOfOrder(frame, received: file.received)
@@ -288,14 +287,14 @@ extension SessionCore {
         var pieces = [(offset, frame.bytes)]
         var needsAck = frame.flags.contains(.needsAck)
         file.received = end
-        while let piece = link?.fileAhead.removeValue(forKey: file.received) {
+        while let piece = link?.binding?.fileAhead?.pieces.removeValue(forKey: file.received) {
             pieces.append((file.received, piece.bytes))
             file.received += piece.bytes.count
             needsAck = needsAck || piece.needsAck
         }
         let held = file.received
-        let stillAhead = (link?.fileAhead ?? [:]).filter { $0.key > held }
-        link?.fileAhead = stillAhead
+        let stillAhead = (link?.binding?.fileAhead?.pieces ?? [:]).filter { $0.key > held }
+        link?.binding?.fileAhead?.pieces = stillAhead
         for (at, bytes) in pieces {
             output.fileOperations.append(.writeIncomingFile(peer, FileTransferID(rawValue: file.id), offset: at, bytes: bytes))
         }
@@ -304,7 +303,7 @@ extension SessionCore {
             if needsAck { sendAck(.fileChunk, file.id, received: UInt32(file.received)) }
             return
         }
-        link?.fileAhead = [:]
+        link?.binding?.fileAhead?.pieces = [:]
         durable.peers[index].inboundFile = nil
         setInboundWatermark(.file, file.id, peerIndex: index)
         deliverOrKeep(.file(id: file.id, size: file.size, metadata: file.metadata), peerIndex: index)
@@ -358,8 +357,8 @@ extension SessionCore {
             return
         }
         // The reply proves delivery even when the message's own ACK was lost.
-        if let progress = link?.lanes[Lane.message.rawValue], progress.id == message {
-            link?.lanes[Lane.message.rawValue] = nil
+        if let progress = link?.binding?.lanes[Lane.message.rawValue], progress.id == message {
+            link?.binding?.lanes[Lane.message.rawValue] = nil
         }
         messages.remove(at: index)
         if sent.isData {

@@ -16,22 +16,22 @@ extension SessionCore {
     }
 
     mutating func pumpLane(_ lane: Lane, peer: SessionDeviceID) {
-        guard let session = link else { return }
-        if session.lanes[lane.rawValue] == nil {
+        guard let session = link, let binding = session.binding else { return }
+        if binding.lanes[lane.rawValue] == nil {
             guard let started = startItem(on: lane, peer: peer) else { return }
-            link?.lanes[lane.rawValue] = started
+            link?.binding?.lanes[lane.rawValue] = started
             link?.highestStarted[lane.rawValue] = max(session.highestStarted[lane.rawValue], started.id)
             if started.channel == .fileChunk {
                 reportFileProgress(started.id, completed: started.acked, total: started.payload.count)
             }
         }
-        guard var progress = link?.lanes[lane.rawValue] else { return }
+        guard var progress = link?.binding?.lanes[lane.rawValue] else { return }
         let room = session.room
-        let windowEnd = progress.acked + session.window * room
+        let windowEnd = progress.acked + binding.window * room
         // With a negotiated window the sender also asks for an ACK each time a frame reaches a
         // multiple of half the window (in item bytes), so ACKs come back while the other half is on
         // the wire; without one, only at the window's end, as link version 1 always did.
-        let ackStride = session.windowNegotiated ? max(1, session.window / 2) * room : 0
+        let ackStride = binding.windowNegotiated ? max(1, binding.window / 2) * room : 0
         // With compact frames a continuation the context allows carries `room` bytes (4-byte
         // header); a FIRST frame, or one the context does not allow, the full frame's.
         let fullRoom = session.frameLength - SessionLink.headerLength
@@ -47,7 +47,7 @@ extension SessionCore {
                 start = progress.next
             }
             let compact = !flags.contains(.first)
-                && link?.sendContext?.compactAllowed(channel: progress.channel, id: progress.id, offset: start) == true
+                && link?.binding?.sendContext?.compactAllowed(channel: progress.channel, id: progress.id, offset: start) == true
             let end = min(progress.payload.count, start + (compact ? room : fullRoom))
             if end == progress.payload.count { flags.insert(.last) }
             if end == progress.payload.count || end >= windowEnd || (ackStride > 0 && end / ackStride > start / ackStride) {
@@ -58,7 +58,7 @@ extension SessionCore {
                 channel: progress.channel, flags: flags, id: progress.id,
                 totalOrOffset: flags.contains(.first) ? UInt32(progress.payload.count) : UInt32(start),
                 bytes: Array(progress.payload[start..<end]))
-            if let bytes = link?.sendContext?.encode(frame) {
+            if let bytes = link?.binding?.sendContext?.encode(frame) {
                 output.writes.append(bytes)
             } else {
                 output.writes.append(frame.encode())
@@ -72,7 +72,7 @@ extension SessionCore {
         if sent, progress.deadline == nil {
             progress.deadline = clock + configuration.retransmissionTimeout
         }
-        link?.lanes[lane.rawValue] = progress
+        link?.binding?.lanes[lane.rawValue] = progress
     }
 
     /// The next item of a lane, or nil when the lane has nothing to send.
@@ -108,7 +108,7 @@ extension SessionCore {
                     error: SessionError(.fileAccessDenied, "the bytes of file \(file.id) are gone; transfer it again")))
                 return startItem(on: lane, peer: peer)
             }
-            if let resume = link?.fileResume, resume.id == file.id, resume.offset <= file.size {
+            if let resume = link?.binding?.fileResume, resume.id == file.id, resume.offset <= file.size {
                 return LaneProgress(id: file.id, channel: .fileChunk, payload: bytes, startingAt: resume.offset)
             }
             return LaneProgress(id: file.id, channel: .fileMetadata, payload: file.metadataPayload)
@@ -123,16 +123,16 @@ extension SessionCore {
             violation(.unexpectedAck, "ACK \(channel) #\(id): that channel is never acknowledged")
             return
         }
-        if channel == .fileMetadata, received == 0, let progress = link?.lanes[lane.rawValue], progress.id == id,
+        if channel == .fileMetadata, received == 0, let progress = link?.binding?.lanes[lane.rawValue], progress.id == id,
            progress.channel == .fileChunk, let peer = link?.boundPeer, let index = durable.peerIndex(peer),
            let file = durable.peers[index].fileQueue.first(where: { $0.id == id }) {
             // The receiver has no metadata of the file whose chunks are on the wire (it lost or
             // discarded it): start the file over with its metadata, under the same id.
-            link?.lanes[lane.rawValue] = LaneProgress(id: id, channel: .fileMetadata, payload: file.metadataPayload)
+            link?.binding?.lanes[lane.rawValue] = LaneProgress(id: id, channel: .fileMetadata, payload: file.metadataPayload)
             pump()
             return
         }
-        guard var progress = link?.lanes[lane.rawValue], progress.id == id, progress.channel == channel else {
+        guard var progress = link?.binding?.lanes[lane.rawValue], progress.id == id, progress.channel == channel else {
             if id <= (link?.highestStarted[lane.rawValue] ?? 0) { return } // late: finished or given up already
             violation(.unexpectedAck, "ACK \(channel) #\(id): nothing with that id was sent on \(channel) over this link")
             return
@@ -152,7 +152,7 @@ extension SessionCore {
             // new binding). Going back costs some frames again in the first case and is the only
             // way on in the second; the retransmission timer does the going back.
             progress.acked = count
-            link?.lanes[lane.rawValue] = progress
+            link?.binding?.lanes[lane.rawValue] = progress
             return
         }
         progress.acked = count
@@ -161,15 +161,15 @@ extension SessionCore {
             progress.firstSent = true
         }
         progress.deadline = clock + configuration.retransmissionTimeout
-        link?.lanes[lane.rawValue] = progress
+        link?.binding?.lanes[lane.rawValue] = progress
         if channel == .fileChunk { reportFileProgress(id, completed: count, total: progress.payload.count) }
         pump()
     }
 
     /// The peer has the lane's item completely.
     mutating func finishLaneItem(_ lane: Lane) {
-        guard let progress = link?.lanes[lane.rawValue], let peer = link?.boundPeer else { return }
-        link?.lanes[lane.rawValue] = nil
+        guard let progress = link?.binding?.lanes[lane.rawValue], let peer = link?.boundPeer else { return }
+        link?.binding?.lanes[lane.rawValue] = nil
         let index = durable.ensurePeer(peer)
         switch lane {
         case .applicationContext:
@@ -185,7 +185,7 @@ extension SessionCore {
         case .file:
             if progress.channel == .fileMetadata, let bytes = outgoingFileBytes[progress.id] {
                 // Metadata delivered: the file's bytes follow on the same lane.
-                link?.lanes[lane.rawValue] = LaneProgress(id: progress.id, channel: .fileChunk, payload: bytes)
+                link?.binding?.lanes[lane.rawValue] = LaneProgress(id: progress.id, channel: .fileChunk, payload: bytes)
                 reportFileProgress(progress.id, completed: 0, total: bytes.count)
             } else if let file = durable.peers[index].fileQueue.first(where: { $0.id == progress.id }) {
                 completeOutgoingFile(file.id, size: file.size, peerIndex: index)
@@ -228,9 +228,9 @@ extension SessionCore {
             violation(.unknownErrorCode, "ERROR \(channel) #\(id) with code \(code), not a WCError code; taken as 7001 genericError")
         }
         let error = SessionError(known ?? .genericError, "the peer answered \(channel) #\(id) with \(known.map(\.description) ?? "code \(code)")")
-        if let lane = Lane(channel: channel), let progress = link?.lanes[lane.rawValue], progress.id == id,
+        if let lane = Lane(channel: channel), let progress = link?.binding?.lanes[lane.rawValue], progress.id == id,
            progress.channel == channel || lane == .file, let peer = link?.boundPeer {
-            link?.lanes[lane.rawValue] = nil
+            link?.binding?.lanes[lane.rawValue] = nil
             let index = durable.ensurePeer(peer)
             switch lane {
             case .applicationContext:
@@ -273,7 +273,7 @@ extension SessionCore {
     /// A CANCEL from the peer: drop what was received of the item.
     mutating func handlePeerCancel(channel: SessionChannel, id: UInt32, peerIndex index: Int) {
         guard let lane = Lane(channel: channel) else { return }
-        if link?.partials[lane.rawValue]?.id == id { link?.partials[lane.rawValue] = nil }
+        if link?.binding?.partials[lane.rawValue]?.id == id { link?.binding?.partials[lane.rawValue] = nil }
         if lane == .file, let file = durable.peers[index].inboundFile, file.id == id {
             output.fileOperations.append(.discardIncomingFile(durable.peers[index].identity, FileTransferID(rawValue: id)))
             durable.peers[index].inboundFile = nil

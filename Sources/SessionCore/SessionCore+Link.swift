@@ -1,4 +1,5 @@
-// The host's inputs: pairing, the watch app's state, the link, frames, time. And the handshake.
+// The host's inputs: pairing, the watch app's state, the link, frames, time; control items and timers
+// (the handshake is in SessionCore+Handshake.swift).
 
 extension SessionCore {
     // MARK: - Host inputs
@@ -23,10 +24,10 @@ extension SessionCore {
                 startHandshake()
             }
         case .watch:
-            if let session = link, session.boundPeer != nil {
-                resetLinkTransfers(undelivered: SessionError(.notReachable, "the paired phone changed before delivery"),
-                                   awaitingReply: SessionError(.messageReplyFailed, "the paired phone changed while the reply was awaited"))
-                link?.phase = .awaitingHello
+            if link?.boundPeer != nil {
+                endBinding(entering: .awaitingHello,
+                           undelivered: SessionError(.notReachable, "the paired phone changed before delivery"),
+                           awaitingReply: SessionError(.messageReplyFailed, "the paired phone changed while the reply was awaited"))
             }
             announceStatusIfChanged()
             reachabilityCheckpoint()
@@ -132,9 +133,11 @@ extension SessionCore {
         if role == .phone, state == .inactive { completeDeactivation() }
     }
 
-    /// Ends everything tied to the current binding of the link, keeping the link up.
-    mutating func resetLinkTransfers(undelivered: SessionError, awaitingReply: SessionError) {
-        link?.resetTransfers()
+    /// Ends everything tied to the current binding of the link (or the handshake under way),
+    /// keeping the link up, and enters `next`: the binding's transfers go with its value, messages
+    /// under way fail, replies owed are dropped.
+    mutating func endBinding(entering next: LinkSession.Phase, undelivered: SessionError, awaitingReply: SessionError) {
+        link?.enter(next)
         failUndeliveredMessages(undelivered)
         failAwaitingMessages(awaitingReply)
         incomingAwaitingReply = [:]
@@ -155,7 +158,7 @@ extension SessionCore {
         }
         incomingAwaitingReply = [:]
         replies = []
-        link?.lanes[Lane.reply.rawValue] = nil
+        link?.binding?.lanes[Lane.reply.rawValue] = nil
         reachabilityCheckpoint()
         if link?.boundPeer == nil || link?.boundPeer != boundPeer { completeDeactivation() }
     }
@@ -195,8 +198,8 @@ extension SessionCore {
     /// Ends a message with an error; if it is on the wire, a CANCEL tells the peer to drop it.
     mutating func failMessage(at index: Int, _ error: SessionError) {
         let message = messages.remove(at: index)
-        if let progress = link?.lanes[Lane.message.rawValue], progress.id == message.id.rawValue {
-            link?.lanes[Lane.message.rawValue] = nil
+        if let progress = link?.binding?.lanes[Lane.message.rawValue], progress.id == message.id.rawValue {
+            link?.binding?.lanes[Lane.message.rawValue] = nil
             if link?.boundPeer != nil { sendControl(.cancel(channel: progress.channel, id: progress.id)) }
         }
         output.events.append(.messageFailed(message.id, error))
@@ -209,238 +212,6 @@ extension SessionCore {
         durable.peers[index].pending = []
         output.dirty = true
         for delivery in pending { deliverNow(delivery, peerIndex: index) }
-    }
-
-    // MARK: - Handshake
-
-    /// This side's flags.
-    var ownStatus: SessionPeerStatus {
-        var status: SessionPeerStatus = durable.pairedPeer == nil ? [] : .paired
-        switch role {
-        case .phone:
-            status.insert(.appInstalled)
-            if state == .activated { status.formUnion([.activated, .reachable]) }
-        case .watch:
-            if appState.installed { status.insert(.appInstalled) }
-            if appState.complicationEnabled { status.insert(.complicationEnabled) }
-            if state == .activated {
-                status.insert(.activated)
-                if appState.foreground { status.insert(.reachable) }
-            }
-        }
-        return status
-    }
-
-    /// This side's handshake towards `peer`: its watermarks and partial file for that peer, and the
-    /// window it states (`nil`: none).
-    func ownHandshake(for peer: SessionDeviceID, nonce: UInt32, window: UInt16? = nil, compactFrames: Bool = false) -> SessionHandshake {
-        let record = peerRecord(peer)
-        return SessionHandshake(
-            identity: identity,
-            incarnation: durable.incarnation,
-            epoch: epoch,
-            nonce: nonce,
-            status: ownStatus,
-            watermarks: record?.watermarks ?? SessionWatermarks(),
-            fileResumeID: record?.inboundFile?.id ?? 0,
-            fileResumeOffset: UInt32(record?.inboundFile?.received ?? 0),
-            window: window,
-            compactFrames: compactFrames)
-    }
-
-    /// The window this side states in a HELLO or WELCOME: its configured one, if any.
-    var statedWindow: UInt16? { configuration.windowFrames.map { UInt16(clamping: $0) } }
-
-    /// The window of a binding: the smaller stated one when both sides stated one, else 8.
-    mutating func bindWindow(own: UInt16?, peer: UInt16?) {
-        if let own, let peer {
-            link?.window = Int(min(own, peer))
-            link?.windowNegotiated = true
-        } else {
-            link?.window = SessionLink.windowFrames
-            link?.windowNegotiated = false
-        }
-    }
-
-    /// Phone: a fresh HELLO (new nonce) on the current link, restarting everything in flight.
-    mutating func startHandshake() {
-        guard link != nil else { return }
-        resetLinkTransfers(undelivered: SessionError(.notReachable, "the link is handshaking again before the message was delivered"),
-                           awaitingReply: SessionError(.messageReplyFailed, "the link is handshaking again while the reply was awaited"))
-        guard let peer = durable.pairedPeer else {
-            link?.phase = .unpaired
-            return
-        }
-        let nonce = random.nonZero32()
-        let deadline = clock + configuration.handshakeTimeout
-        link?.phase = .handshaking(nonce: nonce, deadline: deadline)
-        link?.helloCount = 1
-        sendControl(.hello(ownHandshake(for: peer, nonce: nonce, window: statedWindow, compactFrames: configuration.compactFrames)))
-    }
-
-    mutating func handleHello(_ hello: SessionHandshake) {
-        guard role == .watch else {
-            violation(.unexpectedHandshake, "HELLO from \(hello.identity) sent to a phone; only watches answer HELLO")
-            return
-        }
-        guard hello.version == SessionLink.version else {
-            violation(.versionMismatch, "HELLO of protocol version \(hello.version); this side speaks version \(SessionLink.version), so it does not answer")
-            return
-        }
-        guard let paired = durable.pairedPeer, hello.identity == paired else {
-            violation(.wrongPeer, "HELLO from \(hello.identity), but the paired phone is \(durable.pairedPeer.map(\.description) ?? "none"); not answered")
-            return
-        }
-        if case let .bound(peer, nonce) = link?.phase, peer == hello.identity, nonce == hello.nonce {
-            // The phone missed the WELCOME: answer again, keep everything (the window included,
-            // whether or not this copy of the HELLO states one).
-            let compact = link?.welcomeCompact ?? false
-            sendControl(.welcome(ownHandshake(for: peer, nonce: nonce, window: link?.welcomeWindow, compactFrames: compact)))
-            // The phone takes this WELCOME only if it lost the first: frames from here on start
-            // the compact context afresh (a full frame first on each channel), as the phone's does.
-            if compact { link?.sendContext = SessionFrameContext() }
-            return
-        }
-        if link?.boundPeer != nil {
-            resetLinkTransfers(undelivered: SessionError(.notReachable, "the phone handshook again before the message was delivered"),
-                               awaitingReply: SessionError(.messageReplyFailed, "the phone handshook again while the reply was awaited"))
-        }
-        link?.phase = .bound(peer: hello.identity, nonce: hello.nonce)
-        output.events.append(.handshakeCompleted(peer: hello.identity, peerEpoch: hello.epoch, peerIncarnation: hello.incarnation))
-        applyPeerHandshake(hello)
-        // A WELCOME states a window only in answer to a HELLO that states one.
-        let window = hello.window == nil ? nil : statedWindow
-        link?.welcomeWindow = window
-        bindWindow(own: window, peer: hello.window)
-        // Compact frames likewise: stated only in answer to a HELLO that states them.
-        let compact = hello.compactFrames && configuration.compactFrames
-        link?.welcomeCompact = compact
-        let welcome = ownHandshake(for: hello.identity, nonce: hello.nonce, window: window, compactFrames: compact)
-        link?.announcedStatus = welcome.status
-        sendControl(.welcome(welcome))
-        link?.sendContext = compact ? SessionFrameContext() : nil
-        link?.receiveContext = compact ? SessionFrameContext() : nil
-        cancelStaleResume(hello.fileResumeID)
-        reachabilityCheckpoint()
-        pump()
-    }
-
-    mutating func handleWelcome(_ welcome: SessionHandshake) {
-        guard role == .phone else {
-            violation(.unexpectedHandshake, "WELCOME from \(welcome.identity) sent to a watch; only phones take WELCOME")
-            return
-        }
-        guard case let .handshaking(nonce, _) = link?.phase else {
-            if case let .bound(_, nonce) = link?.phase, nonce == welcome.nonce { return } // a repeated answer
-            violation(.unexpectedHandshake, "WELCOME (nonce \(hex32(welcome.nonce))) while no HELLO is outstanding on this link")
-            return
-        }
-        guard welcome.nonce == nonce else {
-            violation(.unexpectedHandshake, "WELCOME answers nonce \(hex32(welcome.nonce)), but this link's HELLO carried \(hex32(nonce))")
-            return
-        }
-        guard welcome.version == SessionLink.version else {
-            violation(.versionMismatch, "WELCOME of protocol version \(welcome.version); this side speaks version \(SessionLink.version)")
-            return
-        }
-        guard let paired = durable.pairedPeer, welcome.identity == paired else {
-            violation(.wrongPeer, "WELCOME from \(welcome.identity), but the paired watch is \(durable.pairedPeer.map(\.description) ?? "none"); the link stays unbound")
-            return
-        }
-        link?.phase = .bound(peer: paired, nonce: nonce)
-        bindWindow(own: statedWindow, peer: welcome.window)
-        // A watch states compact frames only in answer to a HELLO that stated them.
-        let compact = configuration.compactFrames && welcome.compactFrames
-        link?.sendContext = compact ? SessionFrameContext() : nil
-        link?.receiveContext = compact ? SessionFrameContext() : nil
-        let announced = ownStatus
-        link?.announcedStatus = announced
-        output.events.append(.handshakeCompleted(peer: paired, peerEpoch: welcome.epoch, peerIncarnation: welcome.incarnation))
-        applyPeerHandshake(welcome)
-        cancelStaleResume(welcome.fileResumeID)
-        reachabilityCheckpoint()
-        pump()
-    }
-
-    /// Takes in the peer's handshake: a changed incarnation resets what was received from it; the
-    /// queued items it already has are finished; its file resume point and flags are noted.
-    mutating func applyPeerHandshake(_ handshake: SessionHandshake) {
-        let index = durable.ensurePeer(handshake.identity)
-        if let old = durable.peers[index].incarnation, old != handshake.incarnation {
-            output.events.append(.peerReinstalled(handshake.identity))
-            durable.peers[index].watermarks = SessionWatermarks()
-            if let file = durable.peers[index].inboundFile {
-                output.fileOperations.append(.discardIncomingFile(handshake.identity, FileTransferID(rawValue: file.id)))
-                durable.peers[index].inboundFile = nil
-            }
-            output.dirty = true
-        }
-        if durable.peers[index].incarnation != handshake.incarnation {
-            durable.peers[index].incarnation = handshake.incarnation
-            output.dirty = true
-        }
-        let marks = handshake.watermarks
-        if let context = durable.peers[index].pendingContext, context.id <= marks.applicationContext {
-            durable.peers[index].pendingContext = nil
-            output.dirty = true
-        }
-        var finished: [UInt32] = []
-        finished += durable.peers[index].userInfoQueue.filter { $0.id <= marks.userInfo }.map(\.id)
-        finished += durable.peers[index].complicationQueue.filter { $0.id <= marks.complicationUserInfo }.map(\.id)
-        if !finished.isEmpty {
-            durable.peers[index].userInfoQueue.removeAll { $0.id <= marks.userInfo }
-            durable.peers[index].complicationQueue.removeAll { $0.id <= marks.complicationUserInfo }
-            output.dirty = true
-            for id in finished.sorted() {
-                output.events.append(.userInfoTransferDidFinish(UserInfoTransferID(rawValue: id), error: nil))
-            }
-        }
-        for file in durable.peers[index].fileQueue where file.id <= marks.file {
-            completeOutgoingFile(file.id, size: file.size, peerIndex: index)
-        }
-        link?.fileResume = handshake.fileResumeID == 0 ? nil
-            : LinkSession.FileResume(id: handshake.fileResumeID, offset: Int(handshake.fileResumeOffset))
-        link?.peerStatus = handshake.status
-        link?.peerStatusSequence = 0
-        updatePeerStatus(handshake.status, peerIndex: index)
-    }
-
-    /// The peer holds part of a file this side no longer sends (cancelled while the link was down):
-    /// a CANCEL lets it discard the part.
-    mutating func cancelStaleResume(_ id: UInt32) {
-        guard id != 0, id < durable.nextFileID, let peer = link?.boundPeer, let index = durable.peerIndex(peer),
-              !durable.peers[index].fileQueue.contains(where: { $0.id == id }) else { return }
-        link?.fileResume = nil
-        sendControl(.cancel(channel: .fileChunk, id: id))
-    }
-
-    /// Stores the peer's flags; the phone tells the app when paired / installed / complication changed.
-    mutating func updatePeerStatus(_ status: SessionPeerStatus, peerIndex index: Int) {
-        let before = durable.peers[index].status
-        guard before != status else { return }
-        durable.peers[index].status = status
-        output.dirty = true
-        let watched: SessionPeerStatus = [.paired, .appInstalled, .complicationEnabled]
-        if role == .phone, state == .activated, durable.peers[index].identity == boundPeer,
-           before.intersection(watched) != status.intersection(watched) {
-            output.events.append(.watchStateDidChange(
-                isPaired: durable.pairedPeer != nil,
-                isWatchAppInstalled: status.contains(.appInstalled),
-                isComplicationEnabled: status.contains(.complicationEnabled)))
-        }
-    }
-
-    /// Watch: sends STATUS when its flags differ from those last told to the bound phone.
-    mutating func announceStatusIfChanged() {
-        guard role == .watch, let session = link, session.boundPeer != nil else { return }
-        let status = ownStatus
-        guard session.announcedStatus != status else { return }
-        let sequence = session.statusSequence &+ 1
-        link?.statusSequence = sequence
-        link?.announcedStatus = status
-        let deadline = clock + configuration.retransmissionTimeout
-        link?.statusDeadline = deadline
-        sendControl(.status(sequence: sequence, status: status))
     }
 
     // MARK: - Control items
@@ -522,16 +293,16 @@ extension SessionCore {
             case let .error(channel, id, code): handlePeerError(channel: channel, id: id, code: code)
             case let .cancel(channel, id): handlePeerCancel(channel: channel, id: id, peerIndex: index)
             case let .status(sequence, status):
-                if sequence > (link?.peerStatusSequence ?? 0) {
-                    link?.peerStatusSequence = sequence
-                    link?.peerStatus = status
+                if sequence > (link?.binding?.peerStatusSequence ?? 0) {
+                    link?.binding?.peerStatusSequence = sequence
+                    link?.binding?.peerStatus = status
                     updatePeerStatus(status, peerIndex: index)
                     reachabilityCheckpoint()
                 }
                 sendControl(.statusAck(sequence: sequence))
             case .statusAck(let sequence):
                 if link?.statusDeadline != nil, sequence == link?.statusSequence {
-                    link?.statusDeadline = nil
+                    link?.binding?.watch?.statusDeadline = nil
                 } else if sequence > (link?.statusSequence ?? 0) {
                     violation(.unexpectedStatusAck, "STATUS-ACK #\(sequence), but the last STATUS sent was #\(link?.statusSequence ?? 0)")
                 }
@@ -551,7 +322,7 @@ extension SessionCore {
     func dueTimers() -> [(deadline: Duration, timer: DueTimer)] {
         var timers: [(deadline: Duration, timer: DueTimer)] = []
         if let session = link {
-            if case let .handshaking(_, deadline) = session.phase { timers.append((deadline, .handshake)) }
+            if case let .handshaking(handshake) = session.phase { timers.append((handshake.deadline, .handshake)) }
             if let deadline = session.statusDeadline { timers.append((deadline, .status)) }
             for lane in Lane.priorityOrder {
                 if let deadline = session.lanes[lane.rawValue]?.deadline { timers.append((deadline, .lane(lane))) }
@@ -578,32 +349,31 @@ extension SessionCore {
     mutating func fire(_ timer: DueTimer, deadline: Duration) {
         switch timer {
         case .handshake:
-            guard case let .handshaking(nonce, _) = link?.phase else { return }
+            guard case var .handshaking(handshake) = link?.phase else { return }
             guard let peer = durable.pairedPeer else {
-                link?.phase = .unpaired // unpaired meanwhile: nobody to ask
+                // Unpaired meanwhile: nobody to ask. No binding ends here, so a control item
+                // half put together stays (unlike `endBinding`).
+                link?.phase = .unpaired
                 return
             }
             output.events.append(.timeout(.handshake, deadline: deadline))
-            let next = clock + configuration.handshakeTimeout
-            link?.phase = .handshaking(nonce: nonce, deadline: next)
+            handshake.deadline = clock + configuration.handshakeTimeout
             // Every second HELLO states no option: a watch of a page before the options it states
             // refuses the longer HELLO (`malformed-control`), and answers the plain one.
-            let count = (link?.helloCount ?? 0) + 1
-            link?.helloCount = count
-            let options = count % 2 == 1
+            handshake.hellosSent += 1
+            link?.phase = .handshaking(handshake)
+            let options = handshake.hellosSent % 2 == 1
+            let nonce = handshake.nonce
             sendControl(.hello(ownHandshake(for: peer, nonce: nonce, window: options ? statedWindow : nil,
                                             compactFrames: options && configuration.compactFrames)))
         case .status:
-            guard let session = link, let status = session.announcedStatus else {
-                link?.statusDeadline = nil
-                return
-            }
+            guard let session = link, let status = session.binding?.watch?.announcedStatus else { return }
             output.events.append(.timeout(.status(sequence: session.statusSequence), deadline: deadline))
             let next = clock + configuration.retransmissionTimeout
-            link?.statusDeadline = next
+            link?.binding?.watch?.statusDeadline = next
             sendControl(.status(sequence: session.statusSequence, status: status))
         case .lane(let lane):
-            guard var progress = link?.lanes[lane.rawValue] else { return }
+            guard var progress = link?.binding?.lanes[lane.rawValue] else { return }
             output.events.append(.timeout(.retransmission(progress.channel, id: progress.id), deadline: deadline))
             if progress.acked >= progress.payload.count {
                 // All acknowledged but no "complete": resend the final byte to ask again.
@@ -614,11 +384,11 @@ extension SessionCore {
                 if progress.acked == 0 { progress.firstSent = false }
             }
             progress.deadline = nil
-            link?.lanes[lane.rawValue] = progress
+            link?.binding?.lanes[lane.rawValue] = progress
             pump()
         case .partial(let lane):
-            guard let item = link?.partials[lane.rawValue] else { return }
-            link?.partials[lane.rawValue] = nil
+            guard let item = link?.binding?.partials[lane.rawValue] else { return }
+            link?.binding?.partials[lane.rawValue] = nil
             output.events.append(.timeout(.incompleteItem(item.channel, id: item.id), deadline: deadline))
         case .message(let id):
             guard let index = messages.firstIndex(where: { $0.id == id }) else { return }

@@ -154,10 +154,10 @@ public struct SessionCore: Sendable {
     /// `isReachable`: activated, the link bound by a handshake, and the watch app in the foreground
     /// (the watch knows its own state; the phone knows it from the handshake and STATUS).
     public var isReachable: Bool {
-        guard state == .activated, let session = link, let peer = session.boundPeer else { return false }
+        guard state == .activated, let binding = link?.binding else { return false }
         switch role {
         case .watch: return appState.foreground
-        case .phone: return peer == boundPeer && session.peerStatus.contains(.reachable)
+        case .phone: return binding.peer == boundPeer && binding.peerStatus.contains(.reachable)
         }
     }
 
@@ -175,7 +175,7 @@ public struct SessionCore: Sendable {
     /// `outstandingUserInfoTransfers`, oldest first (empty while not activated).
     public var outstandingUserInfoTransfers: [UserInfoTransfer] {
         guard state == .activated, let record = peerRecord(sessionPeer) else { return [] }
-        let onWire = [link?.lanes[Lane.userInfo.rawValue]?.id, link?.lanes[Lane.complication.rawValue]?.id]
+        let onWire = [link?.binding?.lanes[Lane.userInfo.rawValue]?.id, link?.binding?.lanes[Lane.complication.rawValue]?.id]
         let plain = record.userInfoQueue.map { ($0, false) }
         let urgent = record.complicationQueue.map { ($0, true) }
         return (plain + urgent).sorted { $0.0.id < $1.0.id }.map { item, highPriority in
@@ -188,7 +188,7 @@ public struct SessionCore: Sendable {
     /// `outstandingFileTransfers`, oldest first (empty while not activated).
     public var outstandingFileTransfers: [FileTransfer] {
         guard state == .activated, let record = peerRecord(sessionPeer) else { return [] }
-        let onWire = link?.boundPeer == record.identity ? link?.lanes[Lane.file.rawValue] : nil
+        let onWire = link?.boundPeer == record.identity ? link?.binding?.lanes[Lane.file.rawValue] : nil
         return record.fileQueue.map { file in
             var metadata: MonkeyCValue?
             if file.metadataPayload.count > 4 { metadata = try? MonkeyCSerialization.decode(file.metadataPayload.dropFirst(4)) }
@@ -290,9 +290,9 @@ public struct SessionCore: Sendable {
         durable.peers[index].sentApplicationContext = payload
         durable.peers[index].pendingContext = OutgoingItem(id: id, payload: payload)
         output.dirty = true
-        if link?.boundPeer == peer, let progress = link?.lanes[Lane.applicationContext.rawValue], progress.id != id {
+        if link?.boundPeer == peer, let progress = link?.binding?.lanes[Lane.applicationContext.rawValue], progress.id != id {
             // The older context is given up; the receiver drops its part when the newer id arrives.
-            link?.lanes[Lane.applicationContext.rawValue] = nil
+            link?.binding?.lanes[Lane.applicationContext.rawValue] = nil
         }
         pump()
         return finish()
@@ -407,8 +407,8 @@ public struct SessionCore: Sendable {
         durable.peers[index].complicationQueue.removeAll { $0.id == id.rawValue }
         output.dirty = true
         for lane in [Lane.userInfo, .complication] where link?.boundPeer == peer {
-            if let progress = link?.lanes[lane.rawValue], progress.id == id.rawValue {
-                link?.lanes[lane.rawValue] = nil
+            if let progress = link?.binding?.lanes[lane.rawValue], progress.id == id.rawValue {
+                link?.binding?.lanes[lane.rawValue] = nil
                 sendControl(.cancel(channel: progress.channel, id: progress.id))
             }
         }
@@ -456,8 +456,8 @@ public struct SessionCore: Sendable {
         outgoingFileBytes[id.rawValue] = nil
         reportedFileProgress[id.rawValue] = nil
         output.dirty = true
-        if link?.boundPeer == peer, let progress = link?.lanes[Lane.file.rawValue], progress.id == id.rawValue {
-            link?.lanes[Lane.file.rawValue] = nil
+        if link?.boundPeer == peer, let progress = link?.binding?.lanes[Lane.file.rawValue], progress.id == id.rawValue {
+            link?.binding?.lanes[Lane.file.rawValue] = nil
             sendControl(.cancel(channel: progress.channel, id: progress.id))
         }
         pump()

@@ -101,72 +101,127 @@ struct ControlAssembly: Sendable {
 }
 
 /// The link from link-up to link-down.
+///
+/// What lasts as long as the link lives here; what lasts as long as one phase lives in that
+/// phase's case of ``Phase``, so a value cannot, say, hold a window while handshaking or a HELLO
+/// deadline while bound. Ending a binding is replacing the phase: nothing is reset field by field.
 struct LinkSession: Sendable {
-    enum Phase: Sendable, Equatable {
+    enum Phase: Sendable {
         /// Watch: waiting for the phone's HELLO.
         case awaitingHello
         /// Phone: no paired watch to ask for.
         case unpaired
-        /// Phone: HELLO sent with `nonce`; resent at `deadline`.
-        case handshaking(nonce: UInt32, deadline: Duration)
-        /// The handshake bound the link to `peer`.
-        case bound(peer: SessionDeviceID, nonce: UInt32)
+        /// Phone: a HELLO is outstanding.
+        case handshaking(Handshake)
+        /// The handshake bound the link to a peer.
+        case bound(Binding)
     }
 
+    /// Phone: the outstanding HELLO.
+    struct Handshake: Sendable, Equatable {
+        var nonce: UInt32
+        /// When the HELLO is sent again.
+        var deadline: Duration
+        /// HELLOs sent for this nonce: every second resend states no option, so a peer of a page
+        /// before the options, which refuses the longer HELLO as `malformed-control`, still binds.
+        var hellosSent = 1
+    }
+
+    /// Where the peer said it holds our file (from its handshake).
     struct FileResume: Sendable, Equatable {
         var id: UInt32
         var offset: Int
     }
 
-    /// The ATT payload size in use (clamped).
-    var frameLength: Int
+    /// Chunks of the file being received that arrived ahead of a gap.
+    struct FileAhead: Sendable {
+        var id: UInt32
+        var pieces: [Int: AheadPiece] = [:]
+    }
+
+    /// What the watch answered the HELLO it is bound to with: a repeated HELLO gets the same answer.
+    struct Welcome: Sendable, Equatable {
+        /// The window the WELCOME stated (`nil`: none).
+        var window: UInt16?
+        /// The WELCOME stated compact frames.
+        var compactFrames: Bool
+    }
+
+    /// Watch: its side of a binding. The phone has none: it answers no HELLO and sends no STATUS.
+    struct WatchBinding: Sendable {
+        var welcome: Welcome
+        /// Our flags as last told to the phone (WELCOME or STATUS).
+        var announcedStatus: SessionPeerStatus
+        /// When to resend the outstanding STATUS (`nil`: none outstanding).
+        var statusDeadline: Duration?
+    }
+
+    /// One binding: from the handshake that made it to the next handshake, an unpairing or the
+    /// link going down. Everything in it starts afresh with each binding (items in flight restart,
+    /// the peer restates its flags and resume point), which is why it is one value.
+    struct Binding: Sendable {
+        let peer: SessionDeviceID
+        let nonce: UInt32
+        /// The window, in frames: the smaller of the two stated windows when both HELLO and
+        /// WELCOME stated one, else ``SessionLink/windowFrames``.
+        let window: Int
+        /// Both sides stated a window: senders also ask for an ACK every half window.
+        let windowNegotiated: Bool
+        /// Compact frames in this binding (both HELLO and WELCOME stated them): the context of the
+        /// frames this side sends; `nil` when the binding did not negotiate them.
+        var sendContext: SessionFrameContext?
+        /// Watch only (`nil` on the phone).
+        var watch: WatchBinding?
+        var lanes: [LaneProgress?] = Array(repeating: nil, count: Lane.allCases.count)
+        var partials: [Reassembly?] = Array(repeating: nil, count: Lane.allCases.count)
+        /// Highest message / reply id completely received in this binding (those channels are not durable).
+        var messageWatermark: UInt32 = 0
+        var replyWatermark: UInt32 = 0
+        /// Where the peer holds our file, from its handshake.
+        var fileResume: FileResume?
+        var fileAhead: FileAhead?
+        /// The peer's flags and the sequence of the last STATUS applied.
+        var peerStatus: SessionPeerStatus = []
+        var peerStatusSequence: UInt32 = 0
+
+        init(peer: SessionDeviceID, nonce: UInt32, window: Int, windowNegotiated: Bool, compactFrames: Bool, watch: WatchBinding?) {
+            self.peer = peer
+            self.nonce = nonce
+            self.window = window
+            self.windowNegotiated = windowNegotiated
+            self.sendContext = compactFrames ? SessionFrameContext() : nil
+            self.watch = watch
+        }
+
+        /// The window of a binding from the windows HELLO and WELCOME stated: the smaller when
+        /// both stated one, else ``SessionLink/windowFrames``.
+        static func window(own: UInt16?, peer: UInt16?) -> (frames: Int, negotiated: Bool) {
+            guard let own, let peer else { return (SessionLink.windowFrames, false) }
+            return (Int(min(own, peer)), true)
+        }
+    }
+
+    /// The ATT payload size in use (clamped); a new MTU comes with a new link.
+    let frameLength: Int
     var phase: Phase
-    var lanes: [LaneProgress?] = Array(repeating: nil, count: Lane.allCases.count)
-    var partials: [Reassembly?] = Array(repeating: nil, count: Lane.allCases.count)
-    /// Per lane, the highest id started on this link (older ACKs are late, not unexpected).
+    /// Per lane, the highest id started on this link. Kept across bindings: ACKs of an earlier
+    /// binding still in flight are late, not unexpected.
     var highestStarted: [UInt32] = Array(repeating: 0, count: Lane.allCases.count)
-    /// Highest message / reply id completely received on this link (those channels are not durable).
-    var messageWatermark: UInt32 = 0
-    var replyWatermark: UInt32 = 0
-    /// A control item being reassembled, and the id of the last one completed (older ids are late
-    /// duplicates).
+    /// A control item being reassembled (in any phase: HELLO and WELCOME are control items).
+    /// Dropped when a binding ends or a handshake starts, with the transfers.
     var control: ControlAssembly?
+    /// The id of the last control item completed (older ids are late duplicates). Kept across
+    /// bindings: the peer's control ids keep counting.
     var lastControlID: UInt32 = 0
-    /// Where the peer said it holds our file (from its handshake).
-    var fileResume: FileResume?
-    /// Chunks of the file being received that arrived ahead of a gap: file id, pieces by offset.
-    var fileAheadID: UInt32 = 0
-    var fileAhead: [Int: AheadPiece] = [:]
-    /// The peer's flags and the sequence of the last STATUS applied.
-    var peerStatus: SessionPeerStatus = []
-    var peerStatusSequence: UInt32 = 0
-    /// Our flags as last told to the peer (handshake or STATUS), the STATUS sequence, and when to resend it.
-    var announcedStatus: SessionPeerStatus?
+    /// Watch: the sequence of the last STATUS sent. Kept across bindings, so a late STATUS-ACK of
+    /// an earlier binding cannot match a STATUS of this one. Always 0 on the phone.
     var statusSequence: UInt32 = 0
-    var statusDeadline: Duration?
     /// The link was bound before the current handshake began: frames of that binding may still
     /// arrive and are dropped without a violation.
     var wasBound = false
-    /// The window of the current binding, in frames: the smaller of the two stated windows when
-    /// both HELLO and WELCOME stated one, else ``SessionLink/windowFrames``.
-    var window = SessionLink.windowFrames
-    /// Both sides stated a window: senders also ask for an ACK every half window.
-    var windowNegotiated = false
-    /// Watch: the window its WELCOME stated for the HELLO it is bound to (a repeated HELLO gets the
-    /// same answer). Phone: HELLOs sent for the outstanding nonce (every second resend states no
-    /// window, so a peer of the page before the window option, which refuses the longer HELLO as
-    /// `malformed-control`, still binds).
-    var welcomeWindow: UInt16?
-    var helloCount = 0
-    /// Watch: whether the WELCOME for the HELLO it is bound to stated compact frames.
-    var welcomeCompact = false
-    /// Compact frames in this binding (both HELLO and WELCOME stated them): the context of the
-    /// frames this side sends, started empty with each WELCOME the watch sends and when the phone
-    /// takes the WELCOME; `nil` when the binding did not negotiate them (or while handshaking).
-    var sendContext: SessionFrameContext?
-    /// The context of the frames the peer sends, started empty when this side is bound. Kept through
-    /// a re-handshake until the next binding, so frames of the old binding still decode (and are
-    /// dropped); `nil` when the binding did not negotiate compact frames.
+    /// The context of the frames the peer sends, started empty when this side is bound with
+    /// compact frames. Kept through a re-handshake until the next binding, so frames of the old
+    /// binding still decode (and are dropped); `nil` when the binding did not negotiate them.
     var receiveContext: SessionFrameContext?
 
     init(frameLength: Int, phase: Phase) {
@@ -174,38 +229,55 @@ struct LinkSession: Sendable {
         self.phase = phase
     }
 
-    /// Item bytes per frame: of a compact frame when the binding negotiated them (what windows are
-    /// measured in), else of a full frame.
-    var room: Int { frameLength - (sendContext != nil ? SessionLink.compactHeaderLength : SessionLink.headerLength) }
+    /// The current binding, if bound. Modifying it in place keeps its arrays uniquely referenced
+    /// (no copy per frame); through optional chaining a change while not bound does nothing.
+    var binding: Binding? {
+        get {
+            if case .bound(let binding) = phase { return binding }
+            return nil
+        }
+        _modify {
+            guard case .bound(let current) = phase else {
+                var none: Binding?
+                yield &none
+                precondition(none == nil, "a binding cannot be set while the link is not bound; set `phase`")
+                return
+            }
+            phase = .awaitingHello // released while borrowed; put back below
+            var value: Binding? = consume current
+            yield &value
+            guard let value else { preconditionFailure("the binding cannot be removed in place; set `phase`") }
+            phase = .bound(value)
+        }
+    }
 
     /// The peer the link is bound to.
-    var boundPeer: SessionDeviceID? {
-        if case .bound(let peer, _) = phase { return peer }
-        return nil
+    var boundPeer: SessionDeviceID? { binding?.peer }
+
+    /// Ends whatever the link was doing for a new phase: the binding's transfers, and any control
+    /// item half put together, go with it; only link-long state stays.
+    mutating func enter(_ next: Phase) {
+        if case .bound = phase { wasBound = true }
+        control = nil
+        phase = next
     }
 
-    /// Forgets everything about items in flight (a new handshake restarts them). `highestStarted`
-    /// stays, so ACKs of the previous binding still in flight are recognised as late.
-    mutating func resetTransfers() {
-        if boundPeer != nil { wasBound = true }
-        lanes = Array(repeating: nil, count: Lane.allCases.count)
-        partials = Array(repeating: nil, count: Lane.allCases.count)
-        messageWatermark = 0
-        replyWatermark = 0
-        control = nil
-        fileResume = nil
-        fileAheadID = 0
-        fileAhead = [:]
-        peerStatus = []
-        peerStatusSequence = 0
-        announcedStatus = nil
-        statusDeadline = nil
-        window = SessionLink.windowFrames
-        windowNegotiated = false
-        welcomeWindow = nil
-        welcomeCompact = false
-        sendContext = nil
-    }
+    /// Item bytes per frame: of a compact frame when the binding negotiated them (what windows are
+    /// measured in), else of a full frame.
+    var room: Int { frameLength - (binding?.sendContext != nil ? SessionLink.compactHeaderLength : SessionLink.headerLength) }
+
+    // Read-only views of the binding, with the values an unbound link behaves as having.
+
+    /// The items this side is sending (none while not bound).
+    var lanes: [LaneProgress?] { binding?.lanes ?? Array(repeating: nil, count: Lane.allCases.count) }
+    /// The items being received (none while not bound).
+    var partials: [Reassembly?] { binding?.partials ?? Array(repeating: nil, count: Lane.allCases.count) }
+    /// The binding's window (``SessionLink/windowFrames`` while not bound).
+    var window: Int { binding?.window ?? SessionLink.windowFrames }
+    /// The binding's send context (`nil` while not bound).
+    var sendContext: SessionFrameContext? { binding?.sendContext }
+    /// The watch's outstanding STATUS deadline.
+    var statusDeadline: Duration? { binding?.watch?.statusDeadline }
 }
 
 /// A message this side sent, until its reply, error or delivery.

@@ -4,23 +4,13 @@ import Glibc
 import Darwin
 #endif
 
+import ReplayKit
+
 /// Number and time formatting for the CLI's text output, without Foundation's locale-dependent
 /// formatters (output must be the same on every machine).
 enum Format {
     /// `value` with exactly `decimals` digits after the point.
-    static func fixed(_ value: Double, _ decimals: Int) -> String {
-        guard value.isFinite else { return String(value) }
-        var scale = 1.0
-        for _ in 0..<decimals { scale *= 10 }
-        let scaled = (abs(value) * scale).rounded()
-        let whole = Int64(scaled / scale)
-        let fraction = Int64(scaled - Double(whole) * scale)
-        let sign = value < 0 && scaled != 0 ? "-" : ""
-        guard decimals > 0 else { return sign + String(whole) }
-        var digits = String(fraction)
-        while digits.count < decimals { digits = "0" + digits }
-        return sign + String(whole) + "." + digits
-    }
+    static func fixed(_ value: Double, _ decimals: Int) -> String { DecimalText.fixed(value, decimals) }
 
     /// Nanoseconds as seconds with nine decimals (`12.000345678`).
     static func seconds(_ nanoseconds: Int64) -> String {
@@ -90,45 +80,5 @@ extension String {
     /// Left-align in `width` columns.
     func padding(_ width: Int) -> String {
         count >= width ? self : self + String(repeating: " ", count: width - count)
-    }
-}
-
-/// ATT opcode names (Bluetooth Core Specification, Vol 3, Part F, §3.4.8, Table 3.37).
-enum ATTOpcodeNames {
-    static func name(_ opcode: UInt8) -> String {
-        switch opcode {
-        case 0x01: "Error Response"
-        case 0x02: "Exchange MTU Request"
-        case 0x03: "Exchange MTU Response"
-        case 0x04: "Find Information Request"
-        case 0x05: "Find Information Response"
-        case 0x06: "Find By Type Value Request"
-        case 0x07: "Find By Type Value Response"
-        case 0x08: "Read By Type Request"
-        case 0x09: "Read By Type Response"
-        case 0x0A: "Read Request"
-        case 0x0B: "Read Response"
-        case 0x0C: "Read Blob Request"
-        case 0x0D: "Read Blob Response"
-        case 0x0E: "Read Multiple Request"
-        case 0x0F: "Read Multiple Response"
-        case 0x10: "Read By Group Type Request"
-        case 0x11: "Read By Group Type Response"
-        case 0x12: "Write Request"
-        case 0x13: "Write Response"
-        case 0x16: "Prepare Write Request"
-        case 0x17: "Prepare Write Response"
-        case 0x18: "Execute Write Request"
-        case 0x19: "Execute Write Response"
-        case 0x1B: "Handle Value Notification"
-        case 0x1D: "Handle Value Indication"
-        case 0x1E: "Handle Value Confirmation"
-        case 0x20: "Read Multiple Variable Request"
-        case 0x21: "Read Multiple Variable Response"
-        case 0x23: "Multiple Handle Value Notification"
-        case 0x52: "Write Command"
-        case 0xD2: "Signed Write Command"
-        default: "Unknown ATT opcode 0x" + String(opcode, radix: 16)
-        }
     }
 }

@@ -1,14 +1,9 @@
-import MessagingIntegration
-import SessionIntegration
-import WidgetIntegration
-import IngestIntegration
 import ReplayKit
 import BehaviourTrace
 import ArgumentParser
 import CaptureKit
 import CaptureSet
 import Dissectors
-import MessagingCore
 import MQTT
 
 /// `tether inspect PATH`: what a capture file or set holds.
@@ -107,7 +102,8 @@ struct InspectCommand: ParsableCommand {
         output.begin(path: capturePath, format: reader.format, fileSize: FileIO.size(capturePath), set: set)
 
         var summary = CaptureSummary()
-        var dissector = FrameDissectorAdapter(
+        var dissector = AnnotatingFrameDissector(
+            registry: CLIIntegrations.registry,
             gattHandles: set?.manifest.gattHandles ?? [],
             mqttPorts: Set((mqttPorts.isEmpty ? [1883] : mqttPorts).map { UInt16($0) } + (set?.manifest.interfaces.compactMap(\.brokerPort) ?? [])))
         let progress = ProgressDisplay(
@@ -119,7 +115,7 @@ struct InspectCommand: ParsableCommand {
             if frames, limit.map({ listed < $0 }) ?? true {
                 let interface = reader.interfaces[frame.interfaceIndex]
                 let dissected = dissector.dissect(frame, interface: interface)
-                output.frame(frame, interface: interface, dissected: dissected, connectIQ: dissector.lastConnectIQ,
+                output.frame(frame, interface: interface, dissected: dissected, annotations: dissector.lastAnnotations,
                              firstTimeNs: summary.firstTimeNs ?? frame.timestampNs)
                 listed += 1
             }
@@ -192,21 +188,8 @@ final class ProgressDisplay {
 /// How `inspect` presents what it reads; text and JSON share the reading loop.
 protocol InspectOutput {
     func begin(path: String, format: CaptureFormat, fileSize: UInt64?, set: LoadedCaptureSet?)
-    func frame(_ frame: CaptureFrame, interface: CaptureInterface, dissected: DissectedFrame, connectIQ: [ConnectIQAnnotation], firstTimeNs: Int64)
+    func frame(_ frame: CaptureFrame, interface: CaptureInterface, dissected: DissectedFrame, annotations: [FrameAnnotations], firstTimeNs: Int64)
     func end(summary: CaptureSummary, interfaces: [CaptureInterface], warnings: [CaptureWarning], set: LoadedCaptureSet?)
-}
-
-/// The direction to show for a frame: the HCI direction when the dissector found one, otherwise the
-/// pcapng `epb_flags` inbound/outbound bits.
-func directionText(_ frame: CaptureFrame, _ dissected: DissectedFrame) -> String? {
-    if let direction = dissected.direction {
-        return direction == .unknown ? nil : direction.rawValue
-    }
-    switch (frame.flags ?? 0) & 0x3 {
-    case 1: return "received"
-    case 2: return "sent"
-    default: return nil
-    }
 }
 
 /// Human-readable output.
@@ -246,9 +229,9 @@ final class TextInspectOutput: InspectOutput {
         }
     }
 
-    func frame(_ frame: CaptureFrame, interface: CaptureInterface, dissected: DissectedFrame, connectIQ: [ConnectIQAnnotation], firstTimeNs: Int64) {
+    func frame(_ frame: CaptureFrame, interface: CaptureInterface, dissected: DissectedFrame, annotations: [FrameAnnotations], firstTimeNs: Int64) {
         let seconds = Format.seconds(frame.timestampNs &- firstTimeNs)
-        let direction = directionText(frame, dissected) ?? "-"
+        let direction = AnnotatingFrameDissector.direction(of: frame, dissected) ?? "-"
         var line = Format.pad(String(frame.number), 8) + "  " + Format.pad(seconds, 10) + "  "
             + Format.pad(String(frame.interfaceIndex), 2) + "  " + direction.padding(9) + "  " + dissected.summary
         for comment in frame.comments { line += "  # " + comment.escapingControlCharactersForReport() }
@@ -308,14 +291,14 @@ final class JSONInspectOutput: InspectOutput {
         if listFrames { out.write(",\"frame_list\":[") }
     }
 
-    func frame(_ frame: CaptureFrame, interface: CaptureInterface, dissected: DissectedFrame, connectIQ: [ConnectIQAnnotation], firstTimeNs: Int64) {
+    func frame(_ frame: CaptureFrame, interface: CaptureInterface, dissected: DissectedFrame, annotations: [FrameAnnotations], firstTimeNs: Int64) {
         var members: [(String, String)] = [
             ("number", String(frame.number)),
             ("time_ns", String(frame.timestampNs)),
             ("interface", String(frame.interfaceIndex)),
             ("length", String(frame.data.count)),
             ("original_length", String(frame.originalLength)),
-            ("direction", JSONText.string(directionText(frame, dissected))),
+            ("direction", JSONText.string(AnnotatingFrameDissector.direction(of: frame, dissected))),
             ("summary", JSONText.string(dissected.summary)),
         ]
         if !frame.comments.isEmpty { members.append(("comments", JSONText.strings(frame.comments))) }
@@ -323,9 +306,9 @@ final class JSONInspectOutput: InspectOutput {
             members.append(("att", Self.att(first)))
             members.append(("att_all", "[" + dissected.att.map(Self.att).joined(separator: ",") + "]"))
         }
-        if let first = connectIQ.first {
-            members.append(("connect_iq", Self.connectIQ(first)))
-            members.append(("connect_iq_all", "[" + connectIQ.map(Self.connectIQ).joined(separator: ",") + "]"))
+        for annotated in annotations {
+            members.append((annotated.jsonKey, annotated.annotations[0].json))
+            members.append((annotated.jsonKey + "_all", "[" + annotated.annotations.map(\.json).joined(separator: ",") + "]"))
         }
         if let udp = dissected.udp {
             members.append(("udp", JSONText.object([
@@ -362,80 +345,6 @@ final class JSONInspectOutput: InspectOutput {
         firstFrame = false
     }
 
-    /// A Connect IQ packet for scripts: `side`, `kind`, `summary`, and the fields its kind has
-    /// (`command`, `control`, `connection`, `sequence`, `status`…), plus `message` (JSON) when a
-    /// transfer completed and could be read.
-    static func connectIQ(_ annotation: ConnectIQAnnotation) -> String {
-        var members: [(String, String)] = [
-            ("side", JSONText.string(annotation.side.rawValue)),
-            ("summary", JSONText.string(annotation.packet.summary)),
-        ]
-        switch annotation.packet {
-        case .command(let command):
-            members.append(("kind", JSONText.string("command")))
-            members.append(("command", String(command.identifier)))
-            var app: IQUUID?, connection: UInt8?, status: UInt8?
-            switch command {
-            case .connectRequest(let a, let flags):
-                app = a
-                members.append(("flags", String(flags)))
-            case .connectResponse(let s, let a, let c, let flags):
-                (status, app, connection) = (s.rawValue, a, c)
-                if let flags { members.append(("flags", String(flags))) }
-            case .disconnectRequest(let c), .watchClosed(let c): connection = c
-            case .disconnectResponse(let s, let c), .watchOpenedAnswer(let s, let c), .watchClosedAnswer(let s, let c):
-                (status, connection) = (s.rawValue, c)
-            case .watchOpened(let a, let c): (app, connection) = (a, c)
-            case .appInfoRequest(let a), .openAppRequest(let a): app = a
-            case .appInfoResponse(let a, let version):
-                app = a
-                members.append(("version", String(version)))
-            case .openAppResponse(let a, let code):
-                app = a
-                members.append(("code", String(code.rawValue)))
-            }
-            if let app { members.append(("app", JSONText.string(app.description))) }
-            if let connection { members.append(("connection", String(connection))) }
-            if let status { members.append(("status", String(status))) }
-        case .control(let connection, let control):
-            members.append(("kind", JSONText.string("control")))
-            members.append(("connection", String(connection)))
-            members.append(("control", String(control.identifier)))
-            switch control {
-            case .first(let flags, let length):
-                members.append(("flags", String(flags.rawValue)))
-                members.append(("length", String(length)))
-            case .last(let sequence, let crc):
-                members.append(("sequence", String(sequence)))
-                members.append(("crc", String(crc)))
-            case .ack(let type, let status, let sequence):
-                members.append(("ack_type", String(type.rawValue)))
-                members.append(("ack_status", String(status.rawValue)))
-                members.append(("sequence", String(sequence)))
-            case .ackRequest(let sequence):
-                members.append(("sequence", String(sequence)))
-            case .encryptionKey(let key, let isResponse):
-                members.append(("key", JSONText.string(JSONText.hex(key))))
-                members.append(("is_response", isResponse ? "true" : "false"))
-            default:
-                break
-            }
-        case .data(let sequence, let connection, let payload):
-            members.append(("kind", JSONText.string("data")))
-            members.append(("connection", String(connection)))
-            members.append(("sequence", String(sequence)))
-            members.append(("payload", JSONText.string(JSONText.hex(payload))))
-        case .unknown:
-            members.append(("kind", JSONText.string("unknown")))
-        case .malformed(_, let problem):
-            members.append(("kind", JSONText.string("malformed")))
-            members.append(("problem", JSONText.string(problem.description)))
-        }
-        if let message = annotation.message { members.append(("message", message)) }
-        if let problem = annotation.messageProblem { members.append(("message_problem", JSONText.string(problem))) }
-        return JSONText.object(members)
-    }
-
     /// An MQTT control packet for scripts: `type` (the control packet type number), `type_name`,
     /// `direction` (`to_broker` or `to_client`), `length`, `version`; `topic` where the packet has
     /// one (PUBLISH: the Topic Name or what its MQTT 5 Topic Alias stands for; SUBSCRIBE and
@@ -469,7 +378,7 @@ final class JSONInspectOutput: InspectOutput {
     static func att(_ record: ATTRecord) -> String {
         JSONText.object([
             ("opcode", String(record.opcode)),
-            ("opcode_name", JSONText.string(ATTOpcodeNames.name(record.opcode))),
+            ("opcode_name", JSONText.string(ATTOpcode(rawValue: record.opcode).name)),
             ("handle", record.handle.map { String($0) } ?? "null"),
             ("value", JSONText.string(JSONText.hex(record.value))),
             ("direction", JSONText.string(record.direction.rawValue)),

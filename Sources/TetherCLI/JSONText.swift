@@ -11,12 +11,10 @@ enum JSONText {
     static func string(_ text: String?) -> String { text.map { string($0) } ?? "null" }
 
     /// An array of strings.
-    static func strings(_ texts: [String]) -> String { "[" + texts.map { string($0) }.joined(separator: ",") + "]" }
+    static func strings(_ texts: [String]) -> String { JSONLiteral.strings(texts) }
 
     /// An object from already-encoded values, keys in the given order (so output is stable).
-    static func object(_ members: [(String, String)]) -> String {
-        "{" + members.map { string($0.0) + ":" + $0.1 }.joined(separator: ",") + "}"
-    }
+    static func object(_ members: [(String, String)]) -> String { JSONLiteral.object(members) }
 
     /// Lower-case hex of bytes, no separators, as traces write opaque bytes.
     static func hex<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 { JSONLiteral.hex(Array(bytes)) }

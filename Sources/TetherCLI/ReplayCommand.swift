@@ -63,8 +63,28 @@ struct ReplayCommand: ParsableCommand {
             """
     ) }
 
-    @Argument(help: "Capture set folders, or folders searched for capture sets (e.g. Captures).")
-    var paths: [String]
+    /// The paths and the registered cores' own options: every argument the parser does not know,
+    /// in order, read against the registry by ``CoreOptionArguments`` (the cores declare their
+    /// options at run time, so the parser cannot).
+    @Argument(parsing: .allUnrecognized, help: ArgumentHelp(
+        "Capture set folders, or folders searched for capture sets (e.g. Captures); and the registered cores' own options listed below (e.g. --messaging-window-size 4).",
+        valueName: "set-or-folder"))
+    var arguments: [String] = []
+
+    /// The paths and core options of ``arguments``, read (``validate()`` has refused what cannot be).
+    private var coreArguments: CoreOptionArguments {
+        get throws {
+            switch CoreOptionArguments.parse(arguments, registry: CLIIntegrations.registry) {
+            case .success(let read): return read
+            case .failure(let error): throw ValidationError(error.message)
+            }
+        }
+    }
+
+    /// The capture set folders and folders of sets given.
+    private var paths: [String] {
+        get throws { try coreArguments.paths }
+    }
 
     @Option(name: .long, help: "Write the behaviour trace (JSON Lines) to this file (one set only).")
     var trace: String?
@@ -143,7 +163,22 @@ struct ReplayCommand: ParsableCommand {
     @Option(name: .long, help: "With --realtime: where to send, HOST:PORT (e.g. 127.0.0.1:12345 or [::1]:12345).")
     var to: String?
 
+    /// The long options of this command itself (without dashes), which a core's own option must
+    /// not repeat: the parser would take them first. `CoreOptionTests` checks the list against
+    /// `--help`, so it cannot fall behind the options above.
+    static let ownLongOptions: Set<String> = [
+        "trace", "junit", "html", "update-baseline", "set", "frame-matching", "tolerance-ms", "no-verify",
+        "max-diff-lines", "shard", "fault", "scenarios", "sweep", "sweep-frames", "sweep-settle", "sweep-worker",
+        "realtime", "speed", "to", "help", "version",
+    ]
+
+    /// The options the registry's cores declare that are this command's own, sorted.
+    static func optionsTakenBy(_ registry: IntegrationRegistry) -> [String] {
+        registry.integrations.flatMap { $0.settings.compactMap(\.flag) }.filter(ownLongOptions.contains).sorted()
+    }
+
     func validate() throws {
+        let paths = try paths
         guard !paths.isEmpty else {
             throw ValidationError("Give a capture set or a folder of sets, e.g. `tether replay Captures`.")
         }
@@ -157,7 +192,7 @@ struct ReplayCommand: ParsableCommand {
                 throw ValidationError("--sweep makes its own faults and checks promises, not baselines; leave out --fault, --trace, --html, --update-baseline and --realtime (rerun one variant with --fault).")
             }
         }
-        if let sweepFrames, Self.frameRange(sweepFrames) == nil {
+        if let sweepFrames, FaultSweep.frameRange(sweepFrames) == nil {
             throw ValidationError("--sweep-frames \(sweepFrames) is not a frame number or a range A-B with 1 ≤ A ≤ B.")
         }
         if sweepFrames != nil && sweep == nil {
@@ -165,7 +200,7 @@ struct ReplayCommand: ParsableCommand {
         }
         if let sweepSettle {
             guard sweep != nil else { throw ValidationError("--sweep-settle goes with --sweep.") }
-            guard Self.settleDuration(sweepSettle) != nil else {
+            guard FaultSweep.settleDuration(sweepSettle) != nil else {
                 throw ValidationError("--sweep-settle \(sweepSettle) is not a duration; write e.g. 10s, 2500ms or 0s (ns, us, ms, s or m).")
             }
         }
@@ -225,28 +260,22 @@ struct ReplayCommand: ParsableCommand {
     }
 
     func run() throws {
+        let paths = try paths
         if realtime {
-            try runRealtime()
+            try runRealtime(set: paths[0])
             return
         }
-        var sets: [String] = []
-        for path in paths {
-            if CaptureSetDirectory.isCaptureSet(path) {
-                sets.append(path)
-            } else {
-                let found = try CaptureSetDirectory.findSets(under: path)
-                if found.isEmpty {
-                    throw CommandFailure.failed("\(path) holds no capture set (no folder with a manifest.yaml). Record one with `tether record` or make one with `tether import`.")
-                }
-                sets += found
-            }
-        }
         // A set named twice (or through a link) is one set: replayed once, in one shard only.
-        let unique = CaptureSetDirectory.uniqueSets(sets)
-        for duplicate in unique.duplicates {
+        let found: (sets: [String], duplicates: [(dropped: String, kept: String)])
+        do throws(CaptureSetError) {
+            found = try CaptureSetDirectory.sets(named: paths)
+        } catch {
+            throw CommandFailure.failed(error.description)
+        }
+        for duplicate in found.duplicates {
             Terminal.warn("tether: note: \(duplicate.dropped) is the set \(duplicate.kept), named already; replaying it once.")
         }
-        sets = unique.sets
+        var sets = found.sets
         if let shard = shard.flatMap(ReplayShard.init) {
             sets = try Self.shardSets(sets, shard: shard)
         }
@@ -267,7 +296,7 @@ struct ReplayCommand: ParsableCommand {
             integrations: CLIIntegrations.registry, verify: !noVerify, settings: try parsedSettings(), frameMatching: frameMatching)
         options.faults = try parsedFaults()
         if let sweep, let kind = SweepKind(sweep) {
-            let settle = sweepSettle.flatMap(Self.settleDuration) ?? FaultSweep.defaultSettle
+            let settle = sweepSettle.flatMap(FaultSweep.settleDuration) ?? FaultSweep.defaultSettle
             if let sweepWorker {
                 try SweepWorkers.serve(try loadReplaySet(at: sweepWorker, options: options), kind: kind, options: options, settle: settle)
                 return
@@ -278,7 +307,7 @@ struct ReplayCommand: ParsableCommand {
         let tolerance = Int64((toleranceMs * 1_000_000).rounded())
         var outcomes: [CaptureSetOutcome] = []
         var errors: [(name: String, message: String)] = []
-        var report = html.map { HTMLReportWriter(folder: $0) }
+        var report = html.map { TimelineReportFolder(folder: $0) }
         if let html { try FileSystemWrites.makeDirectories(html) }
         let status = StatusLine()
         for (index, set) in sets.enumerated() {
@@ -305,24 +334,12 @@ struct ReplayCommand: ParsableCommand {
             }
             status.clear()
             for warning in checked.run.warnings { Terminal.warn("tether: warning: \(name): \(warning)") }
-            let outcome: CaptureSetOutcome
-            var setErrors: [String] = []
-            if let writers = checked.baselineWriters {
-                try writers.accept()
-                outcome = CaptureSetOutcome(name: name, expectations: checked.expectations, baselines: [])
-            } else {
-                let (compared, baselineErrors) = checked.outcome()
-                for note in checked.baselineIndexNotes { Terminal.warn("tether: note: \(name): \(note)") }
-                errors += baselineErrors.map { (name, $0) }
-                setErrors = baselineErrors
-                outcome = compared
-            }
-            outcomes.append(outcome)
+            let outcome = try conclude(checked, name: name, errors: &errors, outcomes: &outcomes)
             if var timeline {
                 status.update(force: true) { "writing the report of \(name) (\(index + 1)/\(sets.count))" }
-                try Self.addFrames(of: checked.run, to: &timeline)
+                try timeline.addFrames(of: checked.run, registry: options.integrations)
                 try report?.add(TimelineSetReport(
-                    name: name, title: checked.run.manifest.title, timeline: timeline, outcome: outcome, errors: setErrors))
+                    name: name, title: checked.run.manifest.title, timeline: timeline, outcome: outcome.outcome, errors: outcome.errors))
                 status.clear()
             }
             for (scenarioIndex, scenario) in checked.run.manifest.scenarios.enumerated() where wantsScenario(scenario.name) {
@@ -333,36 +350,22 @@ struct ReplayCommand: ParsableCommand {
                     scenario, index: scenarioIndex, of: checked.run.captureSet, options: options,
                     checks: ReplayCheckOptions(timingToleranceNs: tolerance, maxDiffLines: maxDiffLines, updateBaseline: updateBaseline, scenario: scenario.name),
                     timeline: &scenarioTimeline)
-                guard case .success(let result) = attempt else {
-                    status.clear()
-                    if case .failure(let error) = attempt {
-                        errors.append((scenarioName, error.description))
-                        Terminal.warn("tether: \(scenarioName): \(error)")
-                    }
+                status.clear()
+                let result: CheckedReplay
+                switch attempt {
+                case .success(let replayed): result = replayed
+                case .failure(let error):
+                    errors.append((scenarioName, error.description))
+                    Terminal.warn("tether: \(scenarioName): \(error)")
                     continue
                 }
-                status.clear()
                 for warning in result.run.summary.warnings { Terminal.warn("tether: warning: \(scenarioName): \(warning)") }
-                let scenarioOutcome: CaptureSetOutcome
-                var scenarioErrors: [String] = []
-                if let writers = result.baselineWriters {
-                    try writers.accept()
-                    scenarioOutcome = CaptureSetOutcome(name: scenarioName, expectations: result.expectations, baselines: [])
-                } else {
-                    let (checkedOutcome, baselineErrors) = result.outcome()
-                    for note in result.baselineIndexNotes { Terminal.warn("tether: note: \(scenarioName): \(note)") }
-                    var compared = checkedOutcome
-                    compared.name = scenarioName
-                    errors += baselineErrors.map { (scenarioName, $0) }
-                    scenarioErrors = baselineErrors
-                    scenarioOutcome = compared
-                }
-                outcomes.append(scenarioOutcome)
+                let scenarioOutcome = try conclude(result, name: scenarioName, errors: &errors, outcomes: &outcomes)
                 if var scenarioTimeline {
-                    try Self.addFrames(of: result.run, to: &scenarioTimeline)
+                    try scenarioTimeline.addFrames(of: result.run, registry: options.integrations)
                     try report?.add(TimelineSetReport(
                         name: scenarioName, title: "\(checked.run.manifest.title) — scenario \(scenario.name): \(scenario.faults.joined(separator: ", "))",
-                        timeline: scenarioTimeline, outcome: scenarioOutcome, errors: scenarioErrors))
+                        timeline: scenarioTimeline, outcome: scenarioOutcome.outcome, errors: scenarioOutcome.errors))
                 }
             }
         }
@@ -370,19 +373,13 @@ struct ReplayCommand: ParsableCommand {
             try report.finish()
         }
 
-        StandardOutput.shared.write(Self.report(outcomes, errors: errors, setCount: sets.count, maxDiffLines: maxDiffLines))
+        let runErrors = errors.map { ReplayReport.RunError(name: $0.name, message: $0.message) }
+        StandardOutput.shared.write(ReplayReport.render(outcomes, errors: runErrors, setCount: sets.count, maxDiffLines: maxDiffLines))
         if updateBaseline {
             StandardOutput.shared.line("Baselines updated for \(outcomes.count) set(s); review them with `git diff` before committing.")
         }
         if let junit {
-            var report = JUnitReport(outcomes: outcomes, maxDiffLines: maxDiffLines)
-            for error in errors {
-                report.suites.append(JUnitReport.TestSuite(name: error.name, cases: [
-                    JUnitReport.TestCase(name: "replay", className: "replay." + error.name,
-                                         failure: JUnitReport.Failure(message: error.message, type: "error")),
-                ]))
-            }
-            try report.write(to: junit)
+            try JUnitReport(outcomes: outcomes, errors: runErrors, maxDiffLines: maxDiffLines).write(to: junit)
         }
         if let html {
             StandardOutput.shared.line("HTML report: \(FileIO.join(html, "index.html"))")
@@ -393,28 +390,16 @@ struct ReplayCommand: ParsableCommand {
         }
     }
 
-    /// The replay report with errors listed and counted in its headline: a set that could not be
-    /// replayed (or whose baseline could not be read) is a failed set, not a missing line.
-    static func report(_ outcomes: [CaptureSetOutcome], errors: [(name: String, message: String)], setCount: Int, maxDiffLines: Int) -> String {
-        var text = ReplayReport.render(outcomes, maxDiffLines: maxDiffLines)
-        guard !errors.isEmpty else { return text }
-        // The renderer's last line is its headline over the sets it saw; it is replaced by one over all.
-        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        if lines.last == "" { lines.removeLast() }
-        if let last = lines.last, last.hasPrefix("PASS: ") || last.hasPrefix("FAIL: ") { lines.removeLast() }
-        for error in errors { lines.append("ERROR \(error.name): \(error.message)") }
-        let erroredSets = Set(errors.map(\.name))
-        let checkFailures = outcomes.filter { !$0.passed && !erroredSets.contains($0.name) }.count
-        let failedNames = erroredSets.union(outcomes.filter { !$0.passed }.map(\.name))
-        let failedScenarios = failedNames.filter(FaultScenarios.isScenarioName).count
-        let scenarios = Set(outcomes.map(\.name) + errors.map(\.name)).filter(FaultScenarios.isScenarioName).count
-        let unreadable = errors.filter { error in !outcomes.contains { $0.name == error.name } }.count
-        let runs = ReplayReport.failedRuns(failedSets: failedNames.count - failedScenarios, sets: setCount,
-                                           failedScenarios: failedScenarios, scenarios: scenarios)
-        lines.append("FAIL: \(runs) failed (\(unreadable) could not be replayed, "
-                     + "\(errors.count - unreadable) baseline(s) could not be read, \(checkFailures) failed their checks)")
-        text = lines.joined(separator: "\n") + "\n"
-        return text
+    /// A replay's conclusion (``CheckedReplay/conclude(named:)``) added to the run's outcomes and
+    /// errors, its baseline index notes said on stderr.
+    func conclude(
+        _ checked: CheckedReplay, name: String, errors: inout [(name: String, message: String)], outcomes: inout [CaptureSetOutcome]
+    ) throws -> (outcome: CaptureSetOutcome, errors: [String]) {
+        let concluded = try checked.conclude(named: name)
+        for note in concluded.notes { Terminal.warn("tether: note: \(name): \(note)") }
+        errors += concluded.errors.map { (name, $0) }
+        outcomes.append(concluded.outcome)
+        return (concluded.outcome, concluded.errors)
     }
 
     /// The sets of part `shard` of `sets`, after saying on stdout which they are and what share of
@@ -445,7 +430,7 @@ struct ReplayCommand: ParsableCommand {
     ) -> Result<CheckedReplay, ReplayError> {
         let loaded = FaultScenarios.set(set, for: scenario)
         if timeline != nil {
-            timeline = TimelineBuilder(interfaces: interfaceNames(loaded), correlations: options.integrations.correlations)
+            timeline = TimelineBuilder(for: loaded, registry: options.integrations)
         }
         var builder = timeline
         defer { timeline = builder }
@@ -484,14 +469,21 @@ struct ReplayCommand: ParsableCommand {
         }
     }
 
-    /// The `--set` values and the cores' own options, checked against the registry.
+    /// The `--set` values and the cores' own options, checked against the registry. A setting
+    /// given both ways is refused: which one was meant cannot be told.
     func parsedSettings() throws -> [SettingOverride] {
-        try settings.map { text in
-            switch SettingOverride.parse(text, registry: CLIIntegrations.registry, option: CLIIntegrations.optionName(forSetting: text)) {
+        let fromSet = try settings.map { text in
+            switch SettingOverride.parse(text, registry: CLIIntegrations.registry) {
             case .success(let setting): return setting
             case .failure(let error): throw ValidationError(error.message)
             }
         }
+        let fromOptions = try coreArguments.settings
+        for setting in fromOptions where fromSet.contains(where: { $0.core == setting.core && $0.key == setting.key }) {
+            let flag = CLIIntegrations.registry.integration(named: setting.core)?.settings.first { $0.key == setting.key }?.flag ?? setting.key
+            throw ValidationError("--set \(setting.core).\(setting.key) and --\(flag) give the same setting; give it once.")
+        }
+        return fromSet + fromOptions
     }
 
     /// Replays one set with its checks (``replayAndCheck(_:options:checks:observe:)``), writing
@@ -507,7 +499,7 @@ struct ReplayCommand: ParsableCommand {
         loadWarnings = loaded.warnings
         let checks = ReplayCheckOptions(timingToleranceNs: tolerance, maxDiffLines: maxDiffLines, updateBaseline: updateBaseline)
         if timeline != nil {
-            timeline = TimelineBuilder(interfaces: Self.interfaceNames(loaded), correlations: options.integrations.correlations)
+            timeline = TimelineBuilder(for: loaded, registry: options.integrations)
         }
         guard let trace else {
             return try verified(by: digest) { () throws(ReplayError) in
@@ -542,249 +534,11 @@ struct ReplayCommand: ParsableCommand {
         }
     }
 
-    // MARK: sweeps
-
-    /// `A-B` or `N` as a range of frame numbers.
-    static func frameRange(_ text: String) -> ClosedRange<Int>? {
-        let ends = text.split(separator: "-", omittingEmptySubsequences: false)
-        if ends.count == 1, let n = Int(ends[0]), n >= 1 { return n...n }
-        guard ends.count == 2, let a = Int(ends[0]), let b = Int(ends[1]), a >= 1, a <= b else { return nil }
-        return a...b
-    }
-
-    /// `--sweep-settle`'s duration (`0s` allowed), read as a fault's `by=` is.
-    static func settleDuration(_ text: String) -> Duration? {
-        if let zero = Double(text.trimmingCharacters(in: .letters)), zero == 0 { return .zero }
-        guard case .delay(_, let by)? = try? Fault(parsing: "delay:frame=1:by=\(text)") else { return nil }
-        return by
-    }
-
-    /// `--sweep`: every set swept, a table per set, one JUnit test case per variant.
-    func runSweeps(_ sets: [String], kind: SweepKind, options: ReplayOptions, settle: Duration) throws {
-        var suites: [JUnitReport.TestSuite] = []
-        var anyFailed = false
-        let only = sweepFrames.flatMap(Self.frameRange).map { Set($0) }
-        for set in sets {
-            let name = CaptureSetDirectory(path: set).name
-            let status = StatusLine()
-            let attempt = Self.sweepSet(set, kind: kind, options: options, only: only, settle: settle) { done, total in
-                status.update { "sweeping \(name): \(done)/\(total) variants" }
-            }
-            guard case .success(let result) = attempt else {
-                status.clear()
-                anyFailed = true
-                if case .failure(let error) = attempt {
-                    StandardOutput.shared.line("ERROR \(name): \(error)")
-                    suites.append(JUnitReport.TestSuite(name: "sweep \(kind) \(name)", cases: [
-                        JUnitReport.TestCase(name: "sweep", className: "sweep.\(name)", failure: JUnitReport.Failure(message: error.description, type: "error")),
-                    ]))
-                }
-                continue
-            }
-            status.clear()
-            StandardOutput.shared.write(Self.sweepReport(result, set: set))
-            if result.failed > 0 { anyFailed = true }
-            suites.append(JUnitReport.TestSuite(name: "sweep \(kind) \(name)", cases: result.variants.map { variant in
-                let failure = variant.passed ? nil : JUnitReport.Failure(
-                    message: variant.error ?? variant.broken.map(\.description).joined(separator: "; "), type: variant.error == nil ? "promise" : "error",
-                    details: "rerun: " + Self.rerunCommand(set, variant))
-                return JUnitReport.TestCase(name: variant.fault.description, className: "sweep.\(name)", failure: failure)
-            }))
-        }
-        StandardOutput.shared.flush()
-        if let junit { try JUnitReport(name: "tether replay --sweep", suites: suites).write(to: junit) }
-        if anyFailed { throw CommandFailure(message: "", exitCode: 1) }
-    }
-
-    /// One set loaded and swept, its variants in worker processes (``SweepWorkers``).
-    static func sweepSet(_ set: String, kind: SweepKind, options: ReplayOptions, only: Set<Int>?, settle: Duration,
-                         progress: @escaping @Sendable (Int, Int) -> Void) -> Result<SweepResult, ReplayError> {
-        do throws(ReplayError) {
-            let loaded = try loadReplaySet(at: set, options: options)
-            let plan = try FaultSweep.plan(loaded, kind: kind, options: options, only: only, settle: settle)
-            let variants = SweepWorkers.run(plan, setPath: set, parallelism: SweepWorkers.processors, progress: progress)
-            return .success(plan.result(variants))
-        } catch {
-            return .failure(error)
-        }
-    }
-
-    /// The command that replays one variant alone, with every fault it ran with.
-    static func rerunCommand(_ set: String, _ variant: SweepVariant) -> String {
-        // The tool that runs the sweep (a package's own, with its own cores, names itself).
-        let tool = CommandLine.arguments.first.flatMap { $0.split(separator: "/").last.map(String.init) } ?? "tether"
-        return "\(tool) replay \(set) " + variant.faults.map { "--fault \($0)" }.joined(separator: " ") + " --trace variant.jsonl"
-    }
-
-    /// The sweep's table for one set.
-    static func sweepReport(_ result: SweepResult, set: String) -> String {
-        var lines: [String] = []
-        let rate = result.elapsedSeconds > 0 ? Double(result.variants.count) / result.elapsedSeconds : 0
-        lines.append("== sweep \(result.kind) over \(result.set): \(result.failed == 0 ? "PASS" : "FAIL")")
-        lines.append("  variants \(result.variants.count) (one per peer frame), passed \(result.passed), failed \(result.failed); "
-                     + "\(Format.fixed(result.elapsedSeconds, 2)) s, \(Format.fixed(rate, 1)) variants/s")
-        if result.promises.isEmpty {
-            lines.append("  promises: none (the set's cores state none; every variant passes trivially)")
-        } else {
-            lines.append("  promises: " + result.promises.joined(separator: "; "))
-        }
-        if !result.heldEnding.isEmpty {
-            lines.append("  the recorded end held back in every run: " + result.heldEnding.map { "--fault \($0)" }.joined(separator: " ")
-                         + " (--sweep-settle 0s ends the links as recorded)")
-        }
-        let failing = result.variants.filter { !$0.passed }
-        if let first = failing.first {
-            lines.append("  first failing variant: frame \(first.frame), --fault \(first.fault)")
-            lines.append("    " + (first.error ?? first.broken.map(\.description).joined(separator: "\n    ")))
-            lines.append("    rerun it: " + rerunCommand(set, first))
-            for variant in failing.dropFirst().prefix(20) {
-                lines.append("  FAIL frame \(variant.frame): " + (variant.error ?? variant.broken.map(\.description).joined(separator: "; ")))
-            }
-            if failing.count > 21 { lines.append("  … and \(failing.count - 21) more failing variants") }
-        }
-        return lines.joined(separator: "\n") + "\n\n"
-    }
-
-    // MARK: the HTML report
-
-    /// The interface lanes' names: `if N`, with the manifest's role and name when it gives them.
-    static func interfaceNames(_ set: LoadedCaptureSet) -> [Int: String] {
-        var names: [Int: String] = [:]
-        for interface in set.manifest.interfaces {
-            names[interface.index] = (["if \(interface.index)"] + [interface.role?.rawValue, interface.name].compactMap { $0 })
-                .joined(separator: " · ")
-        }
-        return names
-    }
-
-    /// Reads the set's capture once more and gives the timeline every frame with the one-line
-    /// dissection `tether inspect --frames` shows (one stateful dissector, as inspect uses).
-    static func addFrames(of run: ReplayRun, to timeline: inout TimelineBuilder) throws {
-        let set = run.captureSet
-        let reader = try CaptureFile.open(path: set.capturePath)
-        var dissector = FrameDissectorAdapter(
-            gattHandles: set.manifest.gattHandles,
-            mqttPorts: Set([1883] + set.manifest.interfaces.compactMap(\.brokerPort)))
-        var number = 0
-        var firstNs: Int64?
-        while let frame = try reader.next() {
-            number += 1
-            let first = firstNs ?? frame.timestampNs
-            firstNs = first
-            let interface = reader.interfaces[frame.interfaceIndex]
-            let dissected = dissector.dissect(frame, interface: interface)
-            timeline.frame(interface: frame.interfaceIndex, timeNs: frame.timestampNs &- first, number: number,
-                           direction: directionText(frame, dissected), summary: dissected.summary)
-        }
-    }
-
-    // MARK: realtime
-
-    private func runRealtime() throws {
-        guard let to, let target = HostPort.parse(to) else { return }
-        let set = paths[0]
-        let loaded = try CaptureSetDirectory.load(set, verify: !noVerify)
-        for warning in loaded.warnings { Terminal.warn("tether: warning: \(warning)") }
-        // Realtime re-sending is the ingest core's (its datagrams, its port): `--set ingest.port`
-        // (or --ingest-port) says which port's datagrams are sent.
-        let portOverride = try parsedSettings().last { $0.core == "ingest" && $0.key == "port" }?.value.scalarText.flatMap { UInt16($0) }
-        let datagrams = try Self.ingestDatagrams(of: loaded, portOverride: portOverride)
-        guard !datagrams.isEmpty else {
-            throw CommandFailure.failed("\(set) has no captured datagrams to the ingest port; nothing to send. `tether inspect \(set) --frames` shows what it holds.")
-        }
-        let sender = try PacedUDPSender(host: target.host, port: target.port)
-        let recordedSpanNs = datagrams[datagrams.count - 1].offsetNs
-        StandardOutput.shared.line("Sending \(datagrams.count) datagrams from \(loaded.directory.name) to \(to) at \(Format.fixed(speed, 2))× (\(Format.seconds(Int64(exactly: (Double(recordedSpanNs) / speed).rounded()) ?? .max)) s)")
-        StandardOutput.shared.flush()
-        let status = StatusLine()
-        let report = sender.run(datagrams, speed: speed) { sent in
-            status.update { "sent \(sent)/\(datagrams.count)" }
-        }
-        status.clear()
-        StandardOutput.shared.line("Sent \(report.sent) datagrams in \(Format.seconds(report.elapsedNs)) s" + (report.failed > 0 ? " (\(report.failed) refused by the kernel)" : ""))
-        StandardOutput.shared.line("Scheduling: \(report.scheduling)")
-        StandardOutput.shared.line("Gap error: p50 \(Format.duration(report.gapErrorQuantile(0.5))), p99 \(Format.duration(report.gapErrorQuantile(0.99))), max \(Format.duration(report.gapErrorsNs.last ?? 0)); total drift \(report.totalDriftNs >= 0 ? "+" : "")\(Format.duration(report.totalDriftNs))")
-        // One stable key=value line for scripts (CI/bench parses it).
-        StandardOutput.shared.line("pacing sent=\(report.sent) failed=\(report.failed) p50_ns=\(report.gapErrorQuantile(0.5)) p99_ns=\(report.gapErrorQuantile(0.99)) max_ns=\(report.gapErrorsNs.last ?? 0) drift_ns=\(report.totalDriftNs) speed=\(speed)")
-        StandardOutput.shared.flush()
-        if report.failed > 0 {
-            throw CommandFailure.failed("\(report.failed) datagrams could not be sent to \(to); is a server listening there (`tether serve ingest`)?")
-        }
-    }
-
-    /// The set's captured datagrams to the ingest port, in capture order, with their offsets from
-    /// the first one. Interfaces the manifest marks `ingest-udp` are used; when none is marked,
-    /// every interface libpcap-style link types can carry UDP on.
-    static func ingestDatagrams(of set: LoadedCaptureSet, portOverride: UInt16?) throws -> [PacedDatagram] {
-        let reader = try CaptureFile.open(path: set.capturePath)
-        let marked = set.manifest.interfaces.filter { $0.role == .ingestUDP }
-        var ports: [Int: UInt16] = [:]
-        for interface in marked { ports[interface.index] = portOverride ?? interface.ingestPort ?? 12345 }
-        var extractor = UDPExtractor()
-        var result: [PacedDatagram] = []
-        var firstNs: Int64?
-        while let frame = try reader.next() {
-            let linkType = reader.interfaces[frame.interfaceIndex].linkType
-            let port: UInt16
-            if marked.isEmpty {
-                guard UDPExtractor.handles(linkType) else { continue }
-                port = portOverride ?? 12345
-            } else {
-                guard let marked = ports[frame.interfaceIndex] else { continue }
-                port = marked
-            }
-            let extraction = frame.data.withUnsafeBytes { extractor.datagram(from: $0, linkType: linkType) }
-            guard case .datagram(let datagram) = extraction, datagram.destinationPort == port else { continue }
-            let first = firstNs ?? frame.timestampNs
-            firstNs = first
-            result.append(PacedDatagram(offsetNs: frame.timestampNs &- first, payload: datagram.payload))
-        }
-        for warning in reader.warnings where warning.kind != .skippedUnknown {
-            Terminal.warn("tether: warning: \(warning)")
-        }
-        return result
-    }
-}
-
-/// `HOST:PORT`, `[IPv6]:PORT`.
-struct HostPort: Equatable {
-    var host: String
-    var port: UInt16
-
-    static func parse(_ text: String) -> HostPort? {
-        if text.hasPrefix("[") {
-            guard let close = text.firstIndex(of: "]") else { return nil }
-            let host = String(text[text.index(after: text.startIndex)..<close])
-            let rest = text[text.index(after: close)...]
-            guard rest.hasPrefix(":"), let port = UInt16(rest.dropFirst()), !host.isEmpty else { return nil }
-            return HostPort(host: host, port: port)
-        }
-        guard let colon = text.lastIndex(of: ":") else { return nil }
-        let host = String(text[..<colon])
-        guard !host.isEmpty, !host.contains(":"), let port = UInt16(text[text.index(after: colon)...]) else { return nil }
-        return HostPort(host: host, port: port)
+    /// The tool that runs the command, as a rerun line names it (a package's own executable,
+    /// with its own cores, names itself).
+    static var toolName: String {
+        CommandLine.arguments.first.flatMap { $0.split(separator: "/").last.map(String.init) } ?? "tether"
     }
 }
 
 extension FrameMatchingMode: ExpressibleByArgument {}
-
-/// `--html DIR`: each set's page written as soon as it is replayed (its timeline then dropped),
-/// and the index when every set is done.
-struct HTMLReportWriter {
-    let folder: String
-    private var entries: [TimelineIndexEntry] = []
-    private var pages: Set<String> = []
-
-    init(folder: String) { self.folder = folder }
-
-    mutating func add(_ report: TimelineSetReport) throws {
-        let page = TimelineDocument.pageName(for: report.name, taken: pages)
-        pages.insert(page)
-        try OutputFile.write(bytes: TimelineDocument.page(report), to: FileIO.join(folder, page))
-        entries.append(TimelineDocument.indexEntry(report, page: page))
-    }
-
-    func finish() throws {
-        try OutputFile.write(bytes: TimelineDocument.index(entries), to: FileIO.join(folder, "index.html"))
-    }
-}

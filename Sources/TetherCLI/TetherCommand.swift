@@ -57,9 +57,12 @@ public struct TetherCommand: AsyncParsableCommand {
             Terminal.warn("tether: the registered integrations are inconsistent: \(error)")
             SystemCalls.exit(70)
         }
-        let arguments = CLIIntegrations.expandingSettingFlags(Array(CommandLine.arguments.dropFirst()), registry: CLIIntegrations.registry)
+        for flag in ReplayCommand.optionsTakenBy(CLIIntegrations.registry) {
+            Terminal.warn("tether: the registered integrations are inconsistent: --\(flag) is an option of tether replay itself, so a core cannot declare it.")
+            SystemCalls.exit(70)
+        }
         Task {
-            let status = await runToCompletion(arguments)
+            let status = await runToCompletion()
             StandardOutput.shared.flush()
             SystemCalls.exit(status)
         }

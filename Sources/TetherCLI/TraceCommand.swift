@@ -1,3 +1,4 @@
+import ReplayKit
 import ArgumentParser
 import BehaviourTrace
 import CaptureKit
@@ -127,9 +128,7 @@ struct TraceExportCommand: ParsableCommand {
     private func addFrames(of set: String, to writer: inout ChromeTraceWriter) throws -> Int {
         let loaded = try CaptureSetDirectory.load(set, verify: false)
         let reader = try CaptureFile.open(path: loaded.capturePath)
-        var dissector = FrameDissectorAdapter(
-            gattHandles: loaded.manifest.gattHandles,
-            mqttPorts: Set([1883] + loaded.manifest.interfaces.compactMap(\.brokerPort)))
+        var dissector = AnnotatingFrameDissector(registry: CLIIntegrations.registry, set: loaded)
         var firstNs: Int64?
         var count = 0
         let status = StatusLine()

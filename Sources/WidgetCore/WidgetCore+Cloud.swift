@@ -8,11 +8,11 @@ extension WidgetCore {
     /// accepted): the core subscribes to its response topic and the properties and status topics.
     public mutating func mqttConnected(now: Duration) -> [WidgetAction] {
         begin(now)
-        guard phase == .connecting else {
+        guard case .connecting(let attempt) = phase else {
             violation(.unexpectedConnectionEvent, "mqttConnected while \(phase.state); the core reports connections only after it asked for one (mqttConnect)")
             return finish()
         }
-        setPhase(.subscribing)
+        setPhase(.subscribing(attempt))
         output.mqtt.append(.mqttSubscribe(topics: subscriptionTopics))
         return finish()
     }
@@ -24,7 +24,7 @@ extension WidgetCore {
     /// disconnects and tries again later.
     public mutating func mqttSubscribed(topics granted: [String], now: Duration) -> [WidgetAction] {
         begin(now)
-        guard phase == .subscribing else {
+        guard case .subscribing(let attempt) = phase else {
             violation(.unexpectedConnectionEvent, "mqttSubscribed while \(phase.state); the core subscribes only after mqttConnected")
             return finish()
         }
@@ -32,16 +32,14 @@ extension WidgetCore {
         guard missing.isEmpty else {
             violation(.subscriptionRefused, "the broker did not grant \(missing); the core disconnects and tries again")
             output.mqtt.append(.mqttDisconnect)
-            connectionLost()
+            connectionLost(after: attempt)
             return finish()
         }
         setPhase(.connected)
-        reconnectAttempt = 0
         for index in requests.indices where requests[index].publishedAt == nil {
             publish(at: index)
         }
-        if hasBeenConnected { catchUp() }
-        hasBeenConnected = true
+        if attempt.history == .connectedBefore { catchUp() }
         return finish()
     }
 
@@ -51,8 +49,8 @@ extension WidgetCore {
     /// Ignored when the core closed or never opened the connection.
     public mutating func mqttDisconnected(now: Duration) -> [WidgetAction] {
         begin(now)
-        guard phase.isOpen else { return finish() }
-        connectionLost()
+        guard let attempt = phase.openAttempt else { return finish() }
+        connectionLost(after: attempt)
         return finish()
     }
 
@@ -60,7 +58,7 @@ extension WidgetCore {
     /// notification. What does not decode is a `malformed-message` violation.
     public mutating func mqttMessageReceived(topic: String, payload: [UInt8], now: Duration) -> [WidgetAction] {
         begin(now)
-        guard phase == .connected || phase == .subscribing else {
+        guard phase.state == .connected || phase.state == .subscribing else {
             violation(.messageWhileDisconnected, "\(payload.count)-byte message on \(topic) while \(phase.state); report messages only between mqttConnected and mqttDisconnected")
             return finish()
         }
@@ -83,17 +81,21 @@ extension WidgetCore {
         [topics.response(clientID: clientID), topics.properties, topics.status]
     }
 
-    mutating func connect() {
-        setPhase(.connecting)
+    /// Asks for a connection: the start's first try, or the next try of a reconnection.
+    mutating func connect(_ attempt: ConnectionAttempt) {
+        setPhase(.connecting(attempt))
         output.mqtt.append(.mqttConnect(clientID: clientID))
     }
 
-    mutating func connectionLost() {
-        reconnectAttempt += 1
+    /// The open (or opening) connection is gone: one more failure, a back-off that doubles with
+    /// each failure since the last `connected`, and the requests published on it fail.
+    mutating func connectionLost(after current: ConnectionAttempt) {
+        var attempt = current
+        attempt.failures += 1
         var delay = configuration.reconnectDelay
-        for _ in 1..<reconnectAttempt where delay < configuration.maximumReconnectDelay { delay = delay * 2 }
+        for _ in 1..<attempt.failures where delay < configuration.maximumReconnectDelay { delay = delay * 2 }
         delay = min(delay, configuration.maximumReconnectDelay)
-        setPhase(.waitingToReconnect(deadline: clock + delay))
+        setPhase(.waitingToReconnect(attempt, deadline: clock + delay))
         let published = requests.filter { $0.publishedAt != nil }.map(\.sequence)
         for sequence in published { completeRequest(sequence, .failure(.connectionLost)) }
     }

@@ -56,13 +56,13 @@ extension WidgetCore {
             case .openURLRequest(let id) where role == .host:
                 if files[WidgetContainerLayout.openURLResultFile(id)] != nil {
                     // Answered before the restart, but the request was not removed yet.
-                    answeredOpenURLs.insert(id)
+                    host.answeredOpenURLs.insert(id)
                     deferredFiles.append(.removeFile(name: name))
                     continue
                 }
                 switch ContainerCodec.decodeOpenURLRequest(bytes, id: id) {
                 case .success(let request):
-                    deliveredOpenURLs.append(request)
+                    host.deliveredOpenURLs.append(request)
                     deferredEvents.append(.openURLRequested(request))
                 case .failure(let problem):
                     deferredEvents.append(.violation(.malformedFile, detail: problem.detail + " (found at launch)"))
@@ -84,7 +84,8 @@ extension WidgetCore {
                 break // the other side's business (a widget's own requests wait for the host)
             }
         }
-        hostGeneration = max(settingsVersionShown, hasContentVersion)
+        // The host's next write must outnumber both files; the widget writes neither.
+        if case .host = roleState { host.generation = max(settingsVersionShown, hasContentVersion) }
     }
 
     // MARK: - The widget reads the host's files
@@ -145,8 +146,8 @@ extension WidgetCore {
             violation(.malformedFile, problem.detail)
         case .success(let opened):
             output.files.append(.removeFile(name: WidgetContainerLayout.openURLResultFile(id)))
-            if let index = openURLs.firstIndex(where: { $0.id == id }) {
-                openURLs.remove(at: index)
+            if let index = widget.openURLs.firstIndex(where: { $0.id == id }) {
+                widget.openURLs.remove(at: index)
                 output.events.append(.openURLCompleted(id, opened: opened))
             } else {
                 output.events.append(.openURLResultDiscarded(id, opened: opened))
@@ -157,12 +158,12 @@ extension WidgetCore {
     // MARK: - The host reads the widget's requests
 
     mutating func hostReadOpenURLRequest(_ id: WidgetOpenURLID, _ bytes: [UInt8]) {
-        guard !answeredOpenURLs.contains(id), !deliveredOpenURLs.contains(where: { $0.id == id }) else { return }
+        guard !host.answeredOpenURLs.contains(id), !host.deliveredOpenURLs.contains(where: { $0.id == id }) else { return }
         switch ContainerCodec.decodeOpenURLRequest(bytes, id: id) {
         case .failure(let problem):
             violation(.malformedFile, problem.detail)
         case .success(let request):
-            deliveredOpenURLs.append(request)
+            host.deliveredOpenURLs.append(request)
             output.events.append(.openURLRequested(request))
         }
     }

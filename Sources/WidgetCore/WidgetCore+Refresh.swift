@@ -33,19 +33,19 @@ extension WidgetCore {
     /// A new refresh joins the round under way, or starts one: with the connection started, the
     /// lists first (the reads follow the device list); without it, the result is decided at once.
     mutating func startOrJoinRound(_ id: WidgetRefreshID) {
-        if round != nil {
-            round?.members.append(id)
+        if widget.round != nil {
+            widget.round?.members.append(id)
             return
         }
-        guard phase != .stopped else {
+        guard phase.state != .stopped else {
             deliverRoundResult(members: [id], failed: false)
             return
         }
-        round = RefreshRound(startedBy: id, members: [id])
+        widget.round = RefreshRound(startedBy: id, members: [id])
         let devices = issue(.queryComponentProduct, params: .object([:]), origin: .refresh(id))
         let scenes = issue(.appWidgetList, params: .object([:]), origin: .refresh(id))
         let outstanding: Set<UInt64> = [sequence(of: devices), sequence(of: scenes)]
-        round?.outstanding = outstanding
+        widget.round?.outstanding = outstanding
     }
 
     func sequence(of id: WidgetRequestID) -> UInt64 {
@@ -56,14 +56,16 @@ extension WidgetCore {
     }
 
     /// A request ended: if it belongs to the round, note it; a device list leads to the reads of
-    /// its devices; the round ends when nothing of it is outstanding.
+    /// its devices; the round ends when nothing of it is outstanding. The host has no rounds: its
+    /// requests end here too, and are no round's.
     mutating func roundRequestFinished(_ request: PendingRequest, _ result: Result<WidgetResponse, WidgetRequestFailure>) {
-        guard var current = round, current.outstanding.remove(request.sequence) != nil else { return }
+        guard case .widget(let side) = roleState, var current = side.round,
+              current.outstanding.remove(request.sequence) != nil else { return }
         switch result {
         case .failure:
             current.failed = true
         case .success(.devices(let devices)):
-            round = current
+            widget.round = current
             for device in devices {
                 let read = issueRead(iotId: device.iotId, productKey: device.productKey, origin: .refresh(current.startedBy))
                 current.outstanding.insert(sequence(of: read))
@@ -71,9 +73,9 @@ extension WidgetCore {
         case .success:
             break
         }
-        round = current
+        widget.round = current
         guard current.outstanding.isEmpty else { return }
-        round = nil
+        widget.round = nil
         deliverRoundResult(members: current.members, failed: current.failed)
     }
 
@@ -81,6 +83,7 @@ extension WidgetCore {
     /// its result): `failed`, else `newData` when the visible content differs from the last
     /// snapshot (which it then becomes), else `noData`.
     mutating func deliverRoundResult(members: [WidgetRefreshID], failed: Bool) {
+        let refreshes = widget.refreshes
         let waiting = members.filter { id in refreshes.contains { $0.id == id } }
         guard !waiting.isEmpty else { return }
         let result: WidgetRefreshResult
@@ -88,15 +91,15 @@ extension WidgetCore {
             result = .failed
         } else {
             let visible = visibleContent
-            if visible != snapshotVisible {
-                snapshotVisible = visible
+            if visible != widget.snapshotVisible {
+                widget.snapshotVisible = visible
                 result = .newData
             } else {
                 result = .noData
             }
         }
         for id in waiting.sorted() {
-            refreshes.removeAll { $0.id == id }
+            widget.refreshes.removeAll { $0.id == id }
             output.events.append(.refreshCompleted(id, result))
         }
     }

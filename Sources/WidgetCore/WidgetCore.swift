@@ -17,7 +17,7 @@
 /// ``WidgetEvent/violation(_:detail:)`` event, and the core carries on.
 public struct WidgetCore: Sendable {
     /// Which process this core plays.
-    public let role: WidgetRole
+    public var role: WidgetRole { roleState.role }
     /// The account, timers and settings in force.
     public let configuration: WidgetConfiguration
     /// The account's topics.
@@ -33,18 +33,11 @@ public struct WidgetCore: Sendable {
     var settingsShown: WidgetJSON?
     var hasContentShown = false
     var hasContentVersion: UInt64 = 0
-    /// Host: the last version it wrote (shared by its files).
-    var hostGeneration: UInt64 = 0
-    /// Widget: its open-host-app requests waiting for an answer.
-    var openURLs: [PendingOpenURL] = []
-    /// Host: requests delivered to the app and not answered yet, in arrival order.
-    var deliveredOpenURLs: [WidgetOpenURLRequest] = []
-    /// Host: requests answered (a late copy of one is not delivered again).
-    var answeredOpenURLs: Set<WidgetOpenURLID> = []
+    /// The role and what only that role keeps (the host's versions and answers, the widget's
+    /// refreshes and open-host-app requests); read and change it through ``host`` and ``widget``.
+    var roleState: RoleState
     // The connection and the requests.
-    var phase: ConnectionPhase = .stopped
-    var reconnectAttempt = 0
-    var hasBeenConnected = false
+    var phase: ConnectionPhase = .stopped(.neverConnected)
     /// Shared by request and open-URL ids.
     var nextSequence: UInt64 = 1
     var requests: [PendingRequest] = []
@@ -54,12 +47,6 @@ public struct WidgetCore: Sendable {
     var widgetScenes: [WidgetScene] = []
     var deviceStates: [String: DeviceState] = [:]
     var held: [HeldUpdate] = []
-    // Refreshes.
-    var nextRefreshID: UInt32 = 1
-    var refreshes: [PendingRefresh] = []
-    var round: RefreshRound?
-    /// What was visible at the last `newData` (the system's snapshot).
-    var snapshotVisible: VisibleContent?
     // The call.
     var clock: Duration = .zero
     var deferredFiles: [WidgetAction] = []
@@ -93,7 +80,10 @@ public struct WidgetCore: Sendable {
         var random: any WidgetRandomSource = randomSource
         var draw: UInt32 = 0
         while draw == 0 { draw = UInt32(truncatingIfNeeded: random.next()) }
-        self.role = role
+        self.roleState = switch role {
+        case .host: .host(HostSide())
+        case .widget: .widget(WidgetSide())
+        }
         self.configuration = configuration
         self.topics = WidgetTopics(account: configuration.account)
         self.clientID = WidgetTopics.clientID(role: role, account: configuration.account)
@@ -136,20 +126,33 @@ public struct WidgetCore: Sendable {
     /// Cloud requests without a result yet, oldest first.
     public var pendingRequests: [WidgetRequestID] { requests.map(\.id) }
 
-    /// Refreshes without a result yet (widget), oldest first.
-    public var pendingRefreshes: [WidgetRefreshID] { refreshes.map(\.id) }
+    /// Refreshes without a result yet (widget; empty on the host), oldest first.
+    public var pendingRefreshes: [WidgetRefreshID] {
+        guard case .widget(let side) = roleState else { return [] }
+        return side.refreshes.map(\.id)
+    }
 
-    /// Open-host-app requests waiting for the host's answer (widget), oldest first.
-    public var pendingOpenURLs: [WidgetOpenURLID] { openURLs.map(\.id) }
+    /// Open-host-app requests waiting for the host's answer (widget; empty on the host), oldest first.
+    public var pendingOpenURLs: [WidgetOpenURLID] {
+        guard case .widget(let side) = roleState else { return [] }
+        return side.openURLs.map(\.id)
+    }
 
-    /// Open-host-app requests delivered to the host app and not answered yet (host), oldest first.
-    public var openURLsAwaitingAnswer: [WidgetOpenURLRequest] { deliveredOpenURLs }
+    /// Open-host-app requests delivered to the host app and not answered yet (host; empty on the
+    /// widget), oldest first.
+    public var openURLsAwaitingAnswer: [WidgetOpenURLRequest] {
+        guard case .host(let side) = roleState else { return [] }
+        return side.deliveredOpenURLs
+    }
 
     /// Whether anything is under way: a request, a refresh, an open-host-app request, a held
     /// notification, or output a restore still owes. Tests end by checking it is false.
     public var hasPendingWork: Bool {
-        !requests.isEmpty || !refreshes.isEmpty || round != nil || !openURLs.isEmpty || !deliveredOpenURLs.isEmpty
-            || !held.isEmpty || !deferredFiles.isEmpty || !deferredEvents.isEmpty
+        let roleBusy = switch roleState {
+        case .host(let side): !side.deliveredOpenURLs.isEmpty
+        case .widget(let side): !side.refreshes.isEmpty || side.round != nil || !side.openURLs.isEmpty
+        }
+        return !requests.isEmpty || roleBusy || !held.isEmpty || !deferredFiles.isEmpty || !deferredEvents.isEmpty
     }
 
     /// When ``handleTimeout(now:)`` should be called next; `nil` when nothing waits. After a
@@ -176,10 +179,11 @@ public struct WidgetCore: Sendable {
             output.events.append(.settingsUnchanged)
             return finish()
         }
-        hostGeneration += 1
-        settingsVersionShown = hostGeneration
+        host.generation += 1
+        let version = host.generation
+        settingsVersionShown = version
         settingsShown = settings
-        output.files.append(.writeFile(name: WidgetContainerLayout.settingsFile, bytes: ContainerCodec.settings(version: hostGeneration, settings: settings)))
+        output.files.append(.writeFile(name: WidgetContainerLayout.settingsFile, bytes: ContainerCodec.settings(version: version, settings: settings)))
         return finish()
     }
 
@@ -190,10 +194,11 @@ public struct WidgetCore: Sendable {
         try requireRole(.host, "setHasContent")
         begin(now)
         guard hasContent != hasContentShown else { return finish() }
-        hostGeneration += 1
-        hasContentVersion = hostGeneration
+        host.generation += 1
+        let version = host.generation
+        hasContentVersion = version
         hasContentShown = hasContent
-        output.files.append(.writeFile(name: WidgetContainerLayout.hasContentFile, bytes: ContainerCodec.hasContent(version: hostGeneration, hasContent: hasContent)))
+        output.files.append(.writeFile(name: WidgetContainerLayout.hasContentFile, bytes: ContainerCodec.hasContent(version: version, hasContent: hasContent)))
         return finish()
     }
 
@@ -203,12 +208,12 @@ public struct WidgetCore: Sendable {
     ///   answered already.
     public mutating func didOpenURL(_ id: WidgetOpenURLID, opened: Bool, now: Duration) throws(WidgetError) -> [WidgetAction] {
         try requireRole(.host, "didOpenURL")
-        guard let index = deliveredOpenURLs.firstIndex(where: { $0.id == id }) else {
+        guard let index = host.deliveredOpenURLs.firstIndex(where: { $0.id == id }) else {
             throw WidgetError(.invalidParameter, "\(id) waits for no answer: it was never delivered as openURLRequested, or was answered already")
         }
         begin(now)
-        deliveredOpenURLs.remove(at: index)
-        answeredOpenURLs.insert(id)
+        host.deliveredOpenURLs.remove(at: index)
+        host.answeredOpenURLs.insert(id)
         output.files.append(.writeFile(name: WidgetContainerLayout.openURLResultFile(id), bytes: ContainerCodec.openURLResult(id: id, opened: opened)))
         output.files.append(.removeFile(name: WidgetContainerLayout.openURLRequestFile(id)))
         return finish()
@@ -228,7 +233,7 @@ public struct WidgetCore: Sendable {
         }
         begin(now)
         let id = WidgetOpenURLID(rawValue: takeID())
-        openURLs.append(PendingOpenURL(id: id, url: url, deadline: clock + configuration.openURLTimeout))
+        widget.openURLs.append(PendingOpenURL(id: id, url: url, deadline: clock + configuration.openURLTimeout))
         output.files.append(.writeFile(name: WidgetContainerLayout.openURLRequestFile(id),
                                        bytes: ContainerCodec.openURLRequest(WidgetOpenURLRequest(id: id, url: url))))
         return (id, finish())
@@ -249,9 +254,9 @@ public struct WidgetCore: Sendable {
             throw WidgetError(.invalidParameter, "a refresh budget must be positive; got \(budget)")
         }
         begin(now)
-        let id = WidgetRefreshID(rawValue: nextRefreshID)
-        nextRefreshID = nextRefreshID == .max ? 1 : nextRefreshID + 1
-        refreshes.append(PendingRefresh(id: id, deadline: clock + budget))
+        let id = WidgetRefreshID(rawValue: widget.nextRefreshID)
+        widget.nextRefreshID = id.rawValue == .max ? 1 : id.rawValue + 1
+        widget.refreshes.append(PendingRefresh(id: id, deadline: clock + budget))
         output.events.append(.refreshStarted(id, budget: budget))
         startOrJoinRound(id)
         return (id, finish())
@@ -264,9 +269,8 @@ public struct WidgetCore: Sendable {
     /// started connection does nothing.
     public mutating func startConnection(now: Duration) -> [WidgetAction] {
         begin(now)
-        guard phase == .stopped else { return finish() }
-        reconnectAttempt = 0
-        connect()
+        guard case .stopped(let history) = phase else { return finish() }
+        connect(ConnectionAttempt(failures: 0, history: history))
         return finish()
     }
 
@@ -274,9 +278,9 @@ public struct WidgetCore: Sendable {
     /// result fails with `connectionStopped`. Stopping a stopped connection does nothing.
     public mutating func stopConnection(now: Duration) -> [WidgetAction] {
         begin(now)
-        guard phase != .stopped else { return finish() }
+        guard phase.state != .stopped else { return finish() }
         if phase.isOpen { output.mqtt.append(.mqttDisconnect) }
-        setPhase(.stopped)
+        setPhase(.stopped(phase.history))
         while let request = requests.first {
             completeRequest(request.sequence, .failure(.connectionStopped))
         }
@@ -391,6 +395,44 @@ public struct WidgetCore: Sendable {
         return finish()
     }
 
+    // MARK: - Role state
+
+    /// The host's own state. Only host paths use it, each behind ``requireRole(_:_:)`` or a role
+    /// check, so reaching it on the widget is a broken invariant.
+    var host: HostSide {
+        get {
+            guard case .host(let side) = roleState else { preconditionFailure("WidgetCore: host state used by the widget") }
+            return side
+        }
+        _modify {
+            guard case .host(var side) = roleState else { preconditionFailure("WidgetCore: host state used by the widget") }
+            // While `side` is lent out, the enum holds an empty placeholder (empty arrays and sets
+            // allocate nothing), so `side` is the only reference to its storage and changes in
+            // place instead of copying it on every call. Nothing sees the placeholder: the
+            // caller holds exclusive access to the core until the put-back, which `defer` makes
+            // happen even if the caller's access ends by an error.
+            roleState = .widget(WidgetSide())
+            defer { roleState = .host(side) }
+            yield &side
+        }
+    }
+
+    /// The widget's own state. Only widget paths use it, each behind ``requireRole(_:_:)`` or a
+    /// role check, so reaching it on the host is a broken invariant.
+    var widget: WidgetSide {
+        get {
+            guard case .widget(let side) = roleState else { preconditionFailure("WidgetCore: widget state used by the host") }
+            return side
+        }
+        _modify {
+            guard case .widget(var side) = roleState else { preconditionFailure("WidgetCore: widget state used by the host") }
+            // An empty placeholder while `side` is lent out, so it changes in place (see `host`).
+            roleState = .host(HostSide())
+            defer { roleState = .widget(side) }
+            yield &side
+        }
+    }
+
     // MARK: - Checks
 
     func requireRole(_ needed: WidgetRole, _ api: String) throws(WidgetError) {
@@ -402,7 +444,7 @@ public struct WidgetCore: Sendable {
     }
 
     func requireStarted(_ api: String) throws(WidgetError) {
-        guard phase != .stopped else {
+        guard phase.state != .stopped else {
             throw WidgetError(.notStarted, "\(api) before startConnection: nothing would send it; call startConnection first")
         }
     }
@@ -476,10 +518,12 @@ public struct WidgetCore: Sendable {
 
     func dueTimers() -> [(deadline: Duration, timer: DueTimer)] {
         var timers: [(deadline: Duration, timer: DueTimer)] = []
-        for refresh in refreshes { timers.append((refresh.deadline, .refreshBudget(refresh.id))) }
+        // Only the widget has refresh budgets and open-host-app waits.
+        let side: WidgetSide? = if case .widget(let side) = roleState { side } else { nil }
+        for refresh in side?.refreshes ?? [] { timers.append((refresh.deadline, .refreshBudget(refresh.id))) }
         for request in requests { timers.append((request.deadline, .request(request.sequence))) }
-        for pending in openURLs { timers.append((pending.deadline, .openURL(pending.id))) }
-        if case .waitingToReconnect(let deadline) = phase { timers.append((deadline, .reconnect)) }
+        for pending in side?.openURLs ?? [] { timers.append((pending.deadline, .openURL(pending.id))) }
+        if case .waitingToReconnect(_, let deadline) = phase { timers.append((deadline, .reconnect)) }
         return timers
     }
 
@@ -498,8 +542,8 @@ public struct WidgetCore: Sendable {
     mutating func fire(_ timer: DueTimer, deadline: Duration) {
         switch timer {
         case .refreshBudget(let id):
-            guard let index = refreshes.firstIndex(where: { $0.id == id }) else { return }
-            refreshes.remove(at: index)
+            guard let index = widget.refreshes.firstIndex(where: { $0.id == id }) else { return }
+            widget.refreshes.remove(at: index)
             output.events.append(.timeout(.refreshBudget(id), deadline: deadline))
             output.events.append(.refreshCompleted(id, .overrun))
         case .request(let sequence):
@@ -507,14 +551,15 @@ public struct WidgetCore: Sendable {
             output.events.append(.timeout(.request(request.id), deadline: deadline))
             completeRequest(sequence, .failure(.timedOut))
         case .openURL(let id):
-            guard let index = openURLs.firstIndex(where: { $0.id == id }) else { return }
-            openURLs.remove(at: index)
+            guard let index = widget.openURLs.firstIndex(where: { $0.id == id }) else { return }
+            widget.openURLs.remove(at: index)
             output.events.append(.timeout(.openURL(id), deadline: deadline))
             output.files.append(.removeFile(name: WidgetContainerLayout.openURLRequestFile(id)))
             output.events.append(.openURLCompleted(id, opened: false))
         case .reconnect:
-            output.events.append(.timeout(.reconnect(attempt: reconnectAttempt), deadline: deadline))
-            connect()
+            guard case .waitingToReconnect(let attempt, _) = phase else { return }
+            output.events.append(.timeout(.reconnect(attempt: attempt.failures), deadline: deadline))
+            connect(attempt)
         }
     }
 }

@@ -17,14 +17,43 @@ struct PendingRequest: Sendable {
     var setProperties: Set<String> = []
 }
 
-/// The MQTT connection's phase.
-enum ConnectionPhase: Sendable, Equatable {
-    case stopped
-    case connecting
-    case subscribing
-    case connected
-    case waitingToReconnect(deadline: Duration)
+/// Whether this core's connection has ever reached `connected`. It outlives a stop: a connection
+/// started again after one was up has missed the notifications sent in between, so its next
+/// `connected` catches up (lists the devices, re-reads their properties) like a reconnection.
+enum ConnectionHistory: Sendable, Equatable {
+    /// No connection of this core has reached `connected`: nothing to catch up on.
+    case neverConnected
+    /// One has: the next `connected` catches up.
+    case connectedBefore
+}
 
+/// The try that a connection being opened, or waited for, belongs to: what the reconnection
+/// back-off and the catch-up need, and nothing a `connected` connection has (it has no failures
+/// and always was connected), so neither can be stale or contradict the phase.
+struct ConnectionAttempt: Sendable, Equatable {
+    /// Connections lost or refused since the last one reached `connected` (or since the start):
+    /// 0 for the first try, n for the try after the n-th loss. Sets the back-off and is the
+    /// `attempt` of ``WidgetTimer/reconnect(attempt:)``.
+    var failures: Int
+    var history: ConnectionHistory
+}
+
+/// The MQTT connection's phase. Each case carries what that phase needs, so the reconnection
+/// count and the catch-up flag cannot disagree with it (a `connected` one with failures, a
+/// `stopped` one with a reconnection deadline).
+enum ConnectionPhase: Sendable, Equatable {
+    /// Not started, or stopped by the app; `history` says whether a later start must catch up.
+    case stopped(ConnectionHistory)
+    /// `mqttConnect` was asked for; waiting for `mqttConnected`.
+    case connecting(ConnectionAttempt)
+    /// Connected; `mqttSubscribe` was asked for, waiting for the grant.
+    case subscribing(ConnectionAttempt)
+    /// Subscribed: requests are published at once.
+    case connected
+    /// Lost; `attempt` (its failures already counted) connects again at `deadline`.
+    case waitingToReconnect(ConnectionAttempt, deadline: Duration)
+
+    /// The public phase.
     var state: WidgetConnectionState {
         switch self {
         case .stopped: .stopped
@@ -35,11 +64,72 @@ enum ConnectionPhase: Sendable, Equatable {
         }
     }
 
+    /// Whether a connection has reached `connected` (in this phase or before it).
+    var history: ConnectionHistory {
+        switch self {
+        case .stopped(let history): history
+        case .connecting(let attempt), .subscribing(let attempt), .waitingToReconnect(let attempt, _): attempt.history
+        case .connected: .connectedBefore
+        }
+    }
+
+    /// The attempt of the connection that exists (open or opening), as a loss counts it: a
+    /// connection that got through has no failures since and was connected; `nil` when none exists.
+    var openAttempt: ConnectionAttempt? {
+        switch self {
+        case .connecting(let attempt), .subscribing(let attempt): attempt
+        case .connected: ConnectionAttempt(failures: 0, history: .connectedBefore)
+        case .stopped, .waitingToReconnect: nil
+        }
+    }
+
     /// A connection exists (the host has one open or opening).
     var isOpen: Bool {
         switch self {
         case .connecting, .subscribing, .connected: true
         case .stopped, .waitingToReconnect: false
+        }
+    }
+}
+
+/// What only the host app's core keeps: the container versions it writes and the open-host-app
+/// requests it answers.
+struct HostSide: Sendable {
+    /// The last version written (shared by the settings and has-content files, so a version
+    /// never repeats across them).
+    var generation: UInt64 = 0
+    /// Requests delivered to the app and not answered yet, in arrival order.
+    var deliveredOpenURLs: [WidgetOpenURLRequest] = []
+    /// Requests answered (a late copy of one is not delivered again).
+    var answeredOpenURLs: Set<WidgetOpenURLID> = []
+}
+
+/// What only the widget's core keeps: its refreshes and its open-host-app requests.
+struct WidgetSide: Sendable {
+    /// Open-host-app requests waiting for the host's answer.
+    var openURLs: [PendingOpenURL] = []
+    /// The id the next refresh gets (never 0; wraps to 1).
+    var nextRefreshID: UInt32 = 1
+    /// Refreshes without a result yet, oldest first.
+    var refreshes: [PendingRefresh] = []
+    /// The refresh work under way, if any.
+    var round: RefreshRound?
+    /// What was visible at the last `newData` (the system's snapshot).
+    var snapshotVisible: VisibleContent?
+}
+
+/// Which process a core plays, carrying what only that process keeps. One enum rather than a
+/// role beside loose fields of both, so a host cannot hold a refresh or a widget a host version:
+/// the fields that would contradict the role do not exist.
+enum RoleState: Sendable {
+    case host(HostSide)
+    case widget(WidgetSide)
+
+    /// The public role.
+    var role: WidgetRole {
+        switch self {
+        case .host: .host
+        case .widget: .widget
         }
     }
 }

@@ -81,13 +81,13 @@ import Darwin
     @Test func pacedSenderSendsEveryDatagramInOrderWithProgressOnTheCallingThread() throws {
         let receiver = try Receiver()
         var offset: Int64 = 0
-        var datagrams: [PacedDatagram] = []
+        var datagrams: [RecordedDatagram] = []
         for index in 0..<120 {
             // Mostly 1 ms apart, every tenth in a burst with the one before, one 60 ms pause.
             offset += index % 10 == 0 ? 0 : (index == 55 ? 60_000_000 : 1_000_000)
-            datagrams.append(PacedDatagram(offsetNs: offset, payload: Array("datagram \(index)".utf8) + [UInt8](repeating: UInt8(index), count: index % 7)))
+            datagrams.append(RecordedDatagram(offsetNs: offset, payload: Array("datagram \(index)".utf8) + [UInt8](repeating: UInt8(index), count: index % 7)))
         }
-        datagrams.append(PacedDatagram(offsetNs: offset + 1_000_000, payload: [])) // an empty datagram is sent too
+        datagrams.append(RecordedDatagram(offsetNs: offset + 1_000_000, payload: [])) // an empty datagram is sent too
         datagrams[30].offsetNs -= 3_000_000 // a timestamp that steps back: still sent in its place
         let sender = try PacedUDPSender(host: "127.0.0.1", port: UInt16(receiver.port))
         let caller = pthread_self()

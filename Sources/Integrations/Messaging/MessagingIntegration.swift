@@ -63,6 +63,10 @@ public struct MessagingIntegration: CoreIntegration {
 
     /// A ``MessagingAdapter`` over the capture's prescan, with the section's devices, calls and
     /// settings.
+    /// Connect IQ link packets named on top of the ATT dissection, with each completed transfer's
+    /// message when it can be read.
+    public func makeFrameAnnotator() -> (any FrameAnnotator)? { ConnectIQFrameAnnotator() }
+
     public func makeAdapter(_ context: IntegrationContext) throws(ReplayError) -> any CoreAdapter {
         var section = try context.decodeSection(ManifestMessaging.self) ?? ManifestMessaging()
         // The app in the loop makes its own calls: of the hand-written ones, only the host's facts stay.

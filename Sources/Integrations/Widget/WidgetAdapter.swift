@@ -225,7 +225,7 @@ public struct WidgetAdapter: CoreAdapter {
             "frames_matched": .int(Int64(matcher.matched)),
             "frames_diverged": .int(Int64(matcher.diverged)),
         ]
-        if counts.malformedRecords > 0 { fields["malformed_records"] = .int(Int64(counts.malformedRecords)) }
+        if counts.malformedRecords > 0 { fields["malformed_api_records"] = .int(Int64(counts.malformedRecords)) }
         if let responder { fields["responder_made"] = .int(Int64(responder.made)) }
         if let first = matcher.firstDivergence { fields["first_divergence"] = .string(first.description) }
         if let order { fields.merge(order.summaryFields) { a, _ in a } }

@@ -65,6 +65,21 @@ public struct CheckedReplay {
         outcome.faultsApplied = run.summary.faultsApplied
         return (outcome, errors)
     }
+
+    /// What the run concluded, reported under `name` (a set's, or `SET / SCENARIO`): with
+    /// ``baselineWriters``, this run's traces put in place as the baselines (the outcome then
+    /// compares none); else every comparison finished (``outcome()``), with the
+    /// ``baselineIndexNotes``.
+    /// - Throws: what ``BaselineWriters/accept()`` throws when a baseline cannot be put in place.
+    public func conclude(named name: String) throws -> (outcome: CaptureSetOutcome, errors: [String], notes: [String]) {
+        if let writers = baselineWriters {
+            try writers.accept()
+            return (CaptureSetOutcome(name: name, expectations: expectations, baselines: []), [], [])
+        }
+        var (outcome, errors) = self.outcome()
+        outcome.name = name
+        return (outcome, errors, baselineIndexNotes)
+    }
 }
 
 /// Replays one loaded set with nothing of its trace kept: each event, as the engine makes it, goes

@@ -86,9 +86,11 @@ public struct JUnitReport: Sendable, Hashable {
     /// (failing with its message), each baseline comparison a case `baseline <name>` (failing with
     /// the diff, at most `maxDiffLines` lines), and a set without a baseline gets a skipped
     /// `baseline` case so the missing check stays visible.
-    public init(outcomes: [CaptureSetOutcome], name: String = "tether replay", maxDiffLines: Int = 40) {
+    /// Each of `errors` (a set or scenario that could not be replayed, or whose baseline could
+    /// not be read) is a suite of its own after them, with one failing `replay` case.
+    public init(outcomes: [CaptureSetOutcome], errors: [ReplayReport.RunError] = [], name: String = "tether replay", maxDiffLines: Int = 40) {
         self.name = name
-        suites = outcomes.map { outcome in
+        let replayed: [TestSuite] = outcomes.map { outcome in
             let className = "replay." + outcome.name
             var cases: [TestCase] = outcome.expectations.map { result in
                 TestCase(
@@ -113,6 +115,11 @@ public struct JUnitReport: Sendable, Hashable {
                 ))
             }
             return TestSuite(name: outcome.name, cases: cases)
+        }
+        suites = replayed + errors.map { error in
+            TestSuite(name: error.name, cases: [
+                TestCase(name: "replay", className: "replay." + error.name, failure: Failure(message: error.message, type: "error")),
+            ])
         }
     }
 

@@ -49,6 +49,45 @@ public struct CaptureSetOutcome: Sendable, Hashable {
 
 /// The human-readable replay report printed by `tether replay` and kept as a CI artifact.
 public enum ReplayReport {
+    /// A set or scenario that could not be replayed, or whose baseline could not be read.
+    public struct RunError: Sendable, Hashable {
+        /// The set's name, or `SET / SCENARIO`.
+        public var name: String
+        /// Why, in words.
+        public var message: String
+
+        /// An error of the run called `name`.
+        public init(name: String, message: String) {
+            self.name = name
+            self.message = message
+        }
+    }
+
+    /// The replay report with errors listed and counted in its headline: a set that could not be
+    /// replayed (or whose baseline could not be read) is a failed set, not a missing line.
+    public static func render(_ outcomes: [CaptureSetOutcome], errors: [RunError], setCount: Int, maxDiffLines: Int) -> String {
+        var text = render(outcomes, maxDiffLines: maxDiffLines)
+        guard !errors.isEmpty else { return text }
+        // The renderer's last line is its headline over the sets it saw; it is replaced by one over all.
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        if lines.last == "" { lines.removeLast() }
+        if let last = lines.last, last.hasPrefix("PASS: ") || last.hasPrefix("FAIL: ") { lines.removeLast() }
+        for error in errors { lines.append("ERROR \(error.name): \(error.message)") }
+        let erroredSets = Set(errors.map(\.name))
+        let checkFailures = outcomes.filter { !$0.passed && !erroredSets.contains($0.name) }.count
+        let failedNames = erroredSets.union(outcomes.filter { !$0.passed }.map(\.name))
+        let failedScenarios = failedNames.filter(FaultScenarios.isScenarioName).count
+        let scenarios = Set(outcomes.map(\.name) + errors.map(\.name)).filter(FaultScenarios.isScenarioName).count
+        let unreadable = errors.filter { error in !outcomes.contains { $0.name == error.name } }.count
+        let runs = failedRuns(failedSets: failedNames.count - failedScenarios, sets: setCount,
+                                           failedScenarios: failedScenarios, scenarios: scenarios)
+        lines.append("FAIL: \(runs) failed (\(unreadable) could not be replayed, "
+                     + "\(errors.count - unreadable) baseline(s) could not be read, \(checkFailures) failed their checks)")
+        text = lines.joined(separator: "\n") + "\n"
+        return text
+    }
+
+
     /// Renders the report for one or more capture sets.
     ///
     /// For each set: a heading, each expectation as `PASS`/`FAIL` with its message (what was

@@ -65,6 +65,14 @@ public protocol CoreIntegration: Sendable {
     /// - Throws: ``ReplayError`` when the section is invalid or the capture cannot be prescanned;
     ///   the error names the manifest file, the field and its line.
     func makeAdapter(_ context: IntegrationContext) throws(ReplayError) -> any CoreAdapter
+    /// What names this core's protocol in a capture's frames for `tether inspect` and the
+    /// timeline report, a fresh one per capture. Default: `nil` (the generic dissection says all).
+    func makeFrameAnnotator() -> (any FrameAnnotator)?
+    /// What `tether replay --realtime` re-sends of `set` for this core over real sockets, with
+    /// the command line's `settings` (all cores'; this core reads its own). Default: `nil`, the
+    /// core's traffic is not re-sent in real time.
+    /// - Throws: ``CaptureError`` when the capture cannot be read.
+    func realtimeTraffic(of set: LoadedCaptureSet, settings: [SettingOverride]) throws(CaptureError) -> RealtimeTraffic?
 }
 
 extension CoreIntegration {
@@ -90,6 +98,10 @@ extension CoreIntegration {
     public var correlations: [TraceCorrelation] { [] }
     /// None declared.
     public var promises: [CorePromise] { [] }
+    /// None: the generic dissection names this core's frames.
+    public func makeFrameAnnotator() -> (any FrameAnnotator)? { nil }
+    /// None: the core's traffic is not re-sent in real time.
+    public func realtimeTraffic(of set: LoadedCaptureSet, settings: [SettingOverride]) throws(CaptureError) -> RealtimeTraffic? { nil }
 }
 
 /// What an integration is given to make its adapter for one capture set.

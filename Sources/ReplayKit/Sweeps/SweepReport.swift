@@ -1,0 +1,98 @@
+/// How a sweep reads and reports: its options' values, its table, its JUnit suite and the line
+/// that reruns one variant.
+extension FaultSweep {
+    /// `--sweep-frames`' `A-B` or `N` as a range of frame numbers (1 ≤ A ≤ B); `nil` for anything else.
+    public static func frameRange(_ text: String) -> ClosedRange<Int>? {
+        let ends = text.split(separator: "-", omittingEmptySubsequences: false)
+        if ends.count == 1, let n = Int(ends[0]), n >= 1 { return n...n }
+        guard ends.count == 2, let a = Int(ends[0]), let b = Int(ends[1]), a >= 1, a <= b else { return nil }
+        return a...b
+    }
+
+    /// `--sweep-settle`'s duration (`0s` allowed), read as a fault's `by=` is; `nil` when it is not one.
+    public static func settleDuration(_ text: String) -> Duration? {
+        if let zero = Double(text.trimmingCharacters(in: .letters)), zero == 0 { return .zero }
+        do throws(FaultSpecError) {
+            guard case .delay(_, let by) = try Fault(parsing: "delay:frame=1:by=\(text)") else { return nil }
+            return by
+        } catch {
+            return nil
+        }
+    }
+}
+
+extension SweepVariant {
+    /// The command that replays this variant alone, with every fault it ran with, as `tool`
+    /// (`tether`, or a package's own executable) runs it on the set at `setPath`.
+    public func rerunCommand(setPath: String, tool: String) -> String {
+        "\(tool) replay \(setPath) " + faults.map { "--fault \($0)" }.joined(separator: " ") + " --trace variant.jsonl"
+    }
+
+    /// What broke, in one line (or the error that stopped the variant).
+    var problemLine: String { error ?? broken.map(\.description).joined(separator: "; ") }
+}
+
+extension SweepResult {
+    /// The sweep's table for the set at `setPath`: verdict, counts and speed, the promises
+    /// checked, the ending held back, and the first 21 failing variants with the line that
+    /// reruns the first.
+    public func report(setPath: String, tool: String) -> String {
+        var lines: [String] = []
+        let rate = elapsedSeconds > 0 ? Double(variants.count) / elapsedSeconds : 0
+        lines.append("== sweep \(kind) over \(set): \(failed == 0 ? "PASS" : "FAIL")")
+        lines.append("  variants \(variants.count) (one per peer frame), passed \(passed), failed \(failed); "
+                     + "\(DecimalText.fixed(elapsedSeconds, 2)) s, \(DecimalText.fixed(rate, 1)) variants/s")
+        if promises.isEmpty {
+            lines.append("  promises: none (the set's cores state none; every variant passes trivially)")
+        } else {
+            lines.append("  promises: " + promises.joined(separator: "; "))
+        }
+        if !heldEnding.isEmpty {
+            lines.append("  the recorded end held back in every run: " + heldEnding.map { "--fault \($0)" }.joined(separator: " ")
+                         + " (--sweep-settle 0s ends the links as recorded)")
+        }
+        let failing = variants.filter { !$0.passed }
+        if let first = failing.first {
+            lines.append("  first failing variant: frame \(first.frame), --fault \(first.fault)")
+            lines.append("    " + (first.error ?? first.broken.map(\.description).joined(separator: "\n    ")))
+            lines.append("    rerun it: " + first.rerunCommand(setPath: setPath, tool: tool))
+            for variant in failing.dropFirst().prefix(20) {
+                lines.append("  FAIL frame \(variant.frame): " + variant.problemLine)
+            }
+            if failing.count > 21 { lines.append("  … and \(failing.count - 21) more failing variants") }
+        }
+        return lines.joined(separator: "\n") + "\n\n"
+    }
+}
+
+extension JUnitReport.TestSuite {
+    /// A sweep of the set called `name` (at `setPath`) as a suite: one case per variant, named
+    /// by its fault, failing with what broke and the line that reruns it.
+    public init(sweep result: SweepResult, name: String, setPath: String, tool: String) {
+        self.init(name: "sweep \(result.kind) \(name)", cases: result.variants.map { variant in
+            let failure = variant.passed ? nil : JUnitReport.Failure(
+                message: variant.problemLine, type: variant.error == nil ? "promise" : "error",
+                details: "rerun: " + variant.rerunCommand(setPath: setPath, tool: tool))
+            return JUnitReport.TestCase(name: variant.fault.description, className: "sweep.\(name)", failure: failure)
+        })
+    }
+}
+
+/// Decimal text without Foundation's locale-dependent formatters (output must be the same on
+/// every machine).
+public enum DecimalText {
+    /// `value` with exactly `decimals` digits after the point.
+    public static func fixed(_ value: Double, _ decimals: Int) -> String {
+        guard value.isFinite else { return String(value) }
+        var scale = 1.0
+        for _ in 0..<decimals { scale *= 10 }
+        let scaled = (abs(value) * scale).rounded()
+        let whole = Int64(scaled / scale)
+        let fraction = Int64(scaled - Double(whole) * scale)
+        let sign = value < 0 && scaled != 0 ? "-" : ""
+        guard decimals > 0 else { return sign + String(whole) }
+        var digits = String(fraction)
+        while digits.count < decimals { digits = "0" + digits }
+        return sign + String(whole) + "." + digits
+    }
+}
