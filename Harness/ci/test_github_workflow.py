@@ -1,6 +1,6 @@
-"""The GitHub Actions workflow of docs/ci-sharding.md, checked two ways: against GitHub's workflow
+"""The GitHub Actions workflows of docs/ci-sharding.md, checked two ways: against GitHub's workflow
 schema (check-jsonschema's vendored copy of SchemaStore's github-workflow schema), and by running
-its replay and merge commands here, shard by shard, as the matrix would."""
+their replay and merge commands here, shard by shard (or part by part), as the matrix would."""
 
 import os
 import re
@@ -15,6 +15,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / "docs" / "examples" / "github-actions-replay-shards.yml"
+SWEEP_WORKFLOW = ROOT / "docs" / "examples" / "github-actions-sweep-shards.yml"
 
 
 def tether_binary() -> str:
@@ -24,16 +25,17 @@ def tether_binary() -> str:
     return binary
 
 
-def load_workflow() -> dict:
+def load_workflow(path: Path = WORKFLOW) -> dict:
     # PyYAML reads the key `on` as the boolean True (YAML 1.1); the schema check below reads it
     # as GitHub does.
-    return yaml.safe_load(WORKFLOW.read_text())
+    return yaml.safe_load(path.read_text())
 
 
-def test_the_workflow_matches_githubs_schema():
+@pytest.mark.parametrize("path", [WORKFLOW, SWEEP_WORKFLOW], ids=lambda p: p.name)
+def test_the_workflow_matches_githubs_schema(path):
     checker = shutil.which("check-jsonschema")
     command = [checker] if checker else [sys.executable, "-m", "check_jsonschema"]
-    result = subprocess.run(command + ["--builtin-schema", "vendor.github-workflows", str(WORKFLOW)],
+    result = subprocess.run(command + ["--builtin-schema", "vendor.github-workflows", str(path)],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -53,8 +55,8 @@ def test_the_matrix_runs_every_shard_once_and_the_merge_waits_for_all():
         assert f"out/replay-{shard}.xml" in merge_command
 
 
-def run_step(command: str, shard: int | None, cwd: Path, binary: str) -> subprocess.CompletedProcess:
-    command = command.replace("${{ matrix.shard }}", str(shard)) if shard is not None else command
+def run_step(command: str, shard: int | None, cwd: Path, binary: str, key: str = "shard") -> subprocess.CompletedProcess:
+    command = command.replace("${{ matrix.%s }}" % key, str(shard)) if shard is not None else command
     command = command.replace("./Harness/tether", binary).replace("chmod +x bin/tether && bin/tether", binary)
     assert "${{" not in command, f"an expression the test does not know: {command}"
     return subprocess.run(command, shell=True, cwd=cwd, capture_output=True, text=True)
@@ -93,3 +95,31 @@ def test_running_the_workflows_commands_replays_every_set_exactly_once(tmp_path)
     assert sorted(suite.get("name") for suite in merged.iter("testsuite")) == every_set
     assert int(merged.get("tests")) == sum(1 for _ in merged.iter("testcase"))
     assert merged.get("failures") == "0"
+
+
+def test_running_the_sweep_workflows_commands_gives_the_report_of_one_job(tmp_path):
+    """The parts' commands, run here one after another as the matrix would, and their merge: the
+    merged report is byte for byte the report of one job sweeping the whole set. The workflow
+    sweeps plugin-faulty (1,213 variants); the test sweeps ciq-clean (132) with the same commands,
+    to keep CI short: the splitting and merging are the same for any set."""
+    binary = tether_binary()
+    workflow = load_workflow(SWEEP_WORKFLOW)
+    (tmp_path / "Captures").symlink_to(ROOT / "Captures")
+    sweep, merge = workflow["jobs"]["sweep"], workflow["jobs"]["merge"]
+    parts = sweep["strategy"]["matrix"]["part"]
+    assert parts == list(range(1, len(parts) + 1)) and sweep["strategy"]["fail-fast"] is False
+    assert merge["needs"] == "sweep" and merge["if"] == "always()"
+    command = next(step["run"] for step in sweep["steps"] if "--sweep" in step.get("run", ""))
+    assert f"--shard ${{{{ matrix.part }}}}/{len(parts)}" in command
+    command = command.replace("Captures/plugin-faulty", "Captures/ciq-clean")
+    for part in parts:
+        result = run_step(command, part, tmp_path, binary, key="part")
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert f"(part {part}/{len(parts)}: variants " in result.stdout, result.stdout
+    merge_command = next(step["run"] for step in merge["steps"] if "junit merge" in step.get("run", ""))
+    result = run_step(merge_command, None, tmp_path, binary)
+    assert result.returncode == 0 and "warning" not in result.stderr, result.stdout + result.stderr
+    whole = subprocess.run([binary, "replay", "Captures/ciq-clean", "--sweep", "drop", "--junit", "whole.xml"],
+                           cwd=tmp_path, capture_output=True, text=True)
+    assert whole.returncode == 0, whole.stdout + whole.stderr
+    assert (tmp_path / "sweep.xml").read_bytes() == (tmp_path / "whole.xml").read_bytes()

@@ -28,6 +28,14 @@ public struct UDPExtractor: Sendable {
     /// An extractor with no pending fragments.
     public init() {}
 
+    /// Whether `other` will make the same of every frame from here on as this extractor: both
+    /// hold no fragment of an unfinished datagram (the only state an extractor has; with
+    /// fragments pending, `false`, which is only ever cautious) and copy alike.
+    public func hasSameState(as other: UDPExtractor) -> Bool {
+        reassembler.pendingCount == 0 && other.reassembler.pendingCount == 0
+            && copiesTCPPayload == other.copiesTCPPayload && copiesUDPPayload == other.copiesUDPPayload
+    }
+
     /// The UDP datagram the frame carries or completes. `data` is the frame's bytes under `linkType`.
     public mutating func datagram(from data: UnsafeRawBufferPointer, linkType: LinkType) -> UDPExtraction {
         switch dissect(data, linkType: linkType) {

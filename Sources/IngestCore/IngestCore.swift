@@ -254,6 +254,16 @@ public struct IngestCore: Sendable {
     /// The room of the events one call hands to a caller's closure, kept from call to call.
     private var deferred: [IngestEvent] = []
 
+    /// Whether `other` will do exactly what this core does from here on, given the same inputs:
+    /// the same streams in the same state, and the same clock. Left out: the running totals
+    /// (``counters``, which only the caller's summary reads), the parser's reused buffers and the
+    /// last-lookup cache (neither changes an outcome), and the configuration (both cores are made
+    /// from one). What a fault sweep asks of a variant and the run without its fault.
+    public func hasSameState(as other: IngestCore) -> Bool {
+        streams == other.streams && lastNowNs == other.lastNowNs && lastStreamStartNs == other.lastStreamStartNs
+            && earliestDeadline == other.earliestDeadline && deadlineLowerBound == other.deadlineLowerBound && deferred == other.deferred
+    }
+
     /// Creates a core with no open stream; `keepsChunkPoints` false leaves chunks without their
     /// points (see ``keepsChunkPoints``), `reportsDataPoints` false leaves out the `dataPoint`
     /// events (see ``reportsDataPoints``).

@@ -2,7 +2,7 @@
 ///
 /// Times are integer nanoseconds of the caller's `now`, so arithmetic on the hot path stays on
 /// `Int64`; deadlines saturate instead of overflowing.
-struct IngestStream: Sendable {
+struct IngestStream: Sendable, Equatable {
     /// Number of inter-arrival intervals per learning window. The period is the median of a
     /// window, so one late datagram (a gap) does not skew it; windows do not overlap, so the
     /// median is computed once per window, not once per datagram.
@@ -174,7 +174,7 @@ struct IngestStream: Sendable {
 /// The chunk a stream is filling: from the first data message after the last chunk was taken
 /// until the next is taken. One optional value, so a start time without a chunk (or points
 /// without a start time) cannot be represented.
-struct OpenChunk: Sendable {
+struct OpenChunk: Sendable, Equatable {
     /// Core time of its first data message: the flush deadline counts from here.
     let sinceNs: Int64
     /// Its points so far (0 only when its data messages had no entries).
@@ -193,7 +193,7 @@ struct OpenChunk: Sendable {
 
 /// What a stream knows of its sending rate. The period is re-learned, not only learned once: every
 /// full window's median replaces it when it differs by more than 20 %.
-enum RateLearning: Sendable {
+enum RateLearning: Sendable, Equatable {
     /// No data message yet: no arrival to measure an interval from.
     case noArrival
     /// Arrivals measured, no period yet (no full window, or only windows with a zero median): no
@@ -212,8 +212,16 @@ enum RateLearning: Sendable {
 /// The intervals of one learning window (``IngestStream/rateWindow`` of them), held inline: the
 /// window is carried in ``RateLearning``'s cases, and an inline value costs no heap buffer to keep
 /// or to copy from case to case.
-struct IntervalWindow: Sendable {
+struct IntervalWindow: Sendable, Equatable {
     private var values = InlineArray<8, Int64>(repeating: 0)
+
+    /// The same intervals so far (`InlineArray` has no `==` of its own; the slots past `count`
+    /// are leftovers and do not count).
+    static func == (a: IntervalWindow, b: IntervalWindow) -> Bool {
+        guard a.count == b.count else { return false }
+        for i in 0..<a.count where a.values[i] != b.values[i] { return false }
+        return true
+    }
     /// How many of `values` are filled.
     private(set) var count = 0
 

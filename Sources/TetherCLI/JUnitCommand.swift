@@ -22,7 +22,9 @@ struct JUnitMergeCommand: ParsableCommand {
             --junit` writes them; a report from another tool is read as far as <testsuite>, \
             <testcase>, <failure>, <error>, <skipped> and <system-out> go (an <error> becomes a \
             failure of type "error"), and anything else in it is named in a warning and left out. \
-            A suite name found in two inputs is reported too: shards of one run never share a set.
+            Suites of the same name are joined, their test cases in the order given: the parts of one \
+            set's sweep (--sweep … --shard I/N) merge into the suite one job would write. A test \
+            case found in two inputs is reported: were two reports of the same shard given?
 
             Merge the reports of four shards (docs/ci-sharding.md):
               tether junit merge out/replay-1.xml out/replay-2.xml out/replay-3.xml out/replay-4.xml --out out/replay.xml
@@ -64,13 +66,19 @@ struct JUnitMergeCommand: ParsableCommand {
             }
             for warning in parsed.warnings { Terminal.warn("tether: warning: \(input): \(warning)") }
             for suite in parsed.suites {
-                if let other = seen[suite.name] {
-                    Terminal.warn("tether: warning: suite \(suite.name) is in both \(other) and \(input); both are kept. Shards of one run never share a set: were two reports of the same shard given?")
-                } else {
+                guard let other = seen[suite.name], let at = merged.suites.firstIndex(where: { $0.name == suite.name }) else {
                     seen[suite.name] = input
+                    merged.suites.append(suite)
+                    continue
                 }
+                // The parts of one set's sweep (`--sweep … --shard I/N`) share the set's suite:
+                // joined in the order given, they are the suite one job would write.
+                let names = Set(merged.suites[at].cases.map { "\($0.className) \($0.name)" })
+                if suite.cases.contains(where: { names.contains("\($0.className) \($0.name)") }) {
+                    Terminal.warn("tether: warning: suite \(suite.name) of \(input) repeats test cases of \(other); both are kept. Were two reports of the same shard given?")
+                }
+                merged.suites[at].cases += suite.cases
             }
-            merged.suites += parsed.suites
         }
         do {
             try merged.write(to: out)

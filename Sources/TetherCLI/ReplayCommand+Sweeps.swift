@@ -7,13 +7,15 @@ import ReplayKit
 extension ReplayCommand {
     /// `--sweep`: every set swept, a table per set, one JUnit test case per variant.
     func runSweeps(_ sets: [String], kind: SweepKind, options: ReplayOptions, settle: Duration) throws {
+        // With --sweep, --shard splits each set's variants, not the sets.
+        let shard = self.shard.flatMap(ReplayShard.init)
         var suites: [JUnitReport.TestSuite] = []
         var anyFailed = false
         let only = sweepFrames.flatMap(FaultSweep.frameRange).map { Set($0) }
         for set in sets {
             let name = CaptureSetDirectory(path: set).name
             let status = StatusLine()
-            let attempt = Self.sweepSet(set, kind: kind, options: options, only: only, settle: settle) { done, total in
+            let attempt = Self.sweepSet(set, kind: kind, options: options, only: only, settle: settle, forking: !sweepExhaustive, shard: shard) { done, total in
                 status.update { "sweeping \(name): \(done)/\(total) variants" }
             }
             guard case .success(let result) = attempt else {
@@ -38,13 +40,14 @@ extension ReplayCommand {
     }
 
     /// One set loaded and swept, its variants in worker processes (``SweepWorkers``).
-    static func sweepSet(_ set: String, kind: SweepKind, options: ReplayOptions, only: Set<Int>?, settle: Duration,
-                         progress: @escaping @Sendable (Int, Int) -> Void) -> Result<SweepResult, ReplayError> {
+    static func sweepSet(_ set: String, kind: SweepKind, options: ReplayOptions, only: Set<Int>?, settle: Duration, forking: Bool,
+                         shard: ReplayShard?, progress: @escaping @Sendable (Int, Int) -> Void) -> Result<SweepResult, ReplayError> {
         do throws(ReplayError) {
             let loaded = try loadReplaySet(at: set, options: options)
-            let plan = try FaultSweep.plan(loaded, kind: kind, options: options, only: only, settle: settle)
-            let variants = SweepWorkers.run(plan, setPath: set, parallelism: SweepWorkers.processors, progress: progress)
-            return .success(plan.result(variants))
+            let plan = try FaultSweep.plan(loaded, kind: kind, options: options, only: only, settle: settle, forking: forking)
+            let part = shard.map(plan.part)
+            let variants = SweepWorkers.run(plan, part: part, setPath: set, parallelism: SweepWorkers.processors, progress: progress)
+            return .success(plan.result(variants, part: part))
         } catch {
             return .failure(error)
         }

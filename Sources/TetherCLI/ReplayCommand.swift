@@ -54,6 +54,8 @@ struct ReplayCommand: ParsableCommand {
               tether replay Captures/ciq-clean --fault disconnect:at=1s:reconnect=200ms
             Drop each peer frame in turn and check every core's promises:
               tether replay Captures/ciq-clean --sweep drop --junit sweep.xml
+            The same sweep as the second of three CI jobs (merge the parts with `tether junit merge`):
+              tether replay Captures/ciq-clean --sweep drop --shard 2/3 --junit sweep-2.xml
             Replay a Connect IQ session with a smaller window (its frames then differ from the capture):
               tether replay Captures/ciq-clean --messaging-window-size 4 --frame-matching off
             Re-send a recording to a live server at twice its pace:
@@ -120,7 +122,7 @@ struct ReplayCommand: ParsableCommand {
     var maxDiffLines: Int = 40
 
     @Option(name: .long, help: ArgumentHelp(
-        "Replay only part I of N of the sets found, e.g. 2/4 (CI jobs in parallel; the N parts are disjoint, together every set, balanced by estimated replay cost).",
+        "Replay only part I of N of the sets found, e.g. 2/4 (CI jobs in parallel; the N parts are disjoint, together every set, balanced by estimated replay cost). With --sweep: part I of N of each set's variants instead.",
         valueName: "i/n"))
     var shard: String?
 
@@ -148,6 +150,10 @@ struct ReplayCommand: ParsableCommand {
         valueName: "duration"))
     var sweepSettle: String?
 
+    @Flag(name: .customLong("sweep-exhaustive"), help: ArgumentHelp(
+        "With --sweep: replay every variant from the first frame instead of copying the run without faults where the variant's fault is first felt; slower, for checking that both give the same answers."))
+    var sweepExhaustive = false
+
     /// A sweep's worker process (``SweepWorkers``): the set it sweeps; frame numbers on standard
     /// input, one JSON result a line on standard output.
     @Option(name: .customLong("sweep-worker"), help: ArgumentHelp(visibility: .hidden))
@@ -168,7 +174,7 @@ struct ReplayCommand: ParsableCommand {
     /// `--help`, so it cannot fall behind the options above.
     static let ownLongOptions: Set<String> = [
         "trace", "junit", "html", "update-baseline", "set", "frame-matching", "tolerance-ms", "no-verify",
-        "max-diff-lines", "shard", "fault", "scenarios", "sweep", "sweep-frames", "sweep-settle", "sweep-worker",
+        "max-diff-lines", "shard", "fault", "scenarios", "sweep", "sweep-frames", "sweep-settle", "sweep-exhaustive", "sweep-worker",
         "realtime", "speed", "to", "help", "version",
     ]
 
@@ -197,6 +203,9 @@ struct ReplayCommand: ParsableCommand {
         }
         if sweepFrames != nil && sweep == nil {
             throw ValidationError("--sweep-frames goes with --sweep.")
+        }
+        if sweepExhaustive && sweep == nil {
+            throw ValidationError("--sweep-exhaustive goes with --sweep.")
         }
         if let sweepSettle {
             guard sweep != nil else { throw ValidationError("--sweep-settle goes with --sweep.") }
@@ -276,7 +285,8 @@ struct ReplayCommand: ParsableCommand {
             Terminal.warn("tether: note: \(duplicate.dropped) is the set \(duplicate.kept), named already; replaying it once.")
         }
         var sets = found.sets
-        if let shard = shard.flatMap(ReplayShard.init) {
+        if let shard = shard.flatMap(ReplayShard.init), sweep == nil {
+            // (A sweep splits each set's variants instead: runSweeps.)
             sets = try Self.shardSets(sets, shard: shard)
         }
         if trace != nil && sets.count != 1 {
@@ -298,7 +308,8 @@ struct ReplayCommand: ParsableCommand {
         if let sweep, let kind = SweepKind(sweep) {
             let settle = sweepSettle.flatMap(FaultSweep.settleDuration) ?? FaultSweep.defaultSettle
             if let sweepWorker {
-                try SweepWorkers.serve(try loadReplaySet(at: sweepWorker, options: options), kind: kind, options: options, settle: settle)
+                try SweepWorkers.serve(try loadReplaySet(at: sweepWorker, options: options), kind: kind, options: options, settle: settle,
+                                      forking: !sweepExhaustive)
                 return
             }
             try runSweeps(sets, kind: kind, options: options, settle: settle)

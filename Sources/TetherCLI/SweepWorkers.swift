@@ -9,21 +9,23 @@ import ReplayKit
 /// too) run with the parent's own arguments and `--sweep-worker SET`: it makes the same plan
 /// (``FaultSweep/plan(_:kind:options:only:settle:)`` is deterministic), then reads frame numbers
 /// from its standard input, one a line, and answers each with one JSON line:
-/// `{"frame":N,"broken":[{"core":…,"promise":…,"detail":…}],"error":null}`. A worker that ends
+/// `{"frame":N,"broken":[{"core":…,"promise":…,"detail":…}],"error":null,"forked_at":120}`. A worker that ends
 /// before answering took the variant down with it; a new one takes over the rest.
 enum SweepWorkers {
     /// How many workers a sweep runs: one per processor.
     static var processors: Int { ProcessInfo.processInfo.activeProcessorCount }
 
-    /// The variants of `plan`, in point order, run by `parallelism` workers for the set at
-    /// `setPath`; `progress` is told the count done after each.
-    static func run(_ plan: SweepPlan, setPath: String, parallelism: Int, progress: @escaping @Sendable (Int, Int) -> Void) -> [SweepVariant] {
+    /// The variants of `plan` (those of `part` alone, when given), in point order, run by
+    /// `parallelism` workers for the set at `setPath`; `progress` is told the count done after each.
+    static func run(_ plan: SweepPlan, part: SweepPart?, setPath: String, parallelism: Int,
+                    progress: @escaping @Sendable (Int, Int) -> Void) -> [SweepVariant] {
         // A worker that ended before its request was written must fail that write with EPIPE (its
         // end is then reported), not end this process with SIGPIPE. This process's own output
         // already takes EPIPE quietly (StandardOutput).
         signal(SIGPIPE, SIG_IGN)
-        let results = SweepVariantQueue(count: plan.count)
-        let workers = max(1, min(parallelism, plan.count))
+        // Handed out by where they fork, so each worker's run without faults only moves forward.
+        let results = SweepVariantQueue(order: plan.executionOrder(of: part))
+        let workers = max(1, min(parallelism, results.count))
         let arguments = Array(CommandLine.arguments.dropFirst()) + ["--sweep-worker", setPath]
         DispatchQueue.concurrentPerform(iterations: workers) { _ in
             var worker: WorkerProcess?
@@ -33,7 +35,7 @@ enum SweepWorkers {
                     case .success(let started): worker = started
                     case .failure(let error):
                         results.set(index, plan.variant(at: index, broken: [], error: "could not start a sweep worker process: \(error)"))
-                        progress(results.done, plan.count)
+                        progress(results.done, results.count)
                         continue
                     }
                 }
@@ -41,7 +43,8 @@ enum SweepWorkers {
                 let frame = plan.points[index].frame
                 if let line = running.ask("\(frame)\n") {
                     if let answer = WorkerAnswer(line: line), answer.frame == frame {
-                        results.set(index, plan.variant(at: index, broken: answer.broken, error: answer.error))
+                        results.set(index, plan.variant(at: index, broken: answer.broken, error: answer.error, forkedAt: answer.forkedAt,
+                                                        stoppedAt: answer.stoppedAt))
                     } else {
                         results.set(index, plan.variant(at: index, broken: [], error: "the sweep worker answered frame \(frame) with \"\(line.prefix(200))\", not a variant's result"))
                         running.finish()
@@ -51,7 +54,7 @@ enum SweepWorkers {
                     results.set(index, plan.trapped(at: index, detail: running.ended()))
                     worker = nil
                 }
-                progress(results.done, plan.count)
+                progress(results.done, results.count)
             }
             worker?.finish()
         }
@@ -60,15 +63,17 @@ enum SweepWorkers {
 
     /// `--sweep-worker`: makes the plan, then answers frame numbers from standard input until it
     /// ends.
-    static func serve(_ set: LoadedCaptureSet, kind: SweepKind, options: ReplayOptions, settle: Duration) throws(ReplayError) {
-        let plan = try FaultSweep.plan(set, kind: kind, options: options, settle: settle)
+    static func serve(_ set: LoadedCaptureSet, kind: SweepKind, options: ReplayOptions, settle: Duration, forking: Bool) throws(ReplayError) {
+        let plan = try FaultSweep.plan(set, kind: kind, options: options, settle: settle, forking: forking)
+        var runner = plan.makeRunner()
         let indices = Dictionary(plan.points.enumerated().map { ($0.element.frame, $0.offset) }, uniquingKeysWith: { first, _ in first })
         let output = FileHandle.standardOutput
         while let line = readLine() {
             let text: String
             if let frame = Int(line.trimmingCharacters(in: .whitespaces)), let index = indices[frame] {
-                let variant = plan.variant(at: index)
-                text = WorkerAnswer(frame: frame, broken: variant.broken, error: variant.error).line
+                let variant = runner.variant(at: index)
+                text = WorkerAnswer(frame: frame, broken: variant.broken, error: variant.error, forkedAt: variant.forkedAt,
+                                    stoppedAt: variant.stoppedAt).line
             } else {
                 text = WorkerAnswer(frame: Int(line) ?? -1, broken: [], error: "the worker's plan has no variant for frame \(line)").line
             }
@@ -82,11 +87,17 @@ struct WorkerAnswer {
     var frame: Int
     var broken: [BrokenPromise]
     var error: String?
+    /// Where the variant was copied from the run without faults (``SweepVariant/forkedAt``).
+    var forkedAt: Int?
+    /// Where the variant stopped, recovered (``SweepVariant/stoppedAt``).
+    var stoppedAt: Int?
 
-    init(frame: Int, broken: [BrokenPromise], error: String?) {
+    init(frame: Int, broken: [BrokenPromise], error: String?, forkedAt: Int? = nil, stoppedAt: Int? = nil) {
         self.frame = frame
         self.broken = broken
         self.error = error
+        self.forkedAt = forkedAt
+        self.stoppedAt = stoppedAt
     }
 
     /// Reads a line a worker wrote; `nil` when it is not one.
@@ -98,7 +109,8 @@ struct WorkerAnswer {
             guard let core = entry["core"] as? String, let promise = entry["promise"] as? String, let detail = entry["detail"] as? String else { return nil }
             promises.append(BrokenPromise(promise: promise, core: core, detail: detail))
         }
-        self.init(frame: frame, broken: promises, error: object["error"] as? String)
+        self.init(frame: frame, broken: promises, error: object["error"] as? String, forkedAt: object["forked_at"] as? Int,
+                  stoppedAt: object["stopped_at"] as? Int)
     }
 
     /// The JSON line (without its newline).
@@ -107,6 +119,8 @@ struct WorkerAnswer {
             "frame": frame,
             "broken": broken.map { ["core": $0.core, "promise": $0.promise, "detail": $0.detail] },
             "error": error.map { $0 as Any } ?? NSNull(),
+            "forked_at": forkedAt.map { $0 as Any } ?? NSNull(),
+            "stopped_at": stoppedAt.map { $0 as Any } ?? NSNull(),
         ]
         guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]),
               let text = String(data: data, encoding: .utf8) else {

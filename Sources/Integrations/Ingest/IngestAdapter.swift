@@ -159,6 +159,21 @@ public struct IngestAdapter: CoreAdapter {
     /// The core's next flush or idle deadline.
     public var nextDeadline: Duration? { ingest.nextDeadline }
 
+    /// Faults reach the ingest core only through the frames the engine feeds it: a copy takes a
+    /// variant's faults with nothing to change (``CoreAdapter/adoptFaults(_:)``).
+    public mutating func adoptFaults(_ faults: PeerFrameFaults) -> Bool { true }
+
+    /// The core's state and the adapter's own: its fragments, the port and source it last saw.
+    /// Left out: the counts of frames it did not take, which only its summary reports, and the
+    /// events' text cache.
+    public func hasSameState(as other: any CoreAdapter) -> Bool {
+        guard let other = other as? IngestAdapter else { return false }
+        return ingest.hasSameState(as: other.ingest) && extractor.hasSameState(as: other.extractor)
+            && defaultPort == other.defaultPort && portOverride == other.portOverride
+            && lastSource == other.lastSource && lastSourceAddress == other.lastSourceAddress
+            && lastPort?.interface == other.lastPort?.interface && lastPort?.port == other.lastPort?.port
+    }
+
     /// Lets the core flush and end idle streams.
     public mutating func timeout(now: Duration) -> [TraceEvent] {
         var events: [TraceEvent] = []

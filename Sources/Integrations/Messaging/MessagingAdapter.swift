@@ -191,6 +191,13 @@ public struct MessagingAdapter: CoreAdapter {
     }
 
     /// When the core, a hand-written API call or a responder delivery wants time next.
+    /// Its faults live in its responder, which asks them only as it schedules each captured
+    /// answer: a copy may take other faults (``CoreAdapter/adoptFaults(_:)``).
+    public mutating func adoptFaults(_ faults: PeerFrameFaults) -> Bool {
+        responder?.adopt(faults)
+        return true
+    }
+
     public var nextDeadline: Duration? {
         var deadline = messaging.nextDeadline
         if nextManualCall < manualCalls.count {

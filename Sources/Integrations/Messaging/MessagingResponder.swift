@@ -29,7 +29,10 @@ struct MessagingResponder: Sendable {
     private var cursors: [AnswerKind: Int] = [:]
     private var deliveries: [Delivery] = []
     private var order = 0
-    private let faults: PeerFrameFaults
+    private(set) var faults: PeerFrameFaults
+
+    /// Asks `faults` about the answers it schedules from now on (a fault sweep's fork).
+    mutating func adopt(_ faults: PeerFrameFaults) { self.faults = faults }
 
     init(prescan: MessagingCapturePrescan, faults: PeerFrameFaults = .init()) {
         self.faults = faults

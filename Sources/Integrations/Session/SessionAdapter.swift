@@ -57,7 +57,7 @@ public struct SessionAdapter: CoreAdapter {
     private var links: [UInt16: Link] = [:]
     private let section: ManifestSession?
     private let prescan: SessionCapturePrescan?
-    private let faults: PeerFrameFaults
+    private var faults: PeerFrameFaults
     private var responder: SessionResponder?
     private var counts = (apiCalls: 0, peerFrames: 0, ownFrames: 0, malformedRecords: 0, linksUp: 0)
     /// What the core is fed from the link, as the live host counts it.
@@ -177,6 +177,20 @@ public struct SessionAdapter: CoreAdapter {
 
     /// The core's next timer, the latest instant a held input is released, or the responder's
     /// next delivery.
+    /// Its faults are asked only as frames and captured answers are scheduled: a copy may take
+    /// other faults (``CoreAdapter/adoptFaults(_:)``), unless they would turn its responder's
+    /// resends on or off.
+    public mutating func adoptFaults(_ faults: PeerFrameFaults) -> Bool {
+        if var responder {
+            guard responder.adopt(faults) else { return false }
+            self.responder = responder
+        } else if faults.isEmpty != self.faults.isEmpty {
+            return false
+        }
+        self.faults = faults
+        return true
+    }
+
     public var nextDeadline: Duration? {
         let candidates = [driver.nextDeadline, order?.nextReleaseNs.map(Duration.nanoseconds), responder?.nextDueNs.map(Duration.nanoseconds)]
         return candidates.compactMap { $0 }.min()

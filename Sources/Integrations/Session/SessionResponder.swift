@@ -174,7 +174,7 @@ struct SessionResponder: Sendable {
     }
 
     let role: SessionRole
-    private let faults: PeerFrameFaults
+    private var faults: PeerFrameFaults
     private let retransmissionNs: Int64
     private let handshakeNs: Int64
     private let peerMessageLimitNs: Int64 = 10_000_000_000
@@ -255,6 +255,14 @@ struct SessionResponder: Sendable {
     private var linkUp = false
     /// Frames the responder made, for the summary.
     private(set) var made = 0
+
+    /// Asks `faults` about the answers it schedules from now on (a fault sweep's fork). `false`
+    /// when they would turn its resends on or off, which it decided when it was made.
+    mutating func adopt(_ faults: PeerFrameFaults) -> Bool {
+        guard faults.isEmpty != resendsEnabled else { return false }
+        self.faults = faults
+        return true
+    }
 
     init(prescan: SessionCapturePrescan, role: SessionRole, faults: PeerFrameFaults = .init(), retransmissionTimeout: Duration = .seconds(2),
          handshakeTimeout: Duration = .seconds(3)) {

@@ -56,7 +56,7 @@ public struct WidgetAdapter: CoreAdapter {
     /// The capture timestamp of virtual time zero, for stamping a responder's answers.
     private var captureEpochNs: Int64 = 0
     private let prescan: WidgetCapturePrescan?
-    private let faults: PeerFrameFaults
+    private var faults: PeerFrameFaults
     /// Responder mode: the broker and the cloud as recorded (``WidgetResponder``); made at `start`.
     private var responder: WidgetResponder?
     /// Responder mode: whether the core holds a connection the responder accepted.
@@ -167,6 +167,14 @@ public struct WidgetAdapter: CoreAdapter {
 
     /// The core's next timer, the latest instant a held input is released, or the responder's
     /// next answer.
+    /// Its faults are asked only as captured answers are scheduled: a copy may take other faults
+    /// (``CoreAdapter/adoptFaults(_:)``).
+    public mutating func adoptFaults(_ faults: PeerFrameFaults) -> Bool {
+        responder?.adopt(faults)
+        self.faults = faults
+        return true
+    }
+
     public var nextDeadline: Duration? {
         let candidates = [driver.nextDeadline, order?.nextReleaseNs.map(Duration.nanoseconds), responder?.nextDueNs.map(Duration.nanoseconds)]
         return candidates.compactMap { $0 }.min()

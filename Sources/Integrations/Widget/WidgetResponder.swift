@@ -128,12 +128,15 @@ struct WidgetResponder: Sendable {
     private var cursors: [String: Int] = [:]
     private var deliveries: [Delivery] = []
     private var order = 0
-    private let faults: PeerFrameFaults
+    private var faults: PeerFrameFaults
     private let responseTopic: String
     private let requestTopic: String
     private let madeDelayNs: Int64
     /// Answers the responder made, for the summary.
     private(set) var made = 0
+
+    /// Asks `faults` about the answers it schedules from now on (a fault sweep's fork).
+    mutating func adopt(_ faults: PeerFrameFaults) { self.faults = faults }
 
     init(prescan: WidgetCapturePrescan, clientID: String, account: String, faults: PeerFrameFaults = .init()) {
         self.faults = faults

@@ -209,11 +209,39 @@ public protocol CoreAdapter {
     /// ``timeout(now:)`` handing each event to `emit` as it is made, in the same order.
     /// Defaults to emitting what ``timeout(now:)`` returns.
     mutating func timeout(now: Duration, emit: (TraceEvent) -> Void)
+    /// Takes `faults` in place of the faults it was made with (``IntegrationContext/faults``),
+    /// for every decision from now on, and says whether it could.
+    ///
+    /// A fault sweep (``FaultSweep``) does not replay each variant from the first frame: it copies
+    /// the run without the variant's fault at a point before anything asked about the faulted
+    /// frame, and gives the copy the variant's faults. That is sound for an adapter that asks its
+    /// faults only as it goes (``PeerFrameFaults/deliveries(ofFrame:kind:capturedAt:)`` for each
+    /// frame or captured answer as it is scheduled), and keeps nothing it derived from the whole
+    /// list when it was made. Such an adapter stores the new faults where it kept the old and
+    /// returns `true`; an adapter that keeps no faults returns `true` too. The default, `false`,
+    /// makes the sweep replay that set's variants in full, as it says in its report.
+    mutating func adoptFaults(_ faults: PeerFrameFaults) -> Bool
+    /// Whether `other`, an adapter of the same core replaying the same capture, is in the same
+    /// state as this one: the same inputs from here on would make it do and emit exactly what this
+    /// one does, but for its final summary. A fault sweep asks it of a variant and the run without
+    /// its fault at the same frame, once the fault can no longer act, and stops the variant when
+    /// the answer is `true` (its promises then end as the run without the fault's do).
+    ///
+    /// Compare everything that decides future behaviour; leave out counts that only the final
+    /// `summary` event reports, caches, and the faults themselves. `false` when unsure: the
+    /// default, which replays every variant to the end of the capture.
+    func hasSameState(as other: any CoreAdapter) -> Bool
 }
 
 extension CoreAdapter {
     /// Raw-bytes adapters (the ingest adapter) need no dissection.
     public var dissectsFrames: Bool { false }
+
+    /// `false`: a fault sweep replays each variant in full (see the requirement).
+    public mutating func adoptFaults(_ faults: PeerFrameFaults) -> Bool { false }
+
+    /// `false`: a fault sweep runs every variant to the end of the capture (see the requirement).
+    public func hasSameState(as other: any CoreAdapter) -> Bool { false }
 
     /// Emits what ``frame(_:now:)`` returns.
     public mutating func frame(_ frame: ReplayFrame, now: Duration, emit: (TraceEvent) -> Void) {

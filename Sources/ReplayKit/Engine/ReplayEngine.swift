@@ -400,6 +400,7 @@ public struct ReplayEngine {
         pending.bytes.withUnsafeBytes { bytes in
             var dissected = pending.dissected
             if pending.redissect, wanted == .dissected {
+                state.dissectedOtherFrames = true
                 dissected = state.dissect(bytes, flags: pending.flags, interface: route.interface)
             }
             let frame = ReplayFrame(
@@ -494,6 +495,15 @@ public struct ReplayEngine {
         }
     }
 
+    /// Whether this engine in `state`, reading the same frames from here on, goes on exactly as
+    /// `other` in `otherState` does: every adapter in the same state as its counterpart
+    /// (``CoreAdapter/hasSameState(as:)``), and the engine's own state the same
+    /// (``RunState/hasSameFuture(as:)``).
+    func hasSameFuture(as other: ReplayEngine, state: RunState, otherState: RunState) -> Bool {
+        guard adapters.count == other.adapters.count, state.hasSameFuture(as: otherState) else { return false }
+        return adapters.indices.allSatisfy { adapters[$0].hasSameState(as: other.adapters[$0]) }
+    }
+
     /// The dissector the engine runs per interface: records, links and datagrams, no one-line
     /// summaries, no kept TCP payload. An adapter that prescans a capture uses the same, so it sees
     /// what replay will feed it.
@@ -544,6 +554,14 @@ struct PendingFrame {
     var dissected: DissectedFrame?
     var order = 0
 
+    /// The same frame, due at the same instant, whatever its place in the queue's numbering
+    /// (``RunState/hasSameFuture(as:)``).
+    func isSameDelivery(as other: PendingFrame) -> Bool {
+        at == other.at && extraDelay == other.extraDelay && ticket == other.ticket && number == other.number
+            && timestampNs == other.timestampNs && interfaceIndex == other.interfaceIndex && bytes == other.bytes
+            && flags == other.flags && redissect == other.redissect && dissected == other.dissected
+    }
+
     static func precedes(_ a: PendingFrame, _ b: PendingFrame) -> Bool {
         switch (a.at, b.at) {
         case let (x?, y?): return (x, a.order) < (y, b.order)
@@ -582,6 +600,31 @@ struct RunState {
     /// one, last).
     var pending: [PendingFrame] = []
     private var pendingOrder = 0
+    /// Set once a frame the capture does not hold (one a fault put on a link, or altered bytes)
+    /// went through a dissector: from then on the dissectors' state is not a function of the
+    /// captured frames read alone (``hasSameFuture(as:)``).
+    var dissectedOtherFrames = false
+
+    /// Whether a run in this state, reading the same frames from here on, goes on exactly as a run
+    /// in `other` does, its adapters aside (``ReplayEngine/hasSameFuture(as:state:otherState:)``):
+    /// what a fault sweep asks of a variant and the run without its fault at the same frame.
+    ///
+    /// The routes and the dissectors are not compared: both are a function of the captured frames
+    /// read so far, the same in both runs (every captured frame is dissected as it is read, before
+    /// any fault decides its fate), unless a frame the capture does not hold was dissected
+    /// (``dissectedOtherFrames``), and then the answer is `false`. The queue's numbering of late
+    /// frames is left out (only their order matters), as are the summary's counts.
+    func hasSameFuture(as other: RunState) -> Bool {
+        guard !dissectedOtherFrames, !other.dissectedOtherFrames, clock == other.clock, nextCall == other.nextCall,
+              halted == other.halted, consecutiveTimeouts == other.consecutiveTimeouts, firstTimeout == other.firstTimeout,
+              pending.count == other.pending.count, zip(pending, other.pending).allSatisfy({ $0.isSameDelivery(as: $1) })
+        else { return false }
+        switch (injector, other.injector) {
+        case (nil, nil): return true
+        case let (a?, b?): return a.hasSameState(as: b)
+        default: return false
+        }
+    }
 
     /// Queues a frame, keeping `pending` sorted by instant and, within one, by arrival.
     mutating func enqueue(_ frame: PendingFrame) {

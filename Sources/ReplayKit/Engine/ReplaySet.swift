@@ -231,6 +231,13 @@ public func replaySet(_ set: LoadedCaptureSet, options: ReplayOptions, into sink
 public func replayAdapters(for set: LoadedCaptureSet, options: ReplayOptions) throws(ReplayError)
     -> (adapters: [any CoreAdapter], interfaces: [ManifestInterface], unlabelledAPICallsCore: String?, warnings: [String])
 {
+    try replayAdapters(for: set, options: options, probe: nil)
+}
+
+/// ``replayAdapters(for:options:)``, their faults telling `probe` every frame asked about.
+func replayAdapters(for set: LoadedCaptureSet, options: ReplayOptions, probe: FaultQueryProbe?) throws(ReplayError)
+    -> (adapters: [any CoreAdapter], interfaces: [ManifestInterface], unlabelledAPICallsCore: String?, warnings: [String])
+{
     let manifest = set.manifest
     let manifestPath = set.directory.manifestPath
     let registry = options.integrations
@@ -259,7 +266,7 @@ public func replayAdapters(for set: LoadedCaptureSet, options: ReplayOptions) th
             section = base.setting(setting.key.split(separator: ".").map(String.init), to: setting.value)
         }
         var context = IntegrationContext(captureSet: set, section: section, frameMatching: options.effectiveFrameMatching,
-                                         faults: PeerFrameFaults(options.faults))
+                                         faults: PeerFrameFaults(options.faults, probe: probe))
         context.capturedCallsReplaced = options.replacedCallCores.contains(integration.name)
         adapters.append(try integration.makeAdapter(context))
     }
@@ -359,9 +366,7 @@ public func replaySet(
         throw .capture(error)
     }
     summary.warnings = sectionWarnings + summary.warnings
-    if let runaway = summary.runawayTimers.first {
-        throw .runawayTimers(set: set.directory.path, runaway, settings: timerSettings(of: runaway.core, in: set, options: options))
-    }
+    if let error = runawayError(summary, set: set, options: options) { throw error }
     return ReplayRun(captureSet: set, summary: summary, cores: cores)
 }
 
@@ -384,8 +389,8 @@ public func steppedReplay(
 
 /// The engine that replays `set` as `options` say (adapters, interfaces, calls, faults), and the
 /// manifest sections' warnings: what a plain and a stepped replay both run.
-func replayEngine(for set: LoadedCaptureSet, options: ReplayOptions) throws(ReplayError) -> (engine: ReplayEngine, warnings: [String]) {
-    let (adapters, interfaces, unlabelled, sectionWarnings) = try replayAdapters(for: set, options: options)
+func replayEngine(for set: LoadedCaptureSet, options: ReplayOptions, probe: FaultQueryProbe? = nil) throws(ReplayError) -> (engine: ReplayEngine, warnings: [String]) {
+    let (adapters, interfaces, unlabelled, sectionWarnings) = try replayAdapters(for: set, options: options, probe: probe)
     var engine = ReplayEngine(adapters: adapters, manifestInterfaces: interfaces, gattHandles: set.manifest.gattHandles, drainHorizon: options.drainHorizon)
     engine.unlabelledAPICallsCore = unlabelled
     engine.scheduledCalls = options.scheduledCalls

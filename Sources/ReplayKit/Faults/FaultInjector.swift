@@ -44,7 +44,7 @@ struct FaultInjector {
         var frame: LinkFaultFrames.Frame
     }
 
-    private struct Connection {
+    private struct Connection: Equatable {
         /// The recorded setup, from the connection's LE Connection Complete to just before the
         /// peer's first notification or indication: what a reconnection feeds again.
         var setup: [LinkFaultFrames.Frame] = []
@@ -52,7 +52,7 @@ struct FaultInjector {
         var lastWriteHandle: UInt16?
     }
 
-    private struct BLELink {
+    private struct BLELink: Equatable {
         var linkType: LinkType
         var connections: [UInt16: Connection] = [:]
         /// Dropped by a fault: handle → when it comes back (`nil`: never).
@@ -60,13 +60,13 @@ struct FaultInjector {
         var suppressed: [UInt16: Int] = [:]
     }
 
-    private struct TCPFlow {
+    private struct TCPFlow: Equatable {
         var template: [UInt8]
         var brokerNext: UInt32
         var clientNext: UInt32
     }
 
-    private struct TCPLink {
+    private struct TCPLink: Equatable {
         var linkType: LinkType
         /// Broker → client flows with data seen, and the sequence numbers a reset must carry.
         var flows: [TCPFlowKey: TCPFlow] = [:]
@@ -74,19 +74,19 @@ struct FaultInjector {
         var reset: Set<TCPFlowKey> = []
     }
 
-    private enum Timed {
+    private enum Timed: Equatable {
         case disconnect(fault: Int)
         case reconnect(fault: Int, interface: Int, handle: UInt16)
         case closeBlock(fault: Int, block: Int)
     }
 
-    private struct ReorderBlock {
+    private struct ReorderBlock: Equatable {
         var number = 0
         var tickets: [Int] = []
         var opened: Duration = .zero
     }
 
-    let faults: [Fault]
+    private(set) var faults: [Fault]
     private var timed: [(at: Duration, order: Int, what: Timed)] = []
     private var timedOrder = 0
     private var ble: [Int: BLELink] = [:]
@@ -103,10 +103,33 @@ struct FaultInjector {
         }
     }
 
+    /// Puts `fault` in the place of fault `index`, as if the run had had it from the start: what
+    /// a fault sweep's fork does to a copy of the run without the variant's fault (``FaultSweep``).
+    /// Sound only before anything asked about what `fault` selects, which the sweep sees to; and
+    /// `false`, changing nothing, when a timer has been scheduled already (the new fault's own timer
+    /// would then be ordered differently from a run that had it from the start).
+    mutating func replaceFault(at index: Int, with fault: Fault) -> Bool {
+        guard faults.indices.contains(index), timedOrder == 0, timed.isEmpty else { return false }
+        faults[index] = fault
+        if case .disconnect(let at, _) = fault { schedule(at, .disconnect(fault: index)) }
+        return true
+    }
+
     private mutating func schedule(_ at: Duration, _ what: Timed) {
         timedOrder += 1
         timed.append((at, timedOrder, what))
         timed.sort { ($0.at, $0.order) < ($1.at, $1.order) }
+    }
+
+    /// Whether the injector will act from now on exactly as `other` does, the faults aside (a
+    /// fault sweep compares a variant with the run without its fault only once that fault can no
+    /// longer act: ``FaultSweep``): the same timers due, in the same order, the same links
+    /// followed and held down, the same reorder blocks. The count of faults applied, which only
+    /// the summary reads, is left out, and so are the timers' sequence numbers, of which only the
+    /// order matters.
+    func hasSameState(as other: FaultInjector) -> Bool {
+        timed.count == other.timed.count && zip(timed, other.timed).allSatisfy { $0.at == $1.at && $0.what == $1.what }
+            && ble == other.ble && tcp == other.tcp && blocks == other.blocks && nextTicket == other.nextTicket
     }
 
     /// When ``fire(now:)`` is next due.

@@ -8,11 +8,27 @@
 public struct PeerFrameFaults: Sendable, Hashable {
     /// The run's faults.
     public var faults: [Fault]
+    /// Told the number of every frame a decision is asked about: what a fault sweep's probe run
+    /// learns, for each peer frame, the first moment anything depends on its fate from
+    /// (``FaultQueryProbe``). Not part of the value: two views of the same faults are equal.
+    var probe: FaultQueryProbe?
 
     /// The per-frame view of `faults`.
     public init(_ faults: [Fault] = []) {
         self.faults = faults
     }
+
+    /// The per-frame view of `faults`, telling `probe` each frame asked about.
+    init(_ faults: [Fault], probe: FaultQueryProbe?) {
+        self.faults = faults
+        self.probe = probe
+    }
+
+    /// Equal when the faults are.
+    public static func == (a: PeerFrameFaults, b: PeerFrameFaults) -> Bool { a.faults == b.faults }
+
+    /// Hashes the faults.
+    public func hash(into hasher: inout Hasher) { hasher.combine(faults) }
 
     /// No fault.
     public var isEmpty: Bool { faults.isEmpty }
@@ -48,6 +64,7 @@ public struct PeerFrameFaults: Sendable, Hashable {
     /// 2ⁿ, so the work a fault list can create grows with its length (at most
     /// ``Fault/maximumPerRun`` faults); a delay or jitter after it moves every copy.
     public func deliveries(ofFrame number: Int, kind: PeerFrameKind, capturedAt time: Duration) -> [Duration] {
+        probe?.asked(about: number)
         var delays: [Duration] = [.zero]
         for fault in faults {
             switch Self.timing(of: fault, frame: number, kind: kind, at: time) {
@@ -70,5 +87,33 @@ public struct PeerFrameFaults: Sendable, Hashable {
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         z ^= z >> 31
         return Double(z >> 11) / Double(1 << 53)
+    }
+}
+
+/// Where a fault sweep's probe run (``FaultSweep``) notes, for every frame number, the first
+/// position of the replay at which anything asked about that frame's fate: the engine when it
+/// reads the frame, a responder when it schedules the captured answer ahead of it. Up to that
+/// position a run with a fault on that frame is the run without it, so a variant may start from
+/// a copy of the run without it taken there.
+///
+/// A class, because every copy of a ``PeerFrameFaults`` (one in each responder) must tell the one
+/// probe. `@unchecked Sendable`: a probe belongs to one replay, which runs on one thread; it is
+/// never shared between replays (the value it is reached through is `Sendable` for the faults'
+/// sake).
+final class FaultQueryProbe: @unchecked Sendable {
+    /// The replay's position: the index of the frame being handled (set by the run that owns
+    /// the probe before it hands each frame to the engine); -1 while the adapters are being made,
+    /// before any frame, when a responder may ask about frames as it reads the capture ahead.
+    var position = -1
+    /// Frame number → the first position it was asked about at.
+    private(set) var firstAsked: [Int: Int] = [:]
+    /// Frame number → the last position it was asked about at: after it, a fault on that frame
+    /// can no longer change what the run does.
+    private(set) var lastAsked: [Int: Int] = [:]
+
+    /// Notes that frame `number`'s fate was asked about now.
+    func asked(about number: Int) {
+        if firstAsked[number] == nil { firstAsked[number] = position }
+        lastAsked[number] = position
     }
 }

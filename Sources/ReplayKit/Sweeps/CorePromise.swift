@@ -80,7 +80,7 @@ public struct PlainRunFacts: Sendable {
 }
 
 /// Checks a stream of trace events against promises, as a variant's replay streams.
-public struct PromiseChecker {
+public struct PromiseChecker: Sendable {
     let promises: [(core: String, promise: CorePromise)]
     let correlations: [String: [TraceCorrelation]]
     let plain: PlainRunFacts?
@@ -176,6 +176,51 @@ public struct PromiseChecker {
                 }
             }
         }
+    }
+
+    /// This checker at the end of its run, composed without replaying the rest: at some point its
+    /// run was in the same state as the source run's (``ReplayEngine/hasSameFuture(as:state:otherState:)``),
+    /// whose checker was then `shadow`; `sourceEnd` is the source run's checker at its end. The rest
+    /// of this run is the rest of the source run, event for event, so what the source run's checker
+    /// saw after `shadow` is what this one would have seen.
+    ///
+    /// Exact, or `nil`: whatever decides what an event does to a checker (requests open and ended,
+    /// progress, the highest value, the last value) must be the same as `shadow`'s, and every
+    /// promise `shadow` has broken this one must have broken too (the source run's later breaks are
+    /// then this one's, but for those it already has). What only adds up (the events a sequence
+    /// promise collects, the counts of preserved events) takes the source run's additions.
+    func composed(shadow: PromiseChecker, sourceEnd: PromiseChecker) -> PromiseChecker? {
+        guard plain != nil, starts == shadow.starts, ends == shadow.ends, excused == shadow.excused, progress == shadow.progress,
+              lastValues == shadow.lastValues, highest.count == shadow.highest.count,
+              highest.allSatisfy({ key, value in shadow.highest[key].map { $0.value == value.value && $0.timeNs == value.timeNs } ?? false }),
+              sourceEnd.droppedFrames == shadow.droppedFrames,
+              shadow.broken.allSatisfy({ b in broken.contains { $0.core == b.core && $0.promise == b.promise } }),
+              sourceEnd.broken.count >= shadow.broken.count
+        else { return nil }
+        var end = self
+        end.starts = sourceEnd.starts
+        end.ends = sourceEnd.ends
+        end.excused = sourceEnd.excused
+        end.progress = sourceEnd.progress
+        end.lastValues = sourceEnd.lastValues
+        end.highest = sourceEnd.highest
+        for (slot, all) in sourceEnd.sequences {
+            let before = shadow.sequences[slot]?.count ?? 0
+            guard all.count >= before else { return nil }
+            end.sequences[slot, default: []] += all[before...]
+        }
+        for (slot, counts) in sourceEnd.variantPreserved {
+            for (identity, count) in counts {
+                let added = count - (shadow.variantPreserved[slot]?[identity] ?? 0)
+                guard added >= 0 else { return nil }
+                if added > 0 { end.variantPreserved[slot, default: [:]][identity, default: 0] += added }
+            }
+        }
+        for later in sourceEnd.broken[shadow.broken.count...]
+        where !end.broken.contains(where: { $0.core == later.core && $0.promise == later.promise }) {
+            end.broken.append(later)
+        }
+        return end
     }
 
     /// The plain run's facts, after its last event.

@@ -62,9 +62,22 @@ public struct SweepVariant: Sendable, Hashable {
     public var broken: [BrokenPromise]
     /// Why it could not be replayed, if it could not.
     public var error: String?
+    /// Where it started: the number of frames the run without its fault had handed over when it
+    /// was copied (``FaultSweep``); `nil` when it was replayed from the first frame.
+    public var forkedAt: Int?
+    /// Where it stopped early, recovered: the number of frames handed over when its whole state
+    /// was the run without its fault's (``FaultSweep``); `nil` when it ran to the end.
+    public var stoppedAt: Int?
 
     /// No promise broken and no error.
     public var passed: Bool { broken.isEmpty && error == nil }
+
+    /// What a replay of a variant showed.
+    struct Outcome {
+        var broken: [BrokenPromise]
+        var error: String?
+        var stoppedAt: Int?
+    }
 }
 
 /// What a sweep of one set showed.
@@ -84,7 +97,17 @@ public struct SweepResult: Sendable {
     /// the protocol's timers need: `delay:frame=N:kind=disconnection:by=SETTLE`. Empty when the
     /// capture ends with its links up, or the settle time is zero.
     public var heldEnding: [Fault]
+    /// Why no variant was copied from the run without faults, when the sweep was to fork them and
+    /// none was (``SweepPlan/forkRefusal``).
+    public var forkRefusal: String?
+    /// The part of the sweep this result holds, when the sweep was split across jobs
+    /// (``SweepPlan/part(_:)``); `nil` for the whole sweep.
+    public var part: SweepPart?
 
+    /// Variants copied from the run without faults rather than replayed from the first frame.
+    public var forked: Int { variants.filter { $0.forkedAt != nil }.count }
+    /// Variants stopped early because they had recovered.
+    public var stoppedEarly: Int { variants.filter { $0.stoppedAt != nil }.count }
     /// Variants that broke no promise.
     public var passed: Int { variants.filter(\.passed).count }
     /// The others.
@@ -97,8 +120,13 @@ public struct SweepResult: Sendable {
 /// First the set is replayed without faults in responder mode, recording its peer frames, where
 /// its links end, and the facts the promises compare with (from a second run with the links'
 /// recorded ends held back by the settle time, as every variant's are); then each variant is
-/// replayed the same way with its one fault. Variants are independent, so they run in parallel on the machine's cores; the result
-/// is the same whatever the parallelism.
+/// replayed the same way with its one fault. Variants are independent, so they run in parallel on
+/// the machine's cores; the result is the same whatever the parallelism.
+///
+/// A variant is not replayed from the first frame: up to the first moment anything asks about its
+/// fault's frame it is the run without the fault, so it starts from a copy of that run taken there
+/// (SweepFork.swift says how the moment is found). `forking: false` (`--sweep-exhaustive`) replays
+/// every variant from the first frame, for checking that both give the same answers.
 public enum FaultSweep {
     /// How long a sweep holds back the recorded end of each link, unless told otherwise: longer
     /// than the session link's 3 s handshake and 2 s retransmission timers together, and the
@@ -112,25 +140,35 @@ public enum FaultSweep {
     /// processes instead, and reports a trap as the variant's broken promise).
     public static func run(
         _ set: LoadedCaptureSet, kind: SweepKind, options: ReplayOptions, only: Set<Int>? = nil, settle: Duration = defaultSettle,
-        parallelism: Int = ProcessInfo.processInfo.activeProcessorCount, progress: @escaping @Sendable (Int, Int) -> Void = { _, _ in }
+        forking: Bool = true, part shard: ReplayShard? = nil, parallelism: Int = ProcessInfo.processInfo.activeProcessorCount,
+        progress: @escaping @Sendable (Int, Int) -> Void = { _, _ in }
     ) throws(ReplayError) -> SweepResult {
-        let plan = try self.plan(set, kind: kind, options: options, only: only, settle: settle)
-        let results = SweepVariantQueue(count: plan.count)
-        let workers = max(1, min(parallelism, plan.count))
+        let plan = try self.plan(set, kind: kind, options: options, only: only, settle: settle, forking: forking)
+        let part = shard.map(plan.part)
+        let results = SweepVariantQueue(order: plan.executionOrder(of: part))
+        let workers = max(1, min(parallelism, results.count))
         DispatchQueue.concurrentPerform(iterations: workers) { _ in
+            var runner = plan.makeRunner()
             while let index = results.take() {
-                results.set(index, plan.variant(at: index))
+                results.set(index, runner.variant(at: index))
                 progress(results.done, plan.count)
             }
         }
-        return plan.result(results.all)
+        return plan.result(results.all, part: part)
     }
+
+    /// The fault a sweep's source run has in the variant's place: it selects no frame (frame
+    /// numbers start at 1), so the source run is the run without the variant's fault, with the same
+    /// number of faults (an adapter may behave differently with none at all).
+    static let placeholder = Fault.drop(FrameSelector(frames: Int.min...Int.min))
 
     /// Makes a sweep of `set` ready: replays it without faults (twice when its links end in the
     /// capture) for the peer frames, where the links end, and the facts promises compare with.
-    /// `only` limits the variants to these frame numbers.
+    /// `only` limits the variants to these frame numbers. With `forking`, a probe run finds where
+    /// each variant may be copied from the run without its fault (``SweepPlan/forkPositions``).
     public static func plan(
-        _ set: LoadedCaptureSet, kind: SweepKind, options: ReplayOptions, only: Set<Int>? = nil, settle: Duration = defaultSettle
+        _ set: LoadedCaptureSet, kind: SweepKind, options: ReplayOptions, only: Set<Int>? = nil, settle: Duration = defaultSettle,
+        forking: Bool = true
     ) throws(ReplayError) -> SweepPlan {
         let started = DispatchTime.now().uptimeNanoseconds
         var plainOptions = options
@@ -166,8 +204,81 @@ public enum FaultSweep {
             throw .sweepSelectsNothing(set: set.directory.name, selected: low...high, peerFrames: peerFrames.count,
                                        first: peerFrames.first?.frame, last: peerFrames.last?.frame)
         }
-        return SweepPlan(set: set, kind: kind, points: points, heldEnding: heldEnding,
-                         options: plainOptions, promises: promises, correlations: correlations, facts: facts, startedNs: started)
+        var fork = SweepPlan.Fork.exhaustive
+        if forking, !points.isEmpty {
+            fork = try forkPlan(set, kind: kind, points: points, options: plainOptions, heldEnding: heldEnding,
+                                checker: PromiseChecker(promises: promises, correlations: correlations, plain: facts))
+        }
+        return SweepPlan(set: set, kind: kind, points: points, heldEnding: heldEnding, options: plainOptions, promises: promises,
+                         correlations: correlations, facts: facts, fork: fork, startedNs: started)
+    }
+
+    /// The probe run (SweepFork.swift): the source run once through, noting when each frame is
+    /// first asked about and each frame's instant; from them, where each point's variant may be
+    /// copied from.
+    static func forkPlan(
+        _ set: LoadedCaptureSet, kind: SweepKind, points: [SweepPlan.Point], options: ReplayOptions, heldEnding: [Fault],
+        checker: PromiseChecker
+    ) throws(ReplayError) -> SweepPlan.Fork {
+        let capture: RecordedCapture
+        do throws(CaptureError) { capture = try RecordedCapture(path: set.capturePath) } catch { throw .capture(error) }
+        let probe = FaultQueryProbe()
+        var sourceOptions = options
+        sourceOptions.faults = [placeholder] + heldEnding
+        var (engine, _) = try replayEngine(for: set, options: sourceOptions, probe: probe)
+        let view = PeerFrameFaults(sourceOptions.faults)
+        for adapter in engine.adapters {
+            var copy = adapter
+            guard copy.adoptFaults(view) else {
+                return .refused("core \(copy.core)'s adapter cannot take another variant's faults part way through a run (CoreAdapter.adoptFaults), so every variant was replayed from the first frame")
+            }
+        }
+        var state = engine.makeRunState()
+        var summary = ReplaySummary()
+        let reader = RecordedCaptureReader(capture, at: 0)
+        // Each frame's instant as the engine advanced to it: a `disconnect` at T is first felt by
+        // the first frame at or after T.
+        var instants: [Int64] = []
+        instants.reserveCapacity(capture.frames.count)
+        var position = 0
+        var checker = checker
+        while position < capture.frames.count, !state.halted {
+            probe.position = position
+            let next = position + 1
+            SweepCursor.run(&engine, &state, &summary, reader: reader, from: &position, to: next) { checker.observe($0) }
+            instants.append(summary.lastFrameTimeNs)
+        }
+        probe.position = capture.frames.count
+        engine.finishRun(reader: reader, state: &state, summary: &summary) { checker.observe($0) }
+        let positions = points.map { point -> Int? in
+            switch kind {
+            case .drop, .delay:
+                let read = capture.indexOfFrame[point.frame] ?? capture.frames.count
+                let first = min(read, probe.firstAsked[point.frame] ?? read)
+                // Asked about while the adapters were made (a responder reading the capture
+                // ahead): no run without the fault ever equals the variant's.
+                return first < 0 ? nil : first
+            case .disconnect:
+                let at = point.time.replayNanoseconds
+                return instants.firstIndex { $0 >= at } ?? instants.count
+            }
+        }
+        // A variant is compared with the run without its fault only once its fault can no longer
+        // act: after its frame was read and last asked about, or, for a disconnection, once its
+        // timers are behind it (the fault injector's state, compared, holds them until then).
+        let settled = points.indices.map { index -> Int in
+            let point = points[index]
+            switch kind {
+            case .drop, .delay:
+                let read = capture.indexOfFrame[point.frame] ?? capture.frames.count
+                return max(read, probe.lastAsked[point.frame] ?? read) + 1
+            case .disconnect:
+                return (positions[index] ?? 0) + 1
+            }
+        }
+        // A source run whose timers ran away ends differently from any variant that stops early.
+        let recovery = summary.runawayTimers.isEmpty ? SweepPlan.Recovery(settled: settled, sourceEnd: checker) : nil
+        return .forked(capture: capture, positions: positions, recovery: recovery)
     }
 
     /// Replays `set` without the sweep's faults (only `options.faults`), recording the facts the
@@ -225,17 +336,81 @@ public struct SweepPlan: Sendable {
     let promises: [(core: String, promise: CorePromise)]
     let correlations: [String: [TraceCorrelation]]
     let facts: PlainRunFacts
+    let fork: Fork
     let startedNs: UInt64
+
+    /// Whether and from where variants are copied from the run without faults.
+    enum Fork: Sendable {
+        /// Every variant from the first frame (`--sweep-exhaustive`, or no variant at all).
+        case exhaustive
+        /// Forking was asked for and could not be done; the reason, for the report.
+        case refused(String)
+        /// The capture in memory; per point the number of frames handed over before its variant
+        /// is copied (`nil`: replayed from the first frame, its frame having been asked about
+        /// while the adapters were made); ``Recovery`` when variants may stop early.
+        case forked(capture: RecordedCapture, positions: [Int?], recovery: Recovery?)
+    }
+
+    /// What a variant that has recovered needs to end without replaying the rest.
+    struct Recovery: Sendable {
+        /// Per point, the first position from which its fault can no longer act: the frame and
+        /// every question about it behind (``FaultQueryProbe/lastAsked``), its timers in the state.
+        var settled: [Int]
+        /// The source run's promise checker at its end (``PromiseChecker/composed(shadow:sourceEnd:)``).
+        var sourceEnd: PromiseChecker
+    }
 
     /// How many variants.
     public var count: Int { points.count }
+
+    /// Per point, the frames the run without faults hands over before its variant is copied from
+    /// it, or `nil` for a variant replayed from the first frame (its frame was asked about while
+    /// the adapters were made: a responder reading the capture ahead); `nil` when every variant is
+    /// replayed from the first frame.
+    public var forkPositions: [Int?]? {
+        if case .forked(_, let positions, _) = fork { return positions }
+        return nil
+    }
+
+    /// Why variants are replayed from the first frame though forking was asked for; `nil` when
+    /// they are forked, or forking was not asked for.
+    public var forkRefusal: String? {
+        if case .refused(let why) = fork { return why }
+        return nil
+    }
+
+    var capture: RecordedCapture? {
+        if case .forked(let capture, _, _) = fork { return capture }
+        return nil
+    }
+
+    var recovery: Recovery? {
+        if case .forked(_, _, let recovery) = fork { return recovery }
+        return nil
+    }
+
+    /// The order to run the variants in (indices into ``points``): by where they fork, so that a
+    /// ``SweepRunner`` handed them in this order only ever moves its run forward.
+    public var executionOrder: [Int] {
+        guard let positions = forkPositions else { return Array(points.indices) }
+        return points.indices.sorted { (positions[$0] ?? -1, $0) < (positions[$1] ?? -1, $1) }
+    }
+
+    /// ``executionOrder`` of the variants of `part` alone (all of them when `nil`).
+    public func executionOrder(of part: SweepPart?) -> [Int] {
+        guard let part else { return executionOrder }
+        return executionOrder.filter(part.indices.contains)
+    }
+
+    /// A runner of this plan's variants on one thread.
+    public func makeRunner() -> SweepRunner { SweepRunner(plan: self) }
 
     /// The fault of variant `index`.
     public func fault(at index: Int) -> Fault {
         kind.fault(frame: points[index].frame, at: points[index].time)
     }
 
-    /// Variant `index` replayed and checked, in this process.
+    /// Variant `index` replayed from the first frame and checked, in this process.
     public func variant(at index: Int) -> SweepVariant {
         FaultSweep.variant(set, fault: fault(at: index), held: heldEnding, frame: points[index].frame, options: options,
                            promises: promises, correlations: correlations, facts: facts)
@@ -243,9 +418,10 @@ public struct SweepPlan: Sendable {
 
     /// Variant `index` with the promises a run in another process broke (`broken`) or the error
     /// that stopped it.
-    public func variant(at index: Int, broken: [BrokenPromise], error: String?) -> SweepVariant {
+    public func variant(at index: Int, broken: [BrokenPromise], error: String?, forkedAt: Int? = nil, stoppedAt: Int? = nil) -> SweepVariant {
         let fault = fault(at: index)
-        return SweepVariant(frame: points[index].frame, fault: fault, faults: [fault] + heldEnding, broken: broken, error: error)
+        return SweepVariant(frame: points[index].frame, fault: fault, faults: [fault] + heldEnding, broken: broken, error: error,
+                            forkedAt: forkedAt, stoppedAt: stoppedAt)
     }
 
     /// Variant `index`, whose replay ended the process that ran it (a core trapped): it broke the
@@ -256,11 +432,11 @@ public struct SweepPlan: Sendable {
         return variant(at: index, broken: [BrokenPromise(promise: "no trap", core: core, detail: detail)], error: nil)
     }
 
-    /// The sweep's result from its variants (in point order).
-    public func result(_ variants: [SweepVariant]) -> SweepResult {
+    /// The sweep's result from its variants (in point order): all of them, or those of `part`.
+    public func result(_ variants: [SweepVariant], part: SweepPart? = nil) -> SweepResult {
         let elapsed = Double(DispatchTime.now().uptimeNanoseconds - startedNs) / 1e9
         return SweepResult(set: set.name, kind: kind, promises: promises.map { "\($0.core): \($0.promise.name)" },
-                           variants: variants, elapsedSeconds: elapsed, heldEnding: heldEnding)
+                           variants: variants, elapsedSeconds: elapsed, heldEnding: heldEnding, forkRefusal: forkRefusal, part: part)
     }
 }
 
@@ -284,22 +460,32 @@ struct RecordedEnding {
 /// A sweep's variants handed out to parallel runners and their results gathered, in point order:
 /// what ``FaultSweep/run(_:kind:options:only:settle:parallelism:progress:)`` and a tool's own
 /// runners (worker processes) share.
+///
+/// `@unchecked Sendable`: every stored property is read and written under `lock` only.
 public final class SweepVariantQueue: @unchecked Sendable {
     private let lock = NSLock()
     private var variants: [SweepVariant?]
+    private let order: [Int]
     private var next = 0
     private var finished = 0
 
-    /// A queue of `count` variants, none handed out yet.
-    public init(count: Int) { variants = Array(repeating: nil, count: count) }
+    /// A queue of `count` variants, none handed out yet, handed out in point order.
+    public convenience init(count: Int) { self.init(order: Array(0..<count)) }
+
+    /// A queue handing out the variants in `order` (indices into the plan's points, each once:
+    /// ``SweepPlan/executionOrder``).
+    public init(order: [Int]) {
+        self.order = order
+        variants = Array(repeating: nil, count: (order.max() ?? -1) + 1)
+    }
 
     /// The next variant's index to run, or `nil` when every one has been handed out.
     public func take() -> Int? {
         lock.lock()
         defer { lock.unlock() }
-        guard next < variants.count else { return nil }
+        guard next < order.count else { return nil }
         next += 1
-        return next - 1
+        return order[next - 1]
     }
 
     /// Variant `index`'s result.
@@ -309,6 +495,9 @@ public final class SweepVariantQueue: @unchecked Sendable {
         finished += 1
         lock.unlock()
     }
+
+    /// How many variants it hands out.
+    public var count: Int { order.count }
 
     /// How many results are in.
     public var done: Int {

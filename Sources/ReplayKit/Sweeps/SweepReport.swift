@@ -39,13 +39,19 @@ extension SweepResult {
     public func report(setPath: String, tool: String) -> String {
         var lines: [String] = []
         let rate = elapsedSeconds > 0 ? Double(variants.count) / elapsedSeconds : 0
-        lines.append("== sweep \(kind) over \(set): \(failed == 0 ? "PASS" : "FAIL")")
+        lines.append("== sweep \(kind) over \(set)\(part.map { " (\($0.description))" } ?? ""): \(failed == 0 ? "PASS" : "FAIL")")
         lines.append("  variants \(variants.count) (one per peer frame), passed \(passed), failed \(failed); "
                      + "\(DecimalText.fixed(elapsedSeconds, 2)) s, \(DecimalText.fixed(rate, 1)) variants/s")
         if promises.isEmpty {
             lines.append("  promises: none (the set's cores state none; every variant passes trivially)")
         } else {
             lines.append("  promises: " + promises.joined(separator: "; "))
+        }
+        if let forkRefusal {
+            lines.append("  every variant replayed from the first frame: " + forkRefusal)
+        } else if forked > 0 {
+            lines.append("  \(forked) of \(variants.count) variants copied from the run without faults where their fault is first felt, "
+                         + "\(stoppedEarly) stopped early once recovered (--sweep-exhaustive replays each from the first frame to the end)")
         }
         if !heldEnding.isEmpty {
             lines.append("  the recorded end held back in every run: " + heldEnding.map { "--fault \($0)" }.joined(separator: " ")
@@ -94,5 +100,64 @@ public enum DecimalText {
         var digits = String(fraction)
         while digits.count < decimals { digits = "0" + digits }
         return sign + String(whole) + "." + digits
+    }
+}
+
+/// One part of a sweep split across CI jobs (`tether replay SET --sweep drop --shard 2/4`): a run of
+/// consecutive variants, in point order, whose estimated cost is about a quarter of the sweep's.
+/// Consecutive, so that the JUnit suites of the parts, merged in part order
+/// (`tether junit merge`), are the suite one job would write.
+public struct SweepPart: Sendable, Hashable {
+    /// Which part.
+    public var shard: ReplayShard
+    /// Its variants: indices into the plan's points (empty when there are more parts than variants).
+    public var indices: Range<Int>
+    /// The variants of the whole sweep.
+    public var total: Int
+    /// Its share of the sweep's estimated cost, in percent.
+    public var share: Double
+
+    /// `part 2/4: variants 34–66 of 132, 25.1% of the estimated work`.
+    public var description: String {
+        let which = indices.isEmpty ? "no variant (more parts than variants)" : "variants \(indices.lowerBound + 1)–\(indices.upperBound) of \(total)"
+        return "part \(shard): \(which), \(DecimalText.fixed(share, 1))% of the estimated work"
+    }
+}
+
+extension SweepPlan {
+    /// A variant's estimated cost, in frames replayed: from where it forks to the end of the
+    /// capture (the whole capture when it is replayed from the first frame), and a fixed share for
+    /// what every variant does besides (copying the run, checking the promises, finishing).
+    func estimatedCost(of index: Int) -> Double {
+        let overhead = 64.0
+        guard let capture, let positions = forkPositions else { return overhead + 1 }
+        let frames = capture.frames.count
+        return overhead + Double(frames - (positions[index] ?? 0))
+    }
+
+    /// Part `shard` of the sweep: consecutive variants in point order, each part about the same
+    /// estimated cost (``estimatedCost(of:)``). Every variant is in exactly one part, and every job
+    /// that made the same plan computes the same parts.
+    public func part(_ shard: ReplayShard) -> SweepPart {
+        let costs = points.indices.map(estimatedCost(of:))
+        let total = costs.reduce(0, +)
+        // A variant belongs to the part its cost's midpoint falls in: the parts are consecutive
+        // and their boundaries do not depend on anything but the plan.
+        var start = 0.0
+        var first: Int?
+        var end = 0
+        var mine = 0.0
+        for (index, cost) in costs.enumerated() {
+            let middle = start + cost / 2
+            start += cost
+            let part = total > 0 ? min(shard.count - 1, Int(middle * Double(shard.count) / total)) : 0
+            if part == shard.index - 1 {
+                if first == nil { first = index }
+                end = index + 1
+                mine += cost
+            }
+        }
+        let indices = first.map { $0..<end } ?? points.count..<points.count
+        return SweepPart(shard: shard, indices: indices, total: points.count, share: total > 0 ? mine / total * 100 : 0)
     }
 }

@@ -43,6 +43,11 @@ public struct HeartRateAdapter: CoreAdapter {
     /// API-call records raw; BLE interfaces dissected.
     public func input(for interface: ReplayInterface) -> ReplayInput { .bleCore(for: interface) }
 
+    /// The adapter keeps no faults (the engine applies them to the frames it feeds), so a fault
+    /// sweep may fork a copy of it with another variant's faults instead of replaying the
+    /// capture from its first frame.
+    public mutating func adoptFaults(_ faults: PeerFrameFaults) -> Bool { true }
+
     /// The next section call, or the core's own timer.
     public var nextDeadline: Duration? {
         let call = nextCall < calls.count ? Duration.nanoseconds(calls[nextCall].tNs) : nil

@@ -1,0 +1,140 @@
+import BehaviourTrace
+import CaptureSet
+import Foundation
+import ReplayKit
+import Testing
+import TetherIntegrations
+
+/// A sweep that copies each variant from the run without faults gives the answers of one that
+/// replays every variant from the first frame (docs/faults.md, "How a sweep runs").
+struct SweepForkTests {
+    static let captures = FaultReplayTests.captures
+
+    /// What a variant showed, without where it started.
+    struct Answer: Hashable, CustomStringConvertible {
+        var frame: Int
+        var faults: [Fault]
+        var broken: [BrokenPromise]
+        var error: String?
+
+        init(_ variant: SweepVariant) {
+            frame = variant.frame
+            faults = variant.faults
+            broken = variant.broken
+            error = variant.error
+        }
+
+        var description: String { "frame \(frame): \(error ?? broken.map(\.description).joined(separator: "; "))" }
+    }
+
+    /// Both modes of one sweep, and the forked one's result.
+    func bothModes(_ set: String, _ kind: SweepKind, only: Set<Int>? = nil, settle: Duration = FaultSweep.defaultSettle)
+        throws -> (forked: SweepResult, answers: [Answer], exhaustive: [Answer])
+    {
+        let loaded = try CaptureSetDirectory.load("\(Self.captures)/\(set)")
+        let forked = try FaultSweep.run(loaded, kind: kind, options: .builtInDefaults, only: only, settle: settle)
+        let exhaustive = try FaultSweep.run(loaded, kind: kind, options: .builtInDefaults, only: only, settle: settle, forking: false)
+        #expect(exhaustive.variants.allSatisfy { $0.forkedAt == nil })
+        return (forked, forked.variants.map(Answer.init), exhaustive.variants.map(Answer.init))
+    }
+
+    /// Every variant of each sweep kind; for the long sets, a dozen spread along the capture.
+    @Test(arguments: [
+        ("ciq-clean", false), ("ciq-disconnect-mid", false), ("session-clean", false), ("session-concurrent", false),
+        ("widget-broker-drop", false), ("widget-broker-outage", false), ("plugin-faulty", true), ("session-file-resume", true),
+    ])
+    func forkedVariantsGiveTheVerdictsOfVariantsReplayedFromTheFirstFrame(set: String, long: Bool) throws {
+        for kind in [SweepKind.drop, .delay(.seconds(6)), .disconnect(reconnectAfter: .seconds(1))] {
+            var only: Set<Int>?
+            if long {
+                let loaded = try CaptureSetDirectory.load("\(Self.captures)/\(set)")
+                let frames = try FaultSweep.plan(loaded, kind: kind, options: .builtInDefaults, forking: false).points.map(\.frame)
+                let step = max(1, frames.count / 12)
+                only = Set(stride(from: 0, to: frames.count, by: step).map { frames[$0] })
+            }
+            let (forked, answers, exhaustive) = try bothModes(set, kind, only: only)
+            #expect(!answers.isEmpty)
+            #expect(answers == exhaustive, "\(set) \(kind): \(zip(answers, exhaustive).filter { $0 != $1 }.prefix(3).map { "forked \($0) / exhaustive \($1)" })")
+            #expect(forked.forkRefusal == nil)
+            // A frame a responder asked about while it was made (the session responder reads the
+            // peer's whole capture ahead) makes its variant replay from the first frame.
+            #expect(forked.forked > 0, "\(set) \(kind): none of \(forked.variants.count) forked")
+        }
+    }
+
+    @Test func failingVariantsFailAlikeInBothModes() throws {
+        // Ended as recorded, session-clean's variants near the end break promises
+        // (FaultReplayTests.aSweepHoldsTheRecordedEndBack…): the failures must match too.
+        let (forked, answers, exhaustive) = try bothModes("session-clean", .drop, settle: .zero)
+        #expect(forked.failed > 0)
+        #expect(answers == exhaustive)
+    }
+
+    @Test func variantsStartWhereTheirFaultIsFirstFeltNotAtTheFirstFrame() throws {
+        let loaded = try CaptureSetDirectory.load("\(Self.captures)/ciq-clean")
+        let plan = try FaultSweep.plan(loaded, kind: .drop, options: .builtInDefaults)
+        let positions = try #require(plan.forkPositions).compactMap { $0 }
+        #expect(positions.count == plan.points.count)
+        // The engine reads frame N at position N − 1; nothing may be copied later than that.
+        for (point, position) in zip(plan.points, positions) {
+            #expect(position <= point.frame - 1, "frame \(point.frame) forks at \(position)")
+        }
+        #expect(positions.reduce(0, +) / positions.count > 100, "the variants start on average at frame \(positions.reduce(0, +) / positions.count)")
+        // Run in fork order, a runner's run without faults only moves forward.
+        #expect(plan.executionOrder.map { positions[$0] } == positions.sorted())
+    }
+
+    @Test func aSweepThatCannotForkSaysSoAndReplaysEveryVariantFromTheFirstFrame() throws {
+        // The messaging core behind an adapter that keeps the default: it cannot take faults.
+        let options = ReplayOptions(integrations: IntegrationRegistry([FaultsKeepingIntegration(inner: MessagingIntegration())]))
+        let loaded = try CaptureSetDirectory.load("\(Self.captures)/ciq-clean")
+        let result = try FaultSweep.run(loaded, kind: .drop, options: options, only: Set(200...260))
+        #expect(!result.variants.isEmpty)
+        #expect(result.forked == 0)
+        let refusal = try #require(result.forkRefusal)
+        #expect(refusal.contains("core messaging's adapter cannot take another variant's faults"))
+        #expect(result.report(setPath: "Captures/ciq-clean", tool: "tether").contains("every variant replayed from the first frame"))
+        let exhaustive = try FaultSweep.run(loaded, kind: .drop, options: options, only: Set(200...260), forking: false)
+        #expect(result.variants == exhaustive.variants)
+    }
+}
+
+/// An integration whose adapter does not implement ``CoreAdapter/adoptFaults(_:)``, around a
+/// built-in one.
+struct FaultsKeepingIntegration: CoreIntegration {
+    var inner: any CoreIntegration
+
+    var name: String { inner.name }
+    var summary: String { inner.summary }
+    var sectionName: String? { inner.sectionName }
+    var replayedRoles: Set<InterfaceRole> { inner.replayedRoles }
+    var defaultForRoles: Set<InterfaceRole> { inner.defaultForRoles }
+    var replaysUndescribedInterfaces: Bool { inner.replaysUndescribedInterfaces }
+    var selectedBySection: Bool { inner.selectedBySection }
+    var takesUnlabelledAPICalls: Bool { inner.takesUnlabelledAPICalls }
+    var hostFactCalls: Set<String> { inner.hostFactCalls }
+    var settings: [IntegrationSetting] { inner.settings }
+    var sectionFields: [IntegrationSetting] { inner.sectionFields }
+    var emittedEvents: [String] { inner.emittedEvents }
+    var correlations: [TraceCorrelation] { inner.correlations }
+    var promises: [CorePromise] { inner.promises }
+
+    func makeAdapter(_ context: IntegrationContext) throws(ReplayError) -> any CoreAdapter {
+        FaultsKeepingAdapter(inner: try inner.makeAdapter(context))
+    }
+
+    /// Every requirement passed on but ``CoreAdapter/adoptFaults(_:)``.
+    struct FaultsKeepingAdapter: CoreAdapter {
+        var inner: any CoreAdapter
+
+        var core: String { inner.core }
+        var dissectsFrames: Bool { inner.dissectsFrames }
+        func input(for interface: ReplayInterface) -> ReplayInput { inner.input(for: interface) }
+        mutating func frame(_ frame: ReplayFrame, now: Duration) -> [TraceEvent] { inner.frame(frame, now: now) }
+        mutating func frame(_ frame: ReplayFrame, now: Duration, emit: (TraceEvent) -> Void) { inner.frame(frame, now: now, emit: emit) }
+        var nextDeadline: Duration? { inner.nextDeadline }
+        mutating func timeout(now: Duration) -> [TraceEvent] { inner.timeout(now: now) }
+        mutating func timeout(now: Duration, emit: (TraceEvent) -> Void) { inner.timeout(now: now, emit: emit) }
+        mutating func finish(now: Duration) -> [TraceEvent] { inner.finish(now: now) }
+    }
+}
