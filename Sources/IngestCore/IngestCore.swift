@@ -256,12 +256,13 @@ public struct IngestCore: Sendable {
 
     /// Whether `other` will do exactly what this core does from here on, given the same inputs:
     /// the same streams in the same state, and the same clock. Left out: the running totals
-    /// (``counters``, which only the caller's summary reads), the parser's reused buffers and the
-    /// last-lookup cache (neither changes an outcome), and the configuration (both cores are made
-    /// from one). What a fault sweep asks of a variant and the run without its fault.
+    /// (``counters``, which only the caller's summary reads), the parser's reused buffers, the
+    /// last-lookup cache and the lower bound on deadlines (none changes an outcome, only how much
+    /// work finding one takes), and the configuration (both cores are made from one). What a fault
+    /// sweep asks of a variant and the run without its fault.
     public func hasSameState(as other: IngestCore) -> Bool {
         streams == other.streams && lastNowNs == other.lastNowNs && lastStreamStartNs == other.lastStreamStartNs
-            && earliestDeadline == other.earliestDeadline && deadlineLowerBound == other.deadlineLowerBound && deferred == other.deferred
+            && earliestDeadline == other.earliestDeadline && deferred == other.deferred
     }
 
     /// Creates a core with no open stream; `keepsChunkPoints` false leaves chunks without their

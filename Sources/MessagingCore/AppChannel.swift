@@ -8,7 +8,7 @@ import DequeModule
 // never disagree.
 
 /// Everything about one app on one device: its connection state and its queue of sends.
-struct AppChannel: Sendable {
+struct AppChannel: Sendable, Equatable {
     let app: IQUUID
     var state: ChannelState = .closed
     /// Sends waiting for their turn, oldest first. They outlive connections: a send queued while the
@@ -47,7 +47,7 @@ struct AppChannel: Sendable {
 }
 
 /// Where an app's channel stands.
-enum ChannelState: Sendable {
+enum ChannelState: Sendable, Equatable {
     /// No connection. Sends wait in the outbox; the first one queues a connect command (unless one
     /// is queued already), and the connect answer or the watch's own command 3 opens the channel.
     case closed
@@ -58,7 +58,7 @@ enum ChannelState: Sendable {
 }
 
 /// An open connection (id 1–15) and what runs on it; one transfer each way at most.
-struct OpenConnection: Sendable {
+struct OpenConnection: Sendable, Equatable {
     /// The connection id, given by the connect answer or by the watch's command 3.
     let id: UInt8
     /// The connect answer set flags bit 0 (never for a connection the watch opened: command 3 says

@@ -5,6 +5,19 @@ import CoreRandom
 public protocol EncryptionKeySource: Sendable {
     /// The next key; must be 16 bytes.
     mutating func nextKey() -> [UInt8]
+    /// Whether `other` gives the same keys from here on as this source. Defaults to `false`
+    /// (unknowable, as for the system's random keys); a source that is `Equatable` compares.
+    func givesSameKeys(as other: any EncryptionKeySource) -> Bool
+}
+
+extension EncryptionKeySource {
+    /// `false`: the keys to come cannot be compared.
+    public func givesSameKeys(as other: any EncryptionKeySource) -> Bool { false }
+}
+
+extension EncryptionKeySource where Self: Equatable {
+    /// The same source in the same state.
+    public func givesSameKeys(as other: any EncryptionKeySource) -> Bool { (other as? Self) == self }
 }
 
 /// Keys from a SplitMix64 sequence (``SeededRandom``): the same seed gives the same keys, for tests

@@ -34,6 +34,15 @@ public struct MessagingCore: Sendable {
     ///
     /// Bluetooth starts *not ready* (as CoreBluetooth does until it reports powered on): call
     /// ``bluetoothStateChanged(ready:now:)`` once the radio is up.
+    /// Whether `other` will do exactly what this core does from here on, given the same inputs
+    /// and time: the same devices, links, channels, listeners, commands in flight and queued,
+    /// request and send numbers, and keys to come. The configuration is left out (both cores are
+    /// made from one). What a fault sweep asks of a variant and the run without its fault.
+    public func hasSameState(as other: MessagingCore) -> Bool {
+        bluetoothReady == other.bluetoothReady && nextRequest == other.nextRequest && nextSend == other.nextSend
+            && listeners == other.listeners && devices == other.devices && keySource.givesSameKeys(as: other.keySource)
+    }
+
     public init(
         configuration: MessagingConfiguration = .init(),
         cachedDevices: [IQDevice] = [],
@@ -409,7 +418,7 @@ public struct MessagingCore: Sendable {
 // MARK: - Internal state
 
 /// What the core knows about one device of the list.
-struct DeviceRecord: Sendable {
+struct DeviceRecord: Sendable, Equatable {
     enum Link: Sendable, Equatable {
         case notConnected
         case notFound

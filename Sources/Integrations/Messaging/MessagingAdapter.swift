@@ -71,7 +71,7 @@ public struct MessagingAdapter: CoreAdapter {
     private var counts = (apiCalls: 0, notifications: 0, phoneWrites: 0, malformedRecords: 0, unmappedLinks: 0)
     /// What the core is fed from the link, in the live host's terms: what ``FeedOrderQueue`` orders
     /// against the calls.
-    private enum LinkInput {
+    private enum LinkInput: Equatable {
         case connected(DeviceID, maxWrite: Int)
         case notification(DeviceID, [UInt8])
         case disconnected(DeviceID)
@@ -196,6 +196,30 @@ public struct MessagingAdapter: CoreAdapter {
     public mutating func adoptFaults(_ faults: PeerFrameFaults) -> Bool {
         responder?.adopt(faults)
         return true
+    }
+
+    /// The core, the matcher, the responder, the feed order and the adapter's own links, devices
+    /// and calls left; the counts its summary reports are left out.
+    public func hasSameState(as other: any CoreAdapter) -> Bool {
+        guard let other = other as? MessagingAdapter, messaging.hasSameState(as: other.messaging), matcher.hasSameState(as: other.matcher),
+              nextManualCall == other.nextManualCall, manualCalls == other.manualCalls, assumeBluetoothReady == other.assumeBluetoothReady,
+              deviceTexts == other.deviceTexts, deviceByPeer == other.deviceByPeer, links.count == other.links.count
+        else { return false }
+        for (handle, link) in links {
+            guard let theirs = other.links[handle], link.peer == theirs.peer, link.clientMTU == theirs.clientMTU,
+                  link.serverMTU == theirs.serverMTU, link.up == theirs.up, link.device?.id == theirs.device?.id,
+                  link.device?.text == theirs.device?.text else { return false }
+        }
+        switch (responder, other.responder) {
+        case (nil, nil): break
+        case let (a?, b?): guard a.hasSameState(as: b) else { return false }
+        default: return false
+        }
+        switch (order, other.order) {
+        case (nil, nil): return true
+        case let (a?, b?): return a.hasSameState(as: b, sameLink: ==, sameCall: { $0.record == $1.record && $0.label == $1.label })
+        default: return false
+        }
     }
 
     public var nextDeadline: Duration? {

@@ -34,6 +34,13 @@ struct MessagingResponder: Sendable {
     /// Asks `faults` about the answers it schedules from now on (a fault sweep's fork).
     mutating func adopt(_ faults: PeerFrameFaults) { self.faults = faults }
 
+    /// The same answers left and due, in the same order (their numbering aside); the faults left
+    /// out (``CoreAdapter/hasSameState(as:)``).
+    func hasSameState(as other: MessagingResponder) -> Bool {
+        cursors == other.cursors && answers == other.answers && deliveries.count == other.deliveries.count
+            && zip(deliveries, other.deliveries).allSatisfy { $0.timeNs == $1.timeNs && $0.device == $1.device && $0.bytes == $1.bytes }
+    }
+
     init(prescan: MessagingCapturePrescan, faults: PeerFrameFaults = .init()) {
         self.faults = faults
         for packet in prescan.watchPackets {

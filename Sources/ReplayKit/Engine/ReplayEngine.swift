@@ -615,8 +615,11 @@ struct RunState {
     /// (``dissectedOtherFrames``), and then the answer is `false`. The queue's numbering of late
     /// frames is left out (only their order matters), as are the summary's counts.
     func hasSameFuture(as other: RunState) -> Bool {
+        // An adapter's first timeout in a row counts only while it has a row (after an input the
+        // next timeout sets it afresh).
         guard !dissectedOtherFrames, !other.dissectedOtherFrames, clock == other.clock, nextCall == other.nextCall,
-              halted == other.halted, consecutiveTimeouts == other.consecutiveTimeouts, firstTimeout == other.firstTimeout,
+              halted == other.halted, consecutiveTimeouts == other.consecutiveTimeouts,
+              consecutiveTimeouts.indices.allSatisfy({ consecutiveTimeouts[$0] == 0 || firstTimeout[$0] == other.firstTimeout[$0] }),
               pending.count == other.pending.count, zip(pending, other.pending).allSatisfy({ $0.isSameDelivery(as: $1) })
         else { return false }
         switch (injector, other.injector) {

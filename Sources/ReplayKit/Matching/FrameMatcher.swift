@@ -49,7 +49,7 @@ public struct FrameMatcher: Sendable {
         }
     }
 
-    private struct Pending: Sendable {
+    private struct Pending: Sendable, Equatable {
         var bytes: [UInt8]
         var timeNs: Int64
         var frame: Int?
@@ -67,6 +67,13 @@ public struct FrameMatcher: Sendable {
     /// Turns a frame's bytes into one readable line (the link's packet decoding).
     public let decode: @Sendable ([UInt8]) -> String
     /// Frames paired with equal bytes.
+    /// Whether `other` will pair and report the frames to come exactly as this matcher does: the
+    /// same frames waiting on each side. The counts and the first divergence, which only the
+    /// summary reports, are left out.
+    public func hasSameState(as other: FrameMatcher) -> Bool {
+        emittedQueue == other.emittedQueue && capturedQueue == other.capturedQueue
+    }
+
     public private(set) var matched = 0
     /// Pairs that differed, plus unpaired frames at the end.
     public private(set) var diverged = 0

@@ -45,6 +45,16 @@ public struct FeedOrderQueue<Link, Call> {
     private var heldLinks: [(link: Link, timestampNs: Int64, releaseNs: Int64)] = []
 
     /// Link inputs handed to the core so far.
+    /// Whether `other` will hold and release what comes exactly as this queue does: the same
+    /// planned call next, the same link inputs fed, the same calls and link inputs held (compared
+    /// with `sameLink` and `sameCall`). The counts the summary reports are left out.
+    public func hasSameState(as other: Self, sameLink: (Link, Link) -> Bool, sameCall: (Call, Call) -> Bool) -> Bool {
+        nextPlanned == other.nextPlanned && linkInputsFed == other.linkInputsFed
+            && heldCalls.count == other.heldCalls.count && heldLinks.count == other.heldLinks.count
+            && zip(heldCalls, other.heldCalls).allSatisfy { $0.need == $1.need && $0.releaseNs == $1.releaseNs && sameCall($0.call, $1.call) }
+            && zip(heldLinks, other.heldLinks).allSatisfy { $0.timestampNs == $1.timestampNs && $0.releaseNs == $1.releaseNs && sameLink($0.link, $1.link) }
+    }
+
     public private(set) var linkInputsFed = 0
     /// Calls applied later than their captured instant, to wait for link inputs.
     public private(set) var callsHeld = 0

@@ -97,7 +97,13 @@ public struct PromiseChecker: Sendable {
     private var lastValues: [String: String] = [:]
     private var highest: [String: (value: Double, timeNs: Int64)] = [:]
     private var preserved: [String: [Int: [String: Int]]] = [:]
-    private var variantPreserved: [String: [String: Int]] = [:]
+    /// Per promise, for each identity, how many more of its events this run made than the plain
+    /// run did: sparse (an identity whose counts agree has no entry), so a fault sweep's copies of
+    /// it cost little. The plain run's counts are taken off frame by frame as a forked run reads
+    /// its frames (``startTakingOffAsItReads()``), else all at once at the ``verdict()``.
+    private var preservedDifference: [String: [String: Int]] = [:]
+    /// Whether the plain run's counts are taken off as frames are read (``reading(frame:)``).
+    private var takesOffAsItReads = false
     private var broken: [BrokenPromise] = []
     private var droppedFrames: Set<Int> = []
 
@@ -172,7 +178,7 @@ public struct PromiseChecker: Sendable {
                 if plain == nil {
                     preserved[slot, default: [:]][currentFrame, default: [:]][identity, default: 0] += 1
                 } else {
-                    variantPreserved[slot, default: [:]][identity, default: 0] += 1
+                    Self.add(1, to: identity, in: &preservedDifference[slot, default: [:]])
                 }
             }
         }
@@ -209,18 +215,46 @@ public struct PromiseChecker: Sendable {
             guard all.count >= before else { return nil }
             end.sequences[slot, default: []] += all[before...]
         }
-        for (slot, counts) in sourceEnd.variantPreserved {
-            for (identity, count) in counts {
-                let added = count - (shadow.variantPreserved[slot]?[identity] ?? 0)
-                guard added >= 0 else { return nil }
-                if added > 0 { end.variantPreserved[slot, default: [:]][identity, default: 0] += added }
-            }
+        // What the source run made after that point, less the plain run's: its difference at
+        // its end less its difference then (the same frames having been read by both runs).
+        guard takesOffAsItReads, shadow.takesOffAsItReads, sourceEnd.takesOffAsItReads else { return nil }
+        for (slot, counts) in sourceEnd.preservedDifference {
+            for (identity, count) in counts { Self.add(count, to: identity, in: &end.preservedDifference[slot, default: [:]]) }
+        }
+        for (slot, counts) in shadow.preservedDifference {
+            for (identity, count) in counts { Self.add(-count, to: identity, in: &end.preservedDifference[slot, default: [:]]) }
         }
         for later in sourceEnd.broken[shadow.broken.count...]
         where !end.broken.contains(where: { $0.core == later.core && $0.promise == later.promise }) {
             end.broken.append(later)
         }
         return end
+    }
+
+    /// Adds `count` to `identity`'s entry of a sparse difference, dropping the entry at zero.
+    private static func add(_ count: Int, to identity: String, in difference: inout [String: Int]) {
+        let sum = difference[identity, default: 0] + count
+        difference[identity] = sum == 0 ? nil : sum
+    }
+
+    /// From now on, the plain run's preserved events are taken off frame by frame as the run reads
+    /// each frame (``reading(frame:)``), starting with those it made before its first frame: what
+    /// a fault sweep's source run and its forks do, to keep ``preservedDifference`` small.
+    mutating func startTakingOffAsItReads() {
+        guard let plain, !takesOffAsItReads else { return }
+        takesOffAsItReads = true
+        for (slot, frames) in plain.preserved {
+            for (identity, count) in frames[0] ?? [:] { Self.add(-count, to: identity, in: &preservedDifference[slot, default: [:]]) }
+        }
+    }
+
+    /// The run reads frame `number`: the plain run's preserved events of that frame are taken off.
+    mutating func reading(frame number: Int) {
+        guard takesOffAsItReads, let plain else { return }
+        for (slot, frames) in plain.preserved {
+            guard let counts = frames[number] else { continue }
+            for (identity, count) in counts { Self.add(-count, to: identity, in: &preservedDifference[slot, default: [:]]) }
+        }
     }
 
     /// The plain run's facts, after its last event.
@@ -251,18 +285,21 @@ public struct PromiseChecker: Sendable {
                 breakPromise(index, "the last \(name) has \(field) \(lastValues[slot] ?? "none") where the run without faults ended with \(plain.lastValues[slot] ?? "none")")
             case .preservedExceptDropped(let name, _):
                 guard let plain else { continue }
-                var expected: [String: Int] = [:]
-                var mayLack: [String: Int] = [:]
-                for (frame, counts) in plain.preserved[slot] ?? [:] {
-                    for (identity, count) in counts {
-                        expected[identity, default: 0] += count
-                        if droppedFrames.contains(frame) { mayLack[identity, default: 0] += count }
+                var difference = preservedDifference[slot] ?? [:]
+                if !takesOffAsItReads {
+                    for (_, counts) in plain.preserved[slot] ?? [:] {
+                        for (identity, count) in counts { Self.add(-count, to: identity, in: &difference) }
                     }
                 }
-                let got = variantPreserved[slot] ?? [:]
-                if let invented = got.keys.sorted().first(where: { got[$0, default: 0] > expected[$0, default: 0] }) {
+                // The plain run's events of a dropped frame may be missing.
+                var mayLack: [String: Int] = [:]
+                for frame in droppedFrames {
+                    for (identity, count) in plain.preserved[slot]?[frame] ?? [:] { mayLack[identity, default: 0] += count }
+                }
+                let identities = difference.keys.sorted()
+                if let invented = identities.first(where: { difference[$0, default: 0] > 0 }) {
                     breakPromise(index, "a \(name) the run without faults never made: \(invented)")
-                } else if let lost = expected.keys.sorted().first(where: { got[$0, default: 0] < expected[$0, default: 0] - mayLack[$0, default: 0] }) {
+                } else if let lost = identities.first(where: { difference[$0, default: 0] < -mayLack[$0, default: 0] }) {
                     breakPromise(index, "a \(name) of a frame that was not dropped is missing: \(lost)")
                 }
             case .progressNeverGoesBack, .neverDecreases:

@@ -242,10 +242,11 @@ public enum FaultSweep {
         instants.reserveCapacity(capture.frames.count)
         var position = 0
         var checker = checker
+        checker.startTakingOffAsItReads()
         while position < capture.frames.count, !state.halted {
             probe.position = position
             let next = position + 1
-            SweepCursor.run(&engine, &state, &summary, reader: reader, from: &position, to: next) { checker.observe($0) }
+            SweepCursor.run(&engine, &state, &summary, reader: reader, from: &position, to: next, checker: &checker)
             instants.append(summary.lastFrameTimeNs)
         }
         probe.position = capture.frames.count
@@ -276,8 +277,11 @@ public enum FaultSweep {
                 return (positions[index] ?? 0) + 1
             }
         }
-        // A source run whose timers ran away ends differently from any variant that stops early.
-        let recovery = summary.runawayTimers.isEmpty ? SweepPlan.Recovery(settled: settled, sourceEnd: checker) : nil
+        // A source run whose timers ran away ends differently from any variant that stops early;
+        // and where an adapter cannot tell its state from another's (the default of
+        // ``CoreAdapter/hasSameState(as:)``), comparing would only double each variant's work.
+        let comparable = engine.adapters.allSatisfy { $0.hasSameState(as: $0) }
+        let recovery = summary.runawayTimers.isEmpty && comparable ? SweepPlan.Recovery(settled: settled, sourceEnd: checker) : nil
         return .forked(capture: capture, positions: positions, recovery: recovery)
     }
 

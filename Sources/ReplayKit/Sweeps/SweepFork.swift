@@ -114,27 +114,32 @@ struct SweepCursor {
         (engine, _) = try replayEngine(for: plan.set, options: options)
         state = engine.makeRunState()
         checker = PromiseChecker(promises: plan.promises, correlations: plan.correlations, plain: plan.facts)
+        checker.startTakingOffAsItReads()
         reader = RecordedCaptureReader(capture, at: 0)
     }
 
+    /// How many frames past the point its fault settled a variant is compared with the run without
+    /// faults before it is left to run to the end alone.
+    static let shadowFrames = 1024
+
     /// Hands frames to the engine until `target` have been (or the run halted).
     mutating func advance(to target: Int) {
-        var checker = self.checker
-        defer { self.checker = checker }
-        Self.run(&engine, &state, &summary, reader: reader, from: &position, to: target) { checker.observe($0) }
+        Self.run(&engine, &state, &summary, reader: reader, from: &position, to: target, checker: &checker)
     }
 
-    /// Hands `reader`'s frames from `position` up to `target` to `engine`.
+    /// Hands `reader`'s frames from `position` up to `target` to `engine`, telling `checker` each
+    /// frame read (``PromiseChecker/reading(frame:)``) and each event.
     static func run(_ engine: inout ReplayEngine, _ state: inout RunState, _ summary: inout ReplaySummary, reader: RecordedCaptureReader,
-                    from position: inout Int, to target: Int, emit: (TraceEvent) -> Void) {
+                    from position: inout Int, to target: Int, checker: inout PromiseChecker) {
         let frames = reader.capture.frames
         let end = min(target, frames.count)
         while position < end, !state.halted {
             let frame = frames[position]
             position += 1
             reader.position = position
+            checker.reading(frame: frame.header.number)
             frame.bytes.withUnsafeBytes { bytes in
-                engine.process(frame.header, bytes: bytes, reader: reader, state: &state, summary: &summary, emit: emit)
+                engine.process(frame.header, bytes: bytes, reader: reader, state: &state, summary: &summary) { checker.observe($0) }
             }
         }
     }
@@ -174,12 +179,13 @@ struct SweepCursor {
             var check = max(settled, position)
             var gap = 1
             let count = reader.capture.frames.count
-            while at < count, !state.halted {
+            // The shadow doubles the work while it goes along; a variant not back in step this
+            // long after its fault settled is left to run on alone.
+            let giveUp = check + Self.shadowFrames
+            while at < count, !state.halted, check <= giveUp {
                 let target = min(count, check)
-                Self.run(&engine, &state, &summary, reader: reader, from: &at, to: target) { checker.observe($0) }
-                var shadowChecker = shadow.checker
-                Self.run(&shadow.engine, &shadow.state, &shadow.summary, reader: shadowReader, from: &shadowAt, to: target) { shadowChecker.observe($0) }
-                shadow.checker = shadowChecker
+                Self.run(&engine, &state, &summary, reader: reader, from: &at, to: target, checker: &checker)
+                Self.run(&shadow.engine, &shadow.state, &shadow.summary, reader: shadowReader, from: &shadowAt, to: target, checker: &shadow.checker)
                 if at == target, shadowAt == target, !state.halted, !shadow.state.halted,
                    engine.hasSameFuture(as: shadow.engine, state: state, otherState: shadow.state),
                    let end = checker.composed(shadow: shadow.checker, sourceEnd: sourceEnd) {
@@ -187,10 +193,10 @@ struct SweepCursor {
                     return SweepVariant.Outcome(broken: end.verdict(), error: nil, stoppedAt: at)
                 }
                 check = target + gap
-                gap = min(gap * 2, 512)
+                gap = min(gap * 2, 64)
             }
         }
-        Self.run(&engine, &state, &summary, reader: reader, from: &at, to: .max) { checker.observe($0) }
+        Self.run(&engine, &state, &summary, reader: reader, from: &at, to: .max, checker: &checker)
         engine.finishRun(reader: reader, state: &state, summary: &summary) { checker.observe($0) }
         if let error = runawayError(summary, set: plan.set, options: plan.options) {
             return SweepVariant.Outcome(broken: [], error: error.description, stoppedAt: nil)
@@ -209,6 +215,14 @@ public struct SweepRunner {
     private var cursor: SweepCursor?
     /// Set when the source run could not be made: every variant is then replayed in full.
     private var cursorFailed = false
+    /// Variants compared with the run without faults, and those of them that stopped early. When
+    /// the first ``attemptsBeforeGivingUp`` all ran to the end, the runner stops comparing: its
+    /// core's variants do not come back in step in this capture (a Connect IQ retransmission
+    /// shifts every later exchange), and comparing only doubles their work. The verdicts are the
+    /// same either way.
+    private var compared = 0
+    private var recovered = 0
+    static let attemptsBeforeGivingUp = 16
 
     init(plan: SweepPlan) {
         self.plan = plan
@@ -229,9 +243,14 @@ public struct SweepRunner {
             if var source = cursor {
                 cursor = nil // the one copy of its state, so that advancing it copies nothing
                 source.advance(to: target)
-                let recovery = plan.recovery
+                let compares = compared < Self.attemptsBeforeGivingUp || recovered > 0
+                let recovery = compares ? plan.recovery : nil
                 let outcome = source.fork(fault, plan: plan, settled: recovery?.settled[index], sourceEnd: recovery?.sourceEnd)
                 cursor = source
+                if recovery != nil, let outcome {
+                    compared += 1
+                    if outcome.stoppedAt != nil { recovered += 1 }
+                }
                 if let outcome {
                     return plan.variant(at: index, broken: outcome.broken, error: outcome.error, forkedAt: target, stoppedAt: outcome.stoppedAt)
                 }
