@@ -6,8 +6,12 @@ import Testing
 import TetherIntegrations
 
 /// A sweep that copies each variant from the run without faults gives the answers of one that
-/// replays every variant from the first frame (docs/faults.md, "How a sweep runs").
-struct SweepForkTests {
+/// replays every variant from the first frame (docs/faults.md, "Sweeps").
+///
+/// Serialized: each case sweeps for a minute or more, synchronously, on a thread of the test
+/// pool; run side by side on a two-core machine they took both, and a live-capture test waiting
+/// for a pool thread saw none for five minutes.
+@Suite(.serialized) struct SweepForkTests {
     static let captures = FaultReplayTests.captures
 
     /// What a variant showed, without where it started.
