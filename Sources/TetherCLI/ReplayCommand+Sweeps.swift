@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import CaptureSet
 import LiveHosts
 import ReplayKit
@@ -12,12 +13,29 @@ extension ReplayCommand {
         var suites: [JUnitReport.TestSuite] = []
         var anyFailed = false
         let only = sweepFrames.flatMap(FaultSweep.frameRange).map { Set($0) }
+        let budget = sweepBudget.flatMap(SweepBudget.init)
         for set in sets {
             let name = CaptureSetDirectory(path: set).name
-            let status = StatusLine()
-            let attempt = Self.sweepSet(set, kind: kind, options: options, only: only, settle: settle, forking: !sweepExhaustive, shard: shard) { done, total in
-                status.update { "sweeping \(name): \(done)/\(total) variants" }
+            let status = SweepProgressDisplay(set: name, searching: search != nil)
+            if let search = search.flatMap(SweepSearch.init) {
+                let attempt = Self.searchSet(set, kind: kind, search: search, options: options, only: only, settle: settle, budget: budget) { status.show($0) }
+                status.clear()
+                switch attempt {
+                case .success(let result):
+                    StandardOutput.shared.write(result.report(setPath: set, tool: Self.toolName))
+                    if !result.passedAll { anyFailed = true }
+                    suites.append(JUnitReport.TestSuite(search: result, name: name, setPath: set, tool: Self.toolName))
+                case .failure(let error):
+                    anyFailed = true
+                    StandardOutput.shared.line("ERROR \(name): \(error)")
+                    suites.append(JUnitReport.TestSuite(name: "search \(search) \(kind) \(name)", cases: [
+                        JUnitReport.TestCase(name: "search", className: "search.\(name)", failure: JUnitReport.Failure(message: error.description, type: "error")),
+                    ]))
+                }
+                continue
             }
+            let attempt = Self.sweepSet(set, kind: kind, options: options, only: only, settle: settle, forking: !sweepExhaustive, shard: shard,
+                                        budget: budget) { status.show($0) }
             guard case .success(let result) = attempt else {
                 status.clear()
                 anyFailed = true
@@ -39,18 +57,66 @@ extension ReplayCommand {
         if anyFailed { throw CommandFailure(message: "", exitCode: 1) }
     }
 
-    /// One set loaded and swept, its variants in worker processes (``SweepWorkers``).
-    static func sweepSet(_ set: String, kind: SweepKind, options: ReplayOptions, only: Set<Int>?, settle: Duration, forking: Bool,
-                         shard: ReplayShard?, progress: @escaping @Sendable (Int, Int) -> Void) -> Result<SweepResult, ReplayError> {
+    /// One set loaded and searched (``FaultSearch``), its schedules in worker processes.
+    static func searchSet(_ set: String, kind: SweepKind, search: SweepSearch, options: ReplayOptions, only: Set<Int>?, settle: Duration,
+                          budget: SweepBudget?, progress: @escaping @Sendable (SweepProgress) -> Void) -> Result<SearchResult, ReplayError> {
         do throws(ReplayError) {
             let loaded = try loadReplaySet(at: set, options: options)
-            let plan = try FaultSweep.plan(loaded, kind: kind, options: options, only: only, settle: settle, forking: forking)
-            let part = shard.map(plan.part)
-            let variants = SweepWorkers.run(plan, part: part, setPath: set, parallelism: SweepWorkers.processors, progress: progress)
-            return .success(plan.result(variants, part: part))
+            let plan = try FaultSweep.plan(loaded, kind: kind, options: options, only: only, settle: settle, forking: false)
+            return .success(SweepWorkers.search(plan, search: search, budget: budget, setPath: set, parallelism: SweepWorkers.processors,
+                                                progress: progress))
         } catch {
             return .failure(error)
         }
     }
 
+    /// One set loaded and swept, its variants in worker processes (``SweepWorkers``).
+    static func sweepSet(_ set: String, kind: SweepKind, options: ReplayOptions, only: Set<Int>?, settle: Duration, forking: Bool,
+                         shard: ReplayShard?, budget: SweepBudget?,
+                         progress: @escaping @Sendable (SweepProgress) -> Void) -> Result<SweepResult, ReplayError> {
+        do throws(ReplayError) {
+            let loaded = try loadReplaySet(at: set, options: options)
+            let plan = try FaultSweep.plan(loaded, kind: kind, options: options, only: only, settle: settle, forking: forking)
+            let part = shard.map(plan.part)
+            let variants = SweepWorkers.run(plan, part: part, budget: budget, setPath: set, parallelism: SweepWorkers.processors, progress: progress)
+            return .success(plan.result(variants, part: part, budget: budget))
+        } catch {
+            return .failure(error)
+        }
+    }
+}
+
+/// Where a sweep is, shown as it goes: redrawn in place on a terminal; in a CI log (standard error
+/// not a terminal), a line a minute (``ProgressCadence``), so a long sweep shows it is alive and
+/// how long it has left without a line per variant. Told from every worker thread, hence the lock.
+final class SweepProgressDisplay: @unchecked Sendable {
+    private let lock = NSLock()
+    private let set: String
+    private let status = StatusLine()
+    private let onTerminal = Terminal.stderrIsTerminal
+    private let searching: Bool
+    private var cadence = ProgressCadence()
+
+    init(set: String, searching: Bool) {
+        self.set = set
+        self.searching = searching
+    }
+
+    /// Shows `progress` if it is time to.
+    func show(_ progress: SweepProgress) {
+        lock.lock()
+        defer { lock.unlock() }
+        if onTerminal {
+            status.update { progress.line(set: set, searching: searching) }
+        } else if cadence.due(at: progress.elapsedSeconds) {
+            Terminal.warn(progress.line(set: set, searching: searching))
+        }
+    }
+
+    /// Takes the status line off the screen (before the sweep's table is written).
+    func clear() {
+        lock.lock()
+        defer { lock.unlock() }
+        status.clear()
+    }
 }

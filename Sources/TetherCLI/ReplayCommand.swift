@@ -56,6 +56,10 @@ struct ReplayCommand: ParsableCommand {
               tether replay Captures/ciq-clean --sweep drop --junit sweep.xml
             The same sweep as the second of three CI jobs (merge the parts with `tether junit merge`):
               tether replay Captures/ciq-clean --sweep drop --shard 2/3 --junit sweep-2.xml
+            Every pair of lost frames at most 8 apart, each failure shrunk to a rerunnable --fault line:
+              tether replay Captures/plugin-clean --sweep drop --search pairs --sweep-frames 90-130
+            A long recording's sweep, at most ten minutes, spread along the capture:
+              tether replay Captures/plugin-faulty --sweep drop --sweep-budget 10m --junit sweep.xml
             Replay a Connect IQ session with a smaller window (its frames then differ from the capture):
               tether replay Captures/ciq-clean --messaging-window-size 4 --frame-matching off
             Re-send a recording to a live server at twice its pace:
@@ -154,6 +158,16 @@ struct ReplayCommand: ParsableCommand {
         "With --sweep: replay every variant from the first frame instead of copying the run without faults where the variant's fault is first felt; slower, for checking that both give the same answers."))
     var sweepExhaustive = false
 
+    @Option(name: .customLong("sweep-budget"), help: ArgumentHelp(
+        "With --sweep: run at most so long (10m, 90s, 1h) or so many variants (500) of each set; the variants left out are reported as not covered (skipped cases in --junit), and those run are spread along the whole capture.",
+        valueName: "time|count"))
+    var sweepBudget: String?
+
+    @Option(name: .customLong("search"), help: ArgumentHelp(
+        "With --sweep: instead of every single fault, search schedules of several faults of the sweep's kind, and shrink each failing one to a minimal schedule that still breaks the same promise: pairs (every pair of peer frames at most 8 apart; pairs:window=16), pairs:sample=500:seed=3 (pairs drawn at random), random:200:seed=7 (random schedules of 1 to 4 faults).",
+        valueName: "pairs|random:N:seed=S"))
+    var search: String?
+
     /// A sweep's worker process (``SweepWorkers``): the set it sweeps; frame numbers on standard
     /// input, one JSON result a line on standard output.
     @Option(name: .customLong("sweep-worker"), help: ArgumentHelp(visibility: .hidden))
@@ -174,7 +188,7 @@ struct ReplayCommand: ParsableCommand {
     /// `--help`, so it cannot fall behind the options above.
     static let ownLongOptions: Set<String> = [
         "trace", "junit", "html", "update-baseline", "set", "frame-matching", "tolerance-ms", "no-verify",
-        "max-diff-lines", "shard", "fault", "scenarios", "sweep", "sweep-frames", "sweep-settle", "sweep-exhaustive", "sweep-worker",
+        "max-diff-lines", "shard", "fault", "scenarios", "sweep", "sweep-frames", "sweep-settle", "sweep-exhaustive", "sweep-budget", "search", "sweep-worker",
         "realtime", "speed", "to", "help", "version",
     ]
 
@@ -206,6 +220,19 @@ struct ReplayCommand: ParsableCommand {
         }
         if sweepExhaustive && sweep == nil {
             throw ValidationError("--sweep-exhaustive goes with --sweep.")
+        }
+        if let search {
+            guard sweep != nil else { throw ValidationError("--search goes with --sweep, which says the kind of fault: --sweep drop --search pairs.") }
+            guard SweepSearch(search) != nil else {
+                throw ValidationError("--search \(search) is not a search; write pairs, pairs:window=16, pairs:sample=500:seed=3 or random:200:seed=7.")
+            }
+            guard shard == nil else { throw ValidationError("--search does not split across jobs yet; leave out --shard (--sweep-budget bounds it).") }
+        }
+        if let sweepBudget {
+            guard sweep != nil else { throw ValidationError("--sweep-budget goes with --sweep.") }
+            guard SweepBudget(sweepBudget) != nil else {
+                throw ValidationError("--sweep-budget \(sweepBudget) is neither a time nor a count; write e.g. 10m, 90s or 1h (a time), or 500 (variants).")
+            }
         }
         if let sweepSettle {
             guard sweep != nil else { throw ValidationError("--sweep-settle goes with --sweep.") }
@@ -308,8 +335,9 @@ struct ReplayCommand: ParsableCommand {
         if let sweep, let kind = SweepKind(sweep) {
             let settle = sweepSettle.flatMap(FaultSweep.settleDuration) ?? FaultSweep.defaultSettle
             if let sweepWorker {
+                // A search's schedules are replayed from the first frame: its workers need no fork plan.
                 try SweepWorkers.serve(try loadReplaySet(at: sweepWorker, options: options), kind: kind, options: options, settle: settle,
-                                      forking: !sweepExhaustive)
+                                      forking: !sweepExhaustive && search == nil)
                 return
             }
             try runSweeps(sets, kind: kind, options: options, settle: settle)

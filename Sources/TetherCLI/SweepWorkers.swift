@@ -15,50 +15,104 @@ enum SweepWorkers {
     /// How many workers a sweep runs: one per processor.
     static var processors: Int { ProcessInfo.processInfo.activeProcessorCount }
 
-    /// The variants of `plan` (those of `part` alone, when given), in point order, run by
-    /// `parallelism` workers for the set at `setPath`; `progress` is told the count done after each.
-    static func run(_ plan: SweepPlan, part: SweepPart?, setPath: String, parallelism: Int,
-                    progress: @escaping @Sendable (Int, Int) -> Void) -> [SweepVariant] {
+    /// The variants of `plan` (those of `part` alone, when given, within `budget`), in point
+    /// order, run by `parallelism` workers for the set at `setPath`; `progress` is told where the
+    /// sweep is after each.
+    static func run(_ plan: SweepPlan, part: SweepPart?, budget: SweepBudget?, setPath: String, parallelism: Int,
+                    progress: @escaping @Sendable (SweepProgress) -> Void) -> [SweepVariant] {
+        let results = SweepVariantQueue(plan: plan, part: part, budget: budget)
+        runOnWorkers(results, setPath: setPath, parallelism: parallelism, progress: progress) { index in
+            let frame = plan.points[index].frame
+            return Request(line: "\(frame)", frame: frame,
+                           answered: { plan.variant(at: index, broken: $0.broken, error: $0.error, forkedAt: $0.forkedAt, stoppedAt: $0.stoppedAt) },
+                           failed: { plan.variant(at: index, broken: [], error: $0) },
+                           trapped: { plan.trapped(at: index, detail: $0) })
+        }
+        return results.all
+    }
+
+    /// A search's schedules (``FaultSearch``), run by `parallelism` workers for the set at
+    /// `setPath`, and one more worker for shrinking what fails.
+    static func search(_ plan: SweepPlan, search: SweepSearch, budget: SweepBudget?, setPath: String, parallelism: Int,
+                       progress: @escaping @Sendable (SweepProgress) -> Void) -> SearchResult {
+        var shrinking: WorkerProcess?
+        defer { shrinking?.finish() }
+        return FaultSearch.run(plan, search: search, budget: budget, runAll: { queue, schedules in
+            runOnWorkers(queue, setPath: setPath, parallelism: parallelism, progress: progress) { index in
+                scheduleRequest(plan, schedules[index].map(\.fault))
+            }
+        }, replayOne: { faults in
+            let request = scheduleRequest(plan, faults)
+            return ask(&shrinking, request, arguments: workerArguments(setPath))
+        })
+    }
+
+    /// What a worker is asked, and how its answer (or its end) becomes a variant.
+    struct Request {
+        /// The line sent: a frame number, or `schedule` and faults.
+        var line: String
+        /// The frame the answer must name (`nil`: a schedule's answer is not checked by frame, the
+        /// worker's plan having every point where this one may have some).
+        var frame: Int?
+        var answered: (WorkerAnswer) -> SweepVariant
+        var failed: (String) -> SweepVariant
+        var trapped: (String) -> SweepVariant
+    }
+
+    /// The request that replays the fault schedule `faults` (``SweepPlan/variant(schedule:)``).
+    static func scheduleRequest(_ plan: SweepPlan, _ faults: [Fault]) -> Request {
+        Request(line: "schedule " + faults.map(\.description).joined(separator: " "), frame: nil,
+                       answered: { plan.variant(schedule: faults, broken: $0.broken, error: $0.error) },
+                       failed: { plan.variant(schedule: faults, broken: [], error: $0) },
+                       trapped: { plan.trapped(schedule: faults, detail: $0) })
+    }
+
+    /// The arguments a worker for the set at `setPath` is started with: this process's own, and
+    /// `--sweep-worker`.
+    static func workerArguments(_ setPath: String) -> [String] {
+        Array(CommandLine.arguments.dropFirst()) + ["--sweep-worker", setPath]
+    }
+
+    /// Runs what `queue` hands out on `parallelism` worker processes, each request made by
+    /// `request`, its result set in the queue.
+    static func runOnWorkers(_ queue: SweepVariantQueue, setPath: String, parallelism: Int, progress: @escaping @Sendable (SweepProgress) -> Void,
+                      request: @escaping @Sendable (Int) -> Request) {
         // A worker that ended before its request was written must fail that write with EPIPE (its
         // end is then reported), not end this process with SIGPIPE. This process's own output
         // already takes EPIPE quietly (StandardOutput).
         signal(SIGPIPE, SIG_IGN)
-        // Handed out by where they fork, so each worker's run without faults only moves forward.
-        let results = SweepVariantQueue(order: plan.executionOrder(of: part))
-        let workers = max(1, min(parallelism, results.count))
-        let arguments = Array(CommandLine.arguments.dropFirst()) + ["--sweep-worker", setPath]
+        let workers = max(1, min(parallelism, queue.count))
+        let arguments = workerArguments(setPath)
         DispatchQueue.concurrentPerform(iterations: workers) { _ in
             var worker: WorkerProcess?
-            while let index = results.take() {
-                if worker == nil {
-                    switch WorkerProcess.start(arguments: arguments) {
-                    case .success(let started): worker = started
-                    case .failure(let error):
-                        results.set(index, plan.variant(at: index, broken: [], error: "could not start a sweep worker process: \(error)"))
-                        progress(results.done, results.count)
-                        continue
-                    }
-                }
-                guard let running = worker else { continue }
-                let frame = plan.points[index].frame
-                if let line = running.ask("\(frame)\n") {
-                    if let answer = WorkerAnswer(line: line), answer.frame == frame {
-                        results.set(index, plan.variant(at: index, broken: answer.broken, error: answer.error, forkedAt: answer.forkedAt,
-                                                        stoppedAt: answer.stoppedAt))
-                    } else {
-                        results.set(index, plan.variant(at: index, broken: [], error: "the sweep worker answered frame \(frame) with \"\(line.prefix(200))\", not a variant's result"))
-                        running.finish()
-                        worker = nil
-                    }
-                } else {
-                    results.set(index, plan.trapped(at: index, detail: running.ended()))
-                    worker = nil
-                }
-                progress(results.done, results.count)
+            while let index = queue.take() {
+                queue.set(index, ask(&worker, request(index), arguments: arguments))
+                progress(queue.progress)
             }
             worker?.finish()
         }
-        return results.all
+    }
+
+    /// Asks `worker` (started first when `nil`, and `nil` again when it ended or answered
+    /// nonsense) for `request`'s variant.
+    static func ask(_ worker: inout WorkerProcess?, _ request: Request, arguments: [String]) -> SweepVariant {
+        if worker == nil {
+            switch WorkerProcess.start(arguments: arguments) {
+            case .success(let started): worker = started
+            case .failure(let error): return request.failed("could not start a sweep worker process: \(error)")
+            }
+        }
+        guard let running = worker else { return request.failed("no sweep worker process") }
+        guard let line = running.ask(request.line + "\n") else {
+            worker = nil
+            return request.trapped(running.ended())
+        }
+        guard let answer = WorkerAnswer(line: line), request.frame.map({ $0 == answer.frame }) ?? true else {
+            running.finish()
+            worker = nil
+            return request.failed("the sweep worker answered \"\(request.line.prefix(200))\" with \"\(line.prefix(200))\", not a variant's result")
+        }
+        return request.answered(answer)
     }
 
     /// `--sweep-worker`: makes the plan, then answers frame numbers from standard input until it
@@ -70,7 +124,9 @@ enum SweepWorkers {
         let output = FileHandle.standardOutput
         while let line = readLine() {
             let text: String
-            if let frame = Int(line.trimmingCharacters(in: .whitespaces)), let index = indices[frame] {
+            if line.hasPrefix("schedule ") {
+                text = scheduleAnswer(plan, line.dropFirst("schedule ".count).split(separator: " ").map(String.init)).line
+            } else if let frame = Int(line.trimmingCharacters(in: .whitespaces)), let index = indices[frame] {
                 let variant = runner.variant(at: index)
                 text = WorkerAnswer(frame: frame, broken: variant.broken, error: variant.error, forkedAt: variant.forkedAt,
                                     stoppedAt: variant.stoppedAt).line
@@ -79,6 +135,22 @@ enum SweepWorkers {
             }
             output.write(Data((text + "\n").utf8))
         }
+    }
+}
+
+extension SweepWorkers {
+    /// A worker's answer to `schedule F1 F2 …`: the schedule replayed from the first frame.
+    static func scheduleAnswer(_ plan: SweepPlan, _ texts: [String]) -> WorkerAnswer {
+        var faults: [Fault] = []
+        for text in texts {
+            do throws(FaultSpecError) {
+                faults.append(try Fault(parsing: text))
+            } catch {
+                return WorkerAnswer(frame: -1, broken: [], error: "the worker could not read the fault \(text): \(error)")
+            }
+        }
+        let variant = plan.variant(schedule: faults)
+        return WorkerAnswer(frame: variant.frame, broken: variant.broken, error: variant.error)
     }
 }
 

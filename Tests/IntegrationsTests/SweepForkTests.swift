@@ -142,3 +142,37 @@ struct FaultsKeepingIntegration: CoreIntegration {
         mutating func finish(now: Duration) -> [TraceEvent] { inner.finish(now: now) }
     }
 }
+
+/// `--sweep-budget`: which variants a budget runs, and that the rest are reported, not passed
+/// (docs/faults.md, "Long sweeps").
+struct SweepBudgetTests {
+    @Test func aVariantBudgetRunsThatManySpreadEvenlyAndReportsTheRestAsNotCovered() throws {
+        let loaded = try CaptureSetDirectory.load("\(FaultReplayTests.captures)/session-clean")
+        let result = try FaultSweep.run(loaded, kind: .drop, options: .builtInDefaults, budget: .variants(3))
+        let whole = try FaultSweep.run(loaded, kind: .drop, options: .builtInDefaults)
+        #expect(whole.variants.count == 8)
+        // The 0th, 2nd and 5th of 8 (k·8/3): the first, and evenly after it.
+        #expect(result.variants.map(\.frame) == [0, 2, 5].map { whole.variants[$0].frame })
+        #expect(result.variants == [0, 2, 5].map { whole.variants[$0] }, "the same verdicts as in the whole sweep")
+        #expect(result.notCovered.map(\.frame) == [1, 3, 4, 6, 7].map { whole.variants[$0].frame })
+        let report = result.report(setPath: "Captures/session-clean", tool: "tether")
+        #expect(report.contains("variants 8 (one per peer frame), passed 3, failed 0, not covered 5;"), "\(report)")
+        #expect(report.contains("NOT COVERED: 5 variants between frames"))
+        let suite = JUnitReport.TestSuite(sweep: result, name: "session-clean", setPath: "Captures/session-clean", tool: "tether")
+        #expect(suite.cases.map(\.name) == whole.variants.map(\.fault.description), "every variant has a case, in frame order")
+        #expect(suite.skipped == 5)
+        #expect(suite.cases.compactMap(\.skipped).allSatisfy { $0 == "not run: left out by --sweep-budget 3" })
+    }
+
+    @Test func aTimeBudgetHandsVariantsOutCoarseToFine() throws {
+        let loaded = try CaptureSetDirectory.load("\(FaultReplayTests.captures)/plugin-faulty")
+        let plan = try FaultSweep.plan(loaded, kind: .drop, options: .builtInDefaults, only: Set(1...300))
+        let order = plan.executionOrder(of: nil, budget: .time(.seconds(60)))
+        #expect(order.sorted() == Array(plan.points.indices), "every variant, once")
+        // Every 64th first (0, 64, 128, …), then those between them, down to the odd ones last.
+        let first = order.prefix { $0 % 64 == 0 }
+        #expect(Set(first) == Set(stride(from: 0, to: plan.count, by: 64)))
+        #expect(order.suffix(plan.count / 2).allSatisfy { $0 % 2 == 1 })
+        #expect(plan.executionOrder(of: nil, budget: .variants(plan.count)) == plan.executionOrder)
+    }
+}

@@ -30,6 +30,26 @@ struct SweepTrapTests {
         #expect(xml.components(separatedBy: "<failure ").count - 1 == 1)
     }
 
+    @Test func aPairSearchFindsTheTrapNoSingleLostFrameSetsOffAndShrinksItToItsTwoFaults() throws {
+        let junit = FileManager.default.temporaryDirectory.appendingPathComponent("search-trap-\(UUID().uuidString).xml")
+        defer { try? FileManager.default.removeItem(at: junit) }
+        let set = Tools.repositoryRoot.appendingPathComponent("Captures/plugin-clean").path
+        let fixture = try Self.fixture()
+        // Single lost frames: none of 198–206 traps.
+        let single = try Tools.run(fixture, ["replay", set, "--sweep", "drop", "--sweep-frames", "198-206"])
+        #expect(single.status == 0, "\(single.stdout)")
+        let result = try Tools.run(fixture, ["replay", set, "--sweep", "drop", "--sweep-frames", "198-206", "--search", "pairs:window=4", "--junit", junit.path])
+        #expect(result.status == 1, "\(result.stdout)\(result.stderr)")
+        #expect(result.stdout.contains("== search pairs:window=4 of drop over plugin-clean: FAIL"), "\(result.stdout)")
+        #expect(result.stdout.contains("FAIL --fault drop:frame=201 --fault drop:frame=204 (2 faults together: none of them alone breaks it)"))
+        #expect(result.stdout.contains("ingest: no trap — the process replaying this variant ended on SIGILL (a Swift trap)"))
+        #expect(result.stdout.contains("neither frame 201 nor frame 204 reached it"))
+        #expect(result.stdout.contains("rerun it: ") && result.stdout.contains("--fault drop:frame=201 --fault drop:frame=204"))
+        let xml = try String(contentsOf: junit, encoding: .utf8)
+        #expect(xml.contains("<testcase name=\"drop:frame=201 drop:frame=204\""), "\(xml)")
+        #expect(xml.components(separatedBy: "<failure ").count - 1 == 1)
+    }
+
     @Test func aSweepEndedAsRecordedReportsTheLossesTheProtocolHadNoTimeToRepair() throws {
         // With --sweep-settle 0s the links end as recorded, 1.5 s after the last exchange: a lost
         // WELCOME (65), the watch's context (83) and the user info's ACK (102) are judged before

@@ -72,6 +72,18 @@ public struct SweepVariant: Sendable, Hashable {
     /// No promise broken and no error.
     public var passed: Bool { broken.isEmpty && error == nil }
 
+    /// A variant's result: its frame and fault, every fault it ran with, what it broke or the
+    /// error that stopped it, and where it was copied from the run without faults and stopped.
+    public init(frame: Int, fault: Fault, faults: [Fault], broken: [BrokenPromise], error: String?, forkedAt: Int? = nil, stoppedAt: Int? = nil) {
+        self.frame = frame
+        self.fault = fault
+        self.faults = faults
+        self.broken = broken
+        self.error = error
+        self.forkedAt = forkedAt
+        self.stoppedAt = stoppedAt
+    }
+
     /// What a replay of a variant showed.
     struct Outcome {
         var broken: [BrokenPromise]
@@ -103,6 +115,18 @@ public struct SweepResult: Sendable {
     /// The part of the sweep this result holds, when the sweep was split across jobs
     /// (``SweepPlan/part(_:)``); `nil` for the whole sweep.
     public var part: SweepPart?
+    /// The budget the sweep ran within (`--sweep-budget`), if any.
+    public var budget: SweepBudget?
+    /// The variants the budget left out, in frame order: not run, and neither passed nor failed.
+    public var notCovered: [NotCovered] = []
+
+    /// A variant a budget left out.
+    public struct NotCovered: Sendable, Hashable {
+        /// Its frame.
+        public var frame: Int
+        /// Its fault.
+        public var fault: Fault
+    }
 
     /// Variants copied from the run without faults rather than replayed from the first frame.
     public var forked: Int { variants.filter { $0.forkedAt != nil }.count }
@@ -133,28 +157,29 @@ public enum FaultSweep {
     /// Connect IQ 5 s transfer timeout.
     public static let defaultSettle: Duration = .seconds(10)
 
-    /// Sweeps `set`. `only` limits the variants to these frame numbers; `progress` is called after
-    /// each variant with the count done. `settle` is how long the recorded end of each link is
+    /// Sweeps `set`. `only` limits the variants to these frame numbers, `part` to one part of them
+    /// and `budget` to so many or so long (``SweepBudget``); `progress` is called after each
+    /// variant with where the sweep is. `settle` is how long the recorded end of each link is
     /// held back (``SweepResult/heldEnding``); zero ends the links as recorded. The variants run
     /// in this process: a core that traps ends it (`tether replay --sweep` runs them in worker
     /// processes instead, and reports a trap as the variant's broken promise).
     public static func run(
         _ set: LoadedCaptureSet, kind: SweepKind, options: ReplayOptions, only: Set<Int>? = nil, settle: Duration = defaultSettle,
-        forking: Bool = true, part shard: ReplayShard? = nil, parallelism: Int = ProcessInfo.processInfo.activeProcessorCount,
-        progress: @escaping @Sendable (Int, Int) -> Void = { _, _ in }
+        forking: Bool = true, part shard: ReplayShard? = nil, budget: SweepBudget? = nil,
+        parallelism: Int = ProcessInfo.processInfo.activeProcessorCount, progress: @escaping @Sendable (SweepProgress) -> Void = { _ in }
     ) throws(ReplayError) -> SweepResult {
         let plan = try self.plan(set, kind: kind, options: options, only: only, settle: settle, forking: forking)
         let part = shard.map(plan.part)
-        let results = SweepVariantQueue(order: plan.executionOrder(of: part))
+        let results = SweepVariantQueue(plan: plan, part: part, budget: budget)
         let workers = max(1, min(parallelism, results.count))
         DispatchQueue.concurrentPerform(iterations: workers) { _ in
             var runner = plan.makeRunner()
             while let index = results.take() {
                 results.set(index, runner.variant(at: index))
-                progress(results.done, plan.count)
+                progress(results.progress)
             }
         }
-        return plan.result(results.all, part: part)
+        return plan.result(results.all, part: part, budget: budget)
     }
 
     /// The fault a sweep's source run has in the variant's place: it selects no frame (frame
@@ -436,11 +461,17 @@ public struct SweepPlan: Sendable {
         return variant(at: index, broken: [BrokenPromise(promise: "no trap", core: core, detail: detail)], error: nil)
     }
 
-    /// The sweep's result from its variants (in point order): all of them, or those of `part`.
-    public func result(_ variants: [SweepVariant], part: SweepPart? = nil) -> SweepResult {
+    /// The sweep's result from its variants (in point order): all of them, or those of `part`;
+    /// with a `budget`, those it ran, the rest of them reported as not covered.
+    public func result(_ variants: [SweepVariant], part: SweepPart? = nil, budget: SweepBudget? = nil) -> SweepResult {
         let elapsed = Double(DispatchTime.now().uptimeNanoseconds - startedNs) / 1e9
-        return SweepResult(set: set.name, kind: kind, promises: promises.map { "\($0.core): \($0.promise.name)" },
-                           variants: variants, elapsedSeconds: elapsed, heldEnding: heldEnding, forkRefusal: forkRefusal, part: part)
+        var result = SweepResult(set: set.name, kind: kind, promises: promises.map { "\($0.core): \($0.promise.name)" },
+                                 variants: variants, elapsedSeconds: elapsed, heldEnding: heldEnding, forkRefusal: forkRefusal, part: part,
+                                 budget: budget)
+        let ran = Set(variants.map(\.frame))
+        let mine = part?.indices ?? points.indices
+        result.notCovered = mine.filter { !ran.contains(points[$0].frame) }.map { SweepResult.NotCovered(frame: points[$0].frame, fault: fault(at: $0)) }
+        return result
     }
 }
 
@@ -462,32 +493,58 @@ struct RecordedEnding {
 }
 
 /// A sweep's variants handed out to parallel runners and their results gathered, in point order:
-/// what ``FaultSweep/run(_:kind:options:only:settle:parallelism:progress:)`` and a tool's own
-/// runners (worker processes) share.
+/// what ``FaultSweep/run(_:kind:options:only:settle:forking:part:budget:parallelism:progress:)``
+/// and a tool's own runners (worker processes) share. It keeps the sweep's ``SweepProgress`` and,
+/// with a time budget, stops handing out variants when the time is up.
 ///
 /// `@unchecked Sendable`: every stored property is read and written under `lock` only.
 public final class SweepVariantQueue: @unchecked Sendable {
     private let lock = NSLock()
     private var variants: [SweepVariant?]
     private let order: [Int]
+    private let costs: [Int: Double]
     private var next = 0
     private var finished = 0
+    private var tally: SweepProgress
+    private let startedNs: UInt64
+    private let deadlineNs: UInt64?
+    private var ranOutOfTime = false
 
     /// A queue of `count` variants, none handed out yet, handed out in point order.
     public convenience init(count: Int) { self.init(order: Array(0..<count)) }
 
     /// A queue handing out the variants in `order` (indices into the plan's points, each once:
-    /// ``SweepPlan/executionOrder``).
-    public init(order: [Int]) {
+    /// ``SweepPlan/executionOrder``), each of estimated cost `cost(index)` (for the time left),
+    /// and none after `timeLimit` from now.
+    public init(order: [Int], cost: (Int) -> Double = { _ in 1 }, timeLimit: Duration? = nil) {
         self.order = order
         variants = Array(repeating: nil, count: (order.max() ?? -1) + 1)
+        let costs = Dictionary(uniqueKeysWithValues: order.map { ($0, cost($0)) })
+        self.costs = costs
+        tally = SweepProgress(total: order.count, cost: costs.values.reduce(0, +),
+                              budgetSeconds: timeLimit.map { Double($0.replayNanoseconds) / 1e9 })
+        let started = DispatchTime.now().uptimeNanoseconds
+        startedNs = started
+        deadlineNs = timeLimit.map { started &+ UInt64(max(0, $0.replayNanoseconds)) }
     }
 
-    /// The next variant's index to run, or `nil` when every one has been handed out.
+    /// The queue for `plan`'s variants of `part` within `budget`.
+    public convenience init(plan: SweepPlan, part: SweepPart?, budget: SweepBudget?) {
+        var limit: Duration?
+        if case .time(let time) = budget { limit = time }
+        self.init(order: plan.executionOrder(of: part, budget: budget), cost: plan.estimatedCost(of:), timeLimit: limit)
+    }
+
+    /// The next variant's index to run, or `nil` when every one has been handed out or the time
+    /// budget is spent.
     public func take() -> Int? {
         lock.lock()
         defer { lock.unlock() }
         guard next < order.count else { return nil }
+        if let deadlineNs, DispatchTime.now().uptimeNanoseconds >= deadlineNs {
+            ranOutOfTime = true
+            return nil
+        }
         next += 1
         return order[next - 1]
     }
@@ -497,6 +554,7 @@ public final class SweepVariantQueue: @unchecked Sendable {
         lock.lock()
         variants[index] = variant
         finished += 1
+        tally.record(variant, cost: costs[index] ?? 1)
         lock.unlock()
     }
 
@@ -510,10 +568,34 @@ public final class SweepVariantQueue: @unchecked Sendable {
         return finished
     }
 
+    /// Where the sweep is now.
+    public var progress: SweepProgress {
+        lock.lock()
+        defer { lock.unlock() }
+        var now = tally
+        now.elapsedSeconds = Double(DispatchTime.now().uptimeNanoseconds - startedNs) / 1e9
+        return now
+    }
+
+    /// Variant `index`'s result, if it is in.
+    public func result(at index: Int) -> SweepVariant? {
+        lock.lock()
+        defer { lock.unlock() }
+        return variants.indices.contains(index) ? variants[index] : nil
+    }
+
     /// Every result in, in point order.
     public var all: [SweepVariant] {
         lock.lock()
         defer { lock.unlock() }
         return variants.compactMap { $0 }
+    }
+
+    /// The variants of its order that have no result: those the time budget left out (and, were
+    /// a runner to stop early, its own), in point order.
+    public var notRun: [Int] {
+        lock.lock()
+        defer { lock.unlock() }
+        return order.filter { variants[$0] == nil }.sorted()
     }
 }

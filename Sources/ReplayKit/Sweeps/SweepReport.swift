@@ -40,8 +40,18 @@ extension SweepResult {
         var lines: [String] = []
         let rate = elapsedSeconds > 0 ? Double(variants.count) / elapsedSeconds : 0
         lines.append("== sweep \(kind) over \(set)\(part.map { " (\($0.description))" } ?? ""): \(failed == 0 ? "PASS" : "FAIL")")
-        lines.append("  variants \(variants.count) (one per peer frame), passed \(passed), failed \(failed); "
+        let uncovered = notCovered.isEmpty ? "" : ", not covered \(notCovered.count)"
+        lines.append("  variants \(variants.count + notCovered.count) (one per peer frame), passed \(passed), failed \(failed)\(uncovered); "
                      + "\(DecimalText.fixed(elapsedSeconds, 2)) s, \(DecimalText.fixed(rate, 1)) variants/s")
+        if let budget, let first = notCovered.first, let last = notCovered.last {
+            let how = switch budget {
+            case .time: "its time was up; those run were handed out coarse to fine, so they are spread along the capture"
+            case .variants: "the variants run are spread evenly along the capture"
+            }
+            lines.append("  NOT COVERED: \(notCovered.count) variants between frames \(first.frame) and \(last.frame), left out by --sweep-budget \(budget) "
+                         + "(\(how)); the verdict is about the \(variants.count) run. Cover them with a larger budget, or split the sweep "
+                         + "across jobs with --shard I/N")
+        }
         if promises.isEmpty {
             lines.append("  promises: none (the set's cores state none; every variant passes trivially)")
         } else {
@@ -74,13 +84,19 @@ extension SweepResult {
 extension JUnitReport.TestSuite {
     /// A sweep of the set called `name` (at `setPath`) as a suite: one case per variant, named
     /// by its fault, failing with what broke and the line that reruns it.
+    /// Variants a budget left out are skipped cases, in their place.
     public init(sweep result: SweepResult, name: String, setPath: String, tool: String) {
-        self.init(name: "sweep \(result.kind) \(name)", cases: result.variants.map { variant in
+        var cases = result.variants.map { variant in
             let failure = variant.passed ? nil : JUnitReport.Failure(
                 message: variant.problemLine, type: variant.error == nil ? "promise" : "error",
                 details: "rerun: " + variant.rerunCommand(setPath: setPath, tool: tool))
-            return JUnitReport.TestCase(name: variant.fault.description, className: "sweep.\(name)", failure: failure)
-        })
+            return (frame: variant.frame, case: JUnitReport.TestCase(name: variant.fault.description, className: "sweep.\(name)", failure: failure))
+        }
+        let budget = result.budget.map { "--sweep-budget \($0)" } ?? "the budget"
+        cases += result.notCovered.map {
+            (frame: $0.frame, case: JUnitReport.TestCase(name: $0.fault.description, className: "sweep.\(name)", skipped: "not run: left out by \(budget)"))
+        }
+        self.init(name: "sweep \(result.kind) \(name)", cases: cases.sorted { $0.frame < $1.frame }.map(\.case))
     }
 }
 
@@ -159,5 +175,72 @@ extension SweepPlan {
         }
         let indices = first.map { $0..<end } ?? points.count..<points.count
         return SweepPart(shard: shard, indices: indices, total: points.count, share: total > 0 ? mine / total * 100 : 0)
+    }
+}
+
+extension SearchResult {
+    /// Whether no schedule run failed.
+    public var passedAll: Bool { failed == 0 }
+
+    /// The search's table for the set at `setPath`: verdict, counts, each failure shrunk with the
+    /// line that reruns it, and what a budget left out.
+    public func report(setPath: String, tool: String) -> String {
+        var lines: [String] = []
+        lines.append("== search \(search) of \(kind) over \(set): \(failed == 0 ? "PASS" : "FAIL")")
+        lines.append("  schedules \(schedules) (\(search.coverage)), ran \(ran), failed \(failed); \(DecimalText.fixed(elapsedSeconds, 2)) s")
+        if ran < schedules {
+            let why = budget.map { "left out by --sweep-budget \($0)" } ?? "not run"
+            lines.append("  NOT COVERED: \(schedules - ran) schedules \(why); the verdict is about the \(ran) run")
+        }
+        lines.append(promises.isEmpty ? "  promises: none (the set's cores state none; every schedule passes trivially)" : "  promises: " + promises.joined(separator: "; "))
+        if !heldEnding.isEmpty {
+            lines.append("  the recorded end held back in every run: " + heldEnding.map { "--fault \($0)" }.joined(separator: " "))
+        }
+        if !findings.isEmpty {
+            lines.append("  \(findings.count) failure\(findings.count == 1 ? "" : "s"), each shrunk to the fewest faults, at the earliest frames, with the smallest delays that still break the same promise:")
+        }
+        for finding in findings {
+            let faults = finding.schedule.map { "--fault \($0)" }.joined(separator: " ")
+            var what = "\(finding.schedule.count) fault\(finding.schedule.count == 1 ? "" : "s")"
+            if finding.minimal, finding.schedule.count > 1 { what += " together: none of them alone breaks it" }
+            if !finding.minimal { what += ", shrinking stopped after \(finding.shrinkReplays) replays" }
+            lines.append("  FAIL \(faults) (\(what))")
+            lines.append("    " + finding.variant.problemLine)
+            let found = finding.found == finding.schedule
+                ? "found as shown; \(finding.shrinkReplays) replays found nothing smaller that breaks it"
+                : "found as " + finding.found.map { "--fault \($0)" }.joined(separator: " ") + "; shrunk in \(finding.shrinkReplays) replays"
+            lines.append("    " + found
+                         + (finding.alike > 0 ? "; \(finding.alike) more failing schedules hold it" : ""))
+            lines.append("    rerun it: " + finding.variant.rerunCommand(setPath: setPath, tool: tool))
+        }
+        if unshrunk > 0 {
+            lines.append("  … and \(unshrunk) more failing schedules, not shrunk (at most \(FaultSearch.maxFindings) are)")
+        }
+        return lines.joined(separator: "\n") + "\n\n"
+    }
+}
+
+extension JUnitReport.TestSuite {
+    /// A search of the set called `name` (at `setPath`) as a suite: one failing case per failure
+    /// found, named by its shrunk schedule, with the line that reruns it; one passing case when
+    /// none failed; a skipped case for what a budget left out.
+    public init(search result: SearchResult, name: String, setPath: String, tool: String) {
+        var cases = result.findings.map { finding in
+            JUnitReport.TestCase(name: finding.schedule.map(\.description).joined(separator: " "), className: "search.\(name)",
+                                 failure: JUnitReport.Failure(message: finding.variant.problemLine, type: finding.variant.error == nil ? "promise" : "error",
+                                                              details: "rerun: " + finding.variant.rerunCommand(setPath: setPath, tool: tool)))
+        }
+        if result.unshrunk > 0 {
+            cases.append(JUnitReport.TestCase(name: "\(result.unshrunk) more failing schedules", className: "search.\(name)",
+                                              failure: JUnitReport.Failure(message: "not shrunk: at most \(FaultSearch.maxFindings) failures are", type: "promise")))
+        }
+        if result.findings.isEmpty, result.unshrunk == 0 {
+            cases.append(JUnitReport.TestCase(name: "\(result.ran) schedules", className: "search.\(name)"))
+        }
+        if result.ran < result.schedules {
+            cases.append(JUnitReport.TestCase(name: "\(result.schedules - result.ran) schedules not run", className: "search.\(name)",
+                                              skipped: "left out by " + (result.budget.map { "--sweep-budget \($0)" } ?? "the budget")))
+        }
+        self.init(name: "search \(result.search) \(result.kind) \(name)", cases: cases)
     }
 }

@@ -1,6 +1,9 @@
-// A `tether` whose ingest core has a bug: it traps at the end of a replay in which frame 101 never
-// reached it. What `tether replay --sweep` is tested against (Tests/TetherCLITests/SweepTrapTests.swift):
-// a sweep that drops frame 101 must report that variant as a broken "no trap" promise and go on.
+// A `tether` whose ingest core has two bugs: it traps at the end of a replay in which frame 101
+// never reached it, and at the end of one in which neither frame 201 nor frame 204 did (a gap only
+// two faults together open). What `tether replay --sweep` is tested against
+// (Tests/TetherCLITests/SweepTrapTests.swift): a sweep that drops frame 101 must report that
+// variant as a broken "no trap" promise and go on; `--search pairs` must find the pair no single
+// fault opens and shrink it to its two faults.
 import BehaviourTrace
 import CaptureSet
 import IngestIntegration
@@ -30,10 +33,12 @@ struct TrappingIngestIntegration: CoreIntegration {
     }
 }
 
-/// Forwards everything to the ingest adapter, and traps in ``finish(now:)`` when frame 101 never came.
+/// Forwards everything to the ingest adapter, and traps in ``finish(now:)`` when frame 101 never
+/// came, or neither 201 nor 204 did.
 struct TrapWithoutFrame101: CoreAdapter {
     var wrapped: any CoreAdapter
     var sawFrame101 = false
+    var sawFrame201Or204 = false
 
     var core: String { wrapped.core }
     var dissectsFrames: Bool { wrapped.dissectsFrames }
@@ -42,6 +47,7 @@ struct TrapWithoutFrame101: CoreAdapter {
 
     mutating func frame(_ frame: ReplayFrame, now: Duration) -> [TraceEvent] {
         if frame.number == 101 { sawFrame101 = true }
+        if frame.number == 201 || frame.number == 204 { sawFrame201Or204 = true }
         return wrapped.frame(frame, now: now)
     }
 
@@ -49,6 +55,7 @@ struct TrapWithoutFrame101: CoreAdapter {
 
     mutating func finish(now: Duration) -> [TraceEvent] {
         precondition(sawFrame101, "the fixture's ingest core traps when frame 101 never reached it")
+        precondition(sawFrame201Or204, "the fixture's ingest core traps when neither frame 201 nor frame 204 reached it")
         return wrapped.finish(now: now)
     }
 }
