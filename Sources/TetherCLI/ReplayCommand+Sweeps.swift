@@ -18,7 +18,8 @@ extension ReplayCommand {
             let name = CaptureSetDirectory(path: set).name
             let status = SweepProgressDisplay(set: name, searching: search != nil)
             if let search = search.flatMap(SweepSearch.init) {
-                let attempt = Self.searchSet(set, kind: kind, search: search, options: options, only: only, settle: settle, budget: budget) { status.show($0) }
+                let attempt = Self.searchSet(set, kind: kind, search: search, options: options, only: only, settle: settle, forking: !sweepExhaustive,
+                                             budget: budget) { status.show($0) }
                 status.clear()
                 switch attempt {
                 case .success(let result):
@@ -59,10 +60,10 @@ extension ReplayCommand {
 
     /// One set loaded and searched (``FaultSearch``), its schedules in worker processes.
     static func searchSet(_ set: String, kind: SweepKind, search: SweepSearch, options: ReplayOptions, only: Set<Int>?, settle: Duration,
-                          budget: SweepBudget?, progress: @escaping @Sendable (SweepProgress) -> Void) -> Result<SearchResult, ReplayError> {
+                          forking: Bool, budget: SweepBudget?, progress: @escaping @Sendable (SweepProgress) -> Void) -> Result<SearchResult, ReplayError> {
         do throws(ReplayError) {
             let loaded = try loadReplaySet(at: set, options: options)
-            let plan = try FaultSweep.plan(loaded, kind: kind, options: options, only: only, settle: settle, forking: false)
+            let plan = try FaultSweep.plan(loaded, kind: kind, options: options, only: only, settle: settle, forking: forking)
             return .success(SweepWorkers.search(plan, search: search, budget: budget, setPath: set, parallelism: SweepWorkers.processors,
                                                 progress: progress))
         } catch {

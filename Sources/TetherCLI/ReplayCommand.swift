@@ -335,9 +335,8 @@ struct ReplayCommand: ParsableCommand {
         if let sweep, let kind = SweepKind(sweep) {
             let settle = sweepSettle.flatMap(FaultSweep.settleDuration) ?? FaultSweep.defaultSettle
             if let sweepWorker {
-                // A search's schedules are replayed from the first frame: its workers need no fork plan.
                 try SweepWorkers.serve(try loadReplaySet(at: sweepWorker, options: options), kind: kind, options: options, settle: settle,
-                                      forking: !sweepExhaustive && search == nil)
+                                      forking: !sweepExhaustive)
                 return
             }
             try runSweeps(sets, kind: kind, options: options, settle: settle)

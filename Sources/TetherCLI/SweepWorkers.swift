@@ -62,7 +62,12 @@ enum SweepWorkers {
     /// The request that replays the fault schedule `faults` (``SweepPlan/variant(schedule:)``).
     static func scheduleRequest(_ plan: SweepPlan, _ faults: [Fault]) -> Request {
         Request(line: "schedule " + faults.map(\.description).joined(separator: " "), frame: nil,
-                       answered: { plan.variant(schedule: faults, broken: $0.broken, error: $0.error) },
+                       answered: { answer in
+                           var variant = plan.variant(schedule: faults, broken: answer.broken, error: answer.error)
+                           variant.forkedAt = answer.forkedAt
+                           variant.stoppedAt = answer.stoppedAt
+                           return variant
+                       },
                        failed: { plan.variant(schedule: faults, broken: [], error: $0) },
                        trapped: { plan.trapped(schedule: faults, detail: $0) })
     }
@@ -120,12 +125,13 @@ enum SweepWorkers {
     static func serve(_ set: LoadedCaptureSet, kind: SweepKind, options: ReplayOptions, settle: Duration, forking: Bool) throws(ReplayError) {
         let plan = try FaultSweep.plan(set, kind: kind, options: options, settle: settle, forking: forking)
         var runner = plan.makeRunner()
+        var scheduleRunner = plan.makeRunner(slots: SweepSearch.maxRandomFaults)
         let indices = Dictionary(plan.points.enumerated().map { ($0.element.frame, $0.offset) }, uniquingKeysWith: { first, _ in first })
         let output = FileHandle.standardOutput
         while let line = readLine() {
             let text: String
             if line.hasPrefix("schedule ") {
-                text = scheduleAnswer(plan, line.dropFirst("schedule ".count).split(separator: " ").map(String.init)).line
+                text = scheduleAnswer(plan, line.dropFirst("schedule ".count).split(separator: " ").map(String.init), runner: &scheduleRunner).line
             } else if let frame = Int(line.trimmingCharacters(in: .whitespaces)), let index = indices[frame] {
                 let variant = runner.variant(at: index)
                 text = WorkerAnswer(frame: frame, broken: variant.broken, error: variant.error, forkedAt: variant.forkedAt,
@@ -140,7 +146,7 @@ enum SweepWorkers {
 
 extension SweepWorkers {
     /// A worker's answer to `schedule F1 F2 …`: the schedule replayed from the first frame.
-    static func scheduleAnswer(_ plan: SweepPlan, _ texts: [String]) -> WorkerAnswer {
+    static func scheduleAnswer(_ plan: SweepPlan, _ texts: [String], runner: inout SweepRunner) -> WorkerAnswer {
         var faults: [Fault] = []
         for text in texts {
             do throws(FaultSpecError) {
@@ -149,8 +155,8 @@ extension SweepWorkers {
                 return WorkerAnswer(frame: -1, broken: [], error: "the worker could not read the fault \(text): \(error)")
             }
         }
-        let variant = plan.variant(schedule: faults)
-        return WorkerAnswer(frame: variant.frame, broken: variant.broken, error: variant.error)
+        let variant = plan.scheduled(faults).map { runner.variant(schedule: $0) } ?? plan.variant(schedule: faults)
+        return WorkerAnswer(frame: variant.frame, broken: variant.broken, error: variant.error, forkedAt: variant.forkedAt, stoppedAt: variant.stoppedAt)
     }
 }
 

@@ -66,6 +66,27 @@ import TetherIntegrations
         }
     }
 
+    /// A search's schedules of several faults (``FaultSearch``), copied from the run without
+    /// faults where their first fault is first felt and stopped once recovered, give the verdicts
+    /// of the same schedules replayed from the first frame.
+    @Test(arguments: [("ciq-clean", 180...260), ("session-clean", 1...200), ("widget-broker-drop", 1...400), ("plugin-faulty", 1...160)])
+    func forkedSchedulesGiveTheVerdictsOfSchedulesReplayedFromTheFirstFrame(set: String, frames: ClosedRange<Int>) throws {
+        let loaded = try CaptureSetDirectory.load("\(Self.captures)/\(set)")
+        for kind in [SweepKind.drop, .delay(.seconds(6))] {
+            let plan = try FaultSweep.plan(loaded, kind: kind, options: .builtInDefaults, only: Set(frames))
+            let schedules = Array(plan.schedules(for: .pairs(window: 2)).prefix(24)) + plan.schedules(for: .random(count: 12, seed: 5))
+            var runner = plan.makeRunner(slots: SweepSearch.maxRandomFaults)
+            var forked = 0
+            for schedule in schedules {
+                let copied = runner.variant(schedule: schedule)
+                let full = plan.variant(schedule: schedule.map(\.fault))
+                if copied.forkedAt != nil { forked += 1 }
+                #expect(Answer(copied) == Answer(full), "\(set) \(kind) \(schedule.map(\.fault)): copied \(Answer(copied)) / full \(Answer(full))")
+            }
+            #expect(forked > 0, "\(set) \(kind): no schedule of \(schedules.count) was copied")
+        }
+    }
+
     @Test func failingVariantsFailAlikeInBothModes() throws {
         // Ended as recorded, session-clean's variants near the end break promises
         // (FaultReplayTests.aSweepHoldsTheRecordedEndBack…): the failures must match too.

@@ -128,6 +128,10 @@ public struct SearchResult: Sendable {
     public var ran: Int
     /// Schedules that failed.
     public var failed: Int
+    /// Schedules run that were copied from the run without faults, and those of them that
+    /// stopped early, recovered.
+    public var forked = 0
+    public var stoppedEarly = 0
     /// The failures, shrunk, in the order they were found.
     public var findings: [SearchFinding]
     /// Failing schedules not shrunk, past ``FaultSearch/maxFindings``.
@@ -282,7 +286,8 @@ extension SweepPlan {
         case .random(let count, let seed):
             guard n > 0 else { return [] }
             var random = SeededRandom(seed: seed)
-            return (0..<count).map { _ in
+            // In order of their first fault: a runner's run without faults then mostly moves forward.
+            let drawn = (0..<count).map { _ in
                 let faults = Int.random(in: 1...min(SweepSearch.maxRandomFaults, n), using: &random)
                 var chosen = Set<Int>()
                 while chosen.count < faults { chosen.insert(Int.random(in: 0..<n, using: &random)) }
@@ -296,7 +301,28 @@ extension SweepPlan {
                     return scheduled
                 }
             }
+            return drawn.enumerated().sorted { ($0.element[0].point, $0.offset) < ($1.element[0].point, $1.offset) }.map(\.element)
         }
+    }
+
+    /// `faults` as a schedule at this plan's points; `nil` when one of them is at none (not a
+    /// fault this sweep makes).
+    public func scheduled(_ faults: [Fault]) -> [ScheduledFault]? {
+        var scheduled: [ScheduledFault] = []
+        for fault in faults {
+            let index: Int?
+            switch fault {
+            case .drop(let selector), .delay(let selector, _):
+                index = selector.frames.flatMap { frames in frames.count == 1 ? points.firstIndex { $0.frame == frames.lowerBound } : nil }
+            case .disconnect(let at, _):
+                index = points.firstIndex { $0.time == at }
+            default:
+                index = nil
+            }
+            guard let index else { return nil }
+            scheduled.append(ScheduledFault(point: index, fault: fault))
+        }
+        return scheduled
     }
 
     /// `schedule` replayed from the first frame and checked, in this process.
@@ -334,8 +360,8 @@ extension SweepPlan {
 /// Searches fault schedules beyond single faults, and shrinks each failure it finds
 /// (`tether replay SET --sweep drop --search pairs`; docs/faults.md).
 ///
-/// Schedules are replayed from the first frame (a schedule's variant is not copied from the run
-/// without faults as a single fault's is). The search itself is independent of where replays run:
+/// A schedule is copied from the run without faults where its first fault is first felt, and
+/// stops once recovered, as a sweep's variant does (``SweepRunner/variant(schedule:)``). The search itself is independent of where replays run:
 /// ``run(_:search:budget:runAll:replayOne:)`` is given them (worker processes in `tether`, this
 /// process in ``run(_:search:budget:parallelism:progress:)``).
 public enum FaultSearch {
@@ -377,9 +403,12 @@ public enum FaultSearch {
             findings.append(SearchFinding(variant: shrinker.variant, schedule: shrinker.schedule.map(\.fault), found: faults,
                                           shrinkReplays: shrinker.replays, minimal: shrinker.minimal))
         }
-        return SearchResult(set: plan.set.name, kind: plan.kind, search: search, promises: plan.promises.map { "\($0.core): \($0.promise.name)" },
-                            schedules: schedules.count, ran: ran.count, failed: failed, findings: findings, unshrunk: unshrunk, budget: budget,
-                            heldEnding: plan.heldEnding, elapsedSeconds: Double(DispatchTime.now().uptimeNanoseconds - plan.startedNs) / 1e9)
+        var result = SearchResult(set: plan.set.name, kind: plan.kind, search: search, promises: plan.promises.map { "\($0.core): \($0.promise.name)" },
+                                  schedules: schedules.count, ran: ran.count, failed: failed, findings: findings, unshrunk: unshrunk, budget: budget,
+                                  heldEnding: plan.heldEnding, elapsedSeconds: Double(DispatchTime.now().uptimeNanoseconds - plan.startedNs) / 1e9)
+        result.forked = ran.filter { $0.1.forkedAt != nil }.count
+        result.stoppedEarly = ran.filter { $0.1.stoppedAt != nil }.count
+        return result
     }
 
     /// Searches in this process, on `parallelism` threads: a core that traps ends it (`tether`
@@ -390,11 +419,15 @@ public enum FaultSearch {
     ) -> SearchResult {
         run(plan, search: search, budget: budget, runAll: { queue, schedules in
             DispatchQueue.concurrentPerform(iterations: max(1, min(parallelism, queue.count))) { _ in
+                var runner = plan.makeRunner(slots: SweepSearch.maxRandomFaults)
                 while let index = queue.take() {
-                    queue.set(index, plan.variant(schedule: schedules[index].map(\.fault)))
+                    queue.set(index, runner.variant(schedule: schedules[index]))
                     progress(queue.progress)
                 }
             }
-        }, replayOne: plan.variant(schedule:))
+        }, replayOne: { faults in
+            var runner = plan.makeRunner(slots: SweepSearch.maxRandomFaults)
+            return plan.scheduled(faults).map { runner.variant(schedule: $0) } ?? plan.variant(schedule: faults)
+        })
     }
 }

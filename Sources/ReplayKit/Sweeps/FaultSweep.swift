@@ -432,7 +432,9 @@ public struct SweepPlan: Sendable {
     }
 
     /// A runner of this plan's variants on one thread.
-    public func makeRunner() -> SweepRunner { SweepRunner(plan: self) }
+    /// `slots`: the most faults a variant it runs may have and still be copied from the run
+    /// without faults (1 for a sweep; ``SweepSearch/maxRandomFaults`` for a search).
+    public func makeRunner(slots: Int = 1) -> SweepRunner { SweepRunner(plan: self, slots: slots) }
 
     /// The fault of variant `index`.
     public func fault(at index: Int) -> Fault {

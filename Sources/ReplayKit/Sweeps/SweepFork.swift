@@ -108,9 +108,11 @@ struct SweepCursor {
     let reader: RecordedCaptureReader
 
     /// The source run of `plan` at its first frame.
-    init(_ plan: SweepPlan, capture: RecordedCapture) throws(ReplayError) {
+    /// The source run of `plan` with `slots` placeholder faults, one for each fault a variant may
+    /// have (a search's schedules have several).
+    init(_ plan: SweepPlan, capture: RecordedCapture, slots: Int = 1) throws(ReplayError) {
         var options = plan.options
-        options.faults = [FaultSweep.placeholder] + plan.heldEnding
+        options.faults = Array(repeating: FaultSweep.placeholder, count: slots) + plan.heldEnding
         (engine, _) = try replayEngine(for: plan.set, options: options)
         state = engine.makeRunState()
         checker = PromiseChecker(promises: plan.promises, correlations: plan.correlations, plain: plan.facts)
@@ -154,14 +156,20 @@ struct SweepCursor {
     /// the rest of it would be the rest of the source run, so it stops, and its checker is
     /// completed with what the source run's saw after that point
     /// (``PromiseChecker/composed(shadow:sourceEnd:)``).
-    func fork(_ fault: Fault, plan: SweepPlan, settled: Int?, sourceEnd: PromiseChecker?) -> SweepVariant.Outcome? {
+    func fork(_ schedule: [Fault], plan: SweepPlan, settled: Int?, sourceEnd: PromiseChecker?) -> SweepVariant.Outcome? {
         var engine = engine
         var state = state
         var summary = summary
         var checker = checker
-        let faults = [fault] + plan.heldEnding
-        guard var injector = state.injector, injector.replaceFault(at: 0, with: fault) else { return nil }
+        // The schedule in the placeholders' places; placeholders left over select no frame.
+        guard var injector = state.injector, schedule.count <= engine.faults.count - plan.heldEnding.count else { return nil }
+        for (slot, fault) in schedule.enumerated() {
+            // (Refused once a timer is scheduled: a second `disconnect` replays in full.)
+            guard injector.replaceFault(at: slot, with: fault) else { return nil }
+        }
         state.injector = injector
+        var faults = engine.faults
+        faults.replaceSubrange(0..<schedule.count, with: schedule)
         engine.faults = faults
         let view = PeerFrameFaults(faults)
         for i in engine.adapters.indices {
@@ -223,40 +231,68 @@ public struct SweepRunner {
     private var compared = 0
     private var recovered = 0
     static let attemptsBeforeGivingUp = 16
+    /// The faults a variant may have and still be copied from the source run.
+    let slots: Int
 
-    init(plan: SweepPlan) {
+    init(plan: SweepPlan, slots: Int) {
         self.plan = plan
+        self.slots = max(1, slots)
     }
 
     /// Variant `index` (in point order) replayed and checked.
     public mutating func variant(at index: Int) -> SweepVariant {
         let fault = plan.fault(at: index)
-        if let positions = plan.forkPositions, let target = positions[index], let capture = plan.capture, !cursorFailed {
-            if cursor == nil || cursor!.position > target {
-                do throws(ReplayError) {
-                    cursor = try SweepCursor(plan, capture: capture)
-                } catch {
-                    cursorFailed = true
-                    cursor = nil
-                }
-            }
-            if var source = cursor {
-                cursor = nil // the one copy of its state, so that advancing it copies nothing
-                source.advance(to: target)
-                let compares = compared < Self.attemptsBeforeGivingUp || recovered > 0
-                let recovery = compares ? plan.recovery : nil
-                let outcome = source.fork(fault, plan: plan, settled: recovery?.settled[index], sourceEnd: recovery?.sourceEnd)
-                cursor = source
-                if recovery != nil, let outcome {
-                    compared += 1
-                    if outcome.stoppedAt != nil { recovered += 1 }
-                }
-                if let outcome {
-                    return plan.variant(at: index, broken: outcome.broken, error: outcome.error, forkedAt: target, stoppedAt: outcome.stoppedAt)
-                }
+        guard let positions = plan.forkPositions, let target = positions[index],
+              let outcome = forked([fault], at: target, settled: plan.recovery?.settled[index]) else {
+            return plan.variant(at: index)
+        }
+        return plan.variant(at: index, broken: outcome.broken, error: outcome.error, forkedAt: target, stoppedAt: outcome.stoppedAt)
+    }
+
+    /// A search's schedule (``FaultSearch``) replayed and checked: copied from the source run
+    /// where its first fault is first felt, when every fault's point may be forked and the runner
+    /// has a placeholder for each (``SweepPlan/makeRunner(slots:)``); else replayed from the first
+    /// frame. Its recovery is compared once every fault of it has settled.
+    public mutating func variant(schedule: [ScheduledFault]) -> SweepVariant {
+        let faults = schedule.map(\.fault)
+        guard let positions = plan.forkPositions, !schedule.isEmpty, schedule.count <= slots else { return plan.variant(schedule: faults) }
+        let targets = schedule.compactMap { positions.indices.contains($0.point) ? positions[$0.point] : nil }
+        let settled = plan.recovery.map { recovery in schedule.map { recovery.settled[$0.point] }.max() ?? 0 }
+        guard targets.count == schedule.count, let target = targets.min(), let outcome = forked(faults, at: target, settled: settled) else {
+            return plan.variant(schedule: faults)
+        }
+        var variant = plan.variant(schedule: faults, broken: outcome.broken, error: outcome.error)
+        variant.forkedAt = target
+        variant.stoppedAt = outcome.stoppedAt
+        return variant
+    }
+
+    /// `faults` copied from the source run at `target` (the source run moved there first, or made
+    /// again when it is already past it); `nil` when it cannot be (the variant is then replayed in
+    /// full).
+    private mutating func forked(_ faults: [Fault], at target: Int, settled: Int?) -> SweepVariant.Outcome? {
+        guard let capture = plan.capture, !cursorFailed else { return nil }
+        if cursor == nil || cursor!.position > target {
+            do throws(ReplayError) {
+                cursor = try SweepCursor(plan, capture: capture, slots: slots)
+            } catch {
+                cursorFailed = true
+                cursor = nil
+                return nil
             }
         }
-        return plan.variant(at: index)
+        guard var source = cursor else { return nil }
+        cursor = nil // the one copy of its state, so that advancing it copies nothing
+        source.advance(to: target)
+        let compares = compared < Self.attemptsBeforeGivingUp || recovered > 0
+        let recovery = compares ? plan.recovery : nil
+        let outcome = source.fork(faults, plan: plan, settled: recovery == nil ? nil : settled, sourceEnd: recovery?.sourceEnd)
+        cursor = source
+        if recovery != nil, let outcome {
+            compared += 1
+            if outcome.stoppedAt != nil { recovered += 1 }
+        }
+        return outcome
     }
 }
 

@@ -193,6 +193,9 @@ extension SearchResult {
             lines.append("  NOT COVERED: \(schedules - ran) schedules \(why); the verdict is about the \(ran) run")
         }
         lines.append(promises.isEmpty ? "  promises: none (the set's cores state none; every schedule passes trivially)" : "  promises: " + promises.joined(separator: "; "))
+        if forked > 0 {
+            lines.append("  \(forked) of \(ran) schedules copied from the run without faults where their first fault is first felt, \(stoppedEarly) stopped early once recovered")
+        }
         if !heldEnding.isEmpty {
             lines.append("  the recorded end held back in every run: " + heldEnding.map { "--fault \($0)" }.joined(separator: " "))
         }
