@@ -28,6 +28,18 @@ struct FaultReplayTests {
         #expect(first.summary.faultsApplied > 0)
     }
 
+    @Test func aPeerChunkPastTheWindowALateChunkKeptClosedWaitsForTheCoresAck() throws {
+        // session-concurrent's first file chunk (frame 80) 49 ms late: the core acknowledges later
+        // than recorded, and the recorded watch's next chunks, sent when the recorded ACK had come,
+        // would reach it past its window and be refused, the file never arriving. A real watch
+        // waits for the ACK; the responder holds them back as it would. (Found by
+        // `--sweep delay=3s --search random:60:seed=11`, shrunk to this one late frame.)
+        let loaded = try CaptureSetDirectory.load("\(Self.captures)/session-concurrent")
+        let result = try FaultSweep.run(loaded, kind: .delay(.milliseconds(49)), options: .builtInDefaults, only: [80])
+        #expect(result.variants.count == 1)
+        #expect(result.failed == 0, "\(result.variants.flatMap(\.broken))")
+    }
+
     @Test func aDroppedWindowAckIsLostToTheResponderAndTheSendWaitsForIt() throws {
         let outcome = try replay("ciq-clean", "drop:frame=192")
         #expect(events(outcome, "fault_injected").map { $0.field("frame") } == [.int(192)])

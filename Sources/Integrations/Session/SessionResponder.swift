@@ -145,9 +145,10 @@ struct SessionResponder: Sendable {
         var resends = 0
         var firstSentNs: Int64
         var needsRestart = false
-        /// The responder sends this item's frames itself (a frame of it was lost, it was held back
-        /// behind an earlier item, or it restarted after a binding): captured frames past the
-        /// window are held back, and each ACK that advances opens the window again.
+        /// The responder sends this item's frames itself (a frame of it was lost, a captured frame
+        /// came past the window the core had opened, it was held back behind an earlier item, or
+        /// it restarted after a binding): captured frames past the window are held back, and each
+        /// ACK that advances opens the window again.
         var managed = false
     }
 
@@ -888,7 +889,7 @@ struct SessionResponder: Sendable {
 
     /// Whether a captured peer data frame reaches the core now (under faults): `false` holds it
     /// back when the real peer would not have sent it yet — an item behind an unacknowledged one of
-    /// its lane, or a frame of a managed item past the window from the acknowledged offset. The
+    /// its lane, or a frame past the window from the acknowledged offset. The
     /// responder sends what it holds back itself when the peer would.
     mutating func admit(_ bytes: [UInt8], nowNs: Int64) -> Bool {
         guard resendsEnabled, let frame = Self.decodeFrame(bytes), let lane = Self.lane(of: frame.channel.rawValue) else { return true }
@@ -908,11 +909,17 @@ struct SessionResponder: Sendable {
             return false
         }
         guard let item = outgoing[key] else { return true }
-        if item.managed, let frames = itemFrames[key] {
+        // Past the window from what the core acknowledged, the real peer would not have sent it
+        // yet, whether a frame of the item was lost (the responder already sends it) or only late:
+        // a late first chunk delays the core's ACK, and the recorded peer's next chunks, sent when
+        // the recorded ACK had come, would reach a core that never opened its window for them. The
+        // responder then takes the item over, and each ACK that advances opens the window again.
+        if let frames = itemFrames[key] {
             let offsets = frames.keys.sorted()
             if let from = offsets.firstIndex(where: { Self.end(of: frames[$0]!) > item.acked }),
                let at = offsets.firstIndex(of: frame.offset), at >= from + windowFrames {
                 heldFrames[key, default: []].insert(frame.offset)
+                outgoing[key]?.managed = true
                 return false
             }
         }

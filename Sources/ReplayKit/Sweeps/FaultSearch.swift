@@ -103,13 +103,16 @@ public struct SearchFinding: Sendable, Hashable {
     public var schedule: [Fault]
     /// The schedule the search tried that failed first, before shrinking.
     public var found: [Fault]
-    /// Other failing schedules that hold this one's faults and broke the same promise.
+    /// Other failing schedules that broke the same promise and hold this one's faults, or shrank
+    /// to it.
     public var alike = 0
     /// Replays the shrinking took.
     public var shrinkReplays = 0
     /// Whether the shrinking finished: then no fault of ``schedule`` can be left out, so a
     /// schedule of two faults is a failure neither causes alone.
     public var minimal = false
+    /// ``schedule`` with its points.
+    var shrunk: [ScheduledFault] = []
 }
 
 /// What a search did: how many schedules it ran, which failed, and each failure shrunk.
@@ -365,8 +368,27 @@ extension SweepPlan {
 /// ``run(_:search:budget:runAll:replayOne:)`` is given them (worker processes in `tether`, this
 /// process in ``run(_:search:budget:parallelism:progress:)``).
 public enum FaultSearch {
-    /// The most failures shrunk per search; the rest are counted.
+    /// The most distinct failures a search reports shrunk; the rest are counted.
     public static let maxFindings = 10
+    /// The most failing schedules a search shrinks (several may shrink to the same failure):
+    /// what bounds a search's shrinking to `maxShrinkings` × ``ScheduleShrinker/maxReplays`` replays.
+    public static let maxShrinkings = 20
+
+    /// Whether `schedule` holds every fault of `found`: one at the same point, of the same kind,
+    /// its delay or outage no shorter.
+    static func holds(_ schedule: [ScheduledFault], _ found: [ScheduledFault]) -> Bool {
+        found.allSatisfy { wanted in
+            schedule.contains { have in
+                guard have.point == wanted.point else { return false }
+                switch (have.fault, wanted.fault) {
+                case (.drop, .drop): return true
+                case (.delay, .delay), (.disconnect, .disconnect):
+                    return (ScheduleShrinker.milliseconds(of: have.fault) ?? 0) >= (ScheduleShrinker.milliseconds(of: wanted.fault) ?? 0)
+                default: return false
+                }
+            }
+        }
+    }
 
     /// Searches `plan`'s set with `search` within `budget`. `runAll` runs the schedules the queue
     /// hands out (their indices into the list it is given) and sets each result in the queue;
@@ -385,23 +407,33 @@ public enum FaultSearch {
         var findings: [SearchFinding] = []
         var unshrunk = 0
         var failed = 0
+        var shrinkings = 0
         for (index, variant) in ran where !variant.passed {
             failed += 1
-            let faults = schedules[index].map(\.fault)
-            var shrinker = ScheduleShrinker(schedules[index], failed: variant, plan: plan)
+            let faults = schedules[index]
+            var shrinker = ScheduleShrinker(faults, failed: variant, plan: plan)
+            // A failing schedule that holds a failure already found (its faults at the same
+            // points, none smaller) is that failure again, most likely: counted, not shrunk.
             if let i = findings.firstIndex(where: { finding in
-                Set(finding.schedule).isSubset(of: Set(faults)) && shrinker.breaksTheSamePromise(finding.variant)
+                shrinker.breaksTheSamePromise(finding.variant) && Self.holds(faults, finding.shrunk)
             }) {
                 findings[i].alike += 1
                 continue
             }
-            guard findings.count < maxFindings else {
+            guard shrinkings < maxShrinkings, findings.count < maxFindings else {
                 unshrunk += 1
                 continue
             }
+            shrinkings += 1
             shrinker.shrink { replayOne($0.map(\.fault)) }
-            findings.append(SearchFinding(variant: shrinker.variant, schedule: shrinker.schedule.map(\.fault), found: faults,
-                                          shrinkReplays: shrinker.replays, minimal: shrinker.minimal))
+            // Shrunk to a failure already found: the same one, reached from elsewhere.
+            if let i = findings.firstIndex(where: { $0.shrunk == shrinker.schedule && shrinker.breaksTheSamePromise($0.variant) }) {
+                findings[i].alike += 1
+                findings[i].shrinkReplays += shrinker.replays
+                continue
+            }
+            findings.append(SearchFinding(variant: shrinker.variant, schedule: shrinker.schedule.map(\.fault), found: faults.map(\.fault),
+                                          shrinkReplays: shrinker.replays, minimal: shrinker.minimal, shrunk: shrinker.schedule))
         }
         var result = SearchResult(set: plan.set.name, kind: plan.kind, search: search, promises: plan.promises.map { "\($0.core): \($0.promise.name)" },
                                   schedules: schedules.count, ran: ran.count, failed: failed, findings: findings, unshrunk: unshrunk, budget: budget,

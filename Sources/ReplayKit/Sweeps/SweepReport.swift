@@ -213,11 +213,11 @@ extension SearchResult {
                 ? "found as shown; \(finding.shrinkReplays) replays found nothing smaller that breaks it"
                 : "found as " + finding.found.map { "--fault \($0)" }.joined(separator: " ") + "; shrunk in \(finding.shrinkReplays) replays"
             lines.append("    " + found
-                         + (finding.alike > 0 ? "; \(finding.alike) more failing schedules hold it" : ""))
+                         + (finding.alike > 0 ? "; \(finding.alike) more failing schedules hold it or shrank to it" : ""))
             lines.append("    rerun it: " + finding.variant.rerunCommand(setPath: setPath, tool: tool))
         }
         if unshrunk > 0 {
-            lines.append("  … and \(unshrunk) more failing schedules, not shrunk (at most \(FaultSearch.maxFindings) are)")
+            lines.append("  … and \(unshrunk) more failing schedules, not shrunk (at most \(FaultSearch.maxShrinkings) are, to at most \(FaultSearch.maxFindings) failures)")
         }
         return lines.joined(separator: "\n") + "\n\n"
     }
@@ -235,7 +235,7 @@ extension JUnitReport.TestSuite {
         }
         if result.unshrunk > 0 {
             cases.append(JUnitReport.TestCase(name: "\(result.unshrunk) more failing schedules", className: "search.\(name)",
-                                              failure: JUnitReport.Failure(message: "not shrunk: at most \(FaultSearch.maxFindings) failures are", type: "promise")))
+                                              failure: JUnitReport.Failure(message: "not shrunk: at most \(FaultSearch.maxShrinkings) failing schedules are", type: "promise")))
         }
         if result.findings.isEmpty, result.unshrunk == 0 {
             cases.append(JUnitReport.TestCase(name: "\(result.ran) schedules", className: "search.\(name)"))
