@@ -93,53 +93,30 @@ struct FaultSearchTests {
 /// The ingest integration with a gap only two faults together open: when neither frame `first`
 /// nor frame `second` reached it, its adapter invents a point at the end of the run (a stand-in
 /// for a core that recovers from either loss alone, through the other, but not from both).
-struct PairGapIntegration: CoreIntegration {
-    var inner = IngestIntegration()
+struct PairGapIntegration: WrappingIntegration {
+    var wrapped: any CoreIntegration = IngestIntegration()
     var first: Int
     var second: Int
 
-    var name: String { inner.name }
-    var summary: String { inner.summary }
-    var sectionName: String? { inner.sectionName }
-    var replayedRoles: Set<InterfaceRole> { inner.replayedRoles }
-    var defaultForRoles: Set<InterfaceRole> { inner.defaultForRoles }
-    var replaysUndescribedInterfaces: Bool { inner.replaysUndescribedInterfaces }
-    var selectedBySection: Bool { inner.selectedBySection }
-    var takesUnlabelledAPICalls: Bool { inner.takesUnlabelledAPICalls }
-    var hostFactCalls: Set<String> { inner.hostFactCalls }
-    var settings: [IntegrationSetting] { inner.settings }
-    var sectionFields: [IntegrationSetting] { inner.sectionFields }
-    var emittedEvents: [String] { inner.emittedEvents }
-    var correlations: [TraceCorrelation] { inner.correlations }
-    var promises: [CorePromise] { inner.promises }
-
     func makeAdapter(_ context: IntegrationContext) throws(ReplayError) -> any CoreAdapter {
-        Adapter(inner: try inner.makeAdapter(context), watched: [first, second])
+        Adapter(wrapped: try wrapped.makeAdapter(context), watched: [first, second])
     }
 
-    struct Adapter: CoreAdapter {
-        var inner: any CoreAdapter
+    struct Adapter: WrappingAdapter {
+        var wrapped: any CoreAdapter
         var watched: Set<Int>
         var arrived = false
 
-        var core: String { inner.core }
-        var dissectsFrames: Bool { inner.dissectsFrames }
-        func input(for interface: ReplayInterface) -> ReplayInput { inner.input(for: interface) }
-        var nextDeadline: Duration? { inner.nextDeadline }
-        mutating func adoptFaults(_ faults: PeerFrameFaults) -> Bool { inner.adoptFaults(faults) }
-
         mutating func frame(_ frame: ReplayFrame, now: Duration) -> [TraceEvent] {
             if watched.contains(frame.number) { arrived = true }
-            return inner.frame(frame, now: now)
+            return wrapped.frame(frame, now: now)
         }
-
-        mutating func timeout(now: Duration) -> [TraceEvent] { inner.timeout(now: now) }
 
         mutating func finish(now: Duration) -> [TraceEvent] {
             let invented = TraceEvent(timeNs: now.replayNanoseconds, core: core, event: "datapoint", fields: [
                 "source": .string("pair-gap-fixture"), "name": .string("invented"), "time_ns": .int(0), "value": .int(0),
             ])
-            return (arrived ? [] : [invented]) + inner.finish(now: now)
+            return (arrived ? [] : [invented]) + wrapped.finish(now: now)
         }
     }
 }

@@ -111,7 +111,7 @@ import TetherIntegrations
 
     @Test func aSweepThatCannotForkSaysSoAndReplaysEveryVariantFromTheFirstFrame() throws {
         // The messaging core behind an adapter that keeps the default: it cannot take faults.
-        let options = ReplayOptions(integrations: IntegrationRegistry([FaultsKeepingIntegration(inner: MessagingIntegration())]))
+        let options = ReplayOptions(integrations: IntegrationRegistry([FaultsKeepingIntegration(wrapped: MessagingIntegration())]))
         let loaded = try CaptureSetDirectory.load("\(Self.captures)/ciq-clean")
         let result = try FaultSweep.run(loaded, kind: .drop, options: options, only: Set(200...260))
         #expect(!result.variants.isEmpty)
@@ -124,43 +124,20 @@ import TetherIntegrations
     }
 }
 
-/// An integration whose adapter does not implement ``CoreAdapter/adoptFaults(_:)``, around a
-/// built-in one.
-struct FaultsKeepingIntegration: CoreIntegration {
-    var inner: any CoreIntegration
-
-    var name: String { inner.name }
-    var summary: String { inner.summary }
-    var sectionName: String? { inner.sectionName }
-    var replayedRoles: Set<InterfaceRole> { inner.replayedRoles }
-    var defaultForRoles: Set<InterfaceRole> { inner.defaultForRoles }
-    var replaysUndescribedInterfaces: Bool { inner.replaysUndescribedInterfaces }
-    var selectedBySection: Bool { inner.selectedBySection }
-    var takesUnlabelledAPICalls: Bool { inner.takesUnlabelledAPICalls }
-    var hostFactCalls: Set<String> { inner.hostFactCalls }
-    var settings: [IntegrationSetting] { inner.settings }
-    var sectionFields: [IntegrationSetting] { inner.sectionFields }
-    var emittedEvents: [String] { inner.emittedEvents }
-    var correlations: [TraceCorrelation] { inner.correlations }
-    var promises: [CorePromise] { inner.promises }
+/// An integration whose adapter does not take other faults part way through a run
+/// (``CoreAdapter/adoptFaults(_:)``), around a built-in one.
+struct FaultsKeepingIntegration: WrappingIntegration {
+    var wrapped: any CoreIntegration
 
     func makeAdapter(_ context: IntegrationContext) throws(ReplayError) -> any CoreAdapter {
-        FaultsKeepingAdapter(inner: try inner.makeAdapter(context))
+        FaultsKeepingAdapter(wrapped: try wrapped.makeAdapter(context))
     }
 
     /// Every requirement passed on but ``CoreAdapter/adoptFaults(_:)``.
-    struct FaultsKeepingAdapter: CoreAdapter {
-        var inner: any CoreAdapter
+    struct FaultsKeepingAdapter: WrappingAdapter {
+        var wrapped: any CoreAdapter
 
-        var core: String { inner.core }
-        var dissectsFrames: Bool { inner.dissectsFrames }
-        func input(for interface: ReplayInterface) -> ReplayInput { inner.input(for: interface) }
-        mutating func frame(_ frame: ReplayFrame, now: Duration) -> [TraceEvent] { inner.frame(frame, now: now) }
-        mutating func frame(_ frame: ReplayFrame, now: Duration, emit: (TraceEvent) -> Void) { inner.frame(frame, now: now, emit: emit) }
-        var nextDeadline: Duration? { inner.nextDeadline }
-        mutating func timeout(now: Duration) -> [TraceEvent] { inner.timeout(now: now) }
-        mutating func timeout(now: Duration, emit: (TraceEvent) -> Void) { inner.timeout(now: now, emit: emit) }
-        mutating func finish(now: Duration) -> [TraceEvent] { inner.finish(now: now) }
+        mutating func adoptFaults(_ faults: PeerFrameFaults) -> Bool { false }
     }
 }
 
