@@ -12,8 +12,11 @@ struct SweepProgressTests {
         for bad in ["", "0", "-5", "0s", "10x", "m", "1.5", "nan s", "1e30h"] {
             #expect(SweepBudget(bad) == nil, "\(bad)")
         }
-        #expect(SweepBudget("10m")?.description == "10m00s")
-        #expect(SweepBudget("500")?.description == "500")
+        // Written back as the option takes it.
+        for text in ["10m", "90s", "1h", "2500ms", "500"] {
+            #expect(SweepBudget(text)?.description == text)
+            #expect(SweepBudget(text).flatMap { SweepBudget($0.description) } == SweepBudget(text))
+        }
     }
 
     @Test func aCountSpreadsWhatItRunsAndATimeHandsEverythingOutCoarseToFine() {

@@ -449,7 +449,9 @@ public enum FaultSearch {
         _ plan: SweepPlan, search: SweepSearch, budget: SweepBudget? = nil, parallelism: Int = ProcessInfo.processInfo.activeProcessorCount,
         progress: @escaping @Sendable (SweepProgress) -> Void = { _ in }
     ) -> SearchResult {
-        run(plan, search: search, budget: budget, runAll: { queue, schedules in
+        // One runner for the shrinking, so its run without faults is made once, not per replay.
+        var shrinking = plan.makeRunner(slots: SweepSearch.maxRandomFaults)
+        return run(plan, search: search, budget: budget, runAll: { queue, schedules in
             DispatchQueue.concurrentPerform(iterations: max(1, min(parallelism, queue.count))) { _ in
                 var runner = plan.makeRunner(slots: SweepSearch.maxRandomFaults)
                 while let index = queue.take() {
@@ -458,8 +460,7 @@ public enum FaultSearch {
                 }
             }
         }, replayOne: { faults in
-            var runner = plan.makeRunner(slots: SweepSearch.maxRandomFaults)
-            return plan.scheduled(faults).map { runner.variant(schedule: $0) } ?? plan.variant(schedule: faults)
+            plan.scheduled(faults).map { shrinking.variant(schedule: $0) } ?? plan.variant(schedule: faults)
         })
     }
 }

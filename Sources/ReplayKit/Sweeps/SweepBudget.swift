@@ -30,11 +30,17 @@ public enum SweepBudget: Sendable, Hashable, CustomStringConvertible {
         return nil
     }
 
-    /// As `--sweep-budget` takes it: `10m`, `500`.
+    /// As `--sweep-budget` takes it, in the largest unit that is whole: `10m`, `90s`, `2500ms`, `500`.
     public var description: String {
         switch self {
-        case .variants(let count): String(count)
-        case .time(let limit): SweepProgress.clockText(Double(limit.replayNanoseconds) / 1e9)
+        case .variants(let count):
+            return String(count)
+        case .time(let limit):
+            let ns = limit.replayNanoseconds
+            for (unit, scale) in [("h", Int64(3_600_000_000_000)), ("m", 60_000_000_000), ("s", 1_000_000_000)] where ns % scale == 0 {
+                return "\(ns / scale)\(unit)"
+            }
+            return "\(max(1, ns / 1_000_000))ms"
         }
     }
 
