@@ -7,8 +7,10 @@ import ReplayKit
 ///
 /// Each worker is this same executable (`/proc/self/exe`, so a package's own cores are there
 /// too) run with the parent's own arguments and `--sweep-worker SET`: it makes the same plan
-/// (``FaultSweep/plan(_:kind:options:only:settle:)`` is deterministic), then reads frame numbers
-/// from its standard input, one a line, and answers each with one JSON line:
+/// (``FaultSweep/plan(_:kind:options:only:settle:)`` is deterministic), then reads requests from
+/// its standard input, one a line: a frame number (that frame's variant of the sweep) or
+/// `schedule F1 F2 …` (a search's schedule of faults, written as `--fault` takes them), and answers
+/// each with one JSON line:
 /// `{"frame":N,"broken":[{"core":…,"promise":…,"detail":…}],"error":null,"forked_at":120}`. A worker that ends
 /// before answering took the variant down with it; a new one takes over the rest.
 enum SweepWorkers {
@@ -62,14 +64,14 @@ enum SweepWorkers {
     /// The request that replays the fault schedule `faults` (``SweepPlan/variant(schedule:)``).
     static func scheduleRequest(_ plan: SweepPlan, _ faults: [Fault]) -> Request {
         Request(line: "schedule " + faults.map(\.description).joined(separator: " "), frame: nil,
-                       answered: { answer in
-                           var variant = plan.variant(schedule: faults, broken: answer.broken, error: answer.error)
-                           variant.forkedAt = answer.forkedAt
-                           variant.stoppedAt = answer.stoppedAt
-                           return variant
-                       },
-                       failed: { plan.variant(schedule: faults, broken: [], error: $0) },
-                       trapped: { plan.trapped(schedule: faults, detail: $0) })
+                answered: { answer in
+                    var variant = plan.variant(schedule: faults, broken: answer.broken, error: answer.error)
+                    variant.forkedAt = answer.forkedAt
+                    variant.stoppedAt = answer.stoppedAt
+                    return variant
+                },
+                failed: { plan.variant(schedule: faults, broken: [], error: $0) },
+                trapped: { plan.trapped(schedule: faults, detail: $0) })
     }
 
     /// The arguments a worker for the set at `setPath` is started with: this process's own, and
@@ -81,7 +83,7 @@ enum SweepWorkers {
     /// Runs what `queue` hands out on `parallelism` worker processes, each request made by
     /// `request`, its result set in the queue.
     static func runOnWorkers(_ queue: SweepVariantQueue, setPath: String, parallelism: Int, progress: @escaping @Sendable (SweepProgress) -> Void,
-                      request: @escaping @Sendable (Int) -> Request) {
+                             request: @escaping @Sendable (Int) -> Request) {
         // A worker that ended before its request was written must fail that write with EPIPE (its
         // end is then reported), not end this process with SIGPIPE. This process's own output
         // already takes EPIPE quietly (StandardOutput).
