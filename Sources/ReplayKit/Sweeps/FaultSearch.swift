@@ -345,9 +345,7 @@ extension SweepPlan {
 
     /// The variant of `faults`, whose replay ended the process that ran it: it broke "no trap".
     public func trapped(schedule faults: [Fault], detail: String) -> SweepVariant {
-        let cores = Array(Set(promises.map(\.core))).sorted()
-        return variant(schedule: faults, broken: [BrokenPromise(promise: "no trap", core: cores.isEmpty ? "replay" : cores.joined(separator: "+"), detail: detail)],
-                       error: nil)
+        variant(schedule: faults, broken: [noTrapBroken(detail)], error: nil)
     }
 
     /// The frame a schedule's variant is named by: its first fault's.

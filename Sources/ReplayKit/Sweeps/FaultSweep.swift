@@ -458,9 +458,14 @@ public struct SweepPlan: Sendable {
     /// Variant `index`, whose replay ended the process that ran it (a core trapped): it broke the
     /// promise every core makes, not to trap. `detail` says how the process ended.
     public func trapped(at index: Int, detail: String) -> SweepVariant {
+        variant(at: index, broken: [noTrapBroken(detail)], error: nil)
+    }
+
+    /// The promise every core makes, not to trap, broken as `detail` says: named after the set's
+    /// cores (any of them may have trapped).
+    func noTrapBroken(_ detail: String) -> BrokenPromise {
         let cores = Array(Set(promises.map(\.core))).sorted()
-        let core = cores.isEmpty ? "replay" : cores.joined(separator: "+")
-        return variant(at: index, broken: [BrokenPromise(promise: "no trap", core: core, detail: detail)], error: nil)
+        return BrokenPromise(promise: "no trap", core: cores.isEmpty ? "replay" : cores.joined(separator: "+"), detail: detail)
     }
 
     /// The sweep's result from its variants (in point order): all of them, or those of `part`;
