@@ -279,7 +279,7 @@ let package = Package(
             dependencies: ["IngestStore", "IngestCore", "StoreFiles", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .testTarget(name: "StoreFilesTests", dependencies: ["StoreFiles"]),
-        .testTarget(name: "BehaviourTraceTests", dependencies: ["TetherTestSupport", "BehaviourTrace", "CaptureSet"]),
+        .testTarget(name: "BehaviourTraceTests", dependencies: ["TetherTestSupport", "BehaviourTrace"]),
         .testTarget(name: "TraceExportTests", dependencies: ["TetherTestSupport", "TraceExport", "BehaviourTrace"]),
         .testTarget(
             name: "ReplayKitTests",
