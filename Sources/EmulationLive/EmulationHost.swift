@@ -115,7 +115,9 @@ public final class EmulationHost {
         defer { bridge.shutdown() }
         var endReason = "stopped"
         do throws(LiveHostError) {
-            try bridge.waitForBluetooth(transport: options.transport) { line throws(LiveHostError) in try self.handle(line, bridge: bridge) }
+            // Only a request can end an emulation, and none comes before the controller is up and
+            // serving: what `handle` says while waiting is always "go on".
+            try bridge.waitForBluetooth(transport: options.transport) { line throws(LiveHostError) in _ = try self.handle(line, bridge: bridge) }
             try bridge.send(serveMessage)
             let start = ContinuousClock.now
             loop: while true {

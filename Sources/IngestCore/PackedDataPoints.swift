@@ -101,7 +101,7 @@ public struct PackedDataPoints: Sendable, Hashable {
 
     /// Packs one more point after the others.
     public mutating func append(_ point: DataPoint) {
-        point.storedPayload.withUnsafeBytes { append(timeNs: point.timeNs, name: point.name, type: point.type, payload: $0) }
+        point.storedPayload.withUnsafeBytes { _ = append(timeNs: point.timeNs, name: point.name, type: point.type, payload: $0) }
     }
 
     /// Packs one more point from its parts (the core's path: no ``DataPoint`` is made); returns
