@@ -91,6 +91,24 @@ public struct TraceCorrelation: Sendable, Hashable {
     public static func keyText(_ value: TraceValue) -> String {
         value.compactText
     }
+
+    /// The ``keyText(_:)`` of `count` values, `value(i)` giving the i-th (`nil` for one that is
+    /// missing, written `-`), joined by `|`: what identifies an event by several fields. Written
+    /// into one buffer: a fault sweep keys every data point of every variant by it, and building
+    /// each part as a string of its own and joining them cost a third of a sweep's time.
+    public static func joinedKeyText(count: Int, _ value: (Int) -> TraceValue?) -> String {
+        var out = TraceJSONBytes()
+        out.bytes.reserveCapacity(16 * count)
+        for i in 0..<count {
+            if i > 0 { out.bytes.append(UInt8(ascii: "|")) }
+            switch value(i) {
+            case nil: out.bytes.append(UInt8(ascii: "-"))
+            case .string(let s)?: out.write(s)
+            case let other?: out.appendValue(other)
+            }
+        }
+        return String(decoding: out.bytes, as: UTF8.self)
+    }
 }
 
 /// One request and what answered it, found in a trace by a ``TraceCorrelation``.

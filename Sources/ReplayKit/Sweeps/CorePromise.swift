@@ -126,7 +126,7 @@ public struct PromiseChecker: Sendable {
     }
 
     private static func identity(_ event: TraceEvent, _ fields: [String]) -> String {
-        fields.map { event.field($0).map(TraceCorrelation.keyText) ?? "-" }.joined(separator: "|")
+        TraceCorrelation.joinedKeyText(count: fields.count) { event.field(fields[$0]) }
     }
 
     /// The next event of the run.
