@@ -233,8 +233,15 @@ public struct PromiseChecker: Sendable {
 
     /// Adds `count` to `identity`'s entry of a sparse difference, dropping the entry at zero.
     private static func add(_ count: Int, to identity: String, in difference: inout [String: Int]) {
-        let sum = difference[identity, default: 0] + count
-        difference[identity] = sum == 0 ? nil : sum
+        // One hash of the identity where the entry exists (a sweep's every data point meets the
+        // plain run's: an entry made by one side is mostly ended by the other).
+        guard count != 0 else { return }
+        guard let index = difference.index(forKey: identity) else {
+            difference[identity] = count
+            return
+        }
+        let sum = difference.values[index] + count
+        if sum == 0 { difference.remove(at: index) } else { difference.values[index] = sum }
     }
 
     /// From now on, the plain run's preserved events are taken off frame by frame as the run reads
