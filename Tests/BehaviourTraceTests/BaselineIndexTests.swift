@@ -205,7 +205,6 @@ func anyDifferenceIsReportedAsWithoutTheIndex(seed: UInt64) throws {
     #expect(try fileBytes(BaselineIndex.path(forTrace: path)).count == BaselineIndex.headerBytes)
 }
 
-
 /// A file's bytes (the test reads what the writer left, with Foundation: BehaviourTrace and its
 /// tests depend on no capture-set code).
 private func fileBytes(_ path: String) throws -> [UInt8] {

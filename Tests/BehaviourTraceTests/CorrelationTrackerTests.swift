@@ -77,3 +77,16 @@ struct CorrelationTrackerTests {
         #expect(pairs.map(\.endNs) == [25, 20])
     }
 }
+
+/// A fault sweep identifies an event by several fields at once: the joined text must be exactly
+/// each field's key text joined by `|`, `-` for a missing one, whatever the values hold.
+@Test func joinedKeyTextIsEachKeyTextJoinedByBars() {
+    let values: [TraceValue?] = [
+        .string("127.0.0.1:50123"), .string("a|b \"quoted\" é"), nil, .int(-42), .double(0.1), .double(-0.0), .double(1e300),
+        .bool(true), .null, .array([.int(1), .string("x")]), .object(["b": .int(2), "a": .double(1.5)]), .string(""),
+    ]
+    let expected = values.map { $0.map(TraceCorrelation.keyText) ?? "-" }.joined(separator: "|")
+    #expect(TraceCorrelation.joinedKeyText(count: values.count) { values[$0] } == expected)
+    #expect(TraceCorrelation.joinedKeyText(count: 0) { _ in nil } == "")
+    #expect(TraceCorrelation.joinedKeyText(count: 1) { _ in .string("only") } == "only")
+}

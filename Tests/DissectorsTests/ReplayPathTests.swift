@@ -44,6 +44,31 @@ struct ReplayPathTests {
             ]
     }()
 
+    @Test("without summaries, an IP frame gives the datagram and the problem it gives with them, and no summary")
+    func summariesOffLeavesIPFramesTheirDatagramAndProblem() {
+        let big = udp(payload: Array(repeating: 0x41, count: 3000))
+        let frames: [[UInt8]] = [
+            ipv4(payload: udp(payload: Array("{\"t\":1}".utf8))),
+            ipv4Fragments(of: big)[0],
+            ipv4(proto: 1, payload: [8, 0, 0, 0, 0, 1, 0, 1]),
+            Array(ipv4(payload: udp(payload: [1, 2, 3])).prefix(12)),
+            ipv6(next: 17, payload: udp(source: 9, destination: 10, payload: [4, 5])),
+        ]
+        var shown = FrameDissector()
+        var replayed = FrameDissector()
+        replayed.producesSummaries = false
+        for (index, frame) in frames.enumerated() {
+            let linkType: LinkType = frame.first.map { $0 >> 4 == 6 } == true ? .ipv6 : .ipv4
+            let a = shown.dissect(frame, linkType)
+            let b = replayed.dissect(frame, linkType)
+            #expect(!a.summary.isEmpty, "frame \(index + 1) has a summary when they are made")
+            if b.problem == nil { #expect(b.summary.isEmpty, "frame \(index + 1): \(b.summary)") }
+            var expected = a
+            expected.summary = b.summary
+            #expect(b == expected, "frame \(index + 1)")
+        }
+    }
+
     @Test("without summaries, every frame gives the records, links, directions and problems it gives with them")
     func summariesOffChangesOnlyTheSummary() {
         var shown = FrameDissector()
