@@ -1,3 +1,4 @@
+import BehaviourTrace
 import CaptureKit
 import CaptureSet
 import LiveCapture
@@ -18,6 +19,31 @@ public struct LiveMessagingError: Error, CustomStringConvertible {
 public protocol APICallRecording: AnyObject {
     /// Records one API-call record (its JSON text) at `timestampNs` (CLOCK_REALTIME).
     func recordAPICall(_ json: String, timestampNs: Int64) throws
+}
+
+extension APICallRecording {
+    /// Records one API-call record, or says in the live run's terms why it could not.
+    public func record(apiCall json: String, timestampNs: Int64) throws(LiveHostError) {
+        do {
+            try recordAPICall(json, timestampNs: timestampNs)
+        } catch {
+            throw LiveHostError(target: "recording", step: "write API call", detail: "\(error)", hint: "Check free disk space.")
+        }
+    }
+}
+
+/// What a live run of any core produced.
+public struct LiveRunResult: Sendable {
+    /// The trace, with CLOCK_REALTIME stamps (a host's `trace(zeroNs:)` makes them relative).
+    public var events: [(realtimeNs: Int64, event: TraceEvent)]
+    /// Steps that could not run, as sentences (also `step_failed` trace events).
+    public var failedSteps: [String]
+
+    /// A run's trace and its failed steps.
+    public init(events: [(realtimeNs: Int64, event: TraceEvent)], failedSteps: [String]) {
+        self.events = events
+        self.failedSteps = failedSteps
+    }
 }
 
 /// Writes API-call records into a recorder input.

@@ -64,10 +64,9 @@ public enum ConnectIQRecordKind: Sendable, Hashable {
                 return .subscribed
             }
             return .other
-        case 0x02:
-            return .mtu(client: record.value.count >= 2 ? UInt16(record.value[0]) | UInt16(record.value[1]) << 8 : nil, server: nil)
-        case 0x03:
-            return .mtu(client: nil, server: record.value.count >= 2 ? UInt16(record.value[0]) | UInt16(record.value[1]) << 8 : nil)
+        case 0x02, 0x03:
+            guard let offer = ATTMTUExchange.offer(in: record) else { return .other }
+            return .mtu(client: offer.client, server: offer.server)
         default:
             return .other
         }
@@ -168,23 +167,14 @@ public struct MessagingCapturePrescan: Sendable {
     }
 
     private static func scanDissecting(capturePath: String, interfaces: [ManifestInterface], gattHandles: [ManifestGATTHandle]) throws(CaptureError) -> MessagingCapturePrescan {
-        let reader = try CaptureFile.open(path: capturePath)
-        let described = Dictionary(interfaces.map { ($0.index, $0) }, uniquingKeysWith: { a, _ in a })
-        let named = Dictionary(gattHandles.map { ($0.handle, (service: $0.serviceUUID, characteristic: $0.characteristicUUID)) }, uniquingKeysWith: { a, _ in a })
-        var dissectors: [Int: FrameDissector] = [:]
+        var walk = try PrescanReader(capturePath: capturePath, interfaces: interfaces, gattHandles: gattHandles)
         var result = MessagingCapturePrescan()
-        var firstNs: Int64?
         var peers: [UInt16: String] = [:]
         var lastWrite: [UInt16: Int64] = [:]
-        while let frame = try reader.next() {
-            let start = firstNs ?? frame.timestampNs
-            firstNs = start
-            let timeNs = max(0, frame.timestampNs &- start)
-            guard frame.interfaceIndex < reader.interfaces.count else { continue }
-            let linkType = reader.interfaces[frame.interfaceIndex].linkType
-            guard isBLE(linkType, described: described[frame.interfaceIndex]) else { continue }
-            // Mutated in place, not copied out of the dictionary and back (that copies its state).
-            let dissected = dissectors[frame.interfaceIndex, default: ReplayEngine.replayDissector(namedHandles: named)].dissect(frame, linkType: linkType)
+        while let frame = try walk.next() {
+            guard frame.isBLE(forCore: "messaging") else { continue }
+            let timeNs = frame.timeNs
+            let dissected = walk.dissect(frame)
             if case .connected(let handle, let peer, _) = dissected.linkChange { peers[handle] = peer }
             for record in dissected.att {
                 switch ConnectIQRecordKind.classify(record) {
@@ -208,9 +198,6 @@ public struct MessagingCapturePrescan: Sendable {
 
     /// An interface the messaging adapter reads HCI from.
     static func isBLE(_ linkType: LinkType, described: ManifestInterface?) -> Bool {
-        if let described, let role = described.role {
-            return (role == .bleHCI || role == .bleMonitor) && (described.core ?? "messaging") == "messaging"
-        }
-        return linkType == .bluetoothHCIH4WithPHDR || linkType == .bluetoothHCIH4 || linkType == .bluetoothLinuxMonitor
+        PrescanReader.Frame.isBLE(linkType: linkType, described: described, forCore: "messaging")
     }
 }

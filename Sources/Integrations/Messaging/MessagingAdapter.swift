@@ -44,14 +44,13 @@ public struct MessagingAdapter: CoreAdapter {
     /// The core under test.
     public private(set) var messaging: MessagingCore
     /// The output comparison.
-    public private(set) var matcher: FrameMatcher
+    public var matcher: FrameMatcher { skeleton.matcher }
     /// How emitted frames are compared.
-    public let matching: FrameMatchingMode
+    public var matching: FrameMatchingMode { skeleton.matching }
 
     private struct Link {
         var peer: String
-        var clientMTU: UInt16?
-        var serverMTU: UInt16?
+        var mtu = ATTMTUExchange()
         var up = false
         /// The device bound to `peer` and its trace text, fixed when the link comes up (resolving
         /// them per packet parsed and printed a UUID for every frame).
@@ -68,7 +67,7 @@ public struct MessagingAdapter: CoreAdapter {
     /// No `api-calls` interface will say when Bluetooth came up (an imported capture): it is taken
     /// as ready from the first BLE frame.
     private var assumeBluetoothReady: Bool
-    private var counts = (apiCalls: 0, notifications: 0, phoneWrites: 0, malformedRecords: 0, unmappedLinks: 0)
+    private var counts = (notifications: 0, phoneWrites: 0, unmappedLinks: 0)
     /// What the core is fed from the link, in the live host's terms: what ``FeedOrderQueue`` orders
     /// against the calls.
     private enum LinkInput: Equatable {
@@ -76,7 +75,11 @@ public struct MessagingAdapter: CoreAdapter {
         case notification(DeviceID, [UInt8])
         case disconnected(DeviceID)
     }
-    private var order: FeedOrderQueue<LinkInput, (record: [String: TraceValue], label: String)>?
+    /// A call waits in the feed order as its record and where it came from: it is read only when
+    /// applied, as a `bind_device` before it may decide its device.
+    private typealias RecordedCall = (record: [String: TraceValue], label: String)
+    /// API records, feed order, frame matching and the summary's shared half.
+    private var skeleton: CoreAdapterSkeleton<LinkInput, RecordedCall>
 
     /// An adapter for a set with the given manifest section, settings and capture prescan.
     public init(
@@ -91,15 +94,17 @@ public struct MessagingAdapter: CoreAdapter {
         let keys: any EncryptionKeySource = (try? ScriptedKeySource(keys: prescan.keys.filter { $0.count == 16 }, fallbackSeed: Self.fallbackKeySeed))
             ?? SeededKeySource(seed: Self.fallbackKeySeed)
         self.messaging = MessagingCore(configuration: Self.configuration(applying: settings), keySource: keys)
-        self.matcher = FrameMatcher(core: "messaging", decode: { MessagingTrace.describePacket($0, from: .phone) })
-        self.matching = matching
+        // Records without `core` are the Connect IQ adapter's (they predate the member); in
+        // responder mode the watch's answers follow the core's writes, so no live order applies.
+        self.skeleton = CoreAdapterSkeleton(core: "messaging", matching: matching,
+                                            matcher: FrameMatcher(core: "messaging", decode: { MessagingTrace.describePacket($0, from: .phone) }),
+                                            feedOrder: feedOrder, keepsFeedOrder: matching != .responder, takesUnlabelledRecords: true)
         self.manifestDevices = section.devices
         for device in section.devices {
             if let address = device.address { deviceByPeer[address.uppercased()] = device.uuid }
         }
         self.manualCalls = section.apiCalls.sorted { $0.tMs < $1.tMs }
         if matching == .responder { responder = MessagingResponder(prescan: prescan, faults: faults) }
-        if matching != .responder, !feedOrder.calls.isEmpty { order = FeedOrderQueue(planned: feedOrder.calls) }
     }
 
     /// Seeds the keys a replayed core draws beyond the captured ones.
@@ -149,8 +154,7 @@ public struct MessagingAdapter: CoreAdapter {
             let connectionHandle = frame.dissected!.att[index].connectionHandle
             switch ConnectIQRecordKind.classify(frame.dissected!.att[index]) {
             case .mtu(let client, let server):
-                if let client { links[connectionHandle, default: Link(peer: "")].clientMTU = client }
-                if let server { links[connectionHandle, default: Link(peer: "")].serverMTU = server }
+                links[connectionHandle, default: Link(peer: "")].mtu.note(client: client, server: server)
             case .subscribed:
                 guard var link = links[connectionHandle], !link.up else { continue }
                 guard let device = device(for: link.peer) else {
@@ -164,14 +168,13 @@ public struct MessagingAdapter: CoreAdapter {
                 link.up = true
                 link.device = (device, MessagingTrace.deviceText(device))
                 links[connectionHandle] = link
-                let mtu = Int(min(link.clientMTU ?? 23, link.serverMTU ?? 23))
-                events += feed(.connected(device, maxWrite: max(20, mtu - 3)), frame: frame, now: now)
+                events += feed(.connected(device, maxWrite: link.mtu.maxPayload), frame: frame, now: now)
             case .phoneWrite(let bytes):
                 counts.phoneWrites += 1
-                guard matching != .off else { continue }
+                guard skeleton.matching != .off else { continue }
                 let link = links[connectionHandle]
                 let channel = link?.device?.text ?? link.flatMap { device(for: $0.peer) }.map(MessagingTrace.deviceText) ?? link?.peer ?? "?"
-                events += matcher.captured(bytes, channel: channel, frame: frame.number, timeNs: timeNs)
+                events += skeleton.captured(bytes, channel: channel, frame: frame.number, now: now)
             case .watchNotification(let bytes):
                 counts.notifications += 1
                 guard let link = links[connectionHandle], let device = link.device?.id ?? device(for: link.peer) else {
@@ -201,49 +204,31 @@ public struct MessagingAdapter: CoreAdapter {
     /// The core, the matcher, the responder, the feed order and the adapter's own links, devices
     /// and calls left; the counts its summary reports are left out.
     public func hasSameState(as other: any CoreAdapter) -> Bool {
-        guard let other = other as? MessagingAdapter, messaging.hasSameState(as: other.messaging), matcher.hasSameState(as: other.matcher),
+        guard let other = other as? MessagingAdapter, messaging.hasSameState(as: other.messaging),
+              skeleton.hasSameState(as: other.skeleton, sameLink: ==, sameCall: { $0.record == $1.record && $0.label == $1.label }),
               nextManualCall == other.nextManualCall, manualCalls == other.manualCalls, assumeBluetoothReady == other.assumeBluetoothReady,
               deviceTexts == other.deviceTexts, deviceByPeer == other.deviceByPeer, links.count == other.links.count
         else { return false }
         for (handle, link) in links {
-            guard let theirs = other.links[handle], link.peer == theirs.peer, link.clientMTU == theirs.clientMTU,
-                  link.serverMTU == theirs.serverMTU, link.up == theirs.up, link.device?.id == theirs.device?.id,
+            guard let theirs = other.links[handle], link.peer == theirs.peer, link.mtu == theirs.mtu, link.up == theirs.up, link.device?.id == theirs.device?.id,
                   link.device?.text == theirs.device?.text else { return false }
         }
         switch (responder, other.responder) {
-        case (nil, nil): break
-        case let (a?, b?): guard a.hasSameState(as: b) else { return false }
-        default: return false
-        }
-        switch (order, other.order) {
         case (nil, nil): return true
-        case let (a?, b?): return a.hasSameState(as: b, sameLink: ==, sameCall: { $0.record == $1.record && $0.label == $1.label })
+        case let (a?, b?): return a.hasSameState(as: b)
         default: return false
         }
     }
 
     public var nextDeadline: Duration? {
-        var deadline = messaging.nextDeadline
-        if nextManualCall < manualCalls.count {
-            let at = Duration.nanoseconds(Self.nanoseconds(ofMilliseconds: manualCalls[nextManualCall].tMs))
-            deadline = deadline.map { min($0, at) } ?? at
-        }
-        if let delivery = responder?.nextDeliveryNs {
-            let at = Duration.nanoseconds(delivery)
-            deadline = deadline.map { min($0, at) } ?? at
-        }
-        if let release = order?.nextReleaseNs {
-            let at = Duration.nanoseconds(release)
-            deadline = deadline.map { min($0, at) } ?? at
-        }
-        return deadline
+        let manual = nextManualCall < manualCalls.count ? Self.nanoseconds(ofMilliseconds: manualCalls[nextManualCall].tMs) : nil
+        return skeleton.nextDeadline(core: messaging.nextDeadline, manual, responder?.nextDeliveryNs)
     }
 
     /// Fires what is due: hand-written calls, responder deliveries, the core's timers.
     public mutating func timeout(now: Duration) -> [TraceEvent] {
-        var events: [TraceEvent] = []
         let nowNs = now.replayNanoseconds
-        if let items = order?.releaseDue(nowNs: nowNs) { events += deliver(items, now: now) }
+        var events = deliver(skeleton.releaseDue(now: now), now: now)
         while nextManualCall < manualCalls.count, Self.nanoseconds(ofMilliseconds: manualCalls[nextManualCall].tMs) <= nowNs {
             let manual = manualCalls[nextManualCall]
             nextManualCall += 1
@@ -255,59 +240,41 @@ public struct MessagingAdapter: CoreAdapter {
         while let (device, bytes) = responder?.popDue(nowNs: nowNs) {
             events += perform(messaging.receive(bytes, from: device, now: now), now: now)
         }
-        if let deadline = messaging.nextDeadline, deadline <= now {
-            events += perform(messaging.handleTimeout(now: now), now: now)
+        if let actions = messaging.timersDue(now: now) {
+            events += perform(actions, now: now)
         }
         return events
     }
 
     /// Unpaired frames become divergences; then a `summary`.
     public mutating func finish(now: Duration) -> [TraceEvent] {
-        let timeNs = now.replayNanoseconds
-        var events: [TraceEvent] = []
-        if order != nil { events += deliver(order!.releaseAll(), now: now) }
-        events += matching == .off ? [] : matcher.finish(timeNs: timeNs)
-        var fields: [String: TraceValue] = [
-            "api_calls": .int(Int64(counts.apiCalls)),
+        let events = deliver(skeleton.releaseAll(), now: now)
+        return events + skeleton.finish(now: now, fields: [
             "notifications": .int(Int64(counts.notifications)),
             "phone_writes": .int(Int64(counts.phoneWrites)),
-            "frame_matching": .string(matching.rawValue),
-            "frames_matched": .int(Int64(matcher.matched)),
-            "frames_diverged": .int(Int64(matcher.diverged)),
-        ]
-        if counts.malformedRecords > 0 { fields["malformed_api_records"] = .int(Int64(counts.malformedRecords)) }
-        if let first = matcher.firstDivergence { fields["first_divergence"] = .string(first.description) }
-        if let order { fields.merge(order.summaryFields) { a, _ in a } }
-        events.append(TraceEvent(timeNs: timeNs, core: core, event: "summary", fields: fields))
-        return events
+        ])
     }
 
     // MARK: inputs
 
     private mutating func apiRecord(_ frame: ReplayFrame, now: Duration) -> [TraceEvent] {
-        let record: [String: TraceValue]
-        switch frame.apiCallRecord() {
-        case .parsed(let members): record = members
-        case .malformed(let detail):
-            counts.malformedRecords += 1
-            return [TraceEvent(timeNs: now.replayNanoseconds, core: core, event: "api_record_malformed", fields: [
-                "frame": .int(Int64(frame.number)), "detail": .string(detail),
-            ])]
+        switch skeleton.readRecord(frame, now: now) {
+        case .otherCore, .parsed:
+            return []
+        case .malformed(let event):
+            return [event]
+        case .record(let record):
+            let label = "frame \(frame.number)"
+            return deliver(skeleton.route((record, label), frame: frame.number, record: record, now: now), now: now)
         }
-        if case .string(let target)? = record["core"], target != core { return [] }
-        let label = "frame \(frame.number)"
-        guard order != nil else { return apply(record: record, label: label, now: now) }
-        let items = order!.call((record, label), frame: frame.number, linkInputs: FeedOrderPrescan.linkInputs(of: record), nowNs: now.replayNanoseconds)
-        return deliver(items, now: now)
     }
 
     /// One link input, through the feed order when the capture has one.
     private mutating func feed(_ input: LinkInput, frame: ReplayFrame, now: Duration) -> [TraceEvent] {
-        guard order != nil else { return apply(input, now: now) }
-        return deliver(order!.link(input, timestampNs: frame.timestampNs, nowNs: now.replayNanoseconds), now: now)
+        deliver(skeleton.route(input, timestampNs: frame.timestampNs, now: now), now: now)
     }
 
-    private mutating func deliver(_ items: [FeedOrderQueue<LinkInput, (record: [String: TraceValue], label: String)>.Item], now: Duration) -> [TraceEvent] {
+    private mutating func deliver(_ items: CoreAdapterSkeleton<LinkInput, RecordedCall>.Routed, now: Duration) -> [TraceEvent] {
         var events: [TraceEvent] = []
         for item in items {
             switch item {
@@ -338,14 +305,11 @@ public struct MessagingAdapter: CoreAdapter {
         do throws(MessagingAPICallError) {
             call = try MessagingAPICall(record: record, defaultDevice: manifestDevices.count == 1 ? manifestDevices[0].uuid : nil)
         } catch {
-            counts.malformedRecords += 1
-            return [TraceEvent(timeNs: now.replayNanoseconds, core: core, event: "api_record_malformed", fields: [
-                "source": .string(label), "detail": .string(error.description),
-            ])]
+            return [skeleton.malformedRecord(source: label, detail: error.description, now: now)]
         }
-        counts.apiCalls += 1
+        skeleton.countCall()
         if case .bindDevice(let device, let peer) = call { deviceByPeer[peer.uppercased()] = device }
-        let (actions, events) = MessagingDriver.apply(call, to: &messaging, now: now)
+        let (actions, events) = messaging.apply(call, now: now)
         return events + perform(actions, now: now)
     }
 
@@ -363,11 +327,11 @@ public struct MessagingAdapter: CoreAdapter {
                     channel = MessagingTrace.deviceText(device)
                     deviceTexts[device] = channel
                 }
-                if matching == .off {
+                if skeleton.matching == .off {
                     events.append(FrameMatcher.emittedEvent(core: core, channel: channel, bytes: bytes,
                                                             packet: MessagingTrace.describePacket(bytes, from: .phone), timeNs: timeNs))
                 } else {
-                    events += matcher.emitted(bytes, channel: channel, timeNs: timeNs)
+                    events += skeleton.emitted(bytes, channel: channel, now: now)
                 }
                 if let unanswered = responder?.coreWrote(bytes, device: device, timeNs: timeNs) {
                     events.append(TraceEvent(timeNs: timeNs, core: core, event: "no_recorded_answer", fields: [

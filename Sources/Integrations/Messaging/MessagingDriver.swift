@@ -67,3 +67,10 @@ public enum MessagingDriver {
         return IQApp(uuid: appID, device: deviceID)
     }
 }
+
+extension MessagingCore: ReplayedCore {
+    /// Applies `call` through ``MessagingDriver``, as replay and the live host do.
+    public mutating func apply(_ call: MessagingAPICall, now: Duration) -> (actions: [MessagingAction], events: [TraceEvent]) {
+        MessagingDriver.apply(call, to: &self, now: now)
+    }
+}

@@ -42,15 +42,14 @@ public struct SessionAdapter: CoreAdapter {
     /// The core under test and what its host keeps.
     public private(set) var driver: SessionDriver
     /// The output comparison.
-    public private(set) var matcher: FrameMatcher
+    public var matcher: FrameMatcher { skeleton.matcher }
     /// How emitted frames are compared (`strict`, `responder` or `off`).
-    public let matching: FrameMatchingMode
+    public var matching: FrameMatchingMode { skeleton.matching }
     /// The side replayed; `nil` until the manifest or a `start` record says.
     public private(set) var role: SessionRole?
 
     private struct Link {
-        var clientMTU: UInt16?
-        var serverMTU: UInt16?
+        var mtu = ATTMTUExchange()
         var up = false
     }
 
@@ -59,7 +58,7 @@ public struct SessionAdapter: CoreAdapter {
     private let prescan: SessionCapturePrescan?
     private var faults: PeerFrameFaults
     private var responder: SessionResponder?
-    private var counts = (apiCalls: 0, peerFrames: 0, ownFrames: 0, malformedRecords: 0, linksUp: 0)
+    private var counts = (peerFrames: 0, ownFrames: 0, linksUp: 0)
     /// What the core is fed from the link, as the live host counts it.
     private enum LinkInput {
         case up(maxPayload: Int)
@@ -68,9 +67,8 @@ public struct SessionAdapter: CoreAdapter {
         case answer([UInt8])
         case down
     }
-    /// The capture timestamp of virtual time zero, for stamping a responder's answers.
-    private var captureEpochNs: Int64 = 0
-    private var order: FeedOrderQueue<LinkInput, SessionAPICall>?
+    /// API records, feed order, frame matching and the summary's shared half.
+    private var skeleton: CoreAdapterSkeleton<LinkInput, SessionAPICall>
 
     /// An adapter for a set with the given manifest section and settings.
     public init(section: ManifestSession?, overrides: SessionOverrides? = nil, matching: FrameMatchingMode = .strict,
@@ -83,9 +81,9 @@ public struct SessionAdapter: CoreAdapter {
         self.driver = SessionDriver(configuration: Self.configuration(applying: settings))
         // A stated window lets the recorded side run further ahead: twice it, as for the 8 frames.
         let reorder = max(Self.reorderWindow, 2 * (settings.windowFrames ?? 0))
-        self.matcher = FrameMatcher(core: "session", reorderWindow: reorder, decode: SessionTrace.describeFrame)
-        self.matching = matching
-        if !feedOrder.calls.isEmpty { order = FeedOrderQueue(planned: feedOrder.calls) }
+        self.skeleton = CoreAdapterSkeleton(core: "session", matching: matching,
+                                            matcher: FrameMatcher(core: "session", reorderWindow: reorder, decode: SessionTrace.describeFrame),
+                                            feedOrder: feedOrder)
         makeResponder()
     }
 
@@ -121,8 +119,7 @@ public struct SessionAdapter: CoreAdapter {
 
     /// One frame: an API-call record, or HCI.
     public mutating func frame(_ frame: ReplayFrame, now: Duration) -> [TraceEvent] {
-        // Every frame tells the capture time of virtual zero (a responder's answers are stamped from it).
-        captureEpochNs = frame.timestampNs &- frame.virtualTimeNs
+        skeleton.saw(frame)
         if frame.interface.carriesAPICalls {
             return apiRecord(frame, now: now)
         }
@@ -141,24 +138,20 @@ public struct SessionAdapter: CoreAdapter {
             break
         }
         guard let role else { return events }
-        let timeNs = now.replayNanoseconds
         for record in dissected.att {
             switch SessionRecordKind.classify(record, recordedBy: role) {
             case .mtu(let client, let server):
-                if let client { links[record.connectionHandle, default: Link()].clientMTU = client }
-                if let server { links[record.connectionHandle, default: Link()].serverMTU = server }
+                links[record.connectionHandle, default: Link()].mtu.note(client: client, server: server)
             case .subscribed:
                 var link = links[record.connectionHandle, default: Link()]
                 guard !link.up else { continue }
                 link.up = true
                 links[record.connectionHandle] = link
                 counts.linksUp += 1
-                let mtu = Int(min(link.clientMTU ?? 23, link.serverMTU ?? 23))
-                events += feed(.up(maxPayload: max(20, mtu - 3)), frame: frame, now: now)
+                events += feed(.up(maxPayload: link.mtu.maxPayload), frame: frame, now: now)
             case .ownFrame(let bytes):
                 counts.ownFrames += 1
-                guard matching != .off else { continue }
-                events += matcher.captured(bytes, channel: SessionTrace.channel, frame: frame.number, timeNs: timeNs)
+                events += skeleton.captured(bytes, channel: SessionTrace.channel, frame: frame.number, now: now)
             case .peerFrame(let captured):
                 counts.peerFrames += 1
                 // The responder works with full frames (``CapturedCompactFrames``); strict replay
@@ -175,8 +168,6 @@ public struct SessionAdapter: CoreAdapter {
         return events
     }
 
-    /// The core's next timer, the latest instant a held input is released, or the responder's
-    /// next delivery.
     /// Its faults are asked only as frames and captured answers are scheduled: a copy may take
     /// other faults (``CoreAdapter/adoptFaults(_:)``), unless they would turn its responder's
     /// resends on or off.
@@ -191,17 +182,17 @@ public struct SessionAdapter: CoreAdapter {
         return true
     }
 
+    /// The core's next timer, the earliest instant a held input is released, or the responder's
+    /// next delivery.
     public var nextDeadline: Duration? {
-        let candidates = [driver.nextDeadline, order?.nextReleaseNs.map(Duration.nanoseconds), responder?.nextDueNs.map(Duration.nanoseconds)]
-        return candidates.compactMap { $0 }.min()
+        skeleton.nextDeadline(core: driver.nextDeadline, responder?.nextDueNs)
     }
 
     /// Releases held inputs that waited too long, delivers the responder's answers due, then fires
     /// the core's timers.
     public mutating func timeout(now: Duration) -> [TraceEvent] {
-        var events: [TraceEvent] = []
         let timeNs = now.replayNanoseconds
-        if order != nil { events += deliver(order!.releaseDue(nowNs: timeNs), now: now) }
+        var events = deliver(skeleton.releaseDue(now: now), now: now)
         while let (bytes, made) = popResponderDelivery(nowNs: timeNs) {
             if let made {
                 events.append(TraceEvent(timeNs: timeNs, core: core, event: "responder_made", fields: [
@@ -210,14 +201,10 @@ public struct SessionAdapter: CoreAdapter {
             }
             // Through the feed order, as a captured frame would go: the captured calls' counts of
             // link inputs are the live core's, answers included.
-            if order != nil {
-                events += deliver(order!.link(.answer(bytes), timestampNs: captureEpochNs &+ timeNs, nowNs: timeNs), now: now)
-            } else {
-                events += perform(driver.receive(bytes, now: now), now: now)
-            }
+            events += deliver(skeleton.routeAnswer(.answer(bytes), now: now), now: now)
         }
-        guard let deadline = driver.nextDeadline, deadline <= now else { return events }
-        return events + perform(driver.handleTimeout(now: now), now: now)
+        guard let actions = driver.timersDue(now: now) else { return events }
+        return events + perform(actions, now: now)
     }
 
     /// The responder's next delivery due, prepared for the core, and why it was made (`nil`: captured).
@@ -230,27 +217,13 @@ public struct SessionAdapter: CoreAdapter {
 
     /// Unpaired frames become divergences; then a `summary`.
     public mutating func finish(now: Duration) -> [TraceEvent] {
-        let timeNs = now.replayNanoseconds
-        var events: [TraceEvent] = []
-        if order != nil { events += deliver(order!.releaseAll(), now: now) }
-        events += matching == .off ? [] : matcher.finish(timeNs: timeNs)
-        var fields: [String: TraceValue] = [
+        let events = deliver(skeleton.releaseAll(), now: now)
+        return events + skeleton.finish(now: now, fields: [
             "role": role.map { .string($0.rawValue) } ?? .null,
-            "api_calls": .int(Int64(counts.apiCalls)),
             "peer_frames": .int(Int64(counts.peerFrames)),
             "own_frames": .int(Int64(counts.ownFrames)),
             "links": .int(Int64(counts.linksUp)),
-            "frame_matching": .string(matching.rawValue),
-            "frames_matched": .int(Int64(matcher.matched)),
-            "frames_diverged": .int(Int64(matcher.diverged)),
-            "frames_unsent": .int(Int64(matcher.unsent)),
-        ]
-        if counts.malformedRecords > 0 { fields["malformed_api_records"] = .int(Int64(counts.malformedRecords)) }
-        if let responder { fields["responder_made"] = .int(Int64(responder.made)) }
-        if let first = matcher.firstDivergence { fields["first_divergence"] = .string(first.description) }
-        if let order { fields.merge(order.summaryFields) { a, _ in a } }
-        events.append(TraceEvent(timeNs: timeNs, core: core, event: "summary", fields: fields))
-        return events
+        ], responderMade: responder?.made, reportsUnsent: true)
     }
 
     // MARK: inputs
@@ -270,33 +243,18 @@ public struct SessionAdapter: CoreAdapter {
     }
 
     private mutating func apiRecord(_ frame: ReplayFrame, now: Duration) -> [TraceEvent] {
-        let timeNs = now.replayNanoseconds
-        let record: [String: TraceValue]
-        switch frame.apiCallRecord() {
-        case .parsed(let members): record = members
-        case .malformed(let detail):
-            counts.malformedRecords += 1
-            return [TraceEvent(timeNs: timeNs, core: core, event: "api_record_malformed", fields: [
-                "frame": .int(Int64(frame.number)), "detail": .string(detail),
-            ])]
+        switch skeleton.readCall(frame, now: now, decode: { (record) throws(SessionAPICallError) in try SessionAPICall(record: record) }) {
+        case .otherCore, .record:
+            return []
+        case .malformed(let event):
+            return [event]
+        case .parsed(let call, let record):
+            if case .start(let startRole, _, _, _) = call, role == nil {
+                role = startRole
+                makeResponder()
+            }
+            return deliver(skeleton.route(call, frame: frame.number, record: record, now: now), now: now)
         }
-        guard case .string("session")? = record["core"] else { return [] }
-        let call: SessionAPICall
-        do throws(SessionAPICallError) {
-            call = try SessionAPICall(record: record)
-        } catch {
-            counts.malformedRecords += 1
-            return [TraceEvent(timeNs: timeNs, core: core, event: "api_record_malformed", fields: [
-                "frame": .int(Int64(frame.number)), "detail": .string(error.description),
-            ])]
-        }
-        counts.apiCalls += 1
-        if case .start(let startRole, _, _, _) = call, role == nil {
-            role = startRole
-            makeResponder()
-        }
-        guard order != nil else { return apply(call, now: now) }
-        return deliver(order!.call(call, frame: frame.number, linkInputs: FeedOrderPrescan.linkInputs(of: record), nowNs: timeNs), now: now)
     }
 
     private mutating func apply(_ call: SessionAPICall, now: Duration) -> [TraceEvent] {
@@ -306,11 +264,10 @@ public struct SessionAdapter: CoreAdapter {
 
     /// One link input, through the feed order when the capture has one.
     private mutating func feed(_ input: LinkInput, frame: ReplayFrame, now: Duration) -> [TraceEvent] {
-        guard order != nil else { return apply(input, now: now) }
-        return deliver(order!.link(input, timestampNs: frame.timestampNs, nowNs: now.replayNanoseconds), now: now)
+        deliver(skeleton.route(input, timestampNs: frame.timestampNs, now: now), now: now)
     }
 
-    private mutating func deliver(_ items: [FeedOrderQueue<LinkInput, SessionAPICall>.Item], now: Duration) -> [TraceEvent] {
+    private mutating func deliver(_ items: CoreAdapterSkeleton<LinkInput, SessionAPICall>.Routed, now: Duration) -> [TraceEvent] {
         var events: [TraceEvent] = []
         for item in items {
             switch item {
@@ -340,7 +297,7 @@ public struct SessionAdapter: CoreAdapter {
             return perform(driver.receive(bytes, now: now), now: now)
         case .down:
             var events: [TraceEvent] = []
-            if matching != .off { events += matcher.linkDown(channel: SessionTrace.channel, timeNs: now.replayNanoseconds) }
+            events += skeleton.linkDown(channel: SessionTrace.channel, now: now)
             responder?.linkWentDown(nowNs: now.replayNanoseconds)
             return events + perform(driver.linkDown(now: now), now: now)
         }
@@ -352,8 +309,8 @@ public struct SessionAdapter: CoreAdapter {
         for action in actions {
             if case .write(let bytes) = action { responder?.coreWrote(bytes, nowNs: timeNs) }
             if case .event(.handshakeCompleted) = action { responder?.bound(nowNs: timeNs) }
-            if case .write(let bytes) = action, matching != .off {
-                events += matcher.emitted(bytes, channel: SessionTrace.channel, timeNs: timeNs)
+            if case .write(let bytes) = action, skeleton.matching != .off {
+                events += skeleton.emitted(bytes, channel: SessionTrace.channel, now: now)
             } else {
                 events += SessionTrace.events(for: action, timeNs: timeNs)
             }
@@ -395,10 +352,9 @@ public enum SessionRecordKind: Sendable, Hashable {
             guard from(watchSends), record.characteristicUUID == SessionLinkGATT.notifyCharacteristic,
                   record.descriptorUUID.flatMap(BluetoothUUID.init)?.shortValue == 0x2902 else { return .other }
             return .subscribed
-        case 0x02:
-            return .mtu(client: record.value.count >= 2 ? UInt16(record.value[0]) | UInt16(record.value[1]) << 8 : nil, server: nil)
-        case 0x03:
-            return .mtu(client: nil, server: record.value.count >= 2 ? UInt16(record.value[0]) | UInt16(record.value[1]) << 8 : nil)
+        case 0x02, 0x03:
+            guard let offer = ATTMTUExchange.offer(in: record) else { return .other }
+            return .mtu(client: offer.client, server: offer.server)
         default:
             return .other
         }

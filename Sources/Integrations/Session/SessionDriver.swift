@@ -9,7 +9,7 @@ import SessionCore
 /// trace events in both, and a `start` with `restored: true` rebuilds the core the same way (from
 /// the last `persist` the core handed out, as a host that stores every snapshot before acting on
 /// the frames after it would).
-public struct SessionDriver: Sendable {
+public struct SessionDriver: ReplayedCore, Sendable {
     /// The core; `nil` until a `start`.
     public private(set) var core: SessionCore?
     /// The core's settings.

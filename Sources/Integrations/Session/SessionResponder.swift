@@ -5,69 +5,6 @@ import CaptureSet
 import Dissectors
 import SessionCore
 
-/// What replay must know about a session-link capture before it starts, for responder mode: every
-/// session-link frame of either side, in capture order, with its frame number and virtual time.
-public struct SessionCapturePrescan: Sendable {
-    /// One frame on the session link.
-    public struct LinkFrame: Sendable, Hashable {
-        /// Its frame number.
-        public var frame: Int
-        /// Its virtual time.
-        public var timeNs: Int64
-        /// `true` for the phone's write, `false` for the watch's notification.
-        public var fromPhone: Bool
-        /// The ATT value.
-        public var bytes: [UInt8]
-    }
-
-    /// Every session-link frame, in capture order.
-    public var frames: [LinkFrame] = []
-    /// The virtual times of the capture's own link drops (Disconnection Complete), in order.
-    public var linkDrops: [Int64] = []
-
-    /// An empty prescan.
-    public init() {}
-
-    /// Reads the capture once, dissecting its BLE interfaces as replay does.
-    public static func scan(capturePath: String, interfaces: [ManifestInterface], gattHandles: [ManifestGATTHandle]) throws(CaptureError) -> SessionCapturePrescan {
-        let reader = try CaptureFile.open(path: capturePath)
-        let described = Dictionary(interfaces.map { ($0.index, $0) }, uniquingKeysWith: { a, _ in a })
-        let named = Dictionary(gattHandles.map { ($0.handle, (service: $0.serviceUUID, characteristic: $0.characteristicUUID)) }, uniquingKeysWith: { a, _ in a })
-        var dissectors: [Int: FrameDissector] = [:]
-        var result = SessionCapturePrescan()
-        var firstNs: Int64?
-        while let frame = try reader.next() {
-            let start = firstNs ?? frame.timestampNs
-            firstNs = start
-            let timeNs = max(0, frame.timestampNs &- start)
-            guard frame.interfaceIndex < reader.interfaces.count else { continue }
-            let linkType = reader.interfaces[frame.interfaceIndex].linkType
-            if let interface = described[frame.interfaceIndex], let role = interface.role {
-                guard role == .bleHCI || role == .bleMonitor else { continue }
-            } else {
-                guard linkType == .bluetoothHCIH4WithPHDR || linkType == .bluetoothHCIH4 || linkType == .bluetoothLinuxMonitor else { continue }
-            }
-            let dissected = dissectors[frame.interfaceIndex, default: ReplayEngine.replayDissector(namedHandles: named)].dissect(frame, linkType: linkType)
-            if case .disconnected? = dissected.linkChange { result.linkDrops.append(timeNs) }
-            for record in dissected.att {
-                // Classified as seen by a phone host; direction is not needed to tell the sides apart:
-                // writes are the phone's, notifications the watch's.
-                switch record.opcode {
-                case 0x52, 0x12:
-                    guard record.descriptorUUID == nil, record.characteristicUUID == SessionLinkGATT.writeCharacteristic else { break }
-                    result.frames.append(LinkFrame(frame: frame.number, timeNs: timeNs, fromPhone: true, bytes: record.value))
-                case 0x1B:
-                    guard record.characteristicUUID == SessionLinkGATT.notifyCharacteristic else { break }
-                    result.frames.append(LinkFrame(frame: frame.number, timeNs: timeNs, fromPhone: false, bytes: record.value))
-                default:
-                    break
-                }
-            }
-        }
-        return result
-    }
-}
-
 /// Plays the recorded peer of a session-link capture in responder mode (docs/replay-engine.md,
 /// "Responders"): the peer answers the core's frames as they come, and resends what the core did
 /// not acknowledge.
@@ -100,6 +37,12 @@ public struct SessionCapturePrescan: Sendable {
 /// - Control ids: every control frame the core gets from the peer passes ``prepare(_:)``, which
 ///   renumbers one whose id is not above the last one given (a captured answer delivered after a
 ///   later one, a made one), so none is dropped as a late copy.
+///
+/// The type is split by job over four files: this one (what it learnt from the capture, what the
+/// adapter asks), SessionResponderResends.swift (answering the core's frames, and the peer's
+/// resends and timers), SessionResponderBytes.swift (the link's frame bytes), and
+/// SessionCapturePrescan.swift (the capture read before replay). Its members are internal rather
+/// than private so the files can share them; the type itself is internal to the module.
 struct SessionResponder: Sendable {
     struct ItemKey: Hashable, Sendable, Comparable {
         var channel: UInt8
@@ -122,7 +65,7 @@ struct SessionResponder: Sendable {
         var capturedFrame: Int? = nil
     }
 
-    private struct Answer: Sendable {
+    struct Answer: Sendable {
         var frame: Int
         var timeNs: Int64
         var bytes: [UInt8]
@@ -131,7 +74,7 @@ struct SessionResponder: Sendable {
     }
 
     /// A captured WELCOME (phone replayed): its frames (several at ATT MTU 23) and what it says.
-    private struct CapturedWelcome: Sendable {
+    struct CapturedWelcome: Sendable {
         var frames: [Answer]
         var welcome: SessionHandshake
         var timeNs: Int64 { frames[0].timeNs }
@@ -139,7 +82,7 @@ struct SessionResponder: Sendable {
     }
 
     /// A peer data item the peer has sent and the core has not acknowledged complete.
-    private struct Outgoing: Sendable {
+    struct Outgoing: Sendable {
         var acked: UInt32 = 0
         var deadlineNs: Int64?
         var resends = 0
@@ -153,13 +96,13 @@ struct SessionResponder: Sendable {
     }
 
     /// What the peer holds of one of the core's items (the receiver model).
-    private struct Incoming: Sendable {
+    struct Incoming: Sendable {
         var total: UInt32
         var held: UInt32
     }
 
     /// A HELLO of the recorded phone (watch replayed): its frames, and whether a fault lost it.
-    private struct PeerHello: Sendable {
+    struct PeerHello: Sendable {
         var timeNs: Int64
         var nonce: UInt32
         var frames: [[UInt8]]
@@ -167,7 +110,7 @@ struct SessionResponder: Sendable {
     }
 
     /// The phone's HELLO the responder sends again when its handshake timer runs out.
-    private struct HelloRetry: Sendable {
+    struct HelloRetry: Sendable {
         var nonce: UInt32
         var frames: [[UInt8]]
         var dueNs: Int64
@@ -175,87 +118,87 @@ struct SessionResponder: Sendable {
     }
 
     let role: SessionRole
-    private var faults: PeerFrameFaults
-    private let retransmissionNs: Int64
-    private let handshakeNs: Int64
-    private let peerMessageLimitNs: Int64 = 10_000_000_000
+    var faults: PeerFrameFaults
+    let retransmissionNs: Int64
+    let handshakeNs: Int64
+    let peerMessageLimitNs: Int64 = 10_000_000_000
     /// Without faults the capture holds every resend the recorded peer made: the responder makes none.
-    private let resendsEnabled: Bool
+    let resendsEnabled: Bool
     /// Resends of one item before the responder gives it up (the real peer never does).
     static let maximumResends = 30
 
     // The capture.
-    private var welcomes: [UInt32: [CapturedWelcome]] = [:]
+    var welcomes: [UInt32: [CapturedWelcome]] = [:]
     /// Every captured WELCOME, in capture order: a made one copies the watch's latest (a capture
     /// of a watch switch holds two watches).
-    private var capturedWelcomes: [CapturedWelcome] = []
+    var capturedWelcomes: [CapturedWelcome] = []
     /// Capture frames that carry a later fragment of an answer (a WELCOME in pieces): the adapter
     /// skips them with the answer's first frame.
-    private var answerFragments: Set<Int> = []
-    private var acks: [[UInt32]: [Answer]] = [:]
-    private var statusAcks: [UInt32: [Answer]] = [:]
+    var answerFragments: Set<Int> = []
+    var acks: [[UInt32]: [Answer]] = [:]
+    var statusAcks: [UInt32: [Answer]] = [:]
     /// Reply frames by the message id they answer, each with its delay after the core's message
     /// completed in the capture.
-    private var replies: [UInt32: [Answer]] = [:]
+    var replies: [UInt32: [Answer]] = [:]
     /// The peer's data frames that are initiatives, in capture order, for the retransmission state.
-    private var initiatives: [(timeNs: Int64, lost: Bool, sent: SessionFrame)] = []
-    private var initiativeCursor = 0
+    var initiatives: [(timeNs: Int64, lost: Bool, sent: SessionFrame)] = []
+    var initiativeCursor = 0
     /// The peer's initiatives that reach the core at their captured instant (no fault moved or
     /// lost them), by capture frame number: an answer due at the same instant, captured after one
     /// of them, waits for it (``isHeld(_:)``).
-    private var onTimeInitiatives: [(number: Int, timeNs: Int64)] = []
+    var onTimeInitiatives: [(number: Int, timeNs: Int64)] = []
     /// The last capture frame the adapter has handed over.
-    private var lastFedFrame = 0
+    var lastFedFrame = 0
     /// The indices of the initiatives a fault lost, and the first of them not yet followed.
-    private var lostInitiatives: [Int] = []
-    private var lostCursor = 0
+    var lostInitiatives: [Int] = []
+    var lostCursor = 0
     /// The recorded phone's HELLOs, in capture order (watch replayed).
-    private var peerHellos: [PeerHello] = []
-    private var peerHelloCursor = 0
-    private var helloRetry: HelloRetry?
+    var peerHellos: [PeerHello] = []
+    var peerHelloCursor = 0
+    var helloRetry: HelloRetry?
     /// First copies of every peer data item's frames, by offset (what a resend sends again).
-    private var itemFrames: [ItemKey: [UInt32: SessionFrame]] = [:]
+    var itemFrames: [ItemKey: [UInt32: SessionFrame]] = [:]
     /// Captured instants (faults applied) of each peer data item's frames that reach the core.
-    private var itemArrivals: [ItemKey: [(timeNs: Int64, offset: UInt32, end: UInt32)]] = [:]
+    var itemArrivals: [ItemKey: [(timeNs: Int64, offset: UInt32, end: UInt32)]] = [:]
     /// Peer items held back behind an earlier item of their lane the core has not acknowledged
     /// complete (session-link.md, "One item per lane on the wire").
-    private var heldItems: Set<ItemKey> = []
+    var heldItems: Set<ItemKey> = []
     /// Offsets of captured peer frames held back (the capture will not bring them again): the
     /// responder sends them when the window allows.
-    private var heldFrames: [ItemKey: Set<UInt32>] = [:]
-    private var windowFrames: Int
-    private let madeDelayNs: Int64
+    var heldFrames: [ItemKey: Set<UInt32>] = [:]
+    var windowFrames: Int
+    let madeDelayNs: Int64
     /// The core's side's captured frames (bytes by time) and the capture's link drops: a write the
     /// recorded host never sent before the link dropped never reached the peer.
-    private let ownFrames: [(timeNs: Int64, bytes: [UInt8])]
-    private let linkDrops: [Int64]
+    let ownFrames: [(timeNs: Int64, bytes: [UInt8])]
+    let linkDrops: [Int64]
     /// The capture's compact frames completed, for the peer frames the adapter feeds.
-    private let capturedFrames: CapturedCompactFrames
+    let capturedFrames: CapturedCompactFrames
 
     // The run.
-    private var answerCursors: [String: Int] = [:]
-    private var deliveries: [Delivery] = []
-    private var order = 0
-    private var lastControlID: UInt32 = 0
+    var answerCursors: [String: Int] = [:]
+    var deliveries: [Delivery] = []
+    var order = 0
+    var lastControlID: UInt32 = 0
     /// The control item being renumbered: its pieces after the first take the first's new id.
-    private var renumbering: (from: UInt32, to: UInt32)?
+    var renumbering: (from: UInt32, to: UInt32)?
     /// The link's frame length (ATT MTU − 3): a made control item goes in pieces of it.
-    private var frameLength = SessionLink.maximumFrameLength
-    private var outgoing: [ItemKey: Outgoing] = [:]
-    private var incoming: [ItemKey: Incoming] = [:]
-    private var completed: Set<ItemKey> = []
+    var frameLength = SessionLink.maximumFrameLength
+    var outgoing: [ItemKey: Outgoing] = [:]
+    var incoming: [ItemKey: Incoming] = [:]
+    var completed: Set<ItemKey> = []
     /// The core's control items, reassembled (a HELLO is fragmented on a 23-byte MTU).
-    private var coreAssembler = ControlAssembler()
+    var coreAssembler = ControlAssembler()
     /// What the peer's receiving side holds of the core's frames (the core's compact frames are
     /// completed from it). Kept across bindings: see ``CapturedCompactFrames``.
-    private var coreFrames = SessionFrameContext()
-    private var answeredNonces: Set<UInt32> = []
+    var coreFrames = SessionFrameContext()
+    var answeredNonces: Set<UInt32> = []
     /// Replies waiting for the reply lane, with when each would go, and the reply on it.
-    private var heldReplies: [(atNs: Int64, frames: [Answer])] = []
-    private var replyInFlight: UInt32?
-    private var linkUp = false
+    var heldReplies: [(atNs: Int64, frames: [Answer])] = []
+    var replyInFlight: UInt32?
+    var linkUp = false
     /// Frames the responder made, for the summary.
-    private(set) var made = 0
+    var made = 0
 
     /// Asks `faults` about the answers it schedules from now on (a fault sweep's fork). `false`
     /// when they would turn its resends on or off, which it decided when it was made.
@@ -505,20 +448,20 @@ struct SessionResponder: Sendable {
     /// faults the core also writes what the capture never had, so such a write counts as unsent
     /// only when the recorded host sent the same bytes again after the drop (a window it had to
     /// send again after reconnecting).
-    private func neverSent(_ bytes: [UInt8], nowNs: Int64) -> Bool {
+    func neverSent(_ bytes: [UInt8], nowNs: Int64) -> Bool {
         guard let drop = capturedDrop(after: nowNs, within: 1_000_000_000),
               !recordedHostWrote(bytes, from: nowNs - 1_000_000_000, through: drop) else { return false }
         return !resendsEnabled || recordedHostWrote(bytes, from: drop + 1, through: .max)
     }
 
     /// The capture's first link drop at or after `nowNs`, if it comes within `limitNs`.
-    private func capturedDrop(after nowNs: Int64, within limitNs: Int64) -> Int64? {
+    func capturedDrop(after nowNs: Int64, within limitNs: Int64) -> Int64? {
         guard let drop = linkDrops.first(where: { $0 >= nowNs }), drop - nowNs <= limitNs else { return nil }
         return drop
     }
 
     /// Whether the recorded host wrote exactly `bytes` between `from` and `through` (inclusive).
-    private func recordedHostWrote(_ bytes: [UInt8], from: Int64, through: Int64) -> Bool {
+    func recordedHostWrote(_ bytes: [UInt8], from: Int64, through: Int64) -> Bool {
         ownFrames.contains { $0.timeNs >= from && $0.timeNs <= through && $0.bytes == bytes }
     }
 
@@ -532,7 +475,7 @@ struct SessionResponder: Sendable {
     /// answer, a deadline, would reach the core before the initiative (the engine fires deadlines
     /// before the frames of their instant), which the capture shows the other way round: a reply
     /// and the peer's context read from the controller together reach the core in capture order.
-    private func isHeld(_ delivery: Delivery) -> Bool {
+    func isHeld(_ delivery: Delivery) -> Bool {
         guard let number = delivery.capturedFrame, number > lastFedFrame + 1 else { return false }
         var low = 0
         var high = onTimeInitiatives.count
@@ -597,516 +540,5 @@ struct SessionResponder: Sendable {
             if first.bytes != nil { return first }
         }
         return nil
-    }
-
-    // MARK: the core's frames
-
-    private mutating func coreControl(_ control: SessionControl, nowNs: Int64, written: [UInt8]) {
-        switch control {
-        case .hello(let hello) where role == .phone:
-            answerHello(hello, nowNs: nowNs)
-        case .welcome(let welcome) where role == .watch:
-            if helloRetry?.nonce == welcome.nonce { helloRetry = nil }
-            dropBelowWatermarks(welcome.watermarks)
-        case .ack(let channel, let id, let received):
-            let key = ItemKey(channel: channel.rawValue, id: id)
-            if received == SessionLink.complete, channel == .messageReply, replyInFlight == id {
-                replyInFlight = nil
-                releaseReply(nowNs: nowNs)
-            }
-            guard var item = outgoing[key] else { return }
-            if received == SessionLink.complete {
-                outgoing[key] = nil
-                releaseHeld(nowNs: nowNs)
-                return
-            }
-            let advanced = received > item.acked
-            if advanced || item.deadlineNs == nil { item.deadlineNs = nowNs + retransmissionNs }
-            item.acked = received
-            outgoing[key] = item
-            if advanced, resendsEnabled { fillWindow(key, nowNs: nowNs) }
-        case .error(let channel, let id, _), .cancel(let channel, let id):
-            outgoing[ItemKey(channel: channel.rawValue, id: id)] = nil
-            releaseHeld(nowNs: nowNs)
-            if channel == .messageReply, replyInFlight == id {
-                replyInFlight = nil
-                releaseReply(nowNs: nowNs)
-            }
-        case .status(let sequence, _) where role == .watch:
-            let made = SessionControl.statusAck(sequence: sequence)
-            deliverAnswer(key: "status-ack \(sequence)", captured: statusAcks[sequence], nowNs: nowNs, written: written, make: made, what: "status_ack")
-        default:
-            break
-        }
-    }
-
-    private mutating func answerHello(_ hello: SessionHandshake, nowNs: Int64) {
-        dropBelowWatermarks(hello.watermarks)
-        let cursorKey = "welcome \(hello.nonce)"
-        let list = welcomes[hello.nonce] ?? []
-        let cursor = answerCursors[cursorKey, default: 0]
-        if cursor < list.count {
-            answerCursors[cursorKey] = cursor + 1
-            answeredNonces.insert(hello.nonce)
-            var welcome = list[cursor].welcome
-            let frames = list[cursor].frames
-            let start = Self.answerTime(capturedNs: frames[0].timeNs, delayNs: frames[0].delayNs, nowNs: nowNs)
-            let held = fileResume() ?? (0, 0)
-            if resendsEnabled, welcome.fileResumeID != held.0 || welcome.fileResumeOffset != held.1 {
-                // A fault changed what the watch holds of the file it would resume (a chunk lost,
-                // a transfer that never reached it): the WELCOME says what it holds now, as the
-                // real watch's would. It travels as the captured one would, or is lost with it.
-                var lateNs: Int64 = 0
-                for answer in frames {
-                    guard let first = faults.deliveries(ofFrame: answer.frame, kind: .notification, capturedAt: .nanoseconds(answer.timeNs)).first else { return }
-                    lateNs = max(lateNs, first.replayNanoseconds)
-                }
-                welcome.fileResumeID = held.0
-                welcome.fileResumeOffset = held.1
-                enqueue(made: .welcome(welcome), atNs: start + lateNs, what: "welcome_resume")
-                return
-            }
-            // The recorded peer says what it holds of the file it resumes: the model takes it.
-            let key = ItemKey(channel: SessionChannel.fileChunk.rawValue, id: welcome.fileResumeID)
-            if welcome.fileResumeID != 0, var item = incoming[key] {
-                item.held = welcome.fileResumeOffset
-                incoming[key] = item
-            }
-            schedule(frames, from: start, tracked: false)
-            return
-        }
-        // A HELLO the capture holds no WELCOME for: a repeated one (its WELCOME lost) is answered
-        // again unchanged; one of a new nonce (a reconnection) gets the recorded watch's WELCOME
-        // with the nonce echoed and the watermarks of what the peer holds now.
-        let latest = capturedWelcomes.last { $0.timeNs <= nowNs } ?? capturedWelcomes.first
-        guard let base = list.last ?? latest else { return }
-        var welcome = base.welcome
-        if !answeredNonces.contains(hello.nonce) || list.isEmpty {
-            welcome.nonce = hello.nonce
-            welcome.watermarks = watermarksHeld(over: welcome.watermarks)
-            if let (id, offset) = fileResume() {
-                welcome.fileResumeID = id
-                welcome.fileResumeOffset = offset
-            }
-            if hello.window == nil { welcome.window = nil }
-            // A watch states compact frames only in answer to a HELLO that stated them.
-            if !hello.compactFrames { welcome.compactFrames = false }
-        }
-        answeredNonces.insert(hello.nonce)
-        let what = list.isEmpty ? "welcome" : "welcome_repeated"
-        enqueue(made: .welcome(welcome), atNs: nowNs + base.delayNs, what: what)
-    }
-
-    /// The peer's receiving side takes one of the core's data frames; the ACK it owes, if any.
-    private mutating func receiveCoreData(_ frame: SessionFrame, nowNs: Int64, written: [UInt8]) {
-        let key = ItemKey(channel: frame.channel.rawValue, id: frame.id)
-        var answer: UInt32?
-        if completed.contains(key) {
-            answer = SessionLink.complete
-        } else {
-            if frame.flags.contains(.first), (incoming[key]?.held ?? 0) == 0 {
-                incoming[key] = Incoming(total: frame.totalOrOffset, held: 0)
-            }
-            if var item = incoming[key] {
-                let count = UInt32(frame.bytes.count)
-                if frame.offset < item.held {
-                    answer = item.held
-                } else if frame.offset == item.held {
-                    item.held += count
-                    if item.held >= item.total {
-                        incoming[key] = nil
-                        completed.insert(key)
-                        answer = SessionLink.complete
-                        if frame.channel == .message || frame.channel == .messageData { scheduleReply(to: frame.id, nowNs: nowNs) }
-                    } else {
-                        incoming[key] = item
-                        if frame.flags.contains(.needsAck) { answer = item.held }
-                    }
-                } else if frame.flags.contains(.needsAck) {
-                    answer = item.held
-                }
-            } else {
-                // No item under way and no FIRST: the core must start over.
-                answer = 0
-            }
-        }
-        guard let received = answer else { return }
-        let made = SessionControl.ack(channel: frame.channel, id: frame.id, received: received)
-        deliverAnswer(key: "ack \(key.channel) \(key.id) \(received)", captured: acks[[UInt32(key.channel), key.id, received]],
-                      nowNs: nowNs, written: written, make: made, what: "ack")
-    }
-
-    /// The peer's reply lane carries one reply at a time (session-link.md, "One item per lane on the
-    /// wire"): a reply waits until the core has acknowledged the one before it complete.
-    private mutating func scheduleReply(to message: UInt32, nowNs: Int64) {
-        guard let frames = replies.removeValue(forKey: message), let first = frames.first else { return }
-        let at = Self.answerTime(capturedNs: first.timeNs, delayNs: first.delayNs, nowNs: nowNs)
-        heldReplies.append((at, frames))
-        releaseReply(nowNs: nowNs)
-    }
-
-    private mutating func releaseReply(nowNs: Int64) {
-        guard replyInFlight == nil, !heldReplies.isEmpty else { return }
-        let (at, frames) = heldReplies.removeFirst()
-        replyInFlight = frames.first.flatMap { Self.decodeFrame($0.bytes) }?.id
-        schedule(frames, from: max(at, nowNs), tracked: true)
-    }
-
-    // MARK: answers and resends
-
-    /// Delivers the next captured answer for `key`, else makes `make` — unless the write it answers
-    /// (`written`) is a recorded one whose answer the link's drop took.
-    private mutating func deliverAnswer(key: String, captured: [Answer]?, nowNs: Int64, written: [UInt8], make: SessionControl, what: String) {
-        let cursor = answerCursors[key, default: 0]
-        if let captured, cursor < captured.count {
-            answerCursors[key] = cursor + 1
-            schedule(captured[cursor], nowNs: nowNs)
-        } else if !answerLostWithLink(written, nowNs: nowNs) {
-            enqueue(made: make, atNs: nowNs + madeDelayNs, what: what)
-        }
-    }
-
-    /// Whether the answer to the core's write `written` at `nowNs` went down with the link: the
-    /// capture has these bytes from the recorded host at about this time (the write is its
-    /// recorded counterpart), holds no answer to them (the caller looked), and its link dropped
-    /// within a retransmission timeout after. The recorded peer's answer was lost with the link, so
-    /// the responder makes none either.
-    private func answerLostWithLink(_ written: [UInt8], nowNs: Int64) -> Bool {
-        let tolerance = Self.captureLatencyToleranceNs
-        guard let drop = capturedDrop(after: nowNs, within: retransmissionNs + tolerance) else { return false }
-        return recordedHostWrote(written, from: nowNs - tolerance, through: min(nowNs + tolerance, drop))
-    }
-
-    /// A captured answer, after its recorded delay, as the faults decide for its frame.
-    private mutating func schedule(_ answer: Answer, nowNs: Int64, sent: SessionFrame? = nil) {
-        schedule(answer, atNs: Self.answerTime(capturedNs: answer.timeNs, delayNs: answer.delayNs, nowNs: nowNs), sent: sent)
-    }
-
-    /// Captured answers of one item, the first at `start` and the rest keeping their captured
-    /// spacing after it; `tracked`: each is a peer data frame whose retransmission state the
-    /// responder follows (a reply), not a control piece (a WELCOME).
-    private mutating func schedule(_ frames: [Answer], from start: Int64, tracked: Bool) {
-        guard let first = frames.first else { return }
-        for answer in frames {
-            schedule(answer, atNs: start + (answer.timeNs - first.timeNs), sent: tracked ? Self.decodeFrame(answer.bytes) : nil)
-        }
-    }
-
-    /// A captured answer at `at`, as the faults decide for its frame.
-    private mutating func schedule(_ answer: Answer, atNs at: Int64, sent: SessionFrame?) {
-        let fates = faults.deliveries(ofFrame: answer.frame, kind: .notification, capturedAt: .nanoseconds(answer.timeNs))
-        if fates.isEmpty, let sent {
-            // Lost: the peer still sent it (its retransmission timer runs from here).
-            append(Delivery(timeNs: at, order: 0, bytes: nil, made: nil, sent: sent))
-        }
-        for (index, delay) in fates.enumerated() {
-            let due = at + delay.replayNanoseconds
-            append(Delivery(timeNs: due, order: 0, bytes: answer.bytes, made: nil, sent: index == 0 ? sent : nil,
-                            capturedFrame: due == answer.timeNs ? answer.frame : nil))
-        }
-    }
-
-    /// How far the core's write may come before its captured counterpart and still get the answer
-    /// at its captured instant: a live host writes a little after the input that caused it (the
-    /// capture shows that latency, replay does not), and answering at write + delay would move
-    /// every later answer earlier by the sum of those latencies.
-    static let captureLatencyToleranceNs: Int64 = 100_000_000
-
-    /// When a captured answer reaches the core written to at `nowNs`: its captured instant when the
-    /// core's write is its captured counterpart's (at most ``captureLatencyToleranceNs`` early);
-    /// else the captured delay after the write.
-    static func answerTime(capturedNs: Int64, delayNs: Int64, nowNs: Int64) -> Int64 {
-        let early = (capturedNs - delayNs) - nowNs
-        return early >= 0 && early <= captureLatencyToleranceNs ? capturedNs : nowNs + delayNs
-    }
-
-    /// A control item the responder makes, in pieces of the link's frame length (``prepare(_:)``
-    /// numbers it).
-    private mutating func enqueue(made control: SessionControl, atNs: Int64, what: String) {
-        for frame in SessionFrame.fragment(channel: .control, id: 0, payload: control.encode(), maxFrameLength: frameLength) {
-            made += 1
-            append(Delivery(timeNs: atNs, order: 0, bytes: frame.encode(), made: what, sent: nil))
-        }
-    }
-
-    private mutating func append(_ delivery: Delivery) {
-        var delivery = delivery
-        order += 1
-        delivery.order = order
-        deliveries.append(delivery)
-        deliveries.sort { ($0.timeNs, $0.order) < ($1.timeNs, $1.order) }
-    }
-
-    /// Sends a window of `key`'s frames again from the acknowledged offset.
-    private mutating func resend(_ key: ItemKey, nowNs: Int64, retransmission: Bool, why: String) {
-        guard let frames = itemFrames[key], let item = outgoing[key] else { return }
-        let from = item.acked
-        let window = frames.keys.sorted().filter { offset in
-            let frame = frames[offset]!
-            return offset >= from || Self.end(of: frame) > from
-        }.prefix(windowFrames)
-        for offset in window {
-            guard var frame = frames[offset] else { continue }
-            if retransmission { frame.flags.insert(.retransmission) } else { frame.flags.remove(.retransmission) }
-            if offset == window.last { frame.flags.insert(.needsAck) }
-            heldFrames[key]?.remove(offset)
-            made += 1
-            append(Delivery(timeNs: nowNs, order: 0, bytes: frame.encode(), made: why, sent: frame))
-        }
-    }
-
-    /// The sender's rule on an ACK that advances: the frames of a managed item the window now
-    /// allows that the core was not sent yet go out (no RETRANSMISSION: they are first copies).
-    private mutating func fillWindow(_ key: ItemKey, nowNs: Int64) {
-        guard let frames = itemFrames[key], let item = outgoing[key], item.managed, let held = heldFrames[key], !held.isEmpty else { return }
-        let offsets = frames.keys.sorted()
-        guard let from = offsets.firstIndex(where: { Self.end(of: frames[$0]!) > item.acked }) else { return }
-        let limit = min(offsets.count, from + windowFrames)
-        let fresh = offsets[from..<limit].filter { held.contains($0) }
-        for offset in fresh {
-            guard var frame = frames[offset] else { continue }
-            heldFrames[key]?.remove(offset)
-            frame.flags.remove(.retransmission)
-            if offset == fresh.last, limit < offsets.count || frame.flags.contains(.last) { frame.flags.insert(.needsAck) }
-            made += 1
-            append(Delivery(timeNs: nowNs, order: 0, bytes: frame.encode(), made: "window", sent: frame))
-        }
-    }
-
-    /// The lane a durable channel's items queue on (one item in flight each; the context is given
-    /// up rather than queued), or `nil`.
-    static func lane(of channel: UInt8) -> UInt8? {
-        switch channel {
-        case 0x05: return 0x05
-        case 0x06: return 0x06
-        case 0x07, 0x08: return 0x07
-        default: return nil
-        }
-    }
-
-    /// An item's place on its lane: by id, a file's metadata before its chunks.
-    static func laneOrder(_ key: ItemKey) -> (UInt32, UInt8) { (key.id, key.channel) }
-
-    /// Whether a captured peer data frame reaches the core now (under faults): `false` holds it
-    /// back when the real peer would not have sent it yet — an item behind an unacknowledged one of
-    /// its lane, or a frame past the window from the acknowledged offset. The
-    /// responder sends what it holds back itself when the peer would.
-    mutating func admit(_ bytes: [UInt8], nowNs: Int64) -> Bool {
-        guard resendsEnabled, let frame = Self.decodeFrame(bytes), let lane = Self.lane(of: frame.channel.rawValue) else { return true }
-        advance(nowNs: nowNs)
-        let key = ItemKey(channel: frame.channel.rawValue, id: frame.id)
-        if heldItems.contains(key) {
-            heldFrames[key, default: []].insert(frame.offset)
-            return false
-        }
-        let order = Self.laneOrder(key)
-        let waiting = outgoing.keys.contains { Self.lane(of: $0.channel) == lane && Self.laneOrder($0) < order }
-            || heldItems.contains { Self.lane(of: $0.channel) == lane && Self.laneOrder($0) < order }
-        if waiting {
-            heldItems.insert(key)
-            heldFrames[key, default: []].insert(frame.offset)
-            outgoing[key] = nil
-            return false
-        }
-        guard let item = outgoing[key] else { return true }
-        // Past the window from what the core acknowledged, the real peer would not have sent it
-        // yet, whether a frame of the item was lost (the responder already sends it) or only late:
-        // a late first chunk delays the core's ACK, and the recorded peer's next chunks, sent when
-        // the recorded ACK had come, would reach a core that never opened its window for them. The
-        // responder then takes the item over, and each ACK that advances opens the window again.
-        if let frames = itemFrames[key] {
-            let offsets = frames.keys.sorted()
-            if let from = offsets.firstIndex(where: { Self.end(of: frames[$0]!) > item.acked }),
-               let at = offsets.firstIndex(of: frame.offset), at >= from + windowFrames {
-                heldFrames[key, default: []].insert(frame.offset)
-                outgoing[key]?.managed = true
-                return false
-            }
-        }
-        heldFrames[key]?.remove(frame.offset)
-        return true
-    }
-
-    /// On each lane, the first item held back goes out once no earlier item of its lane is
-    /// unfinished.
-    private mutating func releaseHeld(nowNs: Int64) {
-        guard resendsEnabled else { return }
-        for lane in Set(heldItems.compactMap { Self.lane(of: $0.channel) }).sorted() {
-            guard let next = heldItems.filter({ Self.lane(of: $0.channel) == lane }).min(by: { Self.laneOrder($0) < Self.laneOrder($1) }),
-                  !outgoing.keys.contains(where: { Self.lane(of: $0.channel) == lane && Self.laneOrder($0) < Self.laneOrder(next) }) else { continue }
-            heldItems.remove(next)
-            var item = Outgoing(firstSentNs: nowNs)
-            item.managed = true
-            outgoing[next] = item
-            // The peer sends the whole item now, window by window: frames the capture brought while
-            // the link was down never reached the responder, so every frame counts as held.
-            heldFrames[next] = Set(itemFrames[next]?.keys.map { $0 } ?? [])
-            if linkUp { resend(next, nowNs: nowNs, retransmission: false, why: "held_back") } else { outgoing[next]?.needsRestart = true }
-        }
-    }
-
-    /// Whether the capture itself brings a frame of `key` to the core after `afterNs`, within a
-    /// retransmission timeout of now: the recorded peer resent it on its own.
-    private func captureResends(_ key: ItemKey, afterNs: Int64, withinNs: Int64? = nil) -> Bool {
-        let within = withinNs ?? 2 * retransmissionNs
-        guard let arrivals = itemArrivals[key] else { return false }
-        // Only a frame that brings the acknowledged offset counts: later frames of the item do not
-        // repair a gap.
-        let acked = outgoing[key]?.acked ?? 0
-        return arrivals.contains { $0.timeNs > afterNs && $0.timeNs <= afterNs + within && $0.offset <= acked && $0.end > acked }
-    }
-
-    /// The peer sent frame `sent` at `atNs` (`lost`: a fault lost it on the way).
-    private mutating func peerSent(_ sent: SessionFrame, atNs: Int64, lost: Bool) {
-        let key = ItemKey(channel: sent.channel.rawValue, id: sent.id)
-        guard sent.channel != .control, !heldItems.contains(key) else { return }
-        guard linkUp else {
-            // Sent while a fault held the link down: a durable item goes again after the next binding.
-            if Self.isDurable(key.channel) { outgoing[key, default: Outgoing(firstSentNs: atNs)].needsRestart = true }
-            return
-        }
-        var item = outgoing[key] ?? Outgoing(firstSentNs: atNs)
-        if lost, resendsEnabled, Self.lane(of: key.channel) != nil { item.managed = true }
-        if sent.flags.contains(.needsAck) || sent.flags.contains(.last) || lost, item.deadlineNs == nil {
-            item.deadlineNs = atNs + retransmissionNs
-        }
-        outgoing[key] = item
-    }
-
-    /// Follows the peer's initiatives the capture sends up to `nowNs`.
-    private mutating func advance(nowNs: Int64) {
-        while initiativeCursor < initiatives.count, initiatives[initiativeCursor].timeNs <= nowNs {
-            let next = initiatives[initiativeCursor]
-            initiativeCursor += 1
-            peerSent(next.sent, atNs: next.timeNs, lost: next.lost)
-        }
-        while lostCursor < lostInitiatives.count, lostInitiatives[lostCursor] < initiativeCursor { lostCursor += 1 }
-        while peerHelloCursor < peerHellos.count, peerHellos[peerHelloCursor].timeNs <= nowNs {
-            let hello = peerHellos[peerHelloCursor]
-            peerHelloCursor += 1
-            // The phone's timer runs from each HELLO it sends; one that arrives stops the last's.
-            helloRetry = hello.lost && resendsEnabled
-                ? HelloRetry(nonce: hello.nonce, frames: hello.frames, dueNs: hello.timeNs + handshakeNs)
-                : nil
-        }
-    }
-
-    /// The phone's HELLO again, under a new control id (every piece), as its handshake timer
-    /// sends it.
-    private mutating func resendHello(nowNs: Int64) {
-        guard var retry = helloRetry else { return }
-        retry.dueNs = nowNs + handshakeNs
-        retry.resends += 1
-        helloRetry = retry.resends > Self.maximumResends ? nil : retry
-        guard linkUp else { return }
-        // ``prepare(_:)`` gives the pieces a new control id as they go.
-        for bytes in retry.frames {
-            made += 1
-            append(Delivery(timeNs: nowNs, order: 0, bytes: bytes, made: "hello_resent", sent: nil))
-        }
-    }
-
-    private mutating func dropBelowWatermarks(_ marks: SessionWatermarks) {
-        for key in Array(outgoing.keys) {
-            let mark: UInt32
-            switch SessionChannel(rawValue: key.channel) {
-            case .applicationContext: mark = marks.applicationContext
-            case .userInfo: mark = marks.userInfo
-            case .complicationUserInfo: mark = marks.complicationUserInfo
-            case .fileMetadata, .fileChunk: mark = marks.file
-            default: continue
-            }
-            if key.id <= mark { outgoing[key] = nil }
-        }
-        heldItems = heldItems.filter { key in
-            switch SessionChannel(rawValue: key.channel) {
-            case .userInfo: return key.id > marks.userInfo
-            case .complicationUserInfo: return key.id > marks.complicationUserInfo
-            case .fileMetadata, .fileChunk: return key.id > marks.file
-            default: return true
-            }
-        }
-        // A re-handshake restarts the items in flight: what the peer held of them goes, files excepted.
-        incoming = incoming.filter { $0.key.channel == SessionChannel.fileChunk.rawValue }
-    }
-
-    private func watermarksHeld(over captured: SessionWatermarks) -> SessionWatermarks {
-        func highest(_ channel: SessionChannel, _ base: UInt32) -> UInt32 {
-            completed.filter { $0.channel == channel.rawValue }.map(\.id).reduce(base, max)
-        }
-        return SessionWatermarks(
-            applicationContext: highest(.applicationContext, captured.applicationContext),
-            userInfo: highest(.userInfo, captured.userInfo),
-            complicationUserInfo: highest(.complicationUserInfo, captured.complicationUserInfo),
-            file: highest(.fileChunk, captured.file))
-    }
-
-    private func fileResume() -> (UInt32, UInt32)? {
-        incoming.filter { $0.key.channel == SessionChannel.fileChunk.rawValue && $0.value.held > 0 }
-            .max { $0.key.id < $1.key.id }.map { ($0.key.id, $0.value.held) }
-    }
-
-    // MARK: bytes
-
-    static func isDurable(_ channel: UInt8) -> Bool { [0x01, 0x05, 0x06, 0x07, 0x08].contains(channel) }
-
-    static func end(of frame: SessionFrame) -> UInt32 {
-        frame.flags.contains(.last) ? SessionLink.complete : frame.offset &+ UInt32(frame.bytes.count)
-    }
-
-    /// The frame in `bytes`, or `nil` when they are not one (the core reports that itself).
-    static func decodeFrame(_ bytes: [UInt8]) -> SessionFrame? {
-        do throws(SessionFrameError) {
-            return try SessionFrame.decode(bytes)
-        } catch {
-            return nil
-        }
-    }
-
-    /// The frame in `bytes` read with a direction's `context` (a compact one completed from it;
-    /// ``SessionFrameContext/decode(_:)``), or `nil` when they are not one.
-    static func decodeFrame(_ bytes: [UInt8], with context: inout SessionFrameContext) -> SessionFrame? {
-        do throws(SessionFrameError) {
-            return try context.decode(bytes)
-        } catch {
-            return nil
-        }
-    }
-
-    /// A single-frame control item, or `nil` when it does not decode (the core reports that itself).
-    static func decodeControl(_ frame: SessionFrame) -> SessionControl? {
-        guard frame.channel == .control, frame.flags.contains(.first), frame.flags.contains(.last) else { return nil }
-        do throws(SessionFrameError) {
-            return try SessionControl.decode(frame.bytes)
-        } catch {
-            return nil
-        }
-    }
-
-    static func u32(_ bytes: [UInt8], _ at: Int) -> UInt32 {
-        UInt32(bytes[at]) | UInt32(bytes[at + 1]) << 8 | UInt32(bytes[at + 2]) << 16 | UInt32(bytes[at + 3]) << 24
-    }
-
-    static func put(_ value: UInt32, into bytes: inout [UInt8], at: Int) {
-        for i in 0..<4 { bytes[at + i] = UInt8(truncatingIfNeeded: value >> (8 * i)) }
-    }
-
-    /// Reassembles a side's control items from their frames (kept by offset).
-    struct ControlAssembler: Sendable {
-        private var parts: [UInt32: [UInt32: [UInt8]]] = [:]
-        private var totals: [UInt32: UInt32] = [:]
-
-        mutating func add(_ frame: SessionFrame) -> SessionControl? {
-            if frame.flags.contains(.first) && frame.flags.contains(.last) { return SessionResponder.decodeControl(frame) }
-            if let total = frame.total { totals[frame.id] = total }
-            parts[frame.id, default: [:]][frame.offset] = frame.bytes
-            guard let total = totals[frame.id], let pieces = parts[frame.id] else { return nil }
-            var payload: [UInt8] = []
-            while UInt32(payload.count) < total, let next = pieces[UInt32(payload.count)] { payload += next }
-            guard UInt32(payload.count) == total else { return nil }
-            parts[frame.id] = nil
-            totals[frame.id] = nil
-            return SessionResponder.decodeControl(SessionFrame(channel: .control, flags: [.first, .last], id: frame.id, totalOrOffset: total, bytes: payload))
-        }
     }
 }

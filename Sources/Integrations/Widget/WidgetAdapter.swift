@@ -39,22 +39,21 @@ public struct WidgetAdapter: CoreAdapter {
     /// The core under test.
     public private(set) var driver: WidgetDriver
     /// The output comparison.
-    public private(set) var matcher: FrameMatcher
+    public var matcher: FrameMatcher { skeleton.matcher }
     /// How emitted frames are compared (`strict`, `responder` or `off`).
-    public let matching: FrameMatchingMode
+    public var matching: FrameMatchingMode { skeleton.matching }
     /// The process replayed; `nil` until a `start` record.
     public private(set) var role: WidgetRole?
 
     private var clientID: String?
     /// The replayed process's connections, by their client → broker direction.
     private var connections: [TCPFlowKey: ConnectionState] = [:]
-    private var counts = (apiCalls: 0, brokerMessages: 0, ownPublishes: 0, containerChanges: 0, ownWrites: 0, ownWritesUnread: 0, connections: 0, malformedRecords: 0)
+    private var counts = (brokerMessages: 0, ownPublishes: 0, containerChanges: 0, ownWrites: 0, ownWritesUnread: 0, connections: 0)
     /// Container writes the core made that the capture has not shown yet, by name (for pairing a
     /// write whose content the recorder could not read).
     private var writesAwaitingCapture: [String: [[UInt8]]] = [:]
-    private var order: FeedOrderQueue<WidgetInput, WidgetAPICall>?
-    /// The capture timestamp of virtual time zero, for stamping a responder's answers.
-    private var captureEpochNs: Int64 = 0
+    /// API records, feed order, frame matching and the summary's shared half.
+    private var skeleton: CoreAdapterSkeleton<WidgetInput, WidgetAPICall>
     private let prescan: WidgetCapturePrescan?
     private var faults: PeerFrameFaults
     /// Responder mode: the broker and the cloud as recorded (``WidgetResponder``); made at `start`.
@@ -71,11 +70,12 @@ public struct WidgetAdapter: CoreAdapter {
     public init(configuration: WidgetConfiguration = WidgetConfiguration(account: "demo"), matching: FrameMatchingMode = .strict,
                 prescan: WidgetCapturePrescan? = nil, faults: PeerFrameFaults = .init(), feedOrder: FeedOrderPrescan = .init()) {
         self.driver = WidgetDriver(configuration: configuration)
-        self.matcher = FrameMatcher(core: WidgetTraceMapping.core, reorderWindow: Self.reorderWindow, decode: WidgetTraceMapping.describeFrame)
-        self.matching = matching
+        self.skeleton = CoreAdapterSkeleton(
+            core: WidgetTraceMapping.core, matching: matching,
+            matcher: FrameMatcher(core: WidgetTraceMapping.core, reorderWindow: Self.reorderWindow, decode: WidgetTraceMapping.describeFrame),
+            feedOrder: feedOrder)
         self.prescan = matching == .responder ? prescan ?? WidgetCapturePrescan() : nil
         self.faults = faults
-        if !feedOrder.calls.isEmpty { order = FeedOrderQueue(planned: feedOrder.calls) }
     }
 
     /// How far out of order a publish or write may come and still pair: a live host hands its
@@ -96,8 +96,7 @@ public struct WidgetAdapter: CoreAdapter {
 
     /// One frame: an API-call record, a container event or TCP.
     public mutating func frame(_ frame: ReplayFrame, now: Duration) -> [TraceEvent] {
-        // Every frame tells the capture time of virtual zero (a responder's answers are stamped from it).
-        captureEpochNs = frame.timestampNs &- frame.virtualTimeNs
+        skeleton.saw(frame)
         if frame.interface.carriesAPICalls {
             return apiRecord(frame, now: now)
         }
@@ -124,10 +123,10 @@ public struct WidgetAdapter: CoreAdapter {
                 switch packet.body {
                 case .publish(let publish):
                     counts.ownPublishes += 1
-                    guard matching != .off, let topic = record.topic else { continue }
-                    events += matcher.captured(
+                    guard let topic = record.topic else { continue }
+                    events += skeleton.captured(
                         WidgetTraceMapping.publishFrame(topic: topic, payload: publish.payload, qos: Int(publish.qos)),
-                        channel: WidgetTraceMapping.mqttChannel, frame: frame.number, timeNs: now.replayNanoseconds)
+                        channel: WidgetTraceMapping.mqttChannel, frame: frame.number, now: now)
                 case .subscribe(let id, _, let subscriptions):
                     connections[client]?.subscribes[id] = subscriptions.map(\.topicFilter)
                 default:
@@ -165,8 +164,6 @@ public struct WidgetAdapter: CoreAdapter {
         return events
     }
 
-    /// The core's next timer, the latest instant a held input is released, or the responder's
-    /// next answer.
     /// Its faults are asked only as captured answers are scheduled: a copy may take other faults
     /// (``CoreAdapter/adoptFaults(_:)``).
     public mutating func adoptFaults(_ faults: PeerFrameFaults) -> Bool {
@@ -175,17 +172,17 @@ public struct WidgetAdapter: CoreAdapter {
         return true
     }
 
+    /// The core's next timer, the earliest instant a held input is released, or the responder's
+    /// next answer.
     public var nextDeadline: Duration? {
-        let candidates = [driver.nextDeadline, order?.nextReleaseNs.map(Duration.nanoseconds), responder?.nextDueNs.map(Duration.nanoseconds)]
-        return candidates.compactMap { $0 }.min()
+        skeleton.nextDeadline(core: driver.nextDeadline, responder?.nextDueNs)
     }
 
     /// Releases held inputs that waited too long, delivers the responder's answers due, then fires
     /// the core's timers.
     public mutating func timeout(now: Duration) -> [TraceEvent] {
-        var events: [TraceEvent] = []
         let timeNs = now.replayNanoseconds
-        if order != nil { events += deliver(order!.releaseDue(nowNs: timeNs), now: now) }
+        var events = deliver(skeleton.releaseDue(now: now), now: now)
         while let delivery = responder?.popDue(nowNs: timeNs) {
             if let made = delivery.made {
                 events.append(TraceEvent(timeNs: timeNs, core: core, event: "responder_made", fields: [
@@ -200,8 +197,8 @@ public struct WidgetAdapter: CoreAdapter {
             }
             events += feedAnswer(delivery.input, now: now)
         }
-        guard let deadline = driver.nextDeadline, deadline <= now else { return events }
-        return events + perform(driver.handleTimeout(now: now), now: now)
+        guard let actions = driver.timersDue(now: now) else { return events }
+        return events + perform(actions, now: now)
     }
 
     static func describe(_ input: WidgetInput) -> String {
@@ -216,65 +213,38 @@ public struct WidgetAdapter: CoreAdapter {
 
     /// Unpaired frames become divergences; then a `summary`.
     public mutating func finish(now: Duration) -> [TraceEvent] {
-        let timeNs = now.replayNanoseconds
-        var events: [TraceEvent] = []
-        if order != nil { events += deliver(order!.releaseAll(), now: now) }
-        events += matching == .off ? [] : matcher.finish(timeNs: timeNs)
-        var fields: [String: TraceValue] = [
+        let events = deliver(skeleton.releaseAll(), now: now)
+        return events + skeleton.finish(now: now, fields: [
             "role": role.map { .string($0.rawValue) } ?? .null,
-            "api_calls": .int(Int64(counts.apiCalls)),
             "connections": .int(Int64(counts.connections)),
             "broker_messages": .int(Int64(counts.brokerMessages)),
             "own_publishes": .int(Int64(counts.ownPublishes)),
             "container_changes": .int(Int64(counts.containerChanges)),
             "own_writes": .int(Int64(counts.ownWrites)),
             "own_writes_unread": .int(Int64(counts.ownWritesUnread)),
-            "frame_matching": .string(matching.rawValue),
-            "frames_matched": .int(Int64(matcher.matched)),
-            "frames_diverged": .int(Int64(matcher.diverged)),
-        ]
-        if counts.malformedRecords > 0 { fields["malformed_api_records"] = .int(Int64(counts.malformedRecords)) }
-        if let responder { fields["responder_made"] = .int(Int64(responder.made)) }
-        if let first = matcher.firstDivergence { fields["first_divergence"] = .string(first.description) }
-        if let order { fields.merge(order.summaryFields) { a, _ in a } }
-        events.append(TraceEvent(timeNs: timeNs, core: core, event: "summary", fields: fields))
-        return events
+        ], responderMade: responder?.made)
     }
 
     // MARK: inputs
 
-    private mutating func malformed(_ frame: ReplayFrame, _ detail: String, now: Duration) -> [TraceEvent] {
-        counts.malformedRecords += 1
-        return [TraceEvent(timeNs: now.replayNanoseconds, core: core, event: "api_record_malformed", fields: [
-            "frame": .int(Int64(frame.number)), "detail": .string(detail),
-        ])]
-    }
-
     private mutating func apiRecord(_ frame: ReplayFrame, now: Duration) -> [TraceEvent] {
-        let record: [String: TraceValue]
-        switch frame.apiCallRecord() {
-        case .parsed(let members): record = members
-        case .malformed(let detail): return malformed(frame, detail, now: now)
-        }
-        guard case .string(WidgetTraceMapping.core)? = record["core"] else { return [] }
-        let call: WidgetAPICall
-        do throws(WidgetAPICallError) {
-            call = try WidgetAPICall(record: record)
-        } catch {
-            return malformed(frame, error.description, now: now)
-        }
-        counts.apiCalls += 1
-        if case .containerChanged = call { counts.containerChanges += 1 }
-        if case let .start(startRole, account, _, _) = call {
-            role = startRole
-            let client = WidgetTopics.clientID(role: startRole, account: account)
-            clientID = client
-            if let prescan, responder == nil {
-                responder = WidgetResponder(prescan: prescan, clientID: client, account: account, faults: faults)
+        switch skeleton.readCall(frame, now: now, decode: { (record) throws(WidgetAPICallError) in try WidgetAPICall(record: record) }) {
+        case .otherCore, .record:
+            return []
+        case .malformed(let event):
+            return [event]
+        case .parsed(let call, let record):
+            if case .containerChanged = call { counts.containerChanges += 1 }
+            if case let .start(startRole, account, _, _) = call {
+                role = startRole
+                let client = WidgetTopics.clientID(role: startRole, account: account)
+                clientID = client
+                if let prescan, responder == nil {
+                    responder = WidgetResponder(prescan: prescan, clientID: client, account: account, faults: faults)
+                }
             }
+            return deliver(skeleton.route(call, frame: frame.number, record: record, now: now), now: now)
         }
-        guard order != nil else { return apply(call, now: now) }
-        return deliver(order!.call(call, frame: frame.number, linkInputs: FeedOrderPrescan.linkInputs(of: record), nowNs: now.replayNanoseconds), now: now)
     }
 
     private mutating func apply(_ call: WidgetAPICall, now: Duration) -> [TraceEvent] {
@@ -285,17 +255,15 @@ public struct WidgetAdapter: CoreAdapter {
     /// A responder's answer, a link input like a captured one: it goes through the feed order too,
     /// so the count of link inputs the captured calls name stays the live one.
     private mutating func feedAnswer(_ input: WidgetInput, now: Duration) -> [TraceEvent] {
-        guard order != nil else { return perform(driver.receive(input, now: now), now: now) }
-        return deliver(order!.link(input, timestampNs: captureEpochNs &+ now.replayNanoseconds, nowNs: now.replayNanoseconds), now: now)
+        deliver(skeleton.routeAnswer(input, now: now), now: now)
     }
 
     /// One MQTT input, through the feed order when the capture has one.
     private mutating func feed(_ input: WidgetInput, frame: ReplayFrame, now: Duration) -> [TraceEvent] {
-        guard order != nil else { return perform(driver.receive(input, now: now), now: now) }
-        return deliver(order!.link(input, timestampNs: frame.timestampNs, nowNs: now.replayNanoseconds), now: now)
+        deliver(skeleton.route(input, timestampNs: frame.timestampNs, now: now), now: now)
     }
 
-    private mutating func deliver(_ items: [FeedOrderQueue<WidgetInput, WidgetAPICall>.Item], now: Duration) -> [TraceEvent] {
+    private mutating func deliver(_ items: CoreAdapterSkeleton<WidgetInput, WidgetAPICall>.Routed, now: Duration) -> [TraceEvent] {
         var events: [TraceEvent] = []
         for item in items {
             switch item {
@@ -311,10 +279,10 @@ public struct WidgetAdapter: CoreAdapter {
         do throws(TraceFormatError) {
             record = try JSONLiteral.parseObject(frame.bytes, label: "frame \(frame.number)")
         } catch {
-            return malformed(frame, "App Group event: \(error.description)", now: now)
+            return [skeleton.malformedRecord(frame: frame.number, detail: "App Group event: \(error.description)", now: now)]
         }
         guard case .string(let op)? = record["op"], case .string(let name)? = record["name"] else {
-            return malformed(frame, "App Group event without \"op\" and \"name\"", now: now)
+            return [skeleton.malformedRecord(frame: frame.number, detail: "App Group event without \"op\" and \"name\"", now: now)]
         }
         var content: [UInt8]?
         if case .string(let hex)? = record["content"] { content = MonkeyCJSON.decodeHex(hex) }
@@ -336,8 +304,7 @@ public struct WidgetAdapter: CoreAdapter {
             waiting.remove(at: index)
             writesAwaitingCapture[name] = waiting.isEmpty ? nil : waiting
         }
-        guard matching != .off else { return [] }
-        return matcher.captured(frameBytes, channel: WidgetTraceMapping.containerChannel, frame: frame.number, timeNs: now.replayNanoseconds)
+        return skeleton.captured(frameBytes, channel: WidgetTraceMapping.containerChannel, frame: frame.number, now: now)
     }
 
     private mutating func perform(_ actions: [WidgetAction], now: Duration) -> [TraceEvent] {
@@ -346,9 +313,9 @@ public struct WidgetAdapter: CoreAdapter {
         for action in actions {
             responder?.coreAsked(action, nowNs: timeNs)
             if case .mqttDisconnect = action { responderConnected = false }
-            if matching != .off, let (channel, bytes) = WidgetTraceMapping.frame(of: action) {
+            if skeleton.matching != .off, let (channel, bytes) = WidgetTraceMapping.frame(of: action) {
                 if case .writeFile(let name, _) = action { writesAwaitingCapture[name, default: []].append(bytes) }
-                events += matcher.emitted(bytes, channel: channel, timeNs: timeNs)
+                events += skeleton.emitted(bytes, channel: channel, now: now)
             } else {
                 events += WidgetTraceMapping.events(for: action, timeNs: timeNs)
             }

@@ -20,7 +20,7 @@ public enum WidgetInput: Sendable, Hashable {
 
 /// Applies ``WidgetAPICall``s and ``WidgetInput``s to one side's ``WidgetCore``, for replay and the
 /// live hosts alike, so both write the same trace events (core `widget`).
-public struct WidgetDriver: Sendable {
+public struct WidgetDriver: ReplayedCore, Sendable {
     /// The core; `nil` until a `start`.
     public private(set) var core: WidgetCore?
     /// Timers and settings (the account comes from `start`).

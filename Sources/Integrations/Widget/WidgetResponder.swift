@@ -36,20 +36,15 @@ public struct WidgetCapturePrescan: Sendable {
 
     /// Reads the capture once, dissecting its `mqtt-tcp` interfaces as replay does.
     public static func scan(capturePath: String, interfaces: [ManifestInterface]) throws(CaptureError) -> WidgetCapturePrescan {
-        let reader = try CaptureFile.open(path: capturePath)
-        let described = Dictionary(interfaces.map { ($0.index, $0) }, uniquingKeysWith: { a, _ in a })
-        var dissectors: [Int: FrameDissector] = [:]
+        var walk = try PrescanReader(capturePath: capturePath, interfaces: interfaces)
         var result = WidgetCapturePrescan()
-        var firstNs: Int64?
-        while let frame = try reader.next() {
-            let start = firstNs ?? frame.timestampNs
-            firstNs = start
-            let timeNs = max(0, frame.timestampNs &- start)
-            guard frame.interfaceIndex < reader.interfaces.count, let interface = described[frame.interfaceIndex] else { continue }
+        while let frame = try walk.next() {
+            let timeNs = frame.timeNs
+            guard let interface = frame.described else { continue }
             if interface.role == .apiCalls {
                 // A record that does not read is reported by the adapter when it is fed.
                 do throws(TraceFormatError) {
-                    let record = try JSONLiteral.parseObject(frame.data, label: "frame \(frame.number)")
+                    let record = try JSONLiteral.parseObject(frame.capture.data, label: "frame \(frame.number)")
                     if record["core"] == .string("widget"), record["call"] == .string("mqtt_connect_failed") {
                         result.connectFailures.append(timeNs)
                     }
@@ -59,13 +54,9 @@ public struct WidgetCapturePrescan: Sendable {
                 continue
             }
             guard interface.role == .mqttTCP else { continue }
-            let linkType = reader.interfaces[frame.interfaceIndex].linkType
-            if dissectors[frame.interfaceIndex] == nil {
-                var dissector = ReplayEngine.replayDissector(namedHandles: [:])
+            let dissected = walk.dissect(frame) { dissector in
                 if let port = interface.brokerPort { dissector.mqttPorts.insert(port) }
-                dissectors[frame.interfaceIndex] = dissector
             }
-            let dissected = dissectors[frame.interfaceIndex]!.dissect(frame, linkType: linkType)
             for record in dissected.mqtt {
                 guard let packet = record.packet else { continue }
                 result.packets.append(Packet(frame: frame.number, timeNs: timeNs, client: record.fromClient ? record.flow : record.flow.reversed,

@@ -181,6 +181,9 @@ public struct FeedOrderQueue<Link, Call> {
     }
 }
 
+extension FeedOrderQueue: Sendable where Link: Sendable, Call: Sendable {}
+extension FeedOrderQueue.Item: Sendable where Link: Sendable, Call: Sendable {}
+
 /// The calls of one core that carry `link_inputs`, read from a capture before replay, so replay
 /// knows when a link input must wait for a call that comes later in the file
 /// (``FeedOrderQueue``).

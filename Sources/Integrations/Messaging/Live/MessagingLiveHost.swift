@@ -61,13 +61,8 @@ public final class MessagingLiveHost {
         }
     }
 
-    /// What a run produced.
-    public struct Result: Sendable {
-        /// The trace, with times relative to the zero given to ``MessagingLiveHost/trace(zeroNs:)``.
-        public var events: [(realtimeNs: Int64, event: TraceEvent)]
-        /// Steps that could not run, as sentences (also `step_failed` trace events).
-        public var failedSteps: [String]
-    }
+    /// What a run produced: its trace and the steps that could not run.
+    public typealias Result = LiveRunResult
 
     private let options: Options
     private var core: MessagingCore
@@ -217,13 +212,7 @@ public final class MessagingLiveHost {
     /// own calls), which fails when the core refuses the call.
     private func call(_ call: MessagingAPICall, step: (number: Int, name: String)? = nil) throws(LiveHostError) {
         let realtime = Self.realtimeNs()
-        if let recording {
-            do {
-                try recording.recordAPICall(call.recordJSON(linkInputs: linkInputs), timestampNs: realtime)
-            } catch {
-                throw LiveHostError(target: "recording", step: "write API call", detail: "\(error)", hint: "Check free disk space.")
-            }
-        }
+        try recording?.record(apiCall: call.recordJSON(linkInputs: linkInputs), timestampNs: realtime)
         let (actions, traceEvents) = MessagingDriver.apply(call, to: &core, now: now())
         for event in traceEvents { record(event, realtimeNs: realtime) }
         if let step { log.failIfRefused(step: step.number, call: step.name, events: traceEvents) }

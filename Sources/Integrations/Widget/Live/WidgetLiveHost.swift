@@ -60,13 +60,8 @@ public final class WidgetLiveHost {
         }
     }
 
-    /// What a run produced.
-    public struct Result: Sendable {
-        /// The trace, with CLOCK_REALTIME stamps.
-        public var events: [(realtimeNs: Int64, event: TraceEvent)]
-        /// Steps that could not run, as sentences (also `step_failed` trace events).
-        public var failedSteps: [String]
-    }
+    /// What a run produced: its trace and the steps that could not run.
+    public typealias Result = LiveRunResult
 
     /// How the host app answers the widget's open-URL requests (the script's `open_url`).
     enum OpenURLPolicy: String {
@@ -181,13 +176,7 @@ public final class WidgetLiveHost {
 
     private func call(_ call: WidgetAPICall, step: (number: Int, name: String)? = nil) throws(LiveHostError) {
         let realtime = LiveTrace.realtimeNs()
-        if let recording {
-            do {
-                try recording.recordAPICall(call.recordJSON(linkInputs: linkInputs), timestampNs: realtime)
-            } catch {
-                throw LiveHostError(target: "recording", step: "write API call", detail: "\(error)", hint: "Check free disk space.")
-            }
-        }
+        try recording?.record(apiCall: call.recordJSON(linkInputs: linkInputs), timestampNs: realtime)
         let (actions, traceEvents) = driver.apply(call, now: now())
         for event in traceEvents { record(event, realtimeNs: realtime) }
         if let step { log.failIfRefused(step: step.number, call: step.name, events: traceEvents) }
