@@ -10,54 +10,6 @@ import Glibc
 import Darwin
 #endif
 
-/// One complete HCI packet seen by an ``H4Tap``, borrowed for the duration of the callback.
-public struct H4TapPacket {
-    /// Which way it went: ``H4Direction/sent`` host→controller, ``H4Direction/received`` controller→host.
-    public var direction: H4Direction
-    /// CLOCK_REALTIME, nanoseconds since the Unix epoch, taken when the read that delivered the
-    /// packet's last byte returned.
-    public var timestampNs: Int64
-    /// The packet as on the wire: indicator byte, header, payload.
-    public var bytes: UnsafeRawBufferPointer
-
-    /// Wraps borrowed bytes; see the properties.
-    public init(direction: H4Direction, timestampNs: Int64, bytes: UnsafeRawBufferPointer) {
-        self.direction = direction
-        self.timestampNs = timestampNs
-        self.bytes = bytes
-    }
-
-    /// The packet's indicator (the framer only hands out packets with a known one).
-    public var indicator: HCIPacketIndicator? { bytes.first.flatMap(HCIPacketIndicator.init(rawValue:)) }
-}
-
-/// What an ``H4Tap`` has seen since it was opened.
-public struct H4TapStatistics: Sendable, Hashable {
-    /// Complete packets host→controller.
-    public var sentPackets = 0
-    /// Complete packets controller→host.
-    public var receivedPackets = 0
-    /// Bytes forwarded host→controller (framed or not).
-    public var sentBytes = 0
-    /// Bytes forwarded controller→host (framed or not).
-    public var receivedBytes = 0
-    /// Streams whose framing stopped on bytes that are not H4 (at most two per host connection).
-    public var framingErrors = 0
-    /// Host connections served.
-    public var hostConnections = 0
-    /// Host connections refused: another host was connected, the tap serves exactly one host and
-    /// had served it, or (on a Unix socket) the peer belonged to another user.
-    public var refusedHosts = 0
-
-    /// Zero counts.
-    public init() {}
-
-    /// Complete packets in `direction`.
-    public func packets(_ direction: H4Direction) -> Int { direction == .sent ? sentPackets : receivedPackets }
-    /// Bytes forwarded in `direction`.
-    public func bytes(_ direction: H4Direction) -> Int { direction == .sent ? sentBytes : receivedBytes }
-}
-
 /// A proxy between an HCI host stack and its controller speaking H4, recording every packet.
 ///
 /// The host connects to the tap's ``endpoint`` — TCP on a listen address, or a Unix socket in a
