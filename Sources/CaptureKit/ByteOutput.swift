@@ -12,7 +12,9 @@ private func posixClose(_ fd: Int32) -> Int32 { close(fd) }
 /// `flush`) or memory (every byte kept until the writer is dropped).
 ///
 /// The buffer is raw memory rather than an array so that appending a field is a bounds check and a
-/// store; hot fields are `@exclusivity(unchecked)` for the same reason as in ``ByteInput``.
+/// store; hot fields are `@exclusivity(unchecked)`, as in ``ByteInput``, to keep the runtime checks
+/// off that path: a writer is used by one thread at a time (LiveCapture's `Recorder` holds a lock)
+/// and none of its methods calls back into it while one of its fields is being changed.
 final class ByteOutput {
     let name: String
     private let fd: Int32

@@ -11,8 +11,9 @@ import Foundation
 /// atomic-write convention (write `.NAME.tmp-ROLE-PID`, then rename it to `NAME`) is named in the
 /// `moved_in` frame's `writer`.
 public final class AppGroupSource: LiveSource, @unchecked Sendable {
-    // Thread-safety: `watcher` and `ownReads` are used only by the thread inside `run`; `stop()`
-    // sets a flag under `lock` that the loop checks every `idleInterval`.
+    // Thread-safety: `watcher`, `ownReads`, `renamesInFlight` and `framesSeen` are used only by the
+    // thread inside `run` (`statistics()` and `close()` come after it returned, as Recorder calls
+    // them); `stop()` sets a flag under `lock` that the loop checks every `idleInterval`.
 
     /// The most content carried in one frame; a longer file's frame has `content_truncated`.
     public static let maximumContent = 64 * 1024

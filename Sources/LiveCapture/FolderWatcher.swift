@@ -49,6 +49,9 @@ public struct FolderChange: Sendable, Hashable {
 ///
 /// One thread calls ``next(timeoutMilliseconds:)``; ``close()`` after it is done. Linux only: on
 /// other systems the initializer throws.
+///
+/// `@unchecked Sendable` without a lock: it is only handed to the thread that reads it, and under
+/// the rule above no two threads touch its state at once.
 public final class FolderWatcher: @unchecked Sendable {
     /// The folder watched.
     public let path: String

@@ -89,7 +89,8 @@ extension ReplayCommand {
 
 /// Where a sweep is, shown as it goes: redrawn in place on a terminal; in a CI log (standard error
 /// not a terminal), a line a minute (``ProgressCadence``), so a long sweep shows it is alive and
-/// how long it has left without a line per variant. Told from every worker thread, hence the lock.
+/// how long it has left without a line per variant. Told from every worker thread, hence the lock:
+/// `@unchecked Sendable` because `cadence` and `status` (a ``StatusLine``) are used only under it.
 final class SweepProgressDisplay: @unchecked Sendable {
     private let lock = NSLock()
     private let set: String

@@ -17,6 +17,9 @@ import Darwin
 /// the registration (which libdispatch completes on another thread after `resume()`) is ignored
 /// and lost, so a command that announces it is ready must do so after making this, and then a
 /// caller that signals as soon as it reads the announcement is heard.
+///
+/// `@unchecked Sendable` (the dispatch sources are not marked `Sendable`): `sources` is a `let` set
+/// in `init`, dispatch sources may be cancelled from any thread, and the signal count is a `Mutex`.
 final class InterruptSignals: @unchecked Sendable {
     private let sources: [any DispatchSourceSignal]
     private let received = Mutex(0)

@@ -24,6 +24,9 @@ open class CBAttribute: NSObject, @unchecked Sendable {
 }
 
 /// A service of a peripheral (`CBService`).
+///
+/// `@unchecked Sendable`: no lock; discovery fills its mutable properties in callbacks, on the
+/// thread that drives the session, the only thread the app reads them on.
 open class CBService: CBAttribute, @unchecked Sendable {
     /// The peripheral the service belongs to.
     open internal(set) weak var peripheral: CBPeripheral?
@@ -49,6 +52,9 @@ open class CBService: CBAttribute, @unchecked Sendable {
 }
 
 /// A characteristic of a service (`CBCharacteristic`).
+///
+/// `@unchecked Sendable`: no lock; its mutable properties change in callbacks, on the thread that
+/// drives the session, the only thread the app reads them on.
 open class CBCharacteristic: CBAttribute, @unchecked Sendable {
     /// The service it belongs to.
     open internal(set) weak var service: CBService?
@@ -81,6 +87,9 @@ open class CBCharacteristic: CBAttribute, @unchecked Sendable {
 }
 
 /// A descriptor of a characteristic (`CBDescriptor`).
+///
+/// `@unchecked Sendable`: no lock; ``value`` changes in callbacks, on the thread that drives the
+/// session, the only thread the app reads it on.
 open class CBDescriptor: CBAttribute, @unchecked Sendable {
     /// The characteristic it belongs to.
     open internal(set) weak var characteristic: CBCharacteristic?

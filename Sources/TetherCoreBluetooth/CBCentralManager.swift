@@ -3,6 +3,9 @@ import BehaviourTrace
 import Foundation
 
 /// What central and peripheral managers share (`CBManager`).
+///
+/// `@unchecked Sendable`: no lock; ``state`` is set and read only on the thread that drives the
+/// session, as CoreBluetooth's managers are used on their queue.
 open class CBManager: NSObject, @unchecked Sendable {
     /// The Bluetooth state: `.poweredOn` once the session has answered the manager's creation
     /// (`centralManagerDidUpdateState(_:)` says so); `.unsupported` with no session current.
@@ -21,6 +24,9 @@ open class CBManager: NSObject, @unchecked Sendable {
 ///
 /// `queue` is accepted and not used: every callback arrives on the thread that drives the session,
 /// in virtual-time order, so a test needs no expectation or wait (docs/corebluetooth.md).
+///
+/// `@unchecked Sendable`: no lock; ``delegate`` and ``isScanning`` are set and read only on the
+/// thread that drives the session (the app's calls and every callback).
 open class CBCentralManager: CBManager, @unchecked Sendable {
     /// Gets the manager's callbacks.
     open weak var delegate: (any CBCentralManagerDelegate)?

@@ -2,6 +2,9 @@ import BehaviourTrace
 import Foundation
 
 /// A remote device (`CBPeer`): what centrals and peripherals share.
+///
+/// `@unchecked Sendable` because an `NSObject` subclass cannot be checked: its one stored property
+/// is a `let`.
 open class CBPeer: NSObject, @unchecked Sendable {
     /// The device's identifier: stable across runs and machines in Tether (made from its
     /// recorded address), where a phone makes one up per device.
@@ -29,6 +32,10 @@ open class CBPeer: NSObject, @unchecked Sendable {
 ///
 /// Every method returns at once, as on the phone; the answer comes later as a delegate callback,
 /// on the thread that drives the session, at the virtual instant the recording decides.
+///
+/// `@unchecked Sendable`: no lock; its mutable properties are set and read only on the thread that
+/// drives the session (the app's calls and every callback), as CoreBluetooth's own objects are
+/// used on their manager's queue.
 open class CBPeripheral: CBPeer, @unchecked Sendable {
     /// Gets the peripheral's callbacks.
     open weak var delegate: (any CBPeripheralDelegate)?

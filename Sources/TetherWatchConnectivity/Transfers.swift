@@ -7,7 +7,8 @@ import Foundation
 /// `transferUserInfo` has returned; the object is bound to it then, so a ``cancel()`` made before
 /// is held and sent as soon as the id is known.
 public final class WCSessionUserInfoTransfer: @unchecked Sendable {
-    // @unchecked: the mutable state is behind `lock`; `userInfo` is an immutable copy the app gave.
+    // @unchecked: the mutable state is in `lifecycle`, behind its lock; `session` is a weak
+    // reference set once in `init`; `userInfo` is an immutable copy the app gave.
 
     /// The dictionary being transferred.
     public let userInfo: [String: Any]
@@ -86,7 +87,8 @@ final class TransferLifecycle: @unchecked Sendable {
 /// One `transferFile(_:metadata:)`: queued and sent in the background, its progress in
 /// ``progress``, then handed to `session(_:didFinish:error:)`.
 public final class WCSessionFileTransfer: @unchecked Sendable {
-    // @unchecked: the mutable state is behind `lock`; `Progress` is thread-safe.
+    // @unchecked: the mutable state is in `lifecycle`, behind its lock; `session` is a weak
+    // reference set once in `init`; `Progress` is thread-safe.
 
     /// The file being transferred and its metadata.
     public let file: WCSessionFile

@@ -18,8 +18,9 @@ import IngestCore
 /// as text; here a sender is compared by its bytes and turned into text only when it changes, and
 /// a datagram is copied once, from the read buffer into the batch.
 final class DatagramReader: @unchecked Sendable {
-    // Thread-safety: `stopping` and `finished` are guarded by `lock`; the read buffers, the batch
-    // and the sender caches belong to the reading thread; the wake pipe is written from anywhere.
+    // Thread-safety: `stopping`, `finished` and `hasFinished` are guarded by `lock`; the read
+    // buffers, the batch and the sender caches belong to the reading thread; the wake pipe is
+    // written from anywhere.
 
     struct Limits {
         /// Datagrams per read call (at most `TETHER_BATCH_MAX`).

@@ -30,6 +30,8 @@ final class LiveWidgetRecording {
     private let done = DispatchSemaphore(value: 0)
     private let outcome = RunOutcome()
 
+    /// How the recorder's run ended, set by its task and read by ``finish()``.
+    /// `@unchecked Sendable`: both `var`s are read and written only under `lock`.
     final class RunOutcome: @unchecked Sendable {
         let lock = NSLock()
         var failure: (any Error)?
