@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import LiveCapture
+import Foundation
 
 /// Where the CLI writes: buffered stdout for results, unbuffered stderr for warnings and progress.
 ///
@@ -78,12 +79,17 @@ enum Terminal {
 }
 
 /// A status line redrawn in place on stderr when stderr is a terminal, silent otherwise, and
-/// rate-limited so redrawing never dominates the work it reports on. Used from one thread or queue
-/// at a time (hence `@unchecked Sendable`).
+/// rate-limited so redrawing never dominates the work it reports on.
+///
+/// `@unchecked Sendable`: `lastDraw` and `shown` are read and written under `lock` only. A lock,
+/// not "one queue at a time": `record` and `serve` cancel their ticker and clear the line from the
+/// main task, and a cancelled `DispatchSource` timer's handler already running on its queue (or a
+/// notice block already queued there) can still redraw at the same moment.
 final class StatusLine: @unchecked Sendable {
     private let enabled: Bool
     private let interval: Duration
     private let clock = ContinuousClock()
+    private let lock = NSLock()
     private var lastDraw: ContinuousClock.Instant?
     private var shown = false
 
@@ -96,6 +102,8 @@ final class StatusLine: @unchecked Sendable {
     /// Redraw with `text()` if the interval has passed (or `force`). `text` is only evaluated then.
     func update(force: Bool = false, _ text: () -> String) {
         guard enabled else { return }
+        lock.lock()
+        defer { lock.unlock() }
         let now = clock.now
         if !force, let lastDraw, now - lastDraw < interval { return }
         lastDraw = now
@@ -106,14 +114,20 @@ final class StatusLine: @unchecked Sendable {
 
     /// Erase the status line so the next output starts on a clean line.
     func clear() {
-        guard enabled, shown else { return }
+        guard enabled else { return }
+        lock.lock()
+        defer { lock.unlock() }
+        guard shown else { return }
         Terminal.writeStderr("\r\u{1B}[K")
         shown = false
     }
 
     /// Leave the last status on screen and move to the next line.
     func finish() {
-        guard enabled, shown else { return }
+        guard enabled else { return }
+        lock.lock()
+        defer { lock.unlock() }
+        guard shown else { return }
         Terminal.writeStderr("\n")
         shown = false
     }

@@ -41,8 +41,12 @@ import TimelineReport
 /// ``run(for:)``. A call made from a callback is delivered after the input that caused the
 /// callback, at the same virtual instant.
 public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Sendable {
-    // @unchecked: the mutable state below is touched only by the thread driving the session (the
-    // contract above); the queues the app posts to, and the clock's sleepers, are behind locks.
+    // @unchecked: the mutable state below is touched by the thread driving the session (the
+    // contract above), except what an app task woken by ``clock`` reaches while that thread runs on
+    // (the virtual instant, the trace, the app's early events, the warnings, the promise checker,
+    // and whether calls are held or a run is going: ``recordAppEvent(_:fields:)``, ``warn(_:)``,
+    // ``now``): those are read and written under `stateLock`. The queues the app posts to, and the
+    // clock's sleepers, are behind their own locks.
 
     /// The set's name (its folder's last component).
     public let name: String
@@ -52,6 +56,9 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
     private let set: LoadedCaptureSet
     private let registry: IntegrationRegistry
     private var stepped: SteppedReplay?
+    /// Guards the state an app task woken by ``clock`` may touch (see the note above). Never held
+    /// while a callback runs: the app's code may call back into the session.
+    private let stateLock = NSLock()
     private var nowNs: Int64 = 0
     private var running = false
     /// Where the app's calls made before the first run reach the core: just before the recorded
@@ -73,7 +80,8 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
 
     /// Every trace event written so far: the cores', and the app's own (core `app`: each SDK call
     /// the app made and each callback delivered).
-    public private(set) var trace: [TraceEvent] = []
+    public var trace: [TraceEvent] { stateLock.withLock { traceStorage } }
+    private var traceStorage: [TraceEvent] = []
 
     private enum Posted {
         case call(core: String, record: [String: TraceValue])
@@ -262,34 +270,36 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
                 try stepping.step(through: appStart, emit: emit)
                 return stepping
             }
-            holdingCalls = false
-            for var event in earlyAppEvents {
-                event.timeNs = nowNs
-                trace.append(event)
-                promiseChecker.observe(event)
+            stateLock.withLock {
+                holdingCalls = false
+                for var event in earlyAppEvents {
+                    event.timeNs = nowNs
+                    traceStorage.append(event)
+                    promiseChecker.observe(event)
+                }
+                earlyAppEvents = []
             }
-            earlyAppEvents = []
         }
         try advance(body)
     }
 
     private func advance(_ body: (SteppedReplay) throws(CaptureError) -> SteppedReplay) throws(TetherTestingError) {
-        guard !running else {
+        guard !stateLock.withLock({ running }) else {
             throw TetherTestingError(message: "ReplaySession \(name): run() was called from inside one of its own callbacks; "
                 + "make the next call instead (it is delivered at once), or run the session from the test.")
         }
         guard let current = stepped else { return }
         if current.isFinished { return }
-        running = true
+        stateLock.withLock { running = true }
         stepped = nil
-        defer { running = false }
+        defer { stateLock.withLock { running = false } }
         var after: SteppedReplay
         do throws(CaptureError) {
             after = try body(current)
         } catch {
             throw TetherTestingError(message: error.description)
         }
-        nowNs = after.now.replayNanoseconds
+        stateLock.withLock { nowNs = after.now.replayNanoseconds }
         let halted = after.halted
         let summary = after.summarySoFar
         stepped = after
@@ -299,20 +309,22 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
     }
 
     private func emit(_ event: TraceEvent) {
-        nowNs = event.timeNs
-        trace.append(event)
-        // A request the recording cannot answer: the core meets its own timeout, and the app is told why.
-        if event.event == "no_recorded_answer", case .string(let detail)? = event.field("detail") {
-            sessionWarnings.append("\(event.core) at \(Self.seconds(event.timeNs)): \(detail)")
+        stateLock.withLock {
+            nowNs = event.timeNs
+            traceStorage.append(event)
+            // A request the recording cannot answer: the core meets its own timeout, and the app is told why.
+            if event.event == "no_recorded_answer", case .string(let detail)? = event.field("detail") {
+                sessionWarnings.append("\(event.core) at \(Self.seconds(event.timeNs)): \(detail)")
+            }
+            promiseChecker.observe(event)
         }
-        promiseChecker.observe(event)
         bindings.deliver(event)
     }
 
     // MARK: results
 
     /// The virtual instant reached: time since the recording's first frame.
-    public var now: Duration { .nanoseconds(nowNs) }
+    public var now: Duration { .nanoseconds(stateLock.withLock { nowNs }) }
 
     /// A `Clock` on the session's virtual time, for app code that takes a clock: `sleep` returns
     /// when ``run()`` or ``run(for:)`` reaches its deadline (they stop at each sleeper's deadline
@@ -324,18 +336,19 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
     /// The manifest's expectations and baselines describe the recorded app, not yours: they are
     /// not checked here (`replay(_:)` checks them).
     public var passed: Bool {
-        var checker = promiseChecker
+        var checker = promiseCheckerSnapshot
         return checker.verdict().isEmpty && !(stepped?.halted ?? false)
     }
 
     /// The promise checker as it stands (a copy: its verdict does not disturb the session's).
-    var promiseCheckerSnapshot: PromiseChecker { promiseChecker }
+    var promiseCheckerSnapshot: PromiseChecker { stateLock.withLock { promiseChecker } }
 
     /// What a failing `#expect` should show: the promises broken, the warnings, the counts.
     public var report: String {
-        var checker = promiseChecker
+        var checker = promiseCheckerSnapshot
         let broken = checker.verdict()
-        var lines = ["ReplaySession \(name): \(passed ? "PASS" : "FAIL") at \(Self.seconds(nowNs)) of virtual time, "
+        let trace = self.trace
+        var lines = ["ReplaySession \(name): \(passed ? "PASS" : "FAIL") at \(Self.seconds(now.replayNanoseconds)) of virtual time, "
             + "\(trace.count) trace events, \(trace.filter { $0.core == "app" && $0.event == "app_call" }.count) app calls, "
             + "\(trace.filter { $0.core == "app" && $0.event == "callback" }.count) callbacks"]
         for promise in broken { lines.append("  broken promise: \(promise.description)") }
@@ -346,7 +359,7 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
     /// The session's warnings (calls the recording could not answer, callbacks with no delegate)
     /// and the replay's (an unsealed set, a cut-off tail).
     public var warnings: [String] {
-        sessionWarnings + (finalSummary?.warnings ?? stepped?.summarySoFar.warnings ?? [])
+        stateLock.withLock { sessionWarnings } + (finalSummary?.warnings ?? stepped?.summarySoFar.warnings ?? [])
     }
 
     /// The events of `core` (and, when given, of that name), in trace order.
@@ -399,18 +412,20 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
 
     /// Writes an `app` event at ``now``.
     public func recordAppEvent(_ event: String, fields: [String: TraceValue]) {
-        let made = TraceEvent(timeNs: nowNs, core: "app", event: event, fields: fields)
-        if holdingCalls, !running {
-            earlyAppEvents.append(made)
-            return
+        stateLock.withLock {
+            let made = TraceEvent(timeNs: nowNs, core: "app", event: event, fields: fields)
+            if holdingCalls, !running {
+                earlyAppEvents.append(made)
+                return
+            }
+            traceStorage.append(made)
+            promiseChecker.observe(made)
         }
-        trace.append(made)
-        promiseChecker.observe(made)
     }
 
     /// Keeps `text` among the warnings and writes it as an `app` `warning` event.
     public func warn(_ text: String) {
-        sessionWarnings.append(text)
+        stateLock.withLock { sessionWarnings.append(text) }
         recordAppEvent("warning", fields: ["detail": .string(text)])
     }
 
@@ -430,8 +445,11 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
 
     /// The app's next posted call; the facade's own work posted before it runs first.
     public func nextCall(now: Duration) -> ScheduledAPICall? {
-        nowNs = now.replayNanoseconds
-        if holdingCalls { return nil }
+        let holding = stateLock.withLock {
+            nowNs = now.replayNanoseconds
+            return holdingCalls
+        }
+        if holding { return nil }
         while let posted = inboxLock.withLock({ inbox.popFirst() }) {
             switch posted {
             case .call(let core, let record):

@@ -13,6 +13,10 @@ import CaptureSet
 /// the `from` events still waiting for their answer (`latency`). So memory does not grow with the
 /// trace, only with the number of groups or keys an expectation names, or with the `latency`
 /// starts still waiting for their answers.
+///
+/// One evaluator per trace: its checks are objects (``ExpectationCheck``), so a copy of the
+/// evaluator shares them with the original, and events shown to either reach both. Nothing in
+/// Tether copies one (a fault sweep's forked runs check promises, not expectations).
 public struct ExpectationEvaluator {
     /// The expectations checked, in manifest order.
     public let expectations: [Expectation]
