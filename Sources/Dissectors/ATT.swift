@@ -147,5 +147,5 @@ public struct ATTOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
 
 extension ATTRecord {
     /// The opcode's name, e.g. `Handle Value Notification`.
-    public var opcodeName: String { ATTOpcode(rawValue: opcode).name }
+    public var opcodeName: String { opcode.name }
 }

@@ -102,7 +102,7 @@ struct ATTSession: Sendable {
         var database: GATTDatabase { databases[connection] ?? GATTDatabase() }
 
         func make(_ handle: UInt16?, _ value: [UInt8], in database: @autoclosure () -> GATTDatabase) -> ATTRecord {
-            var record = ATTRecord(connectionHandle: connection.handle, direction: direction, opcode: opcodeByte, handle: handle, value: value)
+            var record = ATTRecord(connectionHandle: connection.handle, direction: direction, opcode: opcode, handle: handle, value: value)
             if let handle {
                 let named = knownNames(of: handle, connection: connection) ?? names(of: handle, connection: connection, in: database())
                 record.serviceUUID = named.service

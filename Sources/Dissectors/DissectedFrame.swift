@@ -96,8 +96,8 @@ public struct ATTRecord: Sendable, Hashable {
     public var connectionHandle: UInt16
     /// Which way the PDU went (`.unknown` under LINKTYPE_BLUETOOTH_HCI_H4 without `epb_flags`).
     public var direction: HCIDirection
-    /// The ATT opcode byte as sent.
-    public var opcode: UInt8
+    /// The ATT opcode, as sent (an opcode the specification does not list keeps its byte).
+    public var opcode: ATTOpcode
     /// The attribute handle, for PDUs that carry one.
     public var handle: UInt16?
     /// The attribute value (writes, notifications, indications, read responses); otherwise the
@@ -111,7 +111,7 @@ public struct ATTRecord: Sendable, Hashable {
     /// ``characteristicUUID`` that Find Information named.
     public var descriptorUUID: String? = nil
     /// A record; the UUIDs default to unknown.
-    public init(connectionHandle: UInt16, direction: HCIDirection, opcode: UInt8, handle: UInt16?, value: [UInt8], serviceUUID: String? = nil, characteristicUUID: String? = nil) {
+    public init(connectionHandle: UInt16, direction: HCIDirection, opcode: ATTOpcode, handle: UInt16?, value: [UInt8], serviceUUID: String? = nil, characteristicUUID: String? = nil) {
         self.connectionHandle = connectionHandle
         self.direction = direction
         self.opcode = opcode

@@ -106,7 +106,7 @@ public enum CaptureScanner {
             for record in dissected.att {
                 let connection = ordinal(of: record.connectionHandle, at: frame.timestampNs)
                 records.append((frame.number, frame.timestampNs, connection, record))
-                if [0x05, 0x07, 0x09, 0x11].contains(record.opcode),
+                if [.findInformationResponse, .findByTypeValueResponse, .readByTypeResponse, .readByGroupTypeResponse].contains(record.opcode),
                    let database = dissector.gattDatabase(connectionHandle: record.connectionHandle) {
                     let earlier = databases[record.connectionHandle] ?? GATTDatabase()
                     discoveryAdditions.append((record.direction, database.adding(since: earlier), frame.number))
@@ -178,9 +178,9 @@ public enum CaptureScanner {
             var score: [HCIDirection: Int] = [:]
             var requests: [HCIDirection: Int] = [:]
             for record in records where record.direction != .unknown {
-                if ATTRole.dataAccess.contains(record.opcode) { score[record.direction, default: 0] += 2 }
-                if record.opcode == 0x1B || record.opcode == 0x1D { score[record.direction == .sent ? .received : .sent, default: 0] += 2 }
-                if ATTRole.clientOnly.contains(record.opcode) { requests[record.direction, default: 0] += 1 }
+                if ATTRole.dataAccess.contains(record.opcode.rawValue) { score[record.direction, default: 0] += 2 }
+                if record.opcode == .handleValueNotification || record.opcode == .handleValueIndication { score[record.direction == .sent ? .received : .sent, default: 0] += 2 }
+                if ATTRole.clientOnly.contains(record.opcode.rawValue) { requests[record.direction, default: 0] += 1 }
             }
             for (direction, count) in requests { score[direction, default: 0] += count > 0 ? 1 : 0 }
             let sent = score[.sent] ?? 0
@@ -200,10 +200,10 @@ public enum CaptureScanner {
                 if let clientDirection, r.direction != .unknown {
                     fromClient = r.direction == clientDirection
                 } else {
-                    fromClient = !ATTRole.serverOnly.contains(r.opcode)
+                    fromClient = !ATTRole.serverOnly.contains(r.opcode.rawValue)
                 }
                 return RecordedPDU(frame: entry.frame, timeNs: entry.timeNs, connection: entry.connection, fromClient: fromClient,
-                                   opcode: r.opcode, handle: r.handle, value: r.value)
+                                   opcode: r.opcode.rawValue, handle: r.handle, value: r.value)
             }
             // The peripheral's database: what its own discovery responses told.
             var discovered = GATTDatabase()

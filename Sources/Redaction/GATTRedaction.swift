@@ -27,16 +27,15 @@ enum GATTRedaction {
             guard HCIRedaction.reads(linkType) else { continue }
             for record in dissector.dissect(frame, linkType: linkType).att {
                 switch record.opcode {
-                case 0x0B, 0x0D, 0x12, 0x52:
-                    // Read Response, Read Blob Response, Write Request, Write Command.
+                case .readResponse, .readBlobResponse, .writeRequest, .writeCommand:
                     guard isDeviceName(record.characteristicUUID), !record.value.isEmpty else { continue }
                     map.string(.name, record.value)
                     found.insert(frame.number)
-                case 0x08:
-                    // Read By Type Request: starting and ending handle, then the type.
+                case .readByTypeRequest:
+                    // Starting and ending handle, then the type.
                     let type = Array(record.value.dropFirst(4))
                     if type == [0x00, 0x2A] || type == deviceName128 { askedByType.insert(record.connectionHandle) } else { askedByType.remove(record.connectionHandle) }
-                case 0x09:
+                case .readByTypeResponse:
                     guard askedByType.remove(record.connectionHandle) != nil, let first = record.value.first else { continue }
                     let length = Int(first)
                     guard length > 2 else { continue }

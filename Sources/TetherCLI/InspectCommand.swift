@@ -377,8 +377,8 @@ final class JSONInspectOutput: InspectOutput {
 
     static func att(_ record: ATTRecord) -> String {
         JSONText.object([
-            ("opcode", String(record.opcode)),
-            ("opcode_name", JSONText.string(ATTOpcode(rawValue: record.opcode).name)),
+            ("opcode", String(record.opcode.rawValue)),
+            ("opcode_name", JSONText.string(record.opcode.name)),
             ("handle", record.handle.map { String($0) } ?? "null"),
             ("value", JSONText.string(JSONText.hex(record.value))),
             ("direction", JSONText.string(record.direction.rawValue)),

@@ -30,7 +30,7 @@ struct ATTTests {
         #expect(ATTOpcode(rawValue: 0x99).name == "Unknown Opcode 0x99")
         var dissector = FrameDissector()
         let result = dissector.dissect(attFrame(.sent, [0x99, 1, 2]), .bluetoothHCIH4WithPHDR)
-        #expect(result.att.first?.opcode == 0x99)
+        #expect(result.att.first?.opcode == ATTOpcode(rawValue: 0x99))
         #expect(result.att.first?.value == [1, 2])
         #expect(result.problem == nil)
     }
@@ -40,7 +40,7 @@ struct ATTTests {
         var dissector = FrameDissector()
         let result = dissector.dissect(attFrame(.sent, [0x12] + le16(0x0012) + [1, 0]), .bluetoothHCIH4WithPHDR)
         #expect(result.summary == "ATT Write Request 0x0012 2 bytes")
-        #expect(result.att == [ATTRecord(connectionHandle: 0x0040, direction: .sent, opcode: 0x12, handle: 0x0012, value: [1, 0])])
+        #expect(result.att == [ATTRecord(connectionHandle: 0x0040, direction: .sent, opcode: .writeRequest, handle: 0x0012, value: [1, 0])])
     }
 
     @Test("a read response takes the handle of the read request before it")
@@ -278,8 +278,8 @@ struct BumbleSessionTests {
     @Test("opcodes and handles of data, read/write and error PDUs match tshark's")
     func matchesTshark() {
         let ours = dissectAll().flatMap { number, frame in
-            frame.att.filter { [0x0A, 0x0B, 0x12, 0x13, 0x1B, 0x1D, 0x1E, 0x52, 0x01].contains($0.opcode) }
-                .map { "\(number) \($0.opcode) \($0.handle.map(String.init) ?? "nil")" }
+            frame.att.filter { [0x0A, 0x0B, 0x12, 0x13, 0x1B, 0x1D, 0x1E, 0x52, 0x01].contains($0.opcode.rawValue) }
+                .map { "\(number) \($0.opcode.rawValue) \($0.handle.map(String.init) ?? "nil")" }
         }
         let theirs = BumbleSession.tsharkATT.map { "\($0.frame) \($0.opcode) \($0.handle)" }
         #expect(ours == theirs)
@@ -288,7 +288,7 @@ struct BumbleSessionTests {
     @Test("the fragmented 100-byte write completes on its fourth fragment, mapped to its characteristic")
     func fragmentedWrite() {
         let frames = dissectAll()
-        let write = frames.first { $0.1.att.first?.opcode == 0x12 && $0.1.att.first?.value.count == 100 }
+        let write = frames.first { $0.1.att.first?.opcode == .writeRequest && $0.1.att.first?.value.count == 100 }
         #expect(write?.0 == 92)
         #expect(frames[88].1.summary == "ACL fragment handle 0x0001 (27 of 107 bytes)")
         #expect(write?.1.att.first?.characteristicUUID == "6a4ecd28-0000-1000-8000-001234567890")

@@ -166,7 +166,7 @@ struct ACLReassemblyTests {
         #expect(first.summary == "ACL fragment handle 0x0040 (20 of 47 bytes)")
         #expect(second.summary == "ACL fragment handle 0x0040 (40 of 47 bytes)")
         #expect(first.att.isEmpty && second.att.isEmpty)
-        #expect(third.att == [ATTRecord(connectionHandle: 0x0040, direction: .received, opcode: 0x1B, handle: 0x0010, value: Array(repeating: 0xEE, count: 40))])
+        #expect(third.att == [ATTRecord(connectionHandle: 0x0040, direction: .received, opcode: .handleValueNotification, handle: 0x0010, value: Array(repeating: 0xEE, count: 40))])
         #expect(third.problem == nil)
     }
 

@@ -4,18 +4,18 @@ import Testing
 
 /// A BLE link's MTU exchange as the phone-side adapters keep it (``ATTMTUExchange``).
 @Suite struct ATTMTUExchangeTests {
-    func record(_ opcode: UInt8, _ value: [UInt8]) -> ATTRecord {
+    func record(_ opcode: ATTOpcode, _ value: [UInt8]) -> ATTRecord {
         ATTRecord(connectionHandle: 0x40, direction: .sent, opcode: opcode, handle: nil, value: value)
     }
 
     @Test func aRequestOffersTheClientsMTUAndAResponseTheServers() {
-        #expect(ATTMTUExchange.offer(in: record(0x02, [0x00, 0x02]))! == (client: 512, server: nil))
-        #expect(ATTMTUExchange.offer(in: record(0x03, [0xF7, 0x00]))! == (client: nil, server: 247))
+        #expect(ATTMTUExchange.offer(in: record(.exchangeMTURequest, [0x00, 0x02]))! == (client: 512, server: nil))
+        #expect(ATTMTUExchange.offer(in: record(.exchangeMTUResponse, [0xF7, 0x00]))! == (client: nil, server: 247))
     }
 
     @Test func aShortValueOffersNothingAndOtherOpcodesAreNoOffer() {
-        #expect(ATTMTUExchange.offer(in: record(0x02, [0x17]))! == (client: nil, server: nil))
-        #expect(ATTMTUExchange.offer(in: record(0x52, [0x00, 0x02])) == nil)
+        #expect(ATTMTUExchange.offer(in: record(.exchangeMTURequest, [0x17]))! == (client: nil, server: nil))
+        #expect(ATTMTUExchange.offer(in: record(.writeCommand, [0x00, 0x02])) == nil)
     }
 
     @Test func thePayloadIsTheSmallerOfferLessTheHeader() {

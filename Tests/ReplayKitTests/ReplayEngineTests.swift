@@ -237,7 +237,7 @@ fileprivate struct ATTProbe: CoreAdapter {
     mutating func frame(_ frame: ReplayFrame, now: Duration) -> [TraceEvent] {
         (frame.dissected?.att ?? []).map { att in
             TraceEvent(timeNs: now.replayNanoseconds, core: core, event: "att", fields: [
-                "opcode": .int(Int64(att.opcode)), "handle": .int(Int64(att.handle ?? 0)),
+                "opcode": .int(Int64(att.opcode.rawValue)), "handle": .int(Int64(att.handle ?? 0)),
                 "value": .array(att.value.map { .int(Int64($0)) }), "direction": .string(att.direction.rawValue),
             ])
         }

@@ -20,7 +20,7 @@ import TetherTestSupport
         let dissected = frames.map { dissector.dissect($0, linkType: .bluetoothHCIH4WithPHDR) }
         #expect(dissected.allSatisfy { $0.problem == nil }, "\(dissected.compactMap(\.problem))")
         #expect(dissected.contains { $0.summary.contains("LE Connection Complete") || $0.summary.contains("LE Enhanced Connection Complete") })
-        #expect(dissected.flatMap(\.att).contains { $0.opcode == 0x0B && $0.value == [1, 2, 3] })
+        #expect(dissected.flatMap(\.att).contains { $0.opcode == .readResponse && $0.value == [1, 2, 3] })
         let manifest = try String(contentsOfFile: set + "/manifest.yaml", encoding: .utf8)
         #expect(manifest.contains("status: complete"))
         try Tools.tetherSucceeds(["inspect", set])

@@ -50,21 +50,21 @@ public enum ConnectIQRecordKind: Sendable, Hashable {
     /// Classifies one ATT record of a phone-side capture.
     public static func classify(_ record: ATTRecord) -> ConnectIQRecordKind {
         switch record.opcode {
-        case 0x52, 0x12: // Write Command, Write Request
+        case .writeCommand, .writeRequest:
             guard record.direction != .received, let c = record.characteristicUUID else { return .other }
             if record.descriptorUUID == nil, ConnectIQGATT.isWriteCharacteristic(c) { return .phoneWrite(record.value) }
             return .other
-        case 0x1B, 0x1D: // Handle Value Notification / Indication
+        case .handleValueNotification, .handleValueIndication:
             guard record.direction != .sent, let c = record.characteristicUUID,
                   ConnectIQGATT.isNotifyCharacteristic(c) else { return .other }
             return .watchNotification(record.value)
-        case 0x13: // Write Response: answers the request to the same handle
+        case .writeResponse: // answers the request to the same handle
             if record.direction != .sent, record.descriptorUUID.flatMap(BluetoothUUID.init)?.shortValue == 0x2902,
                let c = record.characteristicUUID, ConnectIQGATT.isNotifyCharacteristic(c) {
                 return .subscribed
             }
             return .other
-        case 0x02, 0x03:
+        case .exchangeMTURequest, .exchangeMTUResponse:
             guard let offer = ATTMTUExchange.offer(in: record) else { return .other }
             return .mtu(client: offer.client, server: offer.server)
         default:

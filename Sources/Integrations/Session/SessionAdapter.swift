@@ -342,17 +342,17 @@ public enum SessionRecordKind: Sendable, Hashable {
         let watchSends: HCIDirection = role == .phone ? .received : .sent
         func from(_ expected: HCIDirection) -> Bool { record.direction == expected || record.direction == .unknown }
         switch record.opcode {
-        case 0x52, 0x12: // Write Command, Write Request: the phone writes a frame
+        case .writeCommand, .writeRequest: // the phone writes a frame
             guard from(phoneSends), record.descriptorUUID == nil, record.characteristicUUID == SessionLinkGATT.writeCharacteristic else { return .other }
             return role == .phone ? .ownFrame(record.value) : .peerFrame(record.value)
-        case 0x1B: // Handle Value Notification: the watch sends a frame
+        case .handleValueNotification: // the watch sends a frame
             guard from(watchSends), record.characteristicUUID == SessionLinkGATT.notifyCharacteristic else { return .other }
             return role == .watch ? .ownFrame(record.value) : .peerFrame(record.value)
-        case 0x13: // Write Response from the watch: answers the phone's CCCD write
+        case .writeResponse: // from the watch: answers the phone's CCCD write
             guard from(watchSends), record.characteristicUUID == SessionLinkGATT.notifyCharacteristic,
                   record.descriptorUUID.flatMap(BluetoothUUID.init)?.shortValue == 0x2902 else { return .other }
             return .subscribed
-        case 0x02, 0x03:
+        case .exchangeMTURequest, .exchangeMTUResponse:
             guard let offer = ATTMTUExchange.offer(in: record) else { return .other }
             return .mtu(client: offer.client, server: offer.server)
         default:

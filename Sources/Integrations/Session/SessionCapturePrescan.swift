@@ -39,10 +39,10 @@ public struct SessionCapturePrescan: Sendable {
                 // Classified as seen by a phone host; direction is not needed to tell the sides apart:
                 // writes are the phone's, notifications the watch's.
                 switch record.opcode {
-                case 0x52, 0x12:
+                case .writeCommand, .writeRequest:
                     guard record.descriptorUUID == nil, record.characteristicUUID == SessionLinkGATT.writeCharacteristic else { break }
                     result.frames.append(LinkFrame(frame: frame.number, timeNs: timeNs, fromPhone: true, bytes: record.value))
-                case 0x1B:
+                case .handleValueNotification:
                     guard record.characteristicUUID == SessionLinkGATT.notifyCharacteristic else { break }
                     result.frames.append(LinkFrame(frame: frame.number, timeNs: timeNs, fromPhone: false, bytes: record.value))
                 default:

@@ -24,8 +24,8 @@ public struct ATTMTUExchange: Sendable, Hashable {
     public static func offer(in record: ATTRecord) -> (client: UInt16?, server: UInt16?)? {
         let value = record.value.count >= 2 ? UInt16(record.value[0]) | UInt16(record.value[1]) << 8 : nil
         switch record.opcode {
-        case 0x02: return (value, nil)
-        case 0x03: return (nil, value)
+        case .exchangeMTURequest: return (value, nil)
+        case .exchangeMTUResponse: return (nil, value)
         default: return nil
         }
     }

@@ -284,13 +284,13 @@ struct FaultInjector {
         let down = link.down[handle] != nil
         if down { link.suppressed[handle, default: 0] += 1 }
         guard var connection = link.connections[handle] else { return down }
-        for record in dissected?.att ?? [] where record.direction == .sent && record.opcode == 0x12 {
+        for record in dissected?.att ?? [] where record.direction == .sent && record.opcode == .writeRequest {
             connection.lastWriteHandle = record.handle
         }
         // The setup goes on being recorded while a fault holds the link down: a link dropped
         // during its own setup gets the whole of it fed again when it comes back.
         if !connection.setupComplete {
-            if dissected?.direction == .received, dissected?.att.contains(where: { $0.opcode == 0x1B || $0.opcode == 0x1D }) == true {
+            if dissected?.direction == .received, dissected?.att.contains(where: { $0.opcode == .handleValueNotification || $0.opcode == .handleValueIndication }) == true {
                 connection.setupComplete = true
             } else if connection.setup.count < 4096 {
                 connection.setup.append(LinkFaultFrames.Frame(bytes: Array(bytes), flags: flags))

@@ -52,13 +52,14 @@ public enum PeerFrameClassifier {
         guard isACL(bytes, linkType: linkType), dissected?.direction == .received else { return nil }
         guard let record = dissected?.att.first else { return .acl }
         switch record.opcode {
-        case 0x1B: return .notification
-        case 0x1D: return .indication
-        case 0x12, 0x52, 0xD2: return .write
-        case 0x13: return .writeResponse
-        case 0x01: return .errorResponse
-        case 0x02, 0x03: return .mtu
-        case 0x05, 0x07, 0x09, 0x0B, 0x0D, 0x0F, 0x11: return .readResponse
+        case .handleValueNotification: return .notification
+        case .handleValueIndication: return .indication
+        case .writeRequest, .writeCommand, .signedWriteCommand: return .write
+        case .writeResponse: return .writeResponse
+        case .errorResponse: return .errorResponse
+        case .exchangeMTURequest, .exchangeMTUResponse: return .mtu
+        case .findInformationResponse, .findByTypeValueResponse, .readByTypeResponse, .readResponse, .readBlobResponse,
+             .readMultipleResponse, .readByGroupTypeResponse: return .readResponse
         default: return .acl
         }
     }

@@ -29,7 +29,7 @@ public struct HeartRateAdapter: CoreAdapter {
 
     /// The ATT opcodes of the requests a Heart Rate client makes: Read Request, Write Request,
     /// Write Command. The phone's other requests (discovery, MTU) are its stack's, not the core's.
-    static let clientRequestOpcodes: Set<UInt8> = [0x0A, 0x12, 0x52]
+    static let clientRequestOpcodes: Set<ATTOpcode> = [.readRequest, .writeRequest, .writeCommand]
 
     /// An adapter around a fresh client.
     public init(configuration: HeartRateConfiguration, handles: HeartRateHandles, calls: [HeartRateSection.Call], matching: FrameMatchingMode) {
@@ -76,22 +76,22 @@ public struct HeartRateAdapter: CoreAdapter {
         for record in dissected.att {
             if record.direction == .sent {
                 guard Self.clientRequestOpcodes.contains(record.opcode), let handle = record.handle, matching != .off else { continue }
-                events += matcher.captured(Self.pdu(record.opcode, handle, record.value), channel: "strap", frame: frame.number, timeNs: now.replayNanoseconds)
+                events += matcher.captured(Self.pdu(record.opcode.rawValue, handle, record.value), channel: "strap", frame: frame.number, timeNs: now.replayNanoseconds)
                 continue
             }
             switch record.opcode {
-            case 0x1B:
+            case .handleValueNotification:
                 guard let handle = record.handle else { continue }
                 counts.notifications += 1
                 events += perform(client.notification(handle: handle, value: record.value, now: now), now: now)
-            case 0x13:
+            case .writeResponse:
                 events += perform(client.writeResponse(now: now), now: now)
-            case 0x0B:
+            case .readResponse:
                 events += perform(client.readResponse(value: record.value, now: now), now: now)
-            case 0x01:
-                // Error Response parameters: request opcode, handle (LE), error code.
+            case .errorResponse:
+                // Parameters: request opcode, handle (LE), error code.
                 let p = record.value
-                guard p.count >= 4, Self.clientRequestOpcodes.contains(p[0]) else { continue }
+                guard p.count >= 4, Self.clientRequestOpcodes.contains(ATTOpcode(rawValue: p[0])) else { continue }
                 events += perform(client.errorResponse(requestOpcode: p[0], handle: UInt16(p[1]) | UInt16(p[2]) << 8, code: p[3], now: now), now: now)
             default:
                 continue
