@@ -193,7 +193,6 @@ public struct MessagingAdapter: CoreAdapter {
         return events
     }
 
-    /// When the core, a hand-written API call or a responder delivery wants time next.
     /// Its faults live in its responder, which asks them only as it schedules each captured
     /// answer: a copy may take other faults (``CoreAdapter/adoptFaults(_:)``).
     public mutating func adoptFaults(_ faults: PeerFrameFaults) -> Bool {
@@ -220,6 +219,7 @@ public struct MessagingAdapter: CoreAdapter {
         }
     }
 
+    /// When the core, a hand-written API call, a responder delivery or a held input wants time next.
     public var nextDeadline: Duration? {
         let manual = nextManualCall < manualCalls.count ? Self.nanoseconds(ofMilliseconds: manualCalls[nextManualCall].tMs) : nil
         return skeleton.nextDeadline(core: messaging.nextDeadline, manual, responder?.nextDeliveryNs)
