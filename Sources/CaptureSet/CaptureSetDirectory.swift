@@ -317,6 +317,13 @@ public struct CaptureSetDirectory: Sendable, Hashable {
                 throw .invalidManifest(path: path, field: "interfaces[\(i)].index", problem: "interface \(interface.index) is described twice")
             }
         }
+        for (i, named) in manifest.gattHandles.enumerated() {
+            for (key, text) in [("characteristic_uuid", named.characteristicUUID), ("service_uuid", named.serviceUUID)] {
+                guard let text, !ManifestGATTHandle.isUUIDText(text) else { continue }
+                throw .invalidManifest(path: path, field: "gatt_handles[\(i)].\(key)",
+                                       problem: "\"\(text)\" is not a Bluetooth UUID: write 0x2a37, 0x12345678 or the full 6a4ecd28-667b-11e3-949a-0800200c9a66 form")
+            }
+        }
         for (i, annotation) in manifest.annotations.enumerated() where annotation.frame < 1 {
             throw .invalidManifest(path: path, field: "annotations[\(i)].frame", problem: "frame numbers start at 1, found \(annotation.frame)")
         }

@@ -426,6 +426,23 @@ public struct ManifestGATTHandle: Codable, Sendable, Equatable {
         self.characteristicUUID = characteristicUUID
     }
 
+    /// Whether `text` is written as a Bluetooth UUID: 4 or 8 hex digits with or without `0x`
+    /// (`0x2a37`, `180d`, `0x12345678`), or the 8-4-4-4-12 form, in any case. The grammar
+    /// `Dissectors.BluetoothUUID` parses (a test holds the two to it); written here because a
+    /// manifest is checked where it loads, and this module knows no dissector.
+    public static func isUUIDText(_ text: String) -> Bool {
+        var digits = Substring(text)
+        if digits.hasPrefix("0x") || digits.hasPrefix("0X") { digits = digits.dropFirst(2) }
+        let isHex: (Character) -> Bool = { $0.isASCII && $0.isHexDigit }
+        if digits.count == 4 || digits.count == 8 { return digits.allSatisfy(isHex) }
+        guard digits.count == 36 else { return false }
+        for (offset, character) in digits.enumerated() {
+            let isDashPlace = offset == 8 || offset == 13 || offset == 18 || offset == 23
+            guard isDashPlace ? character == "-" : isHex(character) else { return false }
+        }
+        return true
+    }
+
     enum CodingKeys: String, CodingKey {
         case handle
         case serviceUUID = "service_uuid"

@@ -45,18 +45,18 @@ struct ATTSession: Sendable {
         // names worked out so far stale.
         didSet { names.removeAll(keepingCapacity: true) }
     }
-    /// The UUID texts ``GATTDatabase/locate(_:)`` gives each handle, per connection, as worked out
+    /// The UUIDs ``GATTDatabase/locate(_:)`` gives each handle, per connection, as worked out
     /// from the database as it is now: an ATT record names its handle from here, so the database
-    /// is searched and the UUIDs written out once per handle, not once per PDU. At most
+    /// is searched once per handle, not once per PDU. At most
     /// ``maxNamedHandles`` per connection (garbage input may name every handle there is).
     private var names: [ConnectionKey: [UInt16: HandleNames]] = [:]
     static let maxNamedHandles = 256
 
     /// What a record carries about its handle.
     struct HandleNames: Sendable {
-        var service: String?
-        var characteristic: String?
-        var descriptor: String?
+        var service: BluetoothUUID?
+        var characteristic: BluetoothUUID?
+        var descriptor: BluetoothUUID?
     }
     /// When `false`, single-PDU results carry an empty summary: replay reads the records only, and
     /// formatting a line for every ATT PDU was a tenth of its dissection time.
@@ -340,8 +340,8 @@ struct ATTSession: Sendable {
         var text = "ATT \(opcode.name)"
         if let handle = record.handle {
             text += " " + hex(handle, digits: 4)
-            let characteristic = record.characteristicUUID.map(abbreviate)
-            switch (record.descriptorUUID.map(abbreviate), characteristic) {
+            let characteristic = record.characteristicUUID?.abbreviated
+            switch (record.descriptorUUID?.abbreviated, characteristic) {
             case (let descriptor?, let characteristic?): text += " (\(descriptor) of \(characteristic))"
             case (let descriptor?, nil): text += " (\(descriptor))"
             case (nil, let characteristic?): text += " (\(characteristic))"
@@ -365,22 +365,17 @@ struct ATTSession: Sendable {
         "\(hex(first, digits: 4))..\(hex(last, digits: 4))"
     }
 
-    private static func abbreviate(_ uuid: String) -> String {
-        uuid.count == 36 ? String(uuid.prefix(8)) + "-…" : uuid
-    }
-
-    /// `handle`'s UUID texts in `database` (the connection's database as it is now, or an empty one
+    /// `handle`'s UUIDs in `database` (the connection's database as it is now, or an empty one
     /// when it has none), worked out and kept in ``names`` (``knownNames(of:connection:)`` first).
     private mutating func names(of handle: UInt16, connection: ConnectionKey, in database: GATTDatabase) -> HandleNames {
         let location = database.locate(handle)
-        let named = HandleNames(service: location.service?.description, characteristic: location.characteristic?.description,
-                                descriptor: location.descriptor?.description)
+        let named = HandleNames(service: location.service, characteristic: location.characteristic, descriptor: location.descriptor)
         if names[connection]?.count ?? 0 >= Self.maxNamedHandles { names[connection] = nil }
         names[connection, default: [:]][handle] = named
         return named
     }
 
-    /// `handle`'s UUID texts as ``names(of:connection:in:)`` worked them out before, if it did.
+    /// `handle`'s UUIDs as ``names(of:connection:in:)`` worked them out before, if it did.
     private func knownNames(of handle: UInt16, connection: ConnectionKey) -> HandleNames? {
         names[connection]?[handle]
     }

@@ -103,15 +103,17 @@ public struct ATTRecord: Sendable, Hashable {
     /// The attribute value (writes, notifications, indications, read responses); otherwise the
     /// PDU's parameters after the opcode (and handle).
     public var value: [UInt8]
-    /// The service UUID owning `handle`, when GATT discovery earlier in the capture told it.
-    public var serviceUUID: String?
+    /// The service UUID owning `handle`, when GATT discovery earlier in the capture (or the
+    /// manifest's `gatt_handles`) told it. Held inline, as the other two: a record is made for
+    /// every ATT PDU, and three texts were three reference counts on each copy of it.
+    public var serviceUUID: BluetoothUUID?
     /// The characteristic UUID owning `handle`, when discovery told it.
-    public var characteristicUUID: String?
-    /// The descriptor type at `handle` (e.g. `0x2902` for a CCCD), when `handle` is a descriptor of
-    /// ``characteristicUUID`` that Find Information named.
-    public var descriptorUUID: String? = nil
+    public var characteristicUUID: BluetoothUUID?
+    /// The descriptor type at `handle` (``BluetoothUUID/clientCharacteristicConfiguration`` for a
+    /// CCCD), when `handle` is a descriptor of ``characteristicUUID`` that Find Information named.
+    public var descriptorUUID: BluetoothUUID? = nil
     /// A record; the UUIDs default to unknown.
-    public init(connectionHandle: UInt16, direction: HCIDirection, opcode: ATTOpcode, handle: UInt16?, value: [UInt8], serviceUUID: String? = nil, characteristicUUID: String? = nil) {
+    public init(connectionHandle: UInt16, direction: HCIDirection, opcode: ATTOpcode, handle: UInt16?, value: [UInt8], serviceUUID: BluetoothUUID? = nil, characteristicUUID: BluetoothUUID? = nil) {
         self.connectionHandle = connectionHandle
         self.direction = direction
         self.opcode = opcode

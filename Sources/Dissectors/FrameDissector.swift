@@ -29,7 +29,7 @@ public struct FrameDissector: Sendable {
     }
     /// Handles named by hand (a manifest's `gatt_handles`): used for ATT records whose handle
     /// discovery in the capture did not name.
-    public var namedHandles: [UInt16: (service: String?, characteristic: String)] = [:]
+    public var namedHandles: [UInt16: GATTHandleName] = [:]
 
     /// Whether ATT PDUs and IP frames get their one-line ``DissectedFrame/summary`` (`tether
     /// inspect` shows it); off, an IP frame's summary is empty. Replay turns it off: it reads the
@@ -46,7 +46,7 @@ public struct FrameDissector: Sendable {
     public init() {}
 
     /// A dissector that names `handles` when the capture's own discovery does not.
-    public init(namedHandles: [UInt16: (service: String?, characteristic: String)]) {
+    public init(namedHandles: [UInt16: GATTHandleName]) {
         self.namedHandles = namedHandles
     }
 
@@ -69,8 +69,8 @@ public struct FrameDissector: Sendable {
         guard !namedHandles.isEmpty else { return }
         for i in result.att.indices where result.att[i].characteristicUUID == nil {
             guard let handle = result.att[i].handle, let named = namedHandles[handle] else { continue }
-            result.att[i].characteristicUUID = named.characteristic.lowercased()
-            result.att[i].serviceUUID = named.service?.lowercased()
+            result.att[i].characteristicUUID = named.characteristic
+            result.att[i].serviceUUID = named.service
         }
     }
 

@@ -5,18 +5,38 @@
 /// Text is lowercase: `0x180d` for a UUID in the 16-bit range of the base, `0x12345678` for the
 /// 32-bit range, the full 8-4-4-4-12 form otherwise.
 public struct BluetoothUUID: Sendable, Hashable, CustomStringConvertible {
-    /// The 128-bit value in big-endian (textual) order.
-    public var bytes: [UInt8]
+    /// The first 8 bytes of the 128-bit value, big-endian (the text's first three groups).
+    public let high: UInt64
+    /// The last 8 bytes, big-endian (the text's last two groups).
+    public let low: UInt64
 
-    static let baseSuffix: [UInt8] = [0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0x80, 0x5F, 0x9B, 0x34, 0xFB]
+    /// The Bluetooth Base UUID's last 12 bytes, as the low 32 bits of ``high`` and all of ``low``.
+    private static let baseHighBits: UInt64 = 0x0000_1000
+    private static let baseLow: UInt64 = 0x8000_0080_5F9B_34FB
+
+    /// A UUID from its two halves, each big-endian: `BluetoothUUID(high: 0x6a4ecd28_667b_11e3,
+    /// low: 0x949a_0800200c9a66)` is `6a4ecd28-667b-11e3-949a-0800200c9a66`.
+    public init(high: UInt64, low: UInt64) {
+        self.high = high
+        self.low = low
+    }
 
     /// A UUID from its 16- or 32-bit short form.
     public init(_ short: UInt32) {
-        bytes = [UInt8(short >> 24), UInt8((short >> 16) & 0xFF), UInt8((short >> 8) & 0xFF), UInt8(short & 0xFF)] + Self.baseSuffix
+        self.init(high: UInt64(short) << 32 | Self.baseHighBits, low: Self.baseLow)
     }
 
-    /// A 128-bit UUID from 16 bytes in textual (big-endian) order.
-    public init(bigEndian bytes: [UInt8]) { self.bytes = bytes }
+    /// A 128-bit UUID from 16 bytes in textual (big-endian) order. Bytes past the 16th are
+    /// ignored and missing ones read as zero.
+    public init<C: Collection>(bigEndian bytes: C) where C.Element == UInt8 {
+        var high: UInt64 = 0, low: UInt64 = 0
+        var index = 0
+        for byte in bytes.prefix(16) {
+            if index < 8 { high |= UInt64(byte) << (56 - 8 * UInt64(index)) } else { low |= UInt64(byte) << (120 - 8 * UInt64(index)) }
+            index += 1
+        }
+        self.init(high: high, low: low)
+    }
 
     /// Parses `0x180d`, `180d`, `0x12345678` or the full `6a4ecd28-0000-1000-8000-001234567890`
     /// form (any case), as a manifest would write them; `nil` for anything else.
@@ -35,14 +55,9 @@ public struct BluetoothUUID: Sendable, Hashable, CustomStringConvertible {
             guard !isFull, let value = UInt32(String(hexDigits), radix: 16) else { return nil }
             self.init(value)
         case 32 where isFull:
-            var bytes: [UInt8] = []
-            var index = 0
-            while index < 32 {
-                guard let byte = UInt8(String(hexDigits[index...index + 1]), radix: 16) else { return nil }
-                bytes.append(byte)
-                index += 2
-            }
-            self.init(bigEndian: bytes)
+            guard let high = UInt64(String(hexDigits[0..<16]), radix: 16),
+                  let low = UInt64(String(hexDigits[16..<32]), radix: 16) else { return nil }
+            self.init(high: high, low: low)
         default:
             return nil
         }
@@ -50,19 +65,29 @@ public struct BluetoothUUID: Sendable, Hashable, CustomStringConvertible {
 
     /// A UUID from 2, 4 or 16 little-endian bytes as ATT sends them; `nil` for any other length.
     public init?<C: Collection>(littleEndian: C) where C.Element == UInt8 {
-        let reversed = Array(littleEndian.reversed())
-        switch reversed.count {
-        case 2: self.init(UInt32(reversed[0]) << 8 | UInt32(reversed[1]))
-        case 4: self.init(UInt32(reversed[0]) << 24 | UInt32(reversed[1]) << 16 | UInt32(reversed[2]) << 8 | UInt32(reversed[3]))
-        case 16: self.init(bigEndian: reversed)
-        default: return nil
+        switch littleEndian.count {
+        case 2, 4:
+            var value: UInt32 = 0
+            for (index, byte) in littleEndian.enumerated() { value |= UInt32(byte) << (8 * UInt32(index)) }
+            self.init(value)
+        case 16:
+            self.init(bigEndian: littleEndian.reversed())
+        default:
+            return nil
+        }
+    }
+
+    /// The 128-bit value in big-endian (textual) order: always 16 bytes.
+    public var bytes: [UInt8] {
+        (0..<16).map { index in
+            UInt8(truncatingIfNeeded: index < 8 ? high >> (56 - 8 * UInt64(index)) : low >> (120 - 8 * UInt64(index)))
         }
     }
 
     /// The 16- or 32-bit value when the UUID lies within the Bluetooth Base UUID.
     public var shortValue: UInt32? {
-        guard bytes.count == 16, bytes[4..<16].elementsEqual(Self.baseSuffix) else { return nil }
-        return UInt32(bytes[0]) << 24 | UInt32(bytes[1]) << 16 | UInt32(bytes[2]) << 8 | UInt32(bytes[3])
+        guard high & 0xFFFF_FFFF == Self.baseHighBits, low == Self.baseLow else { return nil }
+        return UInt32(truncatingIfNeeded: high >> 32)
     }
 
     /// `0x180d`, `0x12345678`, or the full lowercase form.
@@ -70,16 +95,22 @@ public struct BluetoothUUID: Sendable, Hashable, CustomStringConvertible {
         if let short = shortValue {
             return hex(short, digits: short <= 0xFFFF ? 4 : 8)
         }
-        // Written byte by byte: replay names every ATT record's characteristic with this text.
-        let grouped = bytes.count == 16
-        var text: [UInt8] = []
-        text.reserveCapacity(bytes.count * 2 + 4)
-        for (index, byte) in bytes.enumerated() {
-            if grouped, index == 4 || index == 6 || index == 8 || index == 10 { text.append(UInt8(ascii: "-")) }
-            text.append(Self.hexDigits[Int(byte >> 4)])
-            text.append(Self.hexDigits[Int(byte & 0x0F)])
+        // Written digit by digit into the string's own storage: inspect and the timeline name
+        // every ATT record's characteristic with this text.
+        return String(unsafeUninitializedCapacity: 36) { text in
+            var position = 0
+            for nibble in 0..<32 {
+                if nibble == 8 || nibble == 12 || nibble == 16 || nibble == 20 {
+                    text[position] = UInt8(ascii: "-")
+                    position += 1
+                }
+                let word = nibble < 16 ? high : low
+                let digit = Int(truncatingIfNeeded: word >> (60 - 4 * UInt64(nibble % 16))) & 0x0F
+                text[position] = Self.hexDigits[digit]
+                position += 1
+            }
+            return position
         }
-        return String(decoding: text, as: UTF8.self)
     }
 
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
@@ -100,6 +131,46 @@ public struct BluetoothUUID: Sendable, Hashable, CustomStringConvertible {
     public static let characteristic = BluetoothUUID(0x2803)
     /// «Client Characteristic Configuration» descriptor (§3.3.3.3).
     public static let clientCharacteristicConfiguration = BluetoothUUID(0x2902)
+}
+
+/// A handle named by hand, for a capture that starts after GATT discovery (a manifest's
+/// `gatt_handles` entry): the characteristic whose value it holds, and its service when known.
+public struct GATTHandleName: Sendable, Hashable {
+    /// The owning service, when the name gives it.
+    public var service: BluetoothUUID?
+    /// The characteristic whose value the handle holds.
+    public var characteristic: BluetoothUUID
+
+    /// Names a handle.
+    public init(service: BluetoothUUID? = nil, characteristic: BluetoothUUID) {
+        self.service = service
+        self.characteristic = characteristic
+    }
+
+    /// A name from a manifest's texts (`0x2a37`, `6a4ecd28-667b-11e3-949a-0800200c9a66`…);
+    /// `nil` when either text is not a UUID. Capture sets refuse such a manifest when they load
+    /// it (`CaptureSetDirectory`), naming the field, so a name read from a set always parses.
+    public init?(service: String?, characteristic: String) {
+        guard let characteristicUUID = BluetoothUUID(characteristic) else { return nil }
+        var serviceUUID: BluetoothUUID?
+        if let service {
+            guard let parsed = BluetoothUUID(service) else { return nil }
+            serviceUUID = parsed
+        }
+        self.init(service: serviceUUID, characteristic: characteristicUUID)
+    }
+
+    /// The names of a manifest's `gatt_handles` by handle, from each entry's handle and texts: the
+    /// first entry of a handle wins, and an entry whose texts are not UUIDs names nothing (see
+    /// ``init(service:characteristic:)``).
+    public static func table<S: Sequence>(_ entries: S) -> [UInt16: GATTHandleName]
+    where S.Element == (handle: UInt16, service: String?, characteristic: String) {
+        var table: [UInt16: GATTHandleName] = [:]
+        for entry in entries where table[entry.handle] == nil {
+            if let name = GATTHandleName(service: entry.service, characteristic: entry.characteristic) { table[entry.handle] = name }
+        }
+        return table
+    }
 }
 
 /// What GATT discovery in a capture told about one connection's attribute handles: services

@@ -13,8 +13,7 @@ extension CaptureScanner {
         } catch {
             throw .cannotLoad(set: setPath, reason: "\(error)")
         }
-        var named: [UInt16: (service: String?, characteristic: String)] = [:]
-        for handle in loaded.manifest.gattHandles { named[handle.handle] = (handle.serviceUUID, handle.characteristicUUID) }
+        let named = GATTHandleName.table(loaded.manifest.gattHandles.map { (handle: $0.handle, service: $0.serviceUUID, characteristic: $0.characteristicUUID) })
         let reader: any CaptureReader
         do {
             reader = try CaptureFile.open(path: loaded.capturePath)

@@ -212,7 +212,7 @@ public struct EmulatedDatabase: Sendable, Hashable {
     /// A database from the handles the traffic uses and the manifest names: a characteristic per
     /// value handle (declaration at the handle before it), a CCCD where one was written, one service
     /// per service UUID (a made-up UUID where nothing names it).
-    static func fromUsage(_ usage: HandleUsage, named: [UInt16: (service: String?, characteristic: String)]) -> EmulatedDatabase {
+    static func fromUsage(_ usage: HandleUsage, named: [UInt16: GATTHandleName]) -> EmulatedDatabase {
         var notes = ["the capture holds no GATT discovery: the database is rebuilt from the handles it uses and the manifest's gatt_handles"]
         var values = usage.handles.subtracting(usage.cccds).union(named.keys).sorted()
         values.removeAll { $0 < 2 }
@@ -220,9 +220,9 @@ public struct EmulatedDatabase: Sendable, Hashable {
         let unnamedService = BluetoothUUID("7e7effff-0000-4000-8000-7e7e7e7e7e7e")!
         for handle in values {
             let name = named[handle]
-            let uuid = name.flatMap { BluetoothUUID($0.characteristic) } ?? madeUpUUID(handle)
+            let uuid = name?.characteristic ?? madeUpUUID(handle)
             if name == nil { notes.append("handle 0x\(hex4(handle)) is named nowhere: characteristic UUID \(uuid) made up") }
-            let service = name?.service.flatMap { BluetoothUUID($0) } ?? unnamedService
+            let service = name?.service ?? unnamedService
             var descriptors: [Descriptor] = []
             if handle < 0xFFFF, usage.cccds.contains(handle + 1) { descriptors.append(Descriptor(handle: handle + 1, uuid: .clientCharacteristicConfiguration)) }
             var properties = usage.properties(of: handle)

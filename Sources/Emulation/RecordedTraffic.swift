@@ -40,7 +40,7 @@ public struct RecordedPeripheral: Sendable {
     /// characteristic's declaration or value, a typed attribute), for warnings about the database.
     public var discoveryFrames: [UInt16: Int] = [:]
     /// Handles named by the manifest (`gatt_handles`): value handle → (service, characteristic).
-    public var namedHandles: [UInt16: (service: String?, characteristic: String)]
+    public var namedHandles: [UInt16: GATTHandleName]
     /// The peripheral's address as the central saw it (`F0:F1:F2:F3:F4:F5`), when the capture shows a connection.
     public var address: String?
     /// The local name from its advertising reports or scan responses, when the capture holds one.
@@ -78,7 +78,7 @@ public struct RecordedPeripheral: Sendable {
 
     /// A peripheral; see the properties.
     public init(pdus: [RecordedPDU], discovered: GATTDatabase = GATTDatabase(),
-                namedHandles: [UInt16: (service: String?, characteristic: String)] = [:],
+                namedHandles: [UInt16: GATTHandleName] = [:],
                 address: String? = nil, name: String? = nil, advertisedServices: [BluetoothUUID] = [], notes: [String] = []) {
         self.pdus = pdus
         self.discovered = discovered

@@ -15,7 +15,7 @@ enum GATTRedaction {
     /// Registers every Device Name the capture shows; returns the frames (by number) that hold one.
     static func discover(
         _ frames: [CaptureFrame], interfaces: [CaptureInterface],
-        namedHandles: [UInt16: (service: String?, characteristic: String)], into map: inout RedactionMap
+        namedHandles: [UInt16: GATTHandleName], into map: inout RedactionMap
     ) -> Set<Int> {
         var dissector = FrameDissector(namedHandles: namedHandles)
         dissector.producesSummaries = false
@@ -57,9 +57,8 @@ enum GATTRedaction {
     static let deviceName128: [UInt8] = [0xFB, 0x34, 0x9B, 0x5F, 0x80, 0x00, 0x00, 0x80, 0x00, 0x10, 0x00, 0x00, 0x00, 0x2A, 0x00, 0x00]
 
     /// Whether a characteristic UUID, as the dissector spells it, is the Device Name.
-    static func isDeviceName(_ uuid: String?) -> Bool {
-        guard let uuid = uuid?.lowercased() else { return false }
-        return uuid == "0x2a00" || uuid == "2a00" || uuid == "00002a00-0000-1000-8000-00805f9b34fb"
+    static func isDeviceName(_ uuid: BluetoothUUID?) -> Bool {
+        uuid?.shortValue == 0x2A00
     }
 
     /// Replaces the registered names in one frame's ACL payload; returns the count.

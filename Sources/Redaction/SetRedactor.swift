@@ -1,5 +1,6 @@
 import CaptureKit
 import CaptureSet
+import Dissectors
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -179,8 +180,7 @@ public enum SetRedactor {
                 }
             }
         }
-        var namedHandles: [UInt16: (service: String?, characteristic: String)] = [:]
-        for handle in manifest.gattHandles { namedHandles[handle.handle] = (handle.serviceUUID, handle.characteristicUUID) }
+        let namedHandles = GATTHandleName.table(manifest.gattHandles.map { (handle: $0.handle, service: $0.serviceUUID, characteristic: $0.characteristicUUID) })
         let nameReads = options.keepNames ? [] : GATTRedaction.discover(frames, interfaces: interfaces, namedHandles: namedHandles, into: &map)
         TextRedaction.discover(manifest: manifest, into: &map, keepNames: options.keepNames)
         // Client ids after accounts: a client id made from an account follows it.

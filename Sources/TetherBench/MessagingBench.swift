@@ -101,8 +101,7 @@ enum ReplayMessagingHour {
         let setPath = try args.positional(0, "SET (a capture set folder)")
         let loaded = try CaptureSetDirectory.load(setPath, verify: false)
         let manifest = loaded.manifest
-        let named = Dictionary(manifest.gattHandles.map { ($0.handle, (service: $0.serviceUUID, characteristic: $0.characteristicUUID)) },
-                               uniquingKeysWith: { a, _ in a })
+        let named = GATTHandleName.table(manifest.gattHandles.map { (handle: $0.handle, service: $0.serviceUUID, characteristic: $0.characteristicUUID) })
 
         // Stage 1: read every frame.
         var start = monotonicSeconds()

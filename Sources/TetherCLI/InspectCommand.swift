@@ -383,8 +383,8 @@ final class JSONInspectOutput: InspectOutput {
             ("value", JSONText.string(JSONText.hex(record.value))),
             ("direction", JSONText.string(record.direction.rawValue)),
             ("connection_handle", String(record.connectionHandle)),
-            ("service_uuid", JSONText.string(record.serviceUUID)),
-            ("characteristic_uuid", JSONText.string(record.characteristicUUID)),
+            ("service_uuid", JSONText.string(record.serviceUUID?.description)),
+            ("characteristic_uuid", JSONText.string(record.characteristicUUID?.description)),
         ])
     }
 

@@ -188,3 +188,24 @@ baselines:
     let text = try CaptureSetDirectory.encodeManifest(m)
     #expect(try CaptureSetDirectory.decodeManifest(text, path: "t.yaml") == m)
 }
+
+@Test func gattHandleUUIDThatIsNoUUIDIsRefusedWithItsField() throws {
+    let error = #expect(throws: CaptureSetError.self) {
+        try CaptureSetDirectory.decodeManifest("""
+            schema_version: 1
+            title: x
+            recorded_at: "2026-11-22T00:00:00Z"
+            tether_version: 0.1.0
+            gatt_handles:
+              - {handle: 18, service_uuid: '0x180d', characteristic_uuid: '0x2a37'}
+              - {handle: 21, service_uuid: heart-rate, characteristic_uuid: '0x2a38'}
+            """, path: "m.yaml")
+    }
+    guard case let .invalidManifest(path, field, problem) = error else {
+        Issue.record("expected invalidManifest, got \(String(describing: error))")
+        return
+    }
+    #expect(path == "m.yaml")
+    #expect(field == "gatt_handles[1].service_uuid")
+    #expect(problem.contains("\"heart-rate\" is not a Bluetooth UUID"))
+}

@@ -145,8 +145,8 @@ struct GATTTests {
         var dissector = FrameDissector()
         discover(&dissector)
         let result = dissector.dissect(attFrame(.received, [0x1B] + le16(0x0012) + [1, 2, 3]), .bluetoothHCIH4WithPHDR)
-        #expect(result.att.first?.serviceUUID == Self.service)
-        #expect(result.att.first?.characteristicUUID == Self.characteristic)
+        #expect(result.att.first?.serviceUUID == BluetoothUUID(Self.service))
+        #expect(result.att.first?.characteristicUUID == BluetoothUUID(Self.characteristic))
         #expect(result.summary == "ATT Handle Value Notification 0x0012 (6a4ecd28-…) 3 bytes")
     }
 
@@ -155,8 +155,8 @@ struct GATTTests {
         var dissector = FrameDissector()
         discover(&dissector)
         let record = dissector.dissect(attFrame(.received, [0x1B] + le16(0x0023) + [0, 72]), .bluetoothHCIH4WithPHDR).att.first
-        #expect(record?.serviceUUID == "0x180d")
-        #expect(record?.characteristicUUID == "0x2a37")
+        #expect(record?.serviceUUID?.description == "0x180d")
+        #expect(record?.characteristicUUID?.description == "0x2a37")
     }
 
     @Test("a CCCD write maps to the descriptor and its characteristic")
@@ -164,8 +164,8 @@ struct GATTTests {
         var dissector = FrameDissector()
         discover(&dissector)
         let result = dissector.dissect(attFrame(.sent, [0x12] + le16(0x0013) + [1, 0]), .bluetoothHCIH4WithPHDR)
-        #expect(result.att.first?.descriptorUUID == "0x2902")
-        #expect(result.att.first?.characteristicUUID == Self.characteristic)
+        #expect(result.att.first?.descriptorUUID == BluetoothUUID("0x2902"))
+        #expect(result.att.first?.characteristicUUID == BluetoothUUID(Self.characteristic))
         #expect(result.summary == "ATT Write Request 0x0013 (0x2902 of 6a4ecd28-…) 2 bytes")
     }
 
@@ -200,7 +200,7 @@ struct GATTTests {
         _ = dissector.dissect(attFrame(.sent, [0x06] + le16(0x0001) + le16(0xFFFF) + le16(0x2800) + le16(0x180F)), .bluetoothHCIH4WithPHDR)
         _ = dissector.dissect(attFrame(.received, [0x07] + le16(0x0040) + le16(0x0045)), .bluetoothHCIH4WithPHDR)
         let record = dissector.dissect(attFrame(.received, [0x1B] + le16(0x0042) + [90]), .bluetoothHCIH4WithPHDR).att.first
-        #expect(record?.serviceUUID == "0x180f")
+        #expect(record?.serviceUUID == BluetoothUUID("0x180f"))
     }
 
     @Test("a 128-bit UUID inside the Bluetooth base is shown short")
@@ -208,6 +208,21 @@ struct GATTTests {
         let uuid = BluetoothUUID(littleEndian: uuidLE("0000180d-0000-1000-8000-00805f9b34fb"))
         #expect(uuid?.description == "0x180d")
         #expect(BluetoothUUID(littleEndian: [1, 2, 3]) == nil)
+    }
+
+    @Test("a UUID's two words, its bytes and its text say the same 128 bits")
+    func uuidWordsBytesAndTextAgree() throws {
+        let text = "6a4ecd28-667b-11e3-949a-0800200c9a66"
+        let uuid = try #require(BluetoothUUID(text))
+        #expect(uuid == BluetoothUUID(high: 0x6a4ecd28_667b_11e3, low: 0x949a_0800200c9a66))
+        #expect(uuid.bytes == uuidLE(text).reversed())
+        #expect(BluetoothUUID(bigEndian: uuid.bytes) == uuid)
+        #expect(BluetoothUUID(littleEndian: uuidLE(text)) == uuid)
+        #expect(uuid.description == text)
+        #expect(uuid.abbreviated == "6a4ecd28-…")
+        #expect(BluetoothUUID(0x2A37).bytes == [0x00, 0x00, 0x2A, 0x37, 0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0x80, 0x5F, 0x9B, 0x34, 0xFB])
+        #expect(BluetoothUUID(littleEndian: [0x37, 0x2A]) == BluetoothUUID(0x2A37))
+        #expect(BluetoothUUID(littleEndian: [0x78, 0x56, 0x34, 0x12])?.description == "0x12345678")
     }
 }
 
@@ -237,8 +252,8 @@ struct GivenDatabaseTests {
         var dissector = FrameDissector()
         dissector.setGATTDatabase(database, connectionHandle: 0x0040)
         let record = dissector.dissect(attFrame(.received, [0x1B] + le16(0x0022) + [0, 60]), .bluetoothHCIH4WithPHDR).att.first
-        #expect(record?.serviceUUID == "0x180d")
-        #expect(record?.characteristicUUID == "0x2a37")
+        #expect(record?.serviceUUID == BluetoothUUID("0x180d"))
+        #expect(record?.characteristicUUID == BluetoothUUID("0x2a37"))
         #expect(dissector.gattDatabase(connectionHandle: 0x0040) == database)
     }
 }
@@ -291,7 +306,7 @@ struct BumbleSessionTests {
         let write = frames.first { $0.1.att.first?.opcode == .writeRequest && $0.1.att.first?.value.count == 100 }
         #expect(write?.0 == 92)
         #expect(frames[88].1.summary == "ACL fragment handle 0x0001 (27 of 107 bytes)")
-        #expect(write?.1.att.first?.characteristicUUID == "6a4ecd28-0000-1000-8000-001234567890")
-        #expect(write?.1.att.first?.serviceUUID == "12345678-1234-5678-1234-56789abcdef0")
+        #expect(write?.1.att.first?.characteristicUUID == BluetoothUUID("6a4ecd28-0000-1000-8000-001234567890"))
+        #expect(write?.1.att.first?.serviceUUID == BluetoothUUID("12345678-1234-5678-1234-56789abcdef0"))
     }
 }

@@ -92,8 +92,8 @@ struct ReplayPathTests {
         #expect(dissector.dissect(notification, .bluetoothHCIH4WithPHDR).att.first?.characteristicUUID == nil)
         for frame in Self.discovery { _ = dissector.dissect(frame, .bluetoothHCIH4WithPHDR) }
         let record = dissector.dissect(notification, .bluetoothHCIH4WithPHDR).att.first
-        #expect(record?.characteristicUUID == Self.characteristic)
-        #expect(record?.serviceUUID == Self.service)
+        #expect(record?.characteristicUUID == BluetoothUUID(Self.characteristic))
+        #expect(record?.serviceUUID == BluetoothUUID(Self.service))
     }
 
     @Test("a handle's names are forgotten with the connection's database at Disconnection Complete")
@@ -101,7 +101,7 @@ struct ReplayPathTests {
         var dissector = FrameDissector()
         for frame in Self.discovery { _ = dissector.dissect(frame, .bluetoothHCIH4WithPHDR) }
         let notification = attFrame(.received, [0x1B] + le16(0x0012) + [1])
-        #expect(dissector.dissect(notification, .bluetoothHCIH4WithPHDR).att.first?.characteristicUUID == Self.characteristic)
+        #expect(dissector.dissect(notification, .bluetoothHCIH4WithPHDR).att.first?.characteristicUUID == BluetoothUUID(Self.characteristic))
         _ = dissector.dissect(phdr(.received, hciEvent(0x05, [0] + le16(0x0040) + [0x13])), .bluetoothHCIH4WithPHDR)
         #expect(dissector.dissect(notification, .bluetoothHCIH4WithPHDR).att.first?.characteristicUUID == nil)
     }

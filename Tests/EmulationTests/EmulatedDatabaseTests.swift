@@ -53,8 +53,8 @@ import Testing
             pdu(3, 2, client: false, 0x1B, 0x0015, [0x07]),
         ]
         let peripheral = RecordedPeripheral(pdus: pdus, namedHandles: [
-            0x0015: (service: "6a4e2401-667b-11e3-949a-0800200c9a66", characteristic: "6a4e2810-667b-11e3-949a-0800200c9a66"),
-            0x0018: (service: "6a4e2401-667b-11e3-949a-0800200c9a66", characteristic: "6a4e2820-667b-11e3-949a-0800200c9a66"),
+            0x0015: GATTHandleName(service: BluetoothUUID(high: 0x6a4e2401_667b_11e3, low: 0x949a_0800200c9a66), characteristic: BluetoothUUID(high: 0x6a4e2810_667b_11e3, low: 0x949a_0800200c9a66)),
+            0x0018: GATTHandleName(service: BluetoothUUID(high: 0x6a4e2401_667b_11e3, low: 0x949a_0800200c9a66), characteristic: BluetoothUUID(high: 0x6a4e2820_667b_11e3, low: 0x949a_0800200c9a66)),
         ])
         let database = try EmulatedDatabase.build(from: peripheral, file: "x")
         #expect(database.services.count == 1)

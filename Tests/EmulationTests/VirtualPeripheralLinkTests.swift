@@ -274,7 +274,7 @@ import Testing
             pdu(1, 0, client: true, 0x0A, 0x0010), pdu(2, 1, client: false, 0x0B, nil, value),
         ])
         peripheral.connections = [RecordedConnection(ordinal: 0, frame: nil, timeNs: 0)]
-        peripheral.namedHandles = [0x0010: (service: "180d", characteristic: "2a37")]
+        peripheral.namedHandles = [0x0010: GATTHandleName(service: BluetoothUUID(0x180D), characteristic: BluetoothUUID(0x2A37))]
         var link = VirtualPeripheralLink(plan: try EmulationPlan(peripheral: peripheral, file: "<test>"))
         _ = link.connect(now: 0)
         _ = link.advance(to: 1_000_000_000)
@@ -286,7 +286,7 @@ import Testing
     static func connectedLink(_ pdus: [RecordedPDU]) throws -> VirtualPeripheralLink {
         var peripheral = RecordedPeripheral(pdus: pdus)
         peripheral.connections = [RecordedConnection(ordinal: 0, frame: nil, timeNs: 0)]
-        peripheral.namedHandles = [0x0010: (service: "180d", characteristic: "2a37")]
+        peripheral.namedHandles = [0x0010: GATTHandleName(service: BluetoothUUID(0x180D), characteristic: BluetoothUUID(0x2A37))]
         var link = VirtualPeripheralLink(plan: try EmulationPlan(peripheral: peripheral, file: "<test>"))
         _ = link.connect(now: 0)
         _ = link.advance(to: 1_000_000_000)

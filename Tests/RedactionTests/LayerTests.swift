@@ -61,7 +61,7 @@ enum Frames {
         ]
         let interfaces = [CaptureInterface(linkType: .bluetoothHCIH4WithPHDR)]
         var map = RedactionMap()
-        let reads = GATTRedaction.discover(frames, interfaces: interfaces, namedHandles: [3: (nil, "2a00")], into: &map)
+        let reads = GATTRedaction.discover(frames, interfaces: interfaces, namedHandles: [3: GATTHandleName(characteristic: BluetoothUUID(0x2A00))], into: &map)
         #expect(reads == [2])
         var data = frames[1].data
         let names = map.entries.map { ByteSubstitution($0.original, $0.placeholder, boundary: .none) }
@@ -76,7 +76,7 @@ extension GATTRedactionTests {
         let name = Array("Kai's Fenix".utf8)
         let frames = [CaptureFrame(number: 1, interfaceIndex: 0, timestampNs: 1, originalLength: 0, data: Frames.h4ATT(received: false, att: [0x12, 0x03, 0x00] + name))]
         var map = RedactionMap()
-        let found = GATTRedaction.discover(frames, interfaces: [CaptureInterface(linkType: .bluetoothHCIH4WithPHDR)], namedHandles: [3: (nil, "2a00")], into: &map)
+        let found = GATTRedaction.discover(frames, interfaces: [CaptureInterface(linkType: .bluetoothHCIH4WithPHDR)], namedHandles: [3: GATTHandleName(characteristic: BluetoothUUID(0x2A00))], into: &map)
         #expect(found == [1])
         #expect(map.originals(of: .name) == [name])
     }

@@ -20,15 +20,22 @@ public enum ConnectIQGATT {
         "6a4e8022-667b-11e3-949a-0800200c9a66", "16aa8022-3769-4c74-a755-877dde3a2930",
     ]
 
-    /// Whether `uuid` is one of ``writeCharacteristics``. Every ATT record of a replay is asked,
-    /// and comparing with the two texts costs less than hashing the 36 characters for the set.
-    static func isWriteCharacteristic(_ uuid: String) -> Bool {
-        uuid == "6a4e4c80-667b-11e3-949a-0800200c9a66" || uuid == "df334c80-e6a7-d082-274d-78fc66f85e16"
+    /// ``writeCharacteristics`` as values: every ATT record of a replay is classified, and
+    /// comparing two words costs less than comparing texts.
+    static let writeUUIDs = (current: BluetoothUUID(high: 0x6a4e4c80_667b_11e3, low: 0x949a_0800200c9a66),
+                             legacy: BluetoothUUID(high: 0xdf334c80_e6a7_d082, low: 0x274d_78fc66f85e16))
+    /// ``notifyCharacteristics`` as values.
+    static let notifyUUIDs = (current: BluetoothUUID(high: 0x6a4ecd28_667b_11e3, low: 0x949a_0800200c9a66),
+                              legacy: BluetoothUUID(high: 0x4acbcd28_7425_868e, low: 0xf447_915c8f00d0cb))
+
+    /// Whether `uuid` is one of ``writeCharacteristics``.
+    static func isWriteCharacteristic(_ uuid: BluetoothUUID) -> Bool {
+        uuid == writeUUIDs.current || uuid == writeUUIDs.legacy
     }
 
-    /// Whether `uuid` is one of ``notifyCharacteristics`` (see ``isWriteCharacteristic(_:)``).
-    static func isNotifyCharacteristic(_ uuid: String) -> Bool {
-        uuid == "6a4ecd28-667b-11e3-949a-0800200c9a66" || uuid == "4acbcd28-7425-868e-f447-915c8f00d0cb"
+    /// Whether `uuid` is one of ``notifyCharacteristics``.
+    static func isNotifyCharacteristic(_ uuid: BluetoothUUID) -> Bool {
+        uuid == notifyUUIDs.current || uuid == notifyUUIDs.legacy
     }
 }
 
@@ -59,7 +66,7 @@ public enum ConnectIQRecordKind: Sendable, Hashable {
                   ConnectIQGATT.isNotifyCharacteristic(c) else { return .other }
             return .watchNotification(record.value)
         case .writeResponse: // answers the request to the same handle
-            if record.direction != .sent, record.descriptorUUID.flatMap(BluetoothUUID.init)?.shortValue == 0x2902,
+            if record.direction != .sent, record.descriptorUUID == .clientCharacteristicConfiguration,
                let c = record.characteristicUUID, ConnectIQGATT.isNotifyCharacteristic(c) {
                 return .subscribed
             }

@@ -343,14 +343,14 @@ public enum SessionRecordKind: Sendable, Hashable {
         func from(_ expected: HCIDirection) -> Bool { record.direction == expected || record.direction == .unknown }
         switch record.opcode {
         case .writeCommand, .writeRequest: // the phone writes a frame
-            guard from(phoneSends), record.descriptorUUID == nil, record.characteristicUUID == SessionLinkGATT.writeCharacteristic else { return .other }
+            guard from(phoneSends), record.descriptorUUID == nil, record.characteristicUUID == SessionLinkUUIDs.write else { return .other }
             return role == .phone ? .ownFrame(record.value) : .peerFrame(record.value)
         case .handleValueNotification: // the watch sends a frame
-            guard from(watchSends), record.characteristicUUID == SessionLinkGATT.notifyCharacteristic else { return .other }
+            guard from(watchSends), record.characteristicUUID == SessionLinkUUIDs.notify else { return .other }
             return role == .watch ? .ownFrame(record.value) : .peerFrame(record.value)
         case .writeResponse: // from the watch: answers the phone's CCCD write
-            guard from(watchSends), record.characteristicUUID == SessionLinkGATT.notifyCharacteristic,
-                  record.descriptorUUID.flatMap(BluetoothUUID.init)?.shortValue == 0x2902 else { return .other }
+            guard from(watchSends), record.characteristicUUID == SessionLinkUUIDs.notify,
+                  record.descriptorUUID == .clientCharacteristicConfiguration else { return .other }
             return .subscribed
         case .exchangeMTURequest, .exchangeMTUResponse:
             guard let offer = ATTMTUExchange.offer(in: record) else { return .other }

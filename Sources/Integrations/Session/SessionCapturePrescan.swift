@@ -40,10 +40,10 @@ public struct SessionCapturePrescan: Sendable {
                 // writes are the phone's, notifications the watch's.
                 switch record.opcode {
                 case .writeCommand, .writeRequest:
-                    guard record.descriptorUUID == nil, record.characteristicUUID == SessionLinkGATT.writeCharacteristic else { break }
+                    guard record.descriptorUUID == nil, record.characteristicUUID == SessionLinkUUIDs.write else { break }
                     result.frames.append(LinkFrame(frame: frame.number, timeNs: timeNs, fromPhone: true, bytes: record.value))
                 case .handleValueNotification:
-                    guard record.characteristicUUID == SessionLinkGATT.notifyCharacteristic else { break }
+                    guard record.characteristicUUID == SessionLinkUUIDs.notify else { break }
                     result.frames.append(LinkFrame(frame: frame.number, timeNs: timeNs, fromPhone: false, bytes: record.value))
                 default:
                     break

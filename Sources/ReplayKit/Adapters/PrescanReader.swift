@@ -53,7 +53,7 @@ public struct PrescanReader {
 
     private let reader: any CaptureReader
     private let described: [Int: ManifestInterface]
-    private let namedHandles: [UInt16: (service: String?, characteristic: String)]
+    private let namedHandles: [UInt16: GATTHandleName]
     private var dissectors: [Int: FrameDissector] = [:]
     private var firstNs: Int64?
 
@@ -62,8 +62,7 @@ public struct PrescanReader {
     public init(capturePath: String, interfaces: [ManifestInterface], gattHandles: [ManifestGATTHandle] = []) throws(CaptureError) {
         reader = try CaptureFile.open(path: capturePath)
         described = Dictionary(interfaces.map { ($0.index, $0) }, uniquingKeysWith: { a, _ in a })
-        namedHandles = Dictionary(gattHandles.map { ($0.handle, (service: $0.serviceUUID, characteristic: $0.characteristicUUID)) },
-                                  uniquingKeysWith: { a, _ in a })
+        namedHandles = GATTHandleName.table(gattHandles.map { (handle: $0.handle, service: $0.serviceUUID, characteristic: $0.characteristicUUID) })
     }
 
     /// The next frame on an interface the file describes; `nil` at the end. A frame naming an

@@ -94,8 +94,7 @@ public struct ReplayEngine {
     /// A run's state at virtual time zero: the manifest's handles and interfaces, the faults.
     func makeRunState() -> RunState {
         var state = RunState(adapterCount: adapters.count)
-        state.namedHandles = Dictionary(gattHandles.map { ($0.handle, (service: $0.serviceUUID, characteristic: $0.characteristicUUID)) },
-                                        uniquingKeysWith: { first, _ in first })
+        state.namedHandles = GATTHandleName.table(gattHandles.map { (handle: $0.handle, service: $0.serviceUUID, characteristic: $0.characteristicUUID) })
         state.manifestInterfaces = Dictionary(manifestInterfaces.map { ($0.index, $0) }, uniquingKeysWith: { first, _ in first })
         if !faults.isEmpty { state.injector = FaultInjector(faults: faults) }
         return state
@@ -426,7 +425,7 @@ public struct ReplayEngine {
     /// The dissector the engine runs per interface: records, links and datagrams, no one-line
     /// summaries, no kept TCP payload. An adapter that prescans a capture uses the same, so it sees
     /// what replay will feed it.
-    public static func replayDissector(namedHandles: [UInt16: (service: String?, characteristic: String)]) -> FrameDissector {
+    public static func replayDissector(namedHandles: [UInt16: GATTHandleName]) -> FrameDissector {
         RunState.replayDissector(namedHandles)
     }
 

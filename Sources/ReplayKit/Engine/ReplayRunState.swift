@@ -80,7 +80,7 @@ struct RunState {
     /// One dissector per interface, because ACL reassembly state belongs to one link.
     var dissectors: [Int: FrameDissector] = [:]
     /// The manifest's `gatt_handles`, given to every interface's dissector.
-    var namedHandles: [UInt16: (service: String?, characteristic: String)] = [:]
+    var namedHandles: [UInt16: GATTHandleName] = [:]
     /// The run's faults, when it has any.
     var injector: FaultInjector?
     /// Frames faults made late, repeated or altered, by instant (held reorder frames, without
@@ -180,7 +180,7 @@ struct RunState {
     }
 
     /// Adapters read records, links and datagrams, never the one-line summaries.
-    static func replayDissector(_ namedHandles: [UInt16: (service: String?, characteristic: String)]) -> FrameDissector {
+    static func replayDissector(_ namedHandles: [UInt16: GATTHandleName]) -> FrameDissector {
         var dissector = FrameDissector(namedHandles: namedHandles)
         dissector.producesSummaries = false
         dissector.retainsTCPPayload = false
