@@ -43,6 +43,7 @@ public struct TraceEvent: Sendable, Hashable {
             case .dictionary(let fields): return fields
             case .dataPoint(let point): return point.dictionary
             case .chunk(let chunk): return chunk.dictionary
+            case .payload(let payload): return payload.dictionary
             }
         }
         set { storage = Storage(newValue) }
@@ -78,6 +79,15 @@ public struct TraceEvent: Sendable, Hashable {
         self.storage = .dataPoint(dataPoint)
     }
 
+    /// An event whose fields are `payload`'s (``TracePayload``): written, compared and digested
+    /// as the same fields in a dictionary would be.
+    public init(timeNs: Int64, core: String, event: String, payload: some TracePayload) {
+        self.timeNs = timeNs
+        self.core = core
+        self.event = event
+        self.storage = .payload(payload)
+    }
+
     /// The value of one field, `nil` when the event has none of that name; the same as
     /// `fields[key]` without building the dictionary of an inline `datapoint`.
     public func field(_ key: String) -> TraceValue? {
@@ -85,6 +95,7 @@ public struct TraceEvent: Sendable, Hashable {
         case .dictionary(let fields): return fields[key]
         case .dataPoint(let point): return point[key]
         case .chunk(let chunk): return chunk[key]
+        case .payload(let payload): return payload.field(key)
         }
     }
 
@@ -93,7 +104,11 @@ public struct TraceEvent: Sendable, Hashable {
         storage == other.storage
     }
 
-    /// The two forms of an event's fields.
+    /// The forms of an event's fields.
+    ///
+    /// A dictionary never holds a datapoint's or a chunk's fields (``init(_:)`` makes those
+    /// inline), but any form may hold the same fields as a ``TracePayload``: equality and hashing
+    /// are therefore over the fields, whatever holds them.
     @usableFromInline
     enum Storage: Sendable, Hashable {
         /// Any fields that are not shaped like a datapoint's or a chunk's.
@@ -102,6 +117,68 @@ public struct TraceEvent: Sendable, Hashable {
         case dataPoint(DataPointFields)
         /// Exactly a chunk's four fields.
         case chunk(ChunkFields)
+        /// A module's own type for its fields.
+        case payload(any TracePayload)
+
+        /// How many fields.
+        var count: Int {
+            switch self {
+            case .dictionary(let fields): return fields.count
+            case .dataPoint(let point): return point.fieldCount
+            case .chunk(let chunk): return chunk.fieldCount
+            case .payload(let payload): return payload.fieldCount
+            }
+        }
+
+        /// The value of field `key`.
+        func field(_ key: String) -> TraceValue? {
+            switch self {
+            case .dictionary(let fields): return fields[key]
+            case .dataPoint(let point): return point[key]
+            case .chunk(let chunk): return chunk[key]
+            case .payload(let payload): return payload.field(key)
+            }
+        }
+
+        /// Every field, keys in ascending order.
+        func forEachField(_ body: (String, TraceValue) -> Void) {
+            switch self {
+            case .dictionary(let fields):
+                for key in fields.keys.sorted() { body(key, fields[key]!) }
+            case .dataPoint(let point): point.forEachField(body)
+            case .chunk(let chunk): chunk.forEachField(body)
+            case .payload(let payload): payload.forEachField(body)
+            }
+        }
+
+        @usableFromInline
+        static func == (lhs: Storage, rhs: Storage) -> Bool {
+            switch (lhs, rhs) {
+            case (.dictionary(let a), .dictionary(let b)): return a == b
+            case (.dataPoint(let a), .dataPoint(let b)): return a == b
+            case (.chunk(let a), .chunk(let b)): return a == b
+            case (.payload(let a), .payload(let b)) where type(of: a) == type(of: b): return a.isEqual(to: b)
+            default:
+                // Two forms: the same fields held differently (a payload against the dictionary a
+                // baseline's line parses to), compared key by key.
+                guard lhs.count == rhs.count else { return false }
+                var same = true
+                lhs.forEachField { key, value in
+                    if same, rhs.field(key) != value { same = false }
+                }
+                return same
+            }
+        }
+
+        /// The fields in key order, so that equal fields hash alike in any form.
+        @usableFromInline
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(count)
+            forEachField { key, value in
+                hasher.combine(key)
+                hasher.combine(value)
+            }
+        }
 
         /// The canonical form of `fields`: inline when they are shaped like a datapoint's or a chunk's.
         init(_ fields: [String: TraceValue]) {

@@ -17,6 +17,22 @@ import Testing
         #expect(m.finish(timeNs: 20).isEmpty)
     }
 
+    @Test func emittedAndReorderedMatchEventsWriteTheLinesTheirDictionariesWrite() {
+        var m = FrameMatcher(core: "session", reorderWindow: 2, decode: { "p" + JSONLiteral.hex($0) })
+        let emitted = m.emitted([0xAB, 1], channel: "watch", timeNs: 3)
+        let expected = TraceEvent(timeNs: 3, core: "session", event: "frame_emitted",
+                                  fields: ["device": .string("watch"), "bytes": .string("ab01"), "packet": .string("pab01")])
+        #expect(emitted == [expected])
+        #expect(emitted.first?.jsonLine() == expected.jsonLine())
+        _ = m.emitted([2], channel: "watch", timeNs: 4)
+        let swapped = m.captured([2], channel: "watch", frame: 9, timeNs: 5)
+        let reordered = TraceEvent(timeNs: 5, core: "session", event: "frame_matched",
+                                   fields: ["device": .string("watch"), "frame": .int(9), "reordered": .bool(true)])
+        #expect(swapped == [reordered])
+        #expect(swapped.first?.jsonLine() == reordered.jsonLine())
+        #expect(swapped.first?.field("reordered") == .bool(true))
+    }
+
     @Test func capturedFrameWaitsForTheCoreToEmit() {
         var m = matcher()
         #expect(m.captured([9], channel: "d", frame: 3, timeNs: 5).isEmpty)

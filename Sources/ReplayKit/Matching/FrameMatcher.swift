@@ -119,9 +119,7 @@ public struct FrameMatcher: Sendable {
     /// The `frame_emitted` event: what every core's trace says when the core writes a frame, with
     /// or without a matcher comparing it (live hosts, `--frame-matching off`).
     public static func emittedEvent(core: String, channel: String, bytes: [UInt8], packet: String, timeNs: Int64) -> TraceEvent {
-        TraceEvent(timeNs: timeNs, core: core, event: "frame_emitted", fields: [
-            "device": .string(channel), "bytes": .string(JSONLiteral.hex(bytes)), "packet": .string(packet),
-        ])
+        TraceEvent(timeNs: timeNs, core: core, event: "frame_emitted", payload: FrameBytesFields(device: channel, bytes: bytes, packet: packet))
     }
 
     /// The capture holds `bytes` written on `channel` in frame `frame` at `timeNs`. Returns its
@@ -151,9 +149,7 @@ public struct FrameMatcher: Sendable {
         guard let waiting = emittedQueue.removeValue(forKey: channel), !waiting.isEmpty else { return [] }
         unsent += waiting.count
         return waiting.map {
-            TraceEvent(timeNs: timeNs, core: core, event: "frame_unsent", fields: [
-                "device": .string(channel), "bytes": .string(JSONLiteral.hex($0.bytes)), "packet": .string(decode($0.bytes)),
-            ])
+            TraceEvent(timeNs: timeNs, core: core, event: "frame_unsent", payload: FrameBytesFields(device: channel, bytes: $0.bytes, packet: decode($0.bytes)))
         }
     }
 
@@ -204,9 +200,8 @@ public struct FrameMatcher: Sendable {
 
     private mutating func matchedEvent(channel: String, frame: Int?, reordered: Bool, timeNs: Int64) -> TraceEvent {
         matched += 1
-        var fields: [String: TraceValue] = ["device": .string(channel), "frame": .int(Int64(frame ?? 0))]
-        if reordered { fields["reordered"] = .bool(true) }
-        return TraceEvent(timeNs: timeNs, core: core, event: "frame_matched", fields: fields)
+        return TraceEvent(timeNs: timeNs, core: core, event: "frame_matched",
+                          payload: FrameMatchedFields(device: channel, frame: Int64(frame ?? 0), reordered: reordered))
     }
 
     private mutating func compare(captured: Pending, emitted: Pending, channel: String, timeNs: Int64) -> TraceEvent {
