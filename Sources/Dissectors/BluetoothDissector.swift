@@ -62,9 +62,7 @@ struct BluetoothDissector: Sendable {
         let payload = data.slice(at: BluetoothMonitor.headerLength, count: data.count - BluetoothMonitor.headerLength)
             ?? UnsafeRawBufferPointer(start: nil, count: 0)
         let (summary, note) = BluetoothMonitor.describe(opcode: header.opcode, adapter: header.adapter, payload: payload)
-        var frame = DissectedFrame(summary: summary)
-        frame.note = note
-        return frame
+        return DissectedFrame(summary: summary, content: note.map { .note($0) } ?? .none)
     }
 
     private mutating func hci(_ type: H4PacketType, _ data: UnsafeRawBufferPointer, at offset: Int, direction: HCIDirection, adapter: UInt16) -> DissectedFrame {
@@ -173,7 +171,7 @@ struct BluetoothDissector: Sendable {
         default:
             break
         }
-        return DissectedFrame(summary: summary, direction: direction, problem: problem?.description, linkChange: linkChange)
+        return DissectedFrame(summary: summary, direction: direction, content: linkChange.map { .linkChange($0) } ?? .none, problem: problem?.description)
     }
 
     private mutating func aclData(_ header: HCIACLHeader, payload: UnsafeRawBufferPointer, payloadOffset: Int, direction: HCIDirection, adapter: UInt16) -> DissectedFrame {
@@ -221,9 +219,13 @@ struct BluetoothDissector: Sendable {
             // A dropped unfinished PDU before a good one: both are worth seeing.
             problem = [earlier.description, problem].compactMap { $0 }.joined(separator: "; ")
         }
-        var dissected = DissectedFrame(summary: frame.summary, direction: direction, att: frame.records, problem: problem)
-        if let smp = frame.smp { dissected.smp = [smp] }
-        return dissected
+        let content: DissectedFrame.Content
+        if let smp = frame.smp {
+            content = .smp([smp])
+        } else {
+            content = frame.records.isEmpty ? .none : .att(frame.records)
+        }
+        return DissectedFrame(summary: frame.summary, direction: direction, content: content, problem: problem)
     }
 
     /// Where a problem's offsets count from when they are not frame offsets.

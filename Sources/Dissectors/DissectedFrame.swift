@@ -158,58 +158,104 @@ public enum HCILinkChange: Sendable, Hashable {
 }
 
 /// What the dissectors made of one captured frame.
+///
+/// What a frame carried is one ``Content`` case: a frame is an ACL frame completing an ATT or an
+/// SMP PDU, an HCI event opening or closing a link, a monitor note, a UDP datagram or a TCP
+/// segment, never two of these, so the type cannot say it is. It also keeps a copy cheap: a frame
+/// is copied on its way from the dissector to every adapter, and each reference-counted field is
+/// counted on each copy (the nine optional fields this replaced were a tenth of a Connect IQ replay).
 public struct DissectedFrame: Sendable, Hashable {
+    /// What one frame carried beyond its summary, direction and problem.
+    public enum Content: Sendable, Hashable {
+        /// Nothing a core reads (an HCI command, a fragment, a frame that did not dissect…).
+        case none
+        /// ATT PDUs completed by this frame (a PDU reassembled from several ACL fragments belongs
+        /// to the frame that completes it; one PDU may give several records).
+        case att([ATTRecord])
+        /// Security Manager PDUs completed by this frame.
+        case smp([SMPRecord])
+        /// The LE link this frame's HCI event opened or closed.
+        case linkChange(HCILinkChange)
+        /// The text of a BlueZ monitor System Note (opcode 12) or User Logging record (opcode 13):
+        /// how a live annotation lands inside the BLE timeline.
+        case note(String)
+        /// The UDP datagram completed by this frame.
+        case udp(UDPDatagram)
+        /// The TCP segment the frame carries, what stream reassembly made of it, and the MQTT
+        /// control packets it completes in stream order (a packet spanning several segments
+        /// belongs to the frame whose segment completes it in sequence order).
+        case tcp(TCPSegment, TCPSegmentAnalysis, mqtt: [MQTTRecord])
+    }
+
     /// One line for `tether inspect --frames`, e.g.
     /// `ATT Handle Value Notification 0x0010 (6a4ecd28-…) 3 bytes` or
     /// `UDP 127.0.0.1:50123 → 127.0.0.1:12345 512 bytes`.
     public var summary: String
     /// HCI direction, for Bluetooth link types.
     public var direction: HCIDirection?
-    /// ATT PDUs completed by this frame (a PDU reassembled from several ACL fragments belongs to
-    /// the frame that completes it).
-    public var att: [ATTRecord]
-    /// The UDP datagram completed by this frame, if any.
-    public var udp: UDPDatagram?
-    /// Security Manager PDUs completed by this frame.
-    public var smp: [SMPRecord] = []
-    /// The TCP segment the frame carries, if any.
-    public var tcp: TCPSegment? = nil
-    /// What stream reassembly made of ``tcp``.
-    public var tcpAnalysis: TCPSegmentAnalysis? = nil
-    /// MQTT control packets this frame completes, in stream order (a packet spanning several
-    /// segments belongs to the frame whose segment completes it in sequence order).
-    public var mqtt: [MQTTRecord] = []
+    /// What the frame carried.
+    public var content: Content
     /// Why the frame could not be dissected further, if it could not (a value, not an error).
     public var problem: String?
-    /// The text of a BlueZ monitor System Note (opcode 12) or User Logging record (opcode 13):
-    /// how a live annotation lands inside the BLE timeline.
-    public var note: String? = nil
-    /// The LE link this frame's HCI event opened or closed, if it did.
-    public var linkChange: HCILinkChange? = nil
-    /// A dissected frame; everything but the summary defaults to absent.
-    public init(summary: String, direction: HCIDirection? = nil, att: [ATTRecord] = [], udp: UDPDatagram? = nil, problem: String? = nil) {
+
+    /// A dissected frame.
+    public init(summary: String, direction: HCIDirection? = nil, content: Content = .none, problem: String? = nil) {
         self.summary = summary
         self.direction = direction
-        self.att = att
-        self.udp = udp
+        self.content = content
         self.problem = problem
+    }
+
+    /// ATT PDUs completed by this frame; empty unless ``content`` is ``Content/att(_:)``.
+    public var att: [ATTRecord] {
+        if case .att(let records) = content { return records }
+        return []
+    }
+    /// Security Manager PDUs completed by this frame; empty unless ``content`` is ``Content/smp(_:)``.
+    public var smp: [SMPRecord] {
+        if case .smp(let records) = content { return records }
+        return []
+    }
+    /// The UDP datagram completed by this frame, if any.
+    public var udp: UDPDatagram? {
+        if case .udp(let datagram) = content { return datagram }
+        return nil
+    }
+    /// The TCP segment the frame carries, if any.
+    public var tcp: TCPSegment? {
+        if case .tcp(let segment, _, _) = content { return segment }
+        return nil
+    }
+    /// What stream reassembly made of ``tcp``.
+    public var tcpAnalysis: TCPSegmentAnalysis? {
+        if case .tcp(_, let analysis, _) = content { return analysis }
+        return nil
+    }
+    /// MQTT control packets this frame completes, in stream order.
+    public var mqtt: [MQTTRecord] {
+        if case .tcp(_, _, let records) = content { return records }
+        return []
+    }
+    /// The text of a monitor System Note or User Logging record, if the frame is one.
+    public var note: String? {
+        if case .note(let text) = content { return text }
+        return nil
+    }
+    /// The LE link this frame's HCI event opened or closed, if it did.
+    public var linkChange: HCILinkChange? {
+        if case .linkChange(let change) = content { return change }
+        return nil
     }
 }
 
 extension DissectedFrame {
-    /// A TCP frame, built in one step: filled in field by field, the dissector's hot path copied
-    /// the whole frame once more.
-    init(summary: String, tcp: TCPSegment, tcpAnalysis: TCPSegmentAnalysis, mqtt: [MQTTRecord], problem: String?) {
-        self.init(summary: summary, problem: problem)
-        self.tcp = tcp
-        self.tcpAnalysis = tcpAnalysis
-        self.mqtt = mqtt
-    }
-
-    /// An HCI event's frame, built in one step (see the TCP one above).
-    init(summary: String, direction: HCIDirection, problem: String?, linkChange: HCILinkChange?) {
-        self.init(summary: summary, direction: direction, problem: problem)
-        self.linkChange = linkChange
+    /// Changes each ATT record in place (a frame without ATT records is left as it is): the
+    /// records are taken out of ``content`` first, so the array is not copied.
+    mutating func updateATTRecords(_ body: (inout ATTRecord) -> Void) {
+        guard case .att(var records) = content else { return }
+        content = .none
+        for index in records.indices { body(&records[index]) }
+        content = .att(records)
     }
 
     /// A frame whose bytes break a layout: the summary and the problem both say which layer, where

@@ -67,10 +67,10 @@ public struct FrameDissector: Sendable {
 
     private func nameHandles(_ result: inout DissectedFrame) {
         guard !namedHandles.isEmpty else { return }
-        for i in result.att.indices where result.att[i].characteristicUUID == nil {
-            guard let handle = result.att[i].handle, let named = namedHandles[handle] else { continue }
-            result.att[i].characteristicUUID = named.characteristic
-            result.att[i].serviceUUID = named.service
+        result.updateATTRecords { record in
+            guard record.characteristicUUID == nil, let handle = record.handle, let named = namedHandles[handle] else { return }
+            record.characteristicUUID = named.characteristic
+            record.serviceUUID = named.service
         }
     }
 
@@ -138,7 +138,7 @@ public struct FrameDissector: Sendable {
             problem = problem.map { $0 + "; " + recordProblem } ?? recordProblem
         }
         let summary = ipSummaries ? Self.summary(segment, payloadLength: payload.count, analysis, records) : ""
-        return DissectedFrame(summary: summary, tcp: segment, tcpAnalysis: analysis, mqtt: records, problem: problem)
+        return DissectedFrame(summary: summary, content: .tcp(segment, analysis, mqtt: records), problem: problem)
     }
 
     static func summary(_ segment: TCPSegment, payloadLength: Int, _ analysis: TCPSegmentAnalysis, _ records: [MQTTRecord]) -> String {
@@ -175,7 +175,7 @@ public struct FrameDissector: Sendable {
             let source = endpoint(datagram.sourceAddress, datagram.sourcePort)
             let destination = endpoint(datagram.destinationAddress, datagram.destinationPort)
             let suffix = reassembled ? " (reassembled)" : ""
-            return DissectedFrame(summary: "UDP \(source) → \(destination) \(datagram.payload.count) bytes\(suffix)", udp: datagram)
+            return DissectedFrame(summary: "UDP \(source) → \(destination) \(datagram.payload.count) bytes\(suffix)", content: .udp(datagram))
         case .tcp(let segment, _):
             return DissectedFrame(summary: "TCP \(endpoint(segment.sourceAddress, segment.sourcePort)) → \(endpoint(segment.destinationAddress, segment.destinationPort)) \(segment.flagNames) len \(segment.payload.count)")
         case .fragmentPending(let version, let identification, let offset):
@@ -194,7 +194,7 @@ public struct FrameDissector: Sendable {
     /// text for every datagram was a tenth of an ingest sweep's time.
     static func record(_ outcome: UDPExtractor.Outcome) -> DissectedFrame {
         switch outcome {
-        case .udp(let datagram, _, _): DissectedFrame(summary: "", udp: datagram)
+        case .udp(let datagram, _, _): DissectedFrame(summary: "", content: .udp(datagram))
         case .problem(let problem): DissectedFrame(problem: problem.description)
         case .tcp, .fragmentPending, .otherTransport, .notIP: DissectedFrame(summary: "")
         }
