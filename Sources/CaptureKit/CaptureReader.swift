@@ -49,3 +49,19 @@ public struct FrameView {
         self.flags = flags
     }
 }
+
+extension CaptureReader {
+    /// Hands every remaining frame to `body` as a borrowed view (``withNextFrame(_:)``), to the
+    /// end of the file: a scan that reads each frame once and keeps what it needs. Errors are the
+    /// reader's, typed: `body` cannot throw, so anything thrown is the file's damage.
+    public func forEachFrameView(_ body: (FrameView) -> Void) throws(CaptureError) {
+        do {
+            while try withNextFrame(body) {}
+        } catch let error as CaptureError {
+            throw error
+        } catch {
+            throw CaptureError(kind: .io, file: path, offset: bytesRead, expected: "a readable frame",
+                               found: "\(error)", hint: "Check the file with `tether inspect`.")
+        }
+    }
+}

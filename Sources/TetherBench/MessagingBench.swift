@@ -96,9 +96,19 @@ enum GenerateMessagingSession {
 /// - `replay-set`: ``replaySet(at:options:)`` as `tether replay` runs it (manifest, SHA-256 check,
 ///   prescan, replay) — the figure the goal is about — and `expectations`, checking the manifest's
 ///   expectations against its trace.
+///
+/// `--stage replay-set` runs that stage alone (and `expectations` after it): for a profile of the
+/// figure the goal is about, without the other stages in it.
 enum ReplayMessagingHour {
     static func run(_ args: Arguments) throws -> Int32 {
         let setPath = try args.positional(0, "SET (a capture set folder)")
+        if let stage = args.string("stage") {
+            guard stage == "replay-set" else {
+                throw UsageError(description: "--stage: only replay-set runs alone, not \(stage)")
+            }
+            let loaded = try CaptureSetDirectory.load(setPath, verify: false)
+            return try replaySetStage(setPath: setPath, manifest: loaded.manifest)
+        }
         let loaded = try CaptureSetDirectory.load(setPath, verify: false)
         let manifest = loaded.manifest
         let named = GATTHandleName.table(manifest.gattHandles.map { (handle: $0.handle, service: $0.serviceUUID, characteristic: $0.characteristicUUID) })
@@ -172,8 +182,12 @@ enum ReplayMessagingHour {
                     "seconds": fixed(monotonicSeconds() - start, 6)])
         }
 
-        // Stage 5: as `tether replay` runs it, then the expectations.
-        start = monotonicSeconds()
+        return try replaySetStage(setPath: setPath, manifest: manifest)
+    }
+
+    /// Stage 5: as `tether replay` runs it, then the expectations.
+    static func replaySetStage(setPath: String, manifest: CaptureSetManifest) throws -> Int32 {
+        var start = monotonicSeconds()
         let outcome = try replaySet(at: setPath, options: ReplayOptions(integrations: TetherIntegrations.builtIn))
         let replaySeconds = monotonicSeconds() - start
         let summary = outcome.trace.last { $0.core == "messaging" && $0.event == "summary" }

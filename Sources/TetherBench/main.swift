@@ -15,7 +15,7 @@ let usage = """
            TetherBench parse-plugin SET [--rounds 5] [--stage NAME]   (IngestCore's parse alone, datagrams in memory; references)
            TetherBench gen-messaging-session OUT [--seconds 3600]
            TetherBench gen-messaging-hour OUT       (the same, one hour: a 2 KB message each way every second)
-           TetherBench replay-messaging-hour SET
+           TetherBench replay-messaging-hour SET [--stage replay-set]
            TetherBench gen-session-session OUT [--seconds 3600]   (every session channel, both sides real cores)
            TetherBench replay-session-hour SET
            TetherBench dissect FILE [--summaries]   (IP, TCP reassembly and MQTT over every frame)
@@ -42,7 +42,7 @@ do {
     case "gen-messaging-session", "gen-messaging-hour":
         status = try GenerateMessagingSession.run(Arguments(rest, valued: ["seconds"]))
     case "replay-messaging-hour":
-        status = try ReplayMessagingHour.run(Arguments(rest, valued: []))
+        status = try ReplayMessagingHour.run(Arguments(rest, valued: ["stage"]))
     case "gen-session-session":
         status = try GenerateSessionSession.run(Arguments(rest, valued: ["seconds"]))
     case "replay-session-hour":

@@ -136,11 +136,15 @@ public struct MessagingCapturePrescan: Sendable {
         let described = Dictionary(interfaces.map { ($0.index, $0) }, uniquingKeysWith: { a, _ in a })
         var keys: [[UInt8]] = []
         var unsupported = false
-        do {
-        while try reader.withNextFrame({ view in
+        // The link type of each interface this scan reads, `nil` for one it does not.
+        var readLinkTypes = PerInterface<LinkType?>()
+        try reader.forEachFrameView { view in
             guard view.interfaceIndex < reader.interfaces.count else { return }
-            let linkType = reader.interfaces[view.interfaceIndex].linkType
-            guard isBLE(linkType, described: described[view.interfaceIndex]) else { return }
+            let read = readLinkTypes.value(for: view.interfaceIndex) {
+                let linkType = reader.interfaces[view.interfaceIndex].linkType
+                return isBLE(linkType, described: described[view.interfaceIndex]) ? linkType : nil
+            }
+            guard let linkType = read else { return }
             let data = view.data
             let start: Int
             switch linkType {
@@ -163,12 +167,6 @@ public struct MessagingCapturePrescan: Sendable {
             let value = start + 12
             guard data[value] & 0xF0 == 0xF0, data[value] != 0xF0, data[value + 1] == 0x05, data[value + 18] == 0x00 else { return }
             keys.append(Array(data[(value + 2)..<(value + 18)]))
-        }) {}
-        } catch let error as CaptureError {
-            throw error
-        } catch {
-            throw CaptureError(kind: .io, file: capturePath, offset: reader.bytesRead, expected: "a readable frame",
-                               found: "\(error)", hint: "Check the file with `tether inspect`.")
         }
         return unsupported ? nil : keys
     }

@@ -244,29 +244,29 @@ public struct FeedOrderPrescan: Sendable {
         let described = Dictionary(interfaces.map { ($0.index, $0) }, uniquingKeysWith: { a, _ in a })
         let needle = Array("\"\(recordKey)\"".utf8)
         var result = FeedOrderPrescan()
-        while let frame = try reader.next() {
-            guard frame.interfaceIndex < reader.interfaces.count else { continue }
-            let isAPICalls: Bool
-            if let role = described[frame.interfaceIndex]?.role {
-                isAPICalls = role == .apiCalls
-            } else {
-                isAPICalls = reader.interfaces[frame.interfaceIndex].linkType == .user0
+        var readsInterface = PerInterface<Bool>()
+        // Frames are borrowed from the reader: only a record holding the key is copied and parsed.
+        try reader.forEachFrameView { view in
+            guard view.interfaceIndex < reader.interfaces.count else { return }
+            let isAPICalls = readsInterface.value(for: view.interfaceIndex) {
+                if let role = described[view.interfaceIndex]?.role { return role == .apiCalls }
+                return reader.interfaces[view.interfaceIndex].linkType == .user0
             }
-            guard isAPICalls, contains(frame.data, needle) else { continue }
+            guard isAPICalls, contains(view.data, needle) else { return }
             // A record that is not JSON is the adapter's to report when it meets it.
-            guard let record = try? JSONLiteral.parseObject(frame.data, label: "frame \(frame.number)") else { continue }
+            guard let record = try? JSONLiteral.parseObject(Array(view.data), label: "frame \(view.number)") else { return }
             switch record["core"] {
             case .string(let named)? where named == core: break
             case nil where takesUnlabelled: break
-            default: continue
+            default: return
             }
-            guard let count = linkInputs(of: record) else { continue }
-            result.calls.append(PlannedCall(frame: frame.number, timestampNs: frame.timestampNs, linkInputs: count))
+            guard let count = linkInputs(of: record) else { return }
+            result.calls.append(PlannedCall(frame: view.number, timestampNs: view.timestampNs, linkInputs: count))
         }
         return result
     }
 
-    private static func contains(_ bytes: [UInt8], _ needle: [UInt8]) -> Bool {
+    private static func contains(_ bytes: UnsafeRawBufferPointer, _ needle: [UInt8]) -> Bool {
         guard bytes.count >= needle.count, let first = needle.first else { return false }
         var i = 0
         let last = bytes.count - needle.count
