@@ -53,7 +53,10 @@ let package = Package(
         .testTarget(name: "HeartRateCoreTests", dependencies: ["HeartRateCore"]),
         .testTarget(
             name: "HeartRateIntegrationTests",
-            dependencies: ["HeartRateIntegration", "HeartRateCore", .product(name: "TetherTesting", package: "Tether")]
+            dependencies: [
+                "HeartRateIntegration", "HeartRateCore", .product(name: "TetherTesting", package: "Tether"),
+                .product(name: "ReplayKit", package: "Tether"), .product(name: "Dissectors", package: "Tether"),
+            ]
         ),
         // HeartRateMonitor against the recorded straps, replayed by TetherTesting.ReplaySession.
         .testTarget(

@@ -283,7 +283,9 @@ struct ATTSession: Sendable {
         case 0x16, 0x17:
             guard let handle = pdu.u16le(at: 1), let valueOffset = pdu.u16le(at: 3) else { return short(5, "handle, offset") }
             if opcodeByte == 0x16 { requests[mine] = PendingRequest(opcode: opcodeByte, handle: handle) } else { requests[theirs] = nil }
-            return single(handle, params(from: 5), detail: "offset \(valueOffset)")
+            var result = single(handle, params(from: 5), detail: "offset \(valueOffset)")
+            for index in result.records.indices { result.records[index].valueOffset = valueOffset }
+            return result
 
         case 0x18:
             guard let flags = pdu.u8(at: 1) else { return short(2, "flags") }

@@ -112,6 +112,9 @@ public struct ATTRecord: Sendable, Hashable {
     /// The descriptor type at `handle` (``BluetoothUUID/clientCharacteristicConfiguration`` for a
     /// CCCD), when `handle` is a descriptor of ``characteristicUUID`` that Find Information named.
     public var descriptorUUID: BluetoothUUID? = nil
+    /// Prepare Write Request and Response: the Value Offset (§3.4.6.1), which is not part of
+    /// ``value`` (the part value); `nil` for every other PDU.
+    public var valueOffset: UInt16? = nil
     /// A record; the UUIDs default to unknown.
     public init(connectionHandle: UInt16, direction: HCIDirection, opcode: ATTOpcode, handle: UInt16?, value: [UInt8], serviceUUID: BluetoothUUID? = nil, characteristicUUID: BluetoothUUID? = nil) {
         self.connectionHandle = connectionHandle

@@ -56,24 +56,20 @@ public enum ConnectIQRecordKind: Sendable, Hashable {
 
     /// Classifies one ATT record of a phone-side capture.
     public static func classify(_ record: ATTRecord) -> ConnectIQRecordKind {
-        switch record.opcode {
-        case .writeCommand, .writeRequest:
-            guard record.direction != .received, let c = record.characteristicUUID else { return .other }
-            if record.descriptorUUID == nil, ConnectIQGATT.isWriteCharacteristic(c) { return .phoneWrite(record.value) }
-            return .other
-        case .handleValueNotification, .handleValueIndication:
+        if let offer = ATTMTUExchange.offer(in: record) { return .mtu(client: offer.client, server: offer.server) }
+        switch record.pdu {
+        case .writeCommand(_, let value), .writeRequest(_, let value):
+            guard record.direction != .received, record.descriptorUUID == nil, let c = record.characteristicUUID,
+                  ConnectIQGATT.isWriteCharacteristic(c) else { return .other }
+            return .phoneWrite(value)
+        case .handleValueNotification(_, let value), .handleValueIndication(_, let value):
             guard record.direction != .sent, let c = record.characteristicUUID,
                   ConnectIQGATT.isNotifyCharacteristic(c) else { return .other }
-            return .watchNotification(record.value)
+            return .watchNotification(value)
         case .writeResponse: // answers the request to the same handle
-            if record.direction != .sent, record.descriptorUUID == .clientCharacteristicConfiguration,
-               let c = record.characteristicUUID, ConnectIQGATT.isNotifyCharacteristic(c) {
-                return .subscribed
-            }
-            return .other
-        case .exchangeMTURequest, .exchangeMTUResponse:
-            guard let offer = ATTMTUExchange.offer(in: record) else { return .other }
-            return .mtu(client: offer.client, server: offer.server)
+            guard record.direction != .sent, record.descriptorUUID == .clientCharacteristicConfiguration,
+                  let c = record.characteristicUUID, ConnectIQGATT.isNotifyCharacteristic(c) else { return .other }
+            return .subscribed
         default:
             return .other
         }

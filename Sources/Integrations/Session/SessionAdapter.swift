@@ -341,20 +341,18 @@ public enum SessionRecordKind: Sendable, Hashable {
         let phoneSends: HCIDirection = role == .phone ? .sent : .received
         let watchSends: HCIDirection = role == .phone ? .received : .sent
         func from(_ expected: HCIDirection) -> Bool { record.direction == expected || record.direction == .unknown }
-        switch record.opcode {
-        case .writeCommand, .writeRequest: // the phone writes a frame
+        if let offer = ATTMTUExchange.offer(in: record) { return .mtu(client: offer.client, server: offer.server) }
+        switch record.pdu {
+        case .writeCommand(_, let frame), .writeRequest(_, let frame): // the phone writes a frame
             guard from(phoneSends), record.descriptorUUID == nil, record.characteristicUUID == SessionLinkUUIDs.write else { return .other }
-            return role == .phone ? .ownFrame(record.value) : .peerFrame(record.value)
-        case .handleValueNotification: // the watch sends a frame
+            return role == .phone ? .ownFrame(frame) : .peerFrame(frame)
+        case .handleValueNotification(_, let frame): // the watch sends a frame
             guard from(watchSends), record.characteristicUUID == SessionLinkUUIDs.notify else { return .other }
-            return role == .watch ? .ownFrame(record.value) : .peerFrame(record.value)
+            return role == .watch ? .ownFrame(frame) : .peerFrame(frame)
         case .writeResponse: // from the watch: answers the phone's CCCD write
             guard from(watchSends), record.characteristicUUID == SessionLinkUUIDs.notify,
                   record.descriptorUUID == .clientCharacteristicConfiguration else { return .other }
             return .subscribed
-        case .exchangeMTURequest, .exchangeMTUResponse:
-            guard let offer = ATTMTUExchange.offer(in: record) else { return .other }
-            return .mtu(client: offer.client, server: offer.server)
         default:
             return .other
         }

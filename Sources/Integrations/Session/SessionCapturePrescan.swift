@@ -38,13 +38,13 @@ public struct SessionCapturePrescan: Sendable {
             for record in dissected.att {
                 // Classified as seen by a phone host; direction is not needed to tell the sides apart:
                 // writes are the phone's, notifications the watch's.
-                switch record.opcode {
-                case .writeCommand, .writeRequest:
+                switch record.pdu {
+                case .writeCommand(_, let bytes), .writeRequest(_, let bytes):
                     guard record.descriptorUUID == nil, record.characteristicUUID == SessionLinkUUIDs.write else { break }
-                    result.frames.append(LinkFrame(frame: frame.number, timeNs: timeNs, fromPhone: true, bytes: record.value))
-                case .handleValueNotification:
+                    result.frames.append(LinkFrame(frame: frame.number, timeNs: timeNs, fromPhone: true, bytes: bytes))
+                case .handleValueNotification(_, let bytes):
                     guard record.characteristicUUID == SessionLinkUUIDs.notify else { break }
-                    result.frames.append(LinkFrame(frame: frame.number, timeNs: timeNs, fromPhone: false, bytes: record.value))
+                    result.frames.append(LinkFrame(frame: frame.number, timeNs: timeNs, fromPhone: false, bytes: bytes))
                 default:
                     break
                 }

@@ -22,10 +22,12 @@ public struct ATTMTUExchange: Sendable, Hashable {
     /// The offer `record` makes, when it is an Exchange MTU Request or Response: the client's or
     /// the server's, the other `nil`. A value shorter than its two bytes offers `nil`.
     public static func offer(in record: ATTRecord) -> (client: UInt16?, server: UInt16?)? {
-        let value = record.value.count >= 2 ? UInt16(record.value[0]) | UInt16(record.value[1]) << 8 : nil
-        switch record.opcode {
-        case .exchangeMTURequest: return (value, nil)
-        case .exchangeMTUResponse: return (nil, value)
+        // Asked of every ATT record an adapter reads: the opcode first, the PDU only for these two.
+        guard record.opcode == .exchangeMTURequest || record.opcode == .exchangeMTUResponse else { return nil }
+        switch record.pdu {
+        case .exchangeMTURequest(let mtu): return (mtu, nil)
+        case .exchangeMTUResponse(let mtu): return (nil, mtu)
+        case .other(.exchangeMTURequest, _), .other(.exchangeMTUResponse, _): return (nil, nil)
         default: return nil
         }
     }

@@ -79,20 +79,17 @@ public struct HeartRateAdapter: CoreAdapter {
                 events += matcher.captured(Self.pdu(record.opcode.rawValue, handle, record.value), channel: "strap", frame: frame.number, timeNs: now.replayNanoseconds)
                 continue
             }
-            switch record.opcode {
-            case .handleValueNotification:
-                guard let handle = record.handle else { continue }
+            switch record.pdu {
+            case .handleValueNotification(let handle, let value):
                 counts.notifications += 1
-                events += perform(client.notification(handle: handle, value: record.value, now: now), now: now)
+                events += perform(client.notification(handle: handle, value: value, now: now), now: now)
             case .writeResponse:
                 events += perform(client.writeResponse(now: now), now: now)
-            case .readResponse:
-                events += perform(client.readResponse(value: record.value, now: now), now: now)
-            case .errorResponse:
-                // Parameters: request opcode, handle (LE), error code.
-                let p = record.value
-                guard p.count >= 4, Self.clientRequestOpcodes.contains(ATTOpcode(rawValue: p[0])) else { continue }
-                events += perform(client.errorResponse(requestOpcode: p[0], handle: UInt16(p[1]) | UInt16(p[2]) << 8, code: p[3], now: now), now: now)
+            case .readResponse(let value):
+                events += perform(client.readResponse(value: value, now: now), now: now)
+            case .errorResponse(let request, let handle, let code):
+                guard Self.clientRequestOpcodes.contains(request) else { continue }
+                events += perform(client.errorResponse(requestOpcode: request.rawValue, handle: handle, code: code.rawValue, now: now), now: now)
             default:
                 continue
             }

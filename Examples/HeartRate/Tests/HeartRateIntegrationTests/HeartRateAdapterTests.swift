@@ -1,0 +1,30 @@
+import Dissectors
+import HeartRateCore
+import HeartRateIntegration
+import ReplayKit
+import Testing
+
+// The adapter's mapping from ATT records to the client, frame by frame.
+
+/// A strap's ATT records as the engine hands them over: one dissected HCI frame.
+private func strapFrame(_ records: [ATTRecord], number: Int = 7) -> ReplayFrame {
+    let interface = ReplayInterface(index: 0, linkType: .bluetoothHCIH4WithPHDR)
+    return [UInt8]().withUnsafeBytes { bytes in
+        ReplayFrame(number: number, virtualTimeNs: 0, timestampNs: 0, interface: interface, bytes: bytes,
+                    dissected: DissectedFrame(summary: "", direction: .received, content: .att(records)))
+    }
+}
+
+@Test func anErrorResponseFromTheStrapReachesTheClient() {
+    var adapter = HeartRateAdapter(configuration: .standard, handles: HeartRateHandles(measurement: 0x0012, measurementCCCD: 0x0013),
+                                   calls: [], matching: .off)
+    // Error Response (§3.4.1.1): Write Request refused on the CCCD, Write Not Permitted. The
+    // dissector keeps the handle in `handle` and the request opcode and code in `value`.
+    let refusal = ATTRecord(connectionHandle: 0x40, direction: .received, opcode: .errorResponse, handle: 0x0013, value: [0x12, 0x03])
+    #expect(refusal.pdu == .errorResponse(requestOpcodeInError: .writeRequest, attributeHandleInError: 0x0013, errorCode: .writeNotPermitted))
+    let events = adapter.frame(strapFrame([refusal]), now: .milliseconds(5))
+    // Nothing was asked yet, so the client reports the answer as unexpected: it got it.
+    #expect(events.map(\.event) == ["error"])
+    #expect(events.first?.field("kind") == .string("unexpected_response"))
+    #expect(events.first?.field("response") == .string("error_response"))
+}
