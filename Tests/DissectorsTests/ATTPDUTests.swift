@@ -71,3 +71,41 @@ struct ATTPDUTests {
         #expect(shortMTU.pdu == .other(.exchangeMTURequest, parameters: [0x17]))
     }
 }
+
+/// ``ATTRecords``: one record inline, several in an array, read and compared as an array would be.
+@Suite("ATT record lists")
+struct ATTRecordsTests {
+    func record(_ handle: UInt16) -> ATTRecord {
+        ATTRecord(connectionHandle: 0x40, direction: .received, opcode: .handleValueNotification, handle: handle, value: [UInt8(handle & 0xFF)])
+    }
+
+    @Test func appendingGrowsFromNoneToOneToSeveralInOrder() {
+        var records = ATTRecords()
+        #expect(records.isEmpty)
+        records.append(record(1))
+        #expect(records == [record(1)])
+        records.append(record(2))
+        records.append(record(3))
+        #expect(records.map(\.handle) == [1, 2, 3])
+        #expect(records == ATTRecords([record(1), record(2), record(3)]))
+        #expect(records != [record(1), record(3), record(2)])
+    }
+
+    @Test func aRecordChangedThroughTheSubscriptStaysInPlace() {
+        var one: ATTRecords = [record(1)]
+        one[0].serviceUUID = BluetoothUUID(0x180D)
+        #expect(one.first?.serviceUUID == BluetoothUUID(0x180D))
+        var several: ATTRecords = [record(1), record(2)]
+        several[1].value = [9]
+        #expect(several.map(\.value) == [[1], [9]])
+    }
+
+    @Test func equalListsHashAlike() {
+        let a: ATTRecords = [record(1), record(2)]
+        var b = ATTRecords()
+        b.append(record(1))
+        b.append(record(2))
+        #expect(a == b)
+        #expect(a.hashValue == b.hashValue)
+    }
+}
