@@ -32,7 +32,7 @@ struct ATTSession: Sendable {
     }
 
     struct Result: Sendable {
-        var records = ATTRecords()
+        var records: [ATTRecord] = []
         var summary: String
         var problem: DissectionProblem?
     }
@@ -118,7 +118,7 @@ struct ATTSession: Sendable {
         func params(from offset: Int) -> [UInt8] { pdu.bytes(at: offset, count: pdu.count - offset) ?? [] }
         func single(_ handle: UInt16?, _ value: [UInt8], detail: String? = nil) -> Result {
             let record = make(handle, value, in: databases[connection] ?? GATTDatabase())
-            return Result(records: ATTRecords(record), summary: producesSummaries ? Self.summary(record, opcode: opcode, detail: detail) : "")
+            return Result(records: [record], summary: producesSummaries ? Self.summary(record, opcode: opcode, detail: detail) : "")
         }
         func uuid(at offset: Int, count: Int) -> BluetoothUUID? {
             pdu.bytes(at: offset, count: count).flatMap { BluetoothUUID(littleEndian: $0) }
@@ -314,7 +314,7 @@ struct ATTSession: Sendable {
         case 0x23:
             // Several handle/length/value tuples (§3.4.7.4): one record each, so every value is
             // visible to replay on its own.
-            var records = ATTRecords()
+            var records: [ATTRecord] = []
             var offset = 1
             var problem: DissectionProblem?
             while offset < pdu.count {

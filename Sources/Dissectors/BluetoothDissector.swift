@@ -238,7 +238,7 @@ struct BluetoothDissector: Sendable {
     /// it afterwards copied the whole frame (every text and array in it) once more per PDU.
     private struct Partial {
         var summary: String
-        var records = ATTRecords()
+        var records: [ATTRecord] = []
         var problemValue: DissectionProblem?
         var smp: SMPRecord? = nil
     }

@@ -174,7 +174,7 @@ public struct DissectedFrame: Sendable, Hashable {
         case none
         /// ATT PDUs completed by this frame (a PDU reassembled from several ACL fragments belongs
         /// to the frame that completes it; one PDU may give several records).
-        case att(ATTRecords)
+        case att([ATTRecord])
         /// Security Manager PDUs completed by this frame.
         case smp([SMPRecord])
         /// The LE link this frame's HCI event opened or closed.
@@ -210,9 +210,9 @@ public struct DissectedFrame: Sendable, Hashable {
     }
 
     /// ATT PDUs completed by this frame; empty unless ``content`` is ``Content/att(_:)``.
-    public var att: ATTRecords {
+    public var att: [ATTRecord] {
         if case .att(let records) = content { return records }
-        return ATTRecords()
+        return []
     }
     /// Security Manager PDUs completed by this frame; empty unless ``content`` is ``Content/smp(_:)``.
     public var smp: [SMPRecord] {
@@ -253,7 +253,7 @@ public struct DissectedFrame: Sendable, Hashable {
 
 extension DissectedFrame {
     /// Changes each ATT record in place (a frame without ATT records is left as it is): the
-    /// records are taken out of ``content`` first, so they are not copied.
+    /// records are taken out of ``content`` first, so the array is not copied.
     mutating func updateATTRecords(_ body: (inout ATTRecord) -> Void) {
         guard case .att(var records) = content else { return }
         content = .none

@@ -11,7 +11,7 @@ private func strapFrame(_ records: [ATTRecord], number: Int = 7) -> ReplayFrame 
     let interface = ReplayInterface(index: 0, linkType: .bluetoothHCIH4WithPHDR)
     return [UInt8]().withUnsafeBytes { bytes in
         ReplayFrame(number: number, virtualTimeNs: 0, timestampNs: 0, interface: interface, bytes: bytes,
-                    dissected: DissectedFrame(summary: "", direction: .received, content: .att(ATTRecords(records))))
+                    dissected: DissectedFrame(summary: "", direction: .received, content: .att(records)))
     }
 }
 
