@@ -35,16 +35,14 @@ public struct TraceEvent: Sendable, Hashable {
     /// and ``init(timeNs:core:event:dataPoint:)`` make it.
     @usableFromInline var storage: Storage
 
-    /// Every other key of the line. Reading it from an inline `datapoint` builds a dictionary;
-    /// ``field(_:)`` reads one key without that.
+    /// Every other key of the line. Reading it from fields held otherwise than in a dictionary
+    /// (an inline `datapoint`, a ``TracePayload``) builds one; ``field(_:)`` reads one key without.
     public var fields: [String: TraceValue] {
         get {
-            switch storage {
-            case .dictionary(let fields): return fields
-            case .dataPoint(let point): return point.dictionary
-            case .chunk(let chunk): return chunk.dictionary
-            case .payload(let payload): return payload.dictionary
-            }
+            if case .dictionary(let fields) = storage { return fields }
+            var fields = [String: TraceValue](minimumCapacity: storage.count)
+            storage.forEachField { key, value in fields[key] = value }
+            return fields
         }
         set { storage = Storage(newValue) }
     }
@@ -91,12 +89,7 @@ public struct TraceEvent: Sendable, Hashable {
     /// The value of one field, `nil` when the event has none of that name; the same as
     /// `fields[key]` without building the dictionary of an inline `datapoint`.
     public func field(_ key: String) -> TraceValue? {
-        switch storage {
-        case .dictionary(let fields): return fields[key]
-        case .dataPoint(let point): return point[key]
-        case .chunk(let chunk): return chunk[key]
-        case .payload(let payload): return payload.field(key)
-        }
+        storage.field(key)
     }
 
     /// Whether `self` and `other` have equal fields (their times, cores and event names aside).
@@ -239,16 +232,6 @@ package struct DataPointFields: Sendable, Hashable {
         }
     }
 
-    /// The same fields as a dictionary.
-    var dictionary: [String: TraceValue] {
-        var fields = [String: TraceValue](minimumCapacity: Self.keys.count)
-        fields["source"] = .string(source)
-        fields["name"] = .string(name)
-        fields["type"] = .string(type)
-        fields["time_ns"] = .int(timeNs)
-        fields["value"] = value
-        return fields
-    }
 }
 
 extension DataPointFields {
@@ -304,13 +287,4 @@ package struct ChunkFields: Sendable, Hashable {
         }
     }
 
-    /// The same fields as a dictionary.
-    var dictionary: [String: TraceValue] {
-        var fields = [String: TraceValue](minimumCapacity: Self.keys.count)
-        fields["source"] = .string(source)
-        fields["sequence"] = .int(sequence)
-        fields["points"] = .int(points)
-        fields["bytes"] = .int(bytes)
-        return fields
-    }
 }

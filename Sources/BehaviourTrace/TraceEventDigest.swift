@@ -28,25 +28,14 @@ struct TraceEventDigest {
             digest.add(UInt64(bitPattern: point.timeNs))
             digest.add(point.type)
             digest.add(point.value)
-        case .chunk(let chunk):
-            // What `add(object:)` feeds for the same four fields as a dictionary, in key order:
-            // a chunk's digest is the one every committed baseline index holds for it.
-            digest.add(4)
-            digest.add("bytes")
-            digest.add(.int(chunk.bytes))
-            digest.add("points")
-            digest.add(.int(chunk.points))
-            digest.add("sequence")
-            digest.add(.int(chunk.sequence))
-            digest.add("source")
-            digest.add(.string(chunk.source))
         case .dictionary(let fields):
             digest.add(object: fields)
-        case .payload(let payload):
-            // What `add(object:)` feeds for the same fields as a dictionary: a payload's event
-            // has the digest its line, parsed back, has in a baseline index.
-            digest.add(UInt64(payload.fieldCount))
-            payload.forEachField { key, value in
+        case .chunk, .payload:
+            // What `add(object:)` feeds for the same fields as a dictionary, keys in order: a
+            // chunk's or a payload's event has the digest its line, parsed back, has in a
+            // baseline index (every committed index holds these for chunks).
+            digest.add(UInt64(event.storage.count))
+            event.storage.forEachField { key, value in
                 digest.add(key)
                 digest.add(value)
             }

@@ -323,26 +323,16 @@ struct TraceJSONBytes: TextOutputStream {
             appendString(point.type)
             appendLiteral(",\"value\":")
             appendValue(point.value)
-        case .payload(let payload):
+        case .chunk, .payload:
             // Keys come in order (`TracePayload.forEachField`): what `appendMembers` writes for
             // the same fields as a dictionary, without sorting them per event.
-            payload.forEachField { key, value in
+            event.storage.forEachField { key, value in
                 guard !Self.isReserved(key) else { return }
                 bytes.append(UInt8(ascii: ","))
                 appendString(key)
                 bytes.append(UInt8(ascii: ":"))
                 appendValue(value)
             }
-        case .chunk(let chunk):
-            // The keys of `ChunkFields.keys`, in that (sorted) order.
-            appendLiteral(",\"bytes\":")
-            appendInt(chunk.bytes)
-            appendLiteral(",\"points\":")
-            appendInt(chunk.points)
-            appendLiteral(",\"sequence\":")
-            appendInt(chunk.sequence)
-            appendLiteral(",\"source\":")
-            appendString(chunk.source)
         }
     }
 

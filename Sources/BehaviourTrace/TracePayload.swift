@@ -44,12 +44,6 @@ extension TracePayload {
         return self == other
     }
 
-    /// The fields as a dictionary.
-    var dictionary: [String: TraceValue] {
-        var fields = [String: TraceValue](minimumCapacity: fieldCount)
-        forEachField { key, value in fields[key] = value }
-        return fields
-    }
 }
 
 extension DataPointFields: TracePayload {

@@ -51,17 +51,24 @@ public struct FrameView {
 }
 
 extension CaptureReader {
-    /// Hands every remaining frame to `body` as a borrowed view (``withNextFrame(_:)``), to the
-    /// end of the file: a scan that reads each frame once and keeps what it needs. Errors are the
-    /// reader's, typed: `body` cannot throw, so anything thrown is the file's damage.
-    public func forEachFrameView(_ body: (FrameView) -> Void) throws(CaptureError) {
+    /// ``withNextFrame(_:)`` with a `body` that cannot throw, so that anything thrown is the
+    /// file's damage, typed: a reader's own ``CaptureError`` as it is, anything else as an I/O
+    /// error naming frame `framesRead + 1` when `framesRead` is given. Returns `false` at the end.
+    public func withNextFrameView(framesRead: Int? = nil, _ body: (FrameView) -> Void) throws(CaptureError) -> Bool {
         do {
-            while try withNextFrame(body) {}
+            return try withNextFrame(body)
         } catch let error as CaptureError {
             throw error
         } catch {
-            throw CaptureError(kind: .io, file: path, offset: bytesRead, expected: "a readable frame",
-                               found: "\(error)", hint: "Check the file with `tether inspect`.")
+            throw CaptureError(kind: .io, file: path, offset: bytesRead, recordNumber: framesRead.map { $0 + 1 },
+                               expected: "a readable frame", found: "\(error)", hint: "Check the file with `tether inspect`.")
         }
+    }
+
+    /// Hands every remaining frame to `body` as a borrowed view, to the end of the file: a scan
+    /// that reads each frame once and keeps what it needs.
+    public func forEachFrameView(_ body: (FrameView) -> Void) throws(CaptureError) {
+        var framesRead = 0
+        while try withNextFrameView(framesRead: framesRead, body) { framesRead += 1 }
     }
 }

@@ -426,6 +426,12 @@ public struct ManifestGATTHandle: Codable, Sendable, Equatable {
         self.characteristicUUID = characteristicUUID
     }
 
+    /// The handle and its two texts, as `Dissectors.GATTHandleName.table(_:)` reads them:
+    /// `GATTHandleName.table(manifest.gattHandles.map(\.nameTexts))`.
+    public var nameTexts: (handle: UInt16, service: String?, characteristic: String) {
+        (handle, serviceUUID, characteristicUUID)
+    }
+
     /// Whether `text` is written as a Bluetooth UUID: 4 or 8 hex digits with or without `0x`
     /// (`0x2a37`, `180d`, `0x12345678`), or the 8-4-4-4-12 form, in any case. The grammar
     /// `Dissectors.BluetoothUUID` parses (a test holds the two to it); written here because a

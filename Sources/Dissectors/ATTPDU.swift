@@ -83,9 +83,7 @@ extension ATTRecord {
     /// The PDU with its parameters typed (``ATTPDU``), read from ``opcode``, ``handle``,
     /// ``value`` and ``valueOffset`` as the dissector filled them.
     public var pdu: ATTPDU {
-        func u16(_ bytes: [UInt8]) -> UInt16? {
-            bytes.count >= 2 ? UInt16(bytes[0]) | UInt16(bytes[1]) << 8 : nil
-        }
+        func u16(_ bytes: [UInt8]) -> UInt16? { bytes.withUnsafeBytes { $0.u16le(at: 0) } }
         switch opcode {
         case .errorResponse:
             guard let handle, value.count == 2 else { break }

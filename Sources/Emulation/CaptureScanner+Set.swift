@@ -13,7 +13,7 @@ extension CaptureScanner {
         } catch {
             throw .cannotLoad(set: setPath, reason: "\(error)")
         }
-        let named = GATTHandleName.table(loaded.manifest.gattHandles.map { (handle: $0.handle, service: $0.serviceUUID, characteristic: $0.characteristicUUID) })
+        let named = GATTHandleName.table(loaded.manifest.gattHandles.map(\.nameTexts))
         let reader: any CaptureReader
         do {
             reader = try CaptureFile.open(path: loaded.capturePath)

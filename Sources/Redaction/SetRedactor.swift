@@ -180,7 +180,7 @@ public enum SetRedactor {
                 }
             }
         }
-        let namedHandles = GATTHandleName.table(manifest.gattHandles.map { (handle: $0.handle, service: $0.serviceUUID, characteristic: $0.characteristicUUID) })
+        let namedHandles = GATTHandleName.table(manifest.gattHandles.map(\.nameTexts))
         let nameReads = options.keepNames ? [] : GATTRedaction.discover(frames, interfaces: interfaces, namedHandles: namedHandles, into: &map)
         TextRedaction.discover(manifest: manifest, into: &map, keepNames: options.keepNames)
         // Client ids after accounts: a client id made from an account follows it.

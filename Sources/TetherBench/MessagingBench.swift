@@ -111,7 +111,7 @@ enum ReplayMessagingHour {
         }
         let loaded = try CaptureSetDirectory.load(setPath, verify: false)
         let manifest = loaded.manifest
-        let named = GATTHandleName.table(manifest.gattHandles.map { (handle: $0.handle, service: $0.serviceUUID, characteristic: $0.characteristicUUID) })
+        let named = GATTHandleName.table(manifest.gattHandles.map(\.nameTexts))
 
         // Stage 1: read every frame.
         var start = monotonicSeconds()

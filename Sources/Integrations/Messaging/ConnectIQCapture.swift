@@ -4,39 +4,34 @@ import CaptureKit
 import CaptureSet
 import Dissectors
 
-/// The Connect IQ link's GATT characteristics (docs/connectiq-link.md, "GATT"), lower case as the
-/// dissectors write UUIDs.
+/// The Connect IQ link's GATT characteristics (docs/connectiq-link.md, "GATT"), current and
+/// legacy, as values: every ATT record of a replay is classified against them, and two words
+/// compare faster than two texts. `ConnectIQGATTTests` holds them to the texts of the docs.
 public enum ConnectIQGATT {
-    /// Phone → watch, write without response: current and legacy.
-    public static let writeCharacteristics: Set<String> = [
-        "6a4e4c80-667b-11e3-949a-0800200c9a66", "df334c80-e6a7-d082-274d-78fc66f85e16",
+    /// Phone → watch, write without response: `6a4e4c80-667b-11e3-949a-0800200c9a66` and
+    /// `df334c80-e6a7-d082-274d-78fc66f85e16`.
+    public static let writeCharacteristics = [
+        BluetoothUUID(high: 0x6a4e4c80_667b_11e3, low: 0x949a_0800200c9a66),
+        BluetoothUUID(high: 0xdf334c80_e6a7_d082, low: 0x274d_78fc66f85e16),
     ]
-    /// Watch → phone, notify: current and legacy.
-    public static let notifyCharacteristics: Set<String> = [
-        "6a4ecd28-667b-11e3-949a-0800200c9a66", "4acbcd28-7425-868e-f447-915c8f00d0cb",
+    /// Watch → phone, notify: `6a4ecd28-667b-11e3-949a-0800200c9a66` and
+    /// `4acbcd28-7425-868e-f447-915c8f00d0cb`.
+    public static let notifyCharacteristics = [
+        BluetoothUUID(high: 0x6a4ecd28_667b_11e3, low: 0x949a_0800200c9a66),
+        BluetoothUUID(high: 0x4acbcd28_7425_868e, low: 0xf447_915c8f00d0cb),
     ]
-    /// The services: current and legacy.
-    public static let services: Set<String> = [
-        "6a4e8022-667b-11e3-949a-0800200c9a66", "16aa8022-3769-4c74-a755-877dde3a2930",
+    /// The services: `6a4e8022-667b-11e3-949a-0800200c9a66` and
+    /// `16aa8022-3769-4c74-a755-877dde3a2930`.
+    public static let services = [
+        BluetoothUUID(high: 0x6a4e8022_667b_11e3, low: 0x949a_0800200c9a66),
+        BluetoothUUID(high: 0x16aa8022_3769_4c74, low: 0xa755_877dde3a2930),
     ]
-
-    /// ``writeCharacteristics`` as values: every ATT record of a replay is classified, and
-    /// comparing two words costs less than comparing texts.
-    static let writeUUIDs = (current: BluetoothUUID(high: 0x6a4e4c80_667b_11e3, low: 0x949a_0800200c9a66),
-                             legacy: BluetoothUUID(high: 0xdf334c80_e6a7_d082, low: 0x274d_78fc66f85e16))
-    /// ``notifyCharacteristics`` as values.
-    static let notifyUUIDs = (current: BluetoothUUID(high: 0x6a4ecd28_667b_11e3, low: 0x949a_0800200c9a66),
-                              legacy: BluetoothUUID(high: 0x4acbcd28_7425_868e, low: 0xf447_915c8f00d0cb))
 
     /// Whether `uuid` is one of ``writeCharacteristics``.
-    static func isWriteCharacteristic(_ uuid: BluetoothUUID) -> Bool {
-        uuid == writeUUIDs.current || uuid == writeUUIDs.legacy
-    }
+    static func isWriteCharacteristic(_ uuid: BluetoothUUID) -> Bool { writeCharacteristics.contains(uuid) }
 
     /// Whether `uuid` is one of ``notifyCharacteristics``.
-    static func isNotifyCharacteristic(_ uuid: BluetoothUUID) -> Bool {
-        uuid == notifyUUIDs.current || uuid == notifyUUIDs.legacy
-    }
+    static func isNotifyCharacteristic(_ uuid: BluetoothUUID) -> Bool { notifyCharacteristics.contains(uuid) }
 }
 
 /// Which side of the Connect IQ link an ATT record belongs to, seen from the phone's host (the

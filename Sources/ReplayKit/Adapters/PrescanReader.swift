@@ -62,7 +62,7 @@ public struct PrescanReader {
     public init(capturePath: String, interfaces: [ManifestInterface], gattHandles: [ManifestGATTHandle] = []) throws(CaptureError) {
         reader = try CaptureFile.open(path: capturePath)
         described = Dictionary(interfaces.map { ($0.index, $0) }, uniquingKeysWith: { a, _ in a })
-        namedHandles = GATTHandleName.table(gattHandles.map { (handle: $0.handle, service: $0.serviceUUID, characteristic: $0.characteristicUUID) })
+        namedHandles = GATTHandleName.table(gattHandles.map(\.nameTexts))
     }
 
     /// The next frame on an interface the file describes; `nil` at the end. A frame naming an

@@ -94,7 +94,7 @@ public struct ReplayEngine {
     /// A run's state at virtual time zero: the manifest's handles and interfaces, the faults.
     func makeRunState() -> RunState {
         var state = RunState(adapterCount: adapters.count)
-        state.namedHandles = GATTHandleName.table(gattHandles.map { (handle: $0.handle, service: $0.serviceUUID, characteristic: $0.characteristicUUID) })
+        state.namedHandles = GATTHandleName.table(gattHandles.map(\.nameTexts))
         state.manifestInterfaces = Dictionary(manifestInterfaces.map { ($0.index, $0) }, uniquingKeysWith: { first, _ in first })
         if !faults.isEmpty { state.injector = FaultInjector(faults: faults) }
         return state
@@ -106,16 +106,8 @@ public struct ReplayEngine {
     /// - Throws: ``CaptureError``, a reader's own or one naming the frame after `framesRead`.
     static func readFrame(from reader: any CaptureReader, framesRead: Int,
                           _ body: (FrameHeader, UnsafeRawBufferPointer) -> Void) throws(CaptureError) -> Bool {
-        do {
-            return try reader.withNextFrame { view in
-                body(FrameHeader(number: view.number, interfaceIndex: view.interfaceIndex, timestampNs: view.timestampNs, flags: view.flags), view.data)
-            }
-        } catch let error as CaptureError {
-            throw error
-        } catch {
-            throw CaptureError(
-                kind: .io, file: reader.path, offset: reader.bytesRead, recordNumber: framesRead + 1,
-                expected: "a readable frame", found: "\(error)", hint: "Check the file with `tether inspect`.")
+        try reader.withNextFrameView(framesRead: framesRead) { view in
+            body(FrameHeader(number: view.number, interfaceIndex: view.interfaceIndex, timestampNs: view.timestampNs, flags: view.flags), view.data)
         }
     }
 

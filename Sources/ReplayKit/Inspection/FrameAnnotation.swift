@@ -50,7 +50,7 @@ public struct AnnotatingFrameDissector {
     /// A dissector that also names the handles a manifest lists (`gattHandles`), reads TCP
     /// connections to `mqttPorts` as MQTT, and asks each of `registry`'s cores to annotate.
     public init(registry: IntegrationRegistry, gattHandles: [ManifestGATTHandle] = [], mqttPorts: Set<UInt16> = [1883]) {
-        dissector = FrameDissector(namedHandles: GATTHandleName.table(gattHandles.map { (handle: $0.handle, service: $0.serviceUUID, characteristic: $0.characteristicUUID) }))
+        dissector = FrameDissector(namedHandles: GATTHandleName.table(gattHandles.map(\.nameTexts)))
         dissector.mqttPorts = mqttPorts
         annotators = registry.integrations.compactMap { $0.makeFrameAnnotator() }
     }
