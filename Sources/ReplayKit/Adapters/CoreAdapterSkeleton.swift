@@ -143,11 +143,14 @@ public struct CoreAdapterSkeleton<LinkInput, Call> {
         /// What the feed order released.
         case many([FeedOrderQueue<LinkInput, Call>.Item])
 
-        /// Walks the items in order.
+        /// Walks the items in order. Inlinable, with `makeIterator()`: an adapter walks one per
+        /// frame from another module, and unspecialized, each walk looked up its generic metadata.
         public struct Iterator: IteratorProtocol {
-            var routed: Routed
-            var index = 0
+            @usableFromInline var routed: Routed
+            @usableFromInline var index = 0
+            @inlinable init(routed: Routed) { self.routed = routed }
             /// The next item.
+            @inlinable
             public mutating func next() -> FeedOrderQueue<LinkInput, Call>.Item? {
                 defer { index += 1 }
                 switch routed {
@@ -159,7 +162,7 @@ public struct CoreAdapterSkeleton<LinkInput, Call> {
         }
 
         /// Walks the items in order.
-        public func makeIterator() -> Iterator { Iterator(routed: self) }
+        @inlinable public func makeIterator() -> Iterator { Iterator(routed: self) }
     }
 
     /// A call from the capture's frame `frame`: at once, or when the link inputs the live core had

@@ -4,13 +4,17 @@
 ///
 /// Indices come from frames the reader has checked against its interfaces, so the table holds at
 /// most one entry per interface the file describes.
+///
+/// Inlinable: a prescan in another module asks it of every frame, and unspecialized each call
+/// looked up the generic type's metadata.
 public struct PerInterface<Value> {
-    private var answers: [Value?] = []
+    @usableFromInline var answers: [Value?] = []
 
     /// An empty table.
-    public init() {}
+    @inlinable public init() {}
 
     /// The answer for interface `index`, made by `answer` the first time it is asked.
+    @inlinable
     public mutating func value(for index: Int, _ answer: () -> Value) -> Value {
         if index < answers.count, let known = answers[index] { return known }
         let made = answer()
