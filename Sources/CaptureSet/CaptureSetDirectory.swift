@@ -318,10 +318,8 @@ public struct CaptureSetDirectory: Sendable, Hashable {
             }
         }
         for (i, named) in manifest.gattHandles.enumerated() {
-            for (key, text) in [("characteristic_uuid", named.characteristicUUID), ("service_uuid", named.serviceUUID)] {
-                guard let text, !ManifestGATTHandle.isUUIDText(text) else { continue }
-                throw .invalidManifest(path: path, field: "gatt_handles[\(i)].\(key)",
-                                       problem: "\"\(text)\" is not a Bluetooth UUID: write 0x2a37, 0x12345678 or the full 6a4ecd28-667b-11e3-949a-0800200c9a66 form")
+            if let first = named.uuidTextProblems.first {
+                throw .invalidManifest(path: path, field: "gatt_handles[\(i)].\(first.key)", problem: first.problem)
             }
         }
         for (i, annotation) in manifest.annotations.enumerated() where annotation.frame < 1 {

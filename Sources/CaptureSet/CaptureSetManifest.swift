@@ -432,6 +432,16 @@ public struct ManifestGATTHandle: Codable, Sendable, Equatable {
         (handle, serviceUUID, characteristicUUID)
     }
 
+    /// Each of the entry's texts that is not a Bluetooth UUID (``isUUIDText(_:)``): its key and
+    /// what to write instead. A set from disk with one is refused when it loads; an entry built in
+    /// code names nothing, and the replay engine warns.
+    public var uuidTextProblems: [(key: String, problem: String)] {
+        [("characteristic_uuid", characteristicUUID), ("service_uuid", serviceUUID)].compactMap { key, text in
+            guard let text, !Self.isUUIDText(text) else { return nil }
+            return (key, "\"\(text)\" is not a Bluetooth UUID: write 0x2a37, 0x12345678 or the full 6a4ecd28-667b-11e3-949a-0800200c9a66 form")
+        }
+    }
+
     /// Whether `text` is written as a Bluetooth UUID: 4 or 8 hex digits with or without `0x`
     /// (`0x2a37`, `180d`, `0x12345678`), or the 8-4-4-4-12 form, in any case. The grammar
     /// `Dissectors.BluetoothUUID` parses (a test holds the two to it); written here because a

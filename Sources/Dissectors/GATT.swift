@@ -162,7 +162,8 @@ public struct GATTHandleName: Sendable, Hashable {
 
     /// The names of a manifest's `gatt_handles` by handle, from each entry's handle and texts: the
     /// first entry of a handle wins, and an entry whose texts are not UUIDs names nothing (see
-    /// ``init(service:characteristic:)``).
+    /// ``init(service:characteristic:)``). A manifest from disk cannot hold such an entry (it is
+    /// refused when it loads); for one built in code, the replay engine warns.
     public static func table<S: Sequence>(_ entries: S) -> [UInt16: GATTHandleName]
     where S.Element == (handle: UInt16, service: String?, characteristic: String) {
         var table: [UInt16: GATTHandleName] = [:]

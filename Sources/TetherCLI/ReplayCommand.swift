@@ -36,12 +36,23 @@ struct ReplayCommand: ParsableCommand {
             their recorded pace scaled by --speed, and reports how far the sent gaps strayed from \
             the recorded ones (p50, p99, max) and the total drift.
 
-            --html DIR writes a timeline report into DIR (created when missing): index.html lists             the sets with their verdicts and durations, and each set's page shows its frames and             trace events on a zoomable timeline, its expectations linked to the events they             measured, its baseline differences and plots. Pages are self-contained and fetch             nothing (docs/timeline-report.md).
+            --html DIR writes a timeline report into DIR (created when missing): index.html lists \
+            the sets with their verdicts and durations, and each set's page shows its frames and \
+            trace events on a zoomable timeline, its expectations linked to the events they \
+            measured, its baseline differences and plots. Pages are self-contained and fetch \
+            nothing (docs/timeline-report.md).
+
+            After the last frame the cores' timers go on firing for --drain-horizon of virtual time \
+            (ten minutes unless told), so an idle timeout after the end of a recording is replayed; \
+            a timer still set when the drain ends is named in a warning.
 
             Replay every committed set, as CI does, keeping a JUnit report:
               tether replay Captures --junit .build/replay-junit.xml
             See a failing run in the browser (open .build/report/index.html):
               tether replay Captures/ciq-clean --messaging-window-size 4 --frame-matching off --html .build/report
+            Had the plugin's end message been lost, would a 20-minute idle timeout end its stream? \
+            (the default ten-minute drain ends first, with a warning naming the timer):
+              tether replay Captures/plugin-clean --fault drop:frame=1207 --set ingest.idle_timeout_ms=20m --drain-horizon 30m --trace t.jsonl
             Keep one set's trace and try a shorter idle timeout:
               tether replay Captures/plugin-faulty --trace t.jsonl --set ingest.idle_timeout_ms=5s
             The same with the core's own option:
@@ -118,6 +129,12 @@ struct ReplayCommand: ParsableCommand {
             transform: { try OptionValues.decimal($0, option: "--tolerance-ms", range: 0...3_600_000) })
     var toleranceMs: Double = 0
 
+    @Option(name: .customLong("drain-horizon"), help: ArgumentHelp(
+        "How long the cores' timers go on firing after the last frame, in virtual time (default 10m; seconds or 500ms, 90s, 30m, 2h; 0 to 24h). A timer still set after it is named in a warning.",
+        valueName: "duration"),
+            transform: { try OptionValues.seconds($0, option: "--drain-horizon", range: 0...86_400, allowZero: true) })
+    var drainHorizonSeconds: Double = 600
+
     @Flag(name: .customLong("no-verify"), help: "Do not check the capture file's SHA-256 against the manifest.")
     var noVerify = false
 
@@ -187,7 +204,7 @@ struct ReplayCommand: ParsableCommand {
     /// not repeat: the parser would take them first. `CoreOptionTests` checks the list against
     /// `--help`, so it cannot fall behind the options above.
     static let ownLongOptions: Set<String> = [
-        "trace", "junit", "html", "update-baseline", "set", "frame-matching", "tolerance-ms", "no-verify",
+        "trace", "junit", "html", "update-baseline", "set", "frame-matching", "tolerance-ms", "drain-horizon", "no-verify",
         "max-diff-lines", "shard", "fault", "scenarios", "sweep", "sweep-frames", "sweep-settle", "sweep-exhaustive", "sweep-budget", "search", "sweep-worker",
         "realtime", "speed", "to", "help", "version",
     ]
@@ -332,6 +349,7 @@ struct ReplayCommand: ParsableCommand {
         var options = ReplayOptions(
             integrations: CLIIntegrations.registry, verify: !noVerify, settings: try parsedSettings(), frameMatching: frameMatching)
         options.faults = try parsedFaults()
+        options.drainHorizon = .nanoseconds(Int64((drainHorizonSeconds * 1e9).rounded()))
         if let sweep, let kind = SweepKind(sweep) {
             let settle = sweepSettle.flatMap(FaultSweep.settleDuration) ?? FaultSweep.defaultSettle
             if let sweepWorker {

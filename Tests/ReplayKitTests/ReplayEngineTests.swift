@@ -120,6 +120,50 @@ fileprivate let base: Int64 = 1_700_000_000_000_000_000
     #expect(summary.timeoutsFired == 0)
 }
 
+@Test func aTimerStillSetWhenTheDrainEndsIsNamedInTheSummaryAndAWarning() throws {
+    var engine = ReplayEngine(adapters: [TimerAdapter(delay: .seconds(61), armOnFrames: [2])], drainHorizon: .seconds(60))
+    let (trace, summary) = try engine.run(reader: MemoryReader(frames: frames(at: [base, base + 2_000_000_000])))
+    #expect(steps(trace) == ["0 test.frame #1", "2000000000 test.frame #2", "2000000000 test.finish"])
+    let left = TimerLeftSet(core: "test", dueNs: 63_000_000_000, drainEndNs: 62_000_000_000, horizonNs: 60_000_000_000,
+                            timeoutsSinceLastInput: 0)
+    #expect(summary.timersLeftSet == [left])
+    #expect(summary.warnings == [left.description])
+    #expect(left.description.contains("due at 63.000 s of virtual time, when the drain ended at 62.000 s (60.000 s after the last input)"))
+    #expect(left.description.contains("reaching past 61.000 s after the last input (tether replay --drain-horizon"))
+}
+
+@Test func aDrainLongEnoughForTheTimerLeavesNoWarning() throws {
+    var engine = ReplayEngine(adapters: [TimerAdapter(delay: .seconds(61))], drainHorizon: .seconds(61))
+    let (trace, summary) = try engine.run(reader: MemoryReader(frames: frames(at: [base])))
+    #expect(steps(trace) == ["0 test.frame #1", "61000000000 test.timeout", "61000000000 test.finish"])
+    #expect(summary.timersLeftSet.isEmpty)
+    #expect(summary.warnings.isEmpty)
+}
+
+@Test func aTimerThatSetsItselfAgainIsNamedWithTheTimeoutsItFiredThroughTheDrain() throws {
+    var engine = ReplayEngine(adapters: [TimerAdapter(delay: .seconds(10), rearm: .seconds(10))], drainHorizon: .seconds(35))
+    let (_, summary) = try engine.run(reader: MemoryReader(frames: frames(at: [base])))
+    #expect(summary.timeoutsFired == 3)
+    #expect(summary.timersLeftSet == [TimerLeftSet(core: "test", dueNs: 40_000_000_000, drainEndNs: 35_000_000_000,
+                                                   horizonNs: 35_000_000_000, timeoutsSinceLastInput: 3)])
+    #expect(summary.warnings.first?.contains("3 timeout(s) had fired since its last input") == true)
+}
+
+@Test func aReplayStoppedForARunawayTimerReportsNoTimerLeftSet() throws {
+    var engine = ReplayEngine(adapters: [TimerAdapter(stuck: true)])
+    let (_, summary) = try engine.run(reader: MemoryReader(frames: frames(at: [base])))
+    #expect(summary.runawayTimers.count == 1)
+    #expect(summary.timersLeftSet.isEmpty)
+}
+
+@Test func aHandleNameBuiltInCodeThatIsNoUUIDIsWarnedAbout() throws {
+    var engine = ReplayEngine(adapters: [TimerAdapter(armOnFrames: [])],
+                              gattHandles: [ManifestGATTHandle(handle: 42, serviceUUID: "0x180d", characteristicUUID: "heart-rate")])
+    let (_, summary) = try engine.run(reader: MemoryReader(frames: frames(at: [base])))
+    #expect(summary.warnings == ["gatt_handles[0].characteristic_uuid (handle 42): \"heart-rate\" is not a Bluetooth UUID: write 0x2a37, "
+        + "0x12345678 or the full 6a4ecd28-667b-11e3-949a-0800200c9a66 form; the handle was left unnamed."])
+}
+
 @Test func simultaneousDeadlinesFireInAdapterOrder() throws {
     var engine = ReplayEngine(adapters: [TimerAdapter(core: "a"), TimerAdapter(core: "b")])
     let (trace, _) = try engine.run(reader: MemoryReader(frames: frames(at: [base, base + 5_000_000_000])))

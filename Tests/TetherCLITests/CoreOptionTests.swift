@@ -4,6 +4,7 @@ import ReplayKit
 import Testing
 @testable import TetherCLI
 import TetherIntegrations
+import TetherTestSupport
 
 /// A core's own options are read by `tether replay` from the arguments its parser leaves over
 /// (``CoreOptionArguments``), not by rewriting the command line.
@@ -63,6 +64,27 @@ import TetherIntegrations
         let result = try Tools.tether(["replay", "Captures/plugin-faulty", "--tarce", "t.jsonl"])
         #expect(result.status == 64, "\(result.stderr)")
         #expect(result.stderr.contains("--tarce is not an option of tether replay or of a registered core"), "\(result.stderr)")
+    }
+
+    @Test func aTimerPastTheDrainIsWarnedAboutAndALongerDrainReplaysIt() throws {
+        let folder = try TemporaryFolder("cli-tests")
+        // The end message (frame 1207) lost: only the 20-minute idle timeout can end the stream.
+        let common = ["replay", "Captures/plugin-clean", "--scenarios", "none", "--fault", "drop:frame=1207",
+                      "--set", "ingest.idle_timeout_ms=20m"]
+        let short = try Tools.tether(common + ["--trace", folder.path("short.jsonl").path])
+        #expect(short.stderr.contains("tether: warning: plugin-clean: core ingest still had a timer set, due at 1260.000 s"), "\(short.stderr)")
+        #expect(try String(contentsOfFile: folder.path("short.jsonl").path, encoding: .utf8).contains("\"cause\":\"finished\""))
+
+        let long = try Tools.tether(common + ["--drain-horizon", "30m", "--trace", folder.path("long.jsonl").path])
+        #expect(!long.stderr.contains("still had a timer set"), "\(long.stderr)")
+        let trace = try String(contentsOfFile: folder.path("long.jsonl").path, encoding: .utf8)
+        #expect(trace.contains("{\"t_ns\":1260000038849,\"core\":\"ingest\",\"event\":\"stream_end\",\"cause\":\"idle_timeout\""))
+    }
+
+    @Test func aDrainHorizonThatIsNoDurationIsRefused() throws {
+        let result = try Tools.tether(["replay", "Captures/plugin-clean", "--drain-horizon", "2d"])
+        #expect(result.status == 64, "\(result.stderr)")
+        #expect(result.stderr.contains("--drain-horizon 2d is not a duration"), "\(result.stderr)")
     }
 
     /// `ReplayCommand.ownLongOptions` is what a core may not declare; it must be exactly the

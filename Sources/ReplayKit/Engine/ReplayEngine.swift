@@ -20,7 +20,8 @@ import Dissectors
 ///   (counted in ``ReplaySummary/framesOutOfOrder``).
 /// - After the last frame, deadlines keep firing up to `drainHorizon` past it, so idle timeouts
 ///   that follow the end of a capture appear in the trace; then every adapter is finished at the
-///   last instant reached.
+///   last instant reached. A timer still set then is reported (``ReplaySummary/timersLeftSet``,
+///   and a warning).
 /// - An adapter that, right after a timeout at T, still asks for a deadline at or before T would
 ///   loop for ever, and one whose timer fires every nanosecond nearly so: the engine stops the
 ///   replay and reports it in ``ReplaySummary/runawayTimers`` (``RunawayTimers``).
@@ -118,8 +119,21 @@ public struct ReplayEngine {
         let lastCall = scheduledCalls.last.map { max($0.at, state.clock) } ?? state.clock
         // …and past the last frame a fault made late.
         let lastLate = state.pending.compactMap(\.at).max() ?? state.clock
-        let (horizon, overflow) = max(lastCall, lastLate, state.clock).replayNanoseconds.addingReportingOverflow(drainHorizon.replayNanoseconds)
-        advance(through: .nanoseconds(overflow ? Int64.max : horizon), state: &state, summary: &summary, emit: emit)
+        let lastInput = max(lastCall, lastLate, state.clock).replayNanoseconds
+        let (sum, overflow) = lastInput.addingReportingOverflow(drainHorizon.replayNanoseconds)
+        let horizon = overflow ? Int64.max : sum
+        advance(through: .nanoseconds(horizon), state: &state, summary: &summary, emit: emit)
+        if !state.halted {
+            // A timer still set is finished without firing: said, so a trace that lacks its
+            // effect (an idle timeout longer than the horizon) is not taken for the core's.
+            for i in adapters.indices {
+                guard let due = adapters[i].nextDeadlineInPlace() else { continue }
+                let left = TimerLeftSet(core: adapters[i].core, dueNs: due.replayNanoseconds, drainEndNs: horizon,
+                                        horizonNs: horizon - lastInput, timeoutsSinceLastInput: state.consecutiveTimeouts[i])
+                summary.timersLeftSet.append(left)
+                summary.warnings.append(left.description)
+            }
+        }
         if state.nextCall < scheduledCalls.count {
             summary.warnings.append("\(scheduledCalls.count - state.nextCall) scheduled call(s) fell after the drain horizon and were not delivered.")
         }
@@ -128,6 +142,13 @@ public struct ReplayEngine {
         }
         if !state.pending.isEmpty {
             summary.warnings.append("\(state.pending.count) frame(s) a fault made late fell after the drain horizon and were not delivered.")
+        }
+        // A set from disk cannot carry such a name (it is refused when it loads); one built in
+        // code can, and names no handle.
+        for (i, named) in gattHandles.enumerated() {
+            for problem in named.uuidTextProblems {
+                summary.warnings.append("gatt_handles[\(i)].\(problem.key) (handle \(named.handle)): \(problem.problem); the handle was left unnamed.")
+            }
         }
         summary.faultsApplied = state.injector?.applied ?? 0
         summary.endTimeNs = state.clock.replayNanoseconds

@@ -13,7 +13,8 @@ public struct ReplayOptions: Sendable {
     /// Frame matching for the cores that compare what they write, winning over the manifest's
     /// `frame_matching`.
     public var frameMatching: FrameMatchingMode?
-    /// How long past the last frame deadlines may still fire.
+    /// How long past the last input (frame, scheduled call, late frame) deadlines may still fire
+    /// (`--drain-horizon`). A timer still set after it is named in the summary's warnings.
     public var drainHorizon: Duration = .seconds(600)
     /// API calls delivered at chosen virtual instants (``ReplayEngine/scheduledCalls``).
     public var scheduledCalls: [ScheduledAPICall] = []

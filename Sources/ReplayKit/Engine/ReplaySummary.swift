@@ -30,6 +30,9 @@ public struct ReplaySummary: Sendable, Hashable {
     public var scheduledCallsDelivered: Int = 0
     /// Cores the engine stopped because their timers ran away; the replay stopped with them.
     public var runawayTimers: [RunawayTimers] = []
+    /// Cores whose timer was still set when the drain after the last input ended: each was
+    /// finished without that timer firing. Each one is also a warning.
+    public var timersLeftSet: [TimerLeftSet] = []
     /// Calls an app in the loop made (``ReplayEngine/closedLoop``), delivered.
     public var closedLoopCallsDelivered: Int = 0
     /// `fault_injected` events written: how many times the run's faults changed what reached
@@ -70,6 +73,55 @@ public struct RunawayTimers: Sendable, Hashable, CustomStringConvertible {
         }
         return "core \(core) fired \(timeouts) timeouts in a row with no input, from \(fromNs) ns to \(toNs) ns of virtual time "
             + "(\((toNs - fromNs) / Int64(max(timeouts - 1, 1))) ns apart on average)"
+    }
+}
+
+/// A core's timer still set when the drain ended (``ReplayEngine/drainHorizon`` past the last
+/// input): the core was finished without it firing, so what the timer would have done (an idle
+/// timeout, a retry) is not in the trace.
+///
+/// A longer horizon lets a one-shot timer fire (an idle timeout longer than the horizon); a timer
+/// that sets itself again each time it fires (a keep-alive) is never drained, and shows here
+/// whatever the horizon, with the timeouts it fired since the core's last input.
+public struct TimerLeftSet: Sendable, Hashable, CustomStringConvertible {
+    /// The core.
+    public var core: String
+    /// Virtual time the timer was due at.
+    public var dueNs: Int64
+    /// Virtual time the drain ended at: the last input (frame, scheduled call or late frame) plus
+    /// the horizon.
+    public var drainEndNs: Int64
+    /// The horizon the drain ran for.
+    public var horizonNs: Int64
+    /// Timeouts the core was given since its last input (the drain's and any before it).
+    public var timeoutsSinceLastInput: Int
+
+    /// One timer left set.
+    public init(core: String, dueNs: Int64, drainEndNs: Int64, horizonNs: Int64, timeoutsSinceLastInput: Int) {
+        self.core = core
+        self.dueNs = dueNs
+        self.drainEndNs = drainEndNs
+        self.horizonNs = horizonNs
+        self.timeoutsSinceLastInput = timeoutsSinceLastInput
+    }
+
+    /// What happened and what to do.
+    public var description: String {
+        let due = Self.seconds(dueNs), end = Self.seconds(drainEndNs), horizon = Self.seconds(horizonNs)
+        let fired = timeoutsSinceLastInput == 0 ? "" : "; \(timeoutsSinceLastInput) timeout(s) had fired since its last input"
+        return "core \(core) still had a timer set, due at \(due) s of virtual time, when the drain ended at \(end) s "
+            + "(\(horizon) s after the last input)\(fired); the core was finished without it firing. To replay what the timer does, "
+            + "give a drain reaching past \(Self.seconds(dueNs - (drainEndNs - horizonNs))) s after the last input "
+            + "(tether replay --drain-horizon, ReplayOptions.drainHorizon); a timer that sets itself again each time it fires is never drained."
+    }
+
+    /// Nanoseconds as seconds with three decimals.
+    static func seconds(_ ns: Int64) -> String {
+        let millis = ns / 1_000_000
+        let sign = millis < 0 ? "-" : ""
+        let magnitude = millis.magnitude
+        let fraction = String(magnitude % 1000)
+        return "\(sign)\(magnitude / 1000).\(String(repeating: "0", count: 3 - fraction.count))\(fraction)"
     }
 }
 
