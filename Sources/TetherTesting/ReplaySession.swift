@@ -39,14 +39,16 @@ import TimelineReport
 ///
 /// Drive it from one thread at a time; callbacks run on that thread, inside ``run()`` and
 /// ``run(for:)``. A call made from a callback is delivered after the input that caused the
-/// callback, at the same virtual instant.
+/// callback, at the same virtual instant. App code that awaits (on ``clock``, say) runs at exact
+/// instants when started on ``taskExecutor``: `Task(executorPreference: session.taskExecutor) { … }`.
 public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Sendable {
     // @unchecked: the mutable state below is touched by the thread driving the session (the
     // contract above), except what an app task woken by ``clock`` reaches while that thread runs on
     // (the virtual instant, the trace, the app's early events, the warnings, the promise checker,
     // and whether calls are held or a run is going: ``recordAppEvent(_:fields:)``, ``warn(_:)``,
     // ``now``): those are read and written under `stateLock`. The queues the app posts to, and the
-    // clock's sleepers, are behind their own locks.
+    // clock's sleepers (with their order and whether the clock has ended), are behind their own
+    // locks. App tasks started on ``taskExecutor`` run on the driving thread itself.
 
     /// The set's name (its folder's last component).
     public let name: String
@@ -76,7 +78,10 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
     private var finalSummary: ReplaySummary?
     private var sessionWarnings: [String] = []
     let sleepers = Mutex<[(deadline: Duration, order: Int, wake: CheckedContinuation<Void, any Error>)]>([])
+    /// The order sleepers registered in, for ties; and whether the session has finished, after
+    /// which no sleeper registers. Both under `sleepers`' lock (read and written only inside it).
     private var sleeperOrder = 0
+    private var clockEnded = false
 
     /// Every trace event written so far: the cores', and the app's own (core `app`: each SDK call
     /// the app made and each callback delivered).
@@ -232,12 +237,23 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
     /// - Throws: ``TetherTestingError`` when the capture is damaged, the session is run from
     ///   inside one of its own callbacks, or a core's timers ran away.
     public func run() throws(TetherTestingError) {
+        defer { endClock() }
         try drive { run throws(CaptureError) in
             var stepping = run
-            // Each sleeper of the clock is woken at its deadline on the way.
-            while !stepping.halted, let limit = wakeLimit(upTo: nil) {
+            // Each sleeper of the clock is woken at its deadline on the way, up to the drain past
+            // the recording's end: a task that polls for ever would otherwise keep the run going.
+            var drainEnd: Duration?
+            while !stepping.halted {
+                try stepping.step(through: stepping.now, emit: emit)
+                guard let limit = wakeLimit(upTo: drainEnd) else { break }
                 try stepping.step(through: limit, emit: emit)
+                if stepping.now < limit { continue }  // stopped early, at a sleep begun on the way
                 wakeSleepers(through: limit)
+                // What the woken tasks on `taskExecutor` call reaches the core at `limit`.
+                try stepping.step(through: limit, emit: emit)
+                if drainEnd == nil, stepping.recordingConsumed {
+                    drainEnd = .nanoseconds(stepping.summarySoFar.lastFrameTimeNs) + stepping.engine.drainHorizon
+                }
             }
             if !stepping.halted { finalSummary = try stepping.finish(emit: emit) }
             return stepping
@@ -252,9 +268,16 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
         try drive { run throws(CaptureError) in
             var stepping = run
             while !stepping.halted {
+                // The app's ready tasks run first (they may begin a sleep), then the run goes to
+                // the earliest of their wake-ups and the target.
+                try stepping.step(through: stepping.now, emit: emit)
                 let limit = wakeLimit(upTo: target) ?? target
                 try stepping.step(through: limit, emit: emit)
-                wakeSleepers(through: limit)
+                if stepping.now < limit { continue }  // stopped early, at a sleep begun on the way
+                if wakeSleepers(through: limit) {
+                    // What the woken tasks on `taskExecutor` call reaches the core at `limit`.
+                    try stepping.step(through: limit, emit: emit)
+                }
                 if limit >= target { break }
             }
             return stepping
@@ -267,7 +290,11 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
             // app made before running the session.
             try advance { run throws(CaptureError) in
                 var stepping = run
-                try stepping.step(through: appStart, emit: emit)
+                // A step stops early at a sleeper's deadline: those are woken on the way.
+                while !stepping.halted, stepping.now < appStart {
+                    try stepping.step(through: appStart, emit: emit)
+                    if stepping.now < appStart { wakeSleepers(through: stepping.now) }
+                }
                 return stepping
             }
             stateLock.withLock {
@@ -330,6 +357,12 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
     /// when ``run()`` or ``run(for:)`` reaches its deadline (they stop at each sleeper's deadline
     /// to wake it).
     public var clock: ReplayClock { ReplayClock(session: self) }
+
+    /// Where to start app code that awaits (on ``clock``, or on the app's own continuations) so
+    /// that it runs at exact virtual instants: `Task(executorPreference: session.taskExecutor) { … }`.
+    /// Its jobs run on the thread driving the session, inside ``run()`` and ``run(for:)``, at the
+    /// instant they became ready (``ReplayTaskExecutor``).
+    public let taskExecutor = ReplayTaskExecutor()
 
     /// Whether the run kept the cores' promises (every send completes exactly once, every message
     /// ends once, progress never goes back…; docs/faults.md) and its timers did not run away.
@@ -450,7 +483,15 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
             return holdingCalls
         }
         if holding { return nil }
-        while let posted = inboxLock.withLock({ inbox.popFirst() }) {
+        while true {
+            // The app's tasks on `taskExecutor` that became ready run first, here and now, until
+            // they suspend: what they post is then in the inbox.
+            if case .overran = taskExecutor.runPendingJobs() {
+                warn("app tasks on the session's taskExecutor made \(ReplayTaskExecutor.jobLimit) jobs at \(Self.seconds(now.replayNanoseconds)) "
+                    + "without waiting for virtual time (a loop on Task.yield()?); from here they run on Swift's global executor, "
+                    + "and their calls reach the core at whatever instant the session has then")
+            }
+            guard let posted = inboxLock.withLock({ inbox.popFirst() }) else { return nil }
             switch posted {
             case .call(let core, let record):
                 var arguments = record
@@ -464,10 +505,14 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
                 work()
             }
         }
-        return nil
     }
 
     // MARK: the clock's sleepers
+
+    /// The earliest sleeper's deadline: a step stops there (``ClosedLoopInputs/nextWake``).
+    public var nextWake: Duration? {
+        sleepers.withLock { $0.map(\.deadline).min() }
+    }
 
     /// The earliest sleeper's deadline, when it falls at or before `limit` (any, for `nil`).
     private func wakeLimit(upTo limit: Duration?) -> Duration? {
@@ -477,19 +522,40 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
         return max(earliest, .nanoseconds(nowNs))
     }
 
-    private func wakeSleepers(through limit: Duration) {
+    /// Wakes the sleepers due at or before `limit`, earliest first; whether there were any.
+    @discardableResult
+    private func wakeSleepers(through limit: Duration) -> Bool {
         let due = sleepers.withLock { sleepers -> [CheckedContinuation<Void, any Error>] in
             let due = sleepers.filter { $0.deadline <= limit }.sorted { ($0.deadline, $0.order) < ($1.deadline, $1.order) }
             sleepers.removeAll { $0.deadline <= limit }
             return due.map(\.wake)
         }
         for wake in due { wake.resume() }
+        return !due.isEmpty
     }
 
-    func addSleeper(until deadline: Duration, _ wake: CheckedContinuation<Void, any Error>) {
+    /// Registers a sleeper, or refuses it (`false`) once the session has finished.
+    func addSleeper(until deadline: Duration, _ wake: CheckedContinuation<Void, any Error>) -> Bool {
         sleepers.withLock { sleepers in
-            sleepers.append((deadline, sleepers.count, wake))
+            guard !clockEnded else { return false }
+            sleepers.append((deadline, sleeperOrder, wake))
+            sleeperOrder += 1
+            return true
         }
+    }
+
+    /// After ``run()``: no virtual time is left. Sleepers still waiting (due past the drain) end
+    /// with `CancellationError`, as a sleep on a real clock does when its task is cancelled, and
+    /// the app's tasks on ``taskExecutor`` go on without the session.
+    private func endClock() {
+        guard stepped?.isFinished ?? true else { return }
+        let left = sleepers.withLock { sleepers -> [CheckedContinuation<Void, any Error>] in
+            clockEnded = true
+            defer { sleepers.removeAll() }
+            return sleepers.sorted { ($0.deadline, $0.order) < ($1.deadline, $1.order) }.map(\.wake)
+        }
+        for wake in left { wake.resume(throwing: CancellationError()) }
+        taskExecutor.passOn()
     }
 }
 
@@ -517,10 +583,13 @@ public struct ReplayClock: Clock, Sendable {
     public var minimumResolution: Duration { .nanoseconds(1) }
 
     /// Suspends until the session's run reaches `deadline`; at once when it has.
+    /// - Throws: `CancellationError` when the session's ``ReplaySession/run()`` finished without
+    ///   reaching `deadline` (it wakes sleepers up to the drain past the recording's end), or had
+    ///   finished already.
     public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
         if deadline.offset <= session.now { return }
         try await withCheckedThrowingContinuation { (wake: CheckedContinuation<Void, any Error>) in
-            session.addSleeper(until: deadline.offset, wake)
+            if !session.addSleeper(until: deadline.offset, wake) { wake.resume(throwing: CancellationError()) }
         }
     }
 }

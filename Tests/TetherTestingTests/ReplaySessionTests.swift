@@ -46,6 +46,66 @@ import Testing
         #expect(session.now == .seconds(3))
     }
 
+    /// App code that sleeps on the session's clock, started on the session's executor: each
+    /// wake-up at its deadline exactly, and what it writes there.
+    static func ticks(_ session: ReplaySession, at deadlines: [Int]) -> Task<[Duration], any Error> {
+        let clock = session.clock
+        return Task(executorPreference: session.taskExecutor) {
+            var woke: [Duration] = []
+            for deadline in deadlines {
+                try await clock.sleep(until: .init(offset: .milliseconds(deadline)))
+                woke.append(clock.now.offset)
+                session.recordAppEvent("tick", fields: ["n": .int(Int64(woke.count))])
+            }
+            return woke
+        }
+    }
+
+    @Test func aTaskOnTheSessionsExecutorWakesAtItsDeadlineExactly() async throws {
+        let session = try ReplaySession(replaying: "Captures/ciq-clean")
+        try session.run(for: .seconds(1))
+        let ticks = Self.ticks(session, at: [1_500, 2_000, 2_250])
+        try session.run(for: .seconds(2))
+        #expect(try await ticks.value == [.milliseconds(1_500), .milliseconds(2_000), .milliseconds(2_250)])
+        #expect(session.events(core: "app", named: "tick").map(\.timeNs) == [1_500_000_000, 2_000_000_000, 2_250_000_000])
+        #expect(session.now == .seconds(3))
+    }
+
+    @Test func twoRunsOfATaskOnTheSessionsExecutorWriteTheSameTrace() async throws {
+        var traces: [String] = []
+        for _ in 0..<2 {
+            let session = try ReplaySession(replaying: "Captures/ciq-clean")
+            let ticks = Self.ticks(session, at: Array(stride(from: 100, through: 3_000, by: 100)))
+            try session.run()
+            _ = try await ticks.value
+            traces.append(session.traceJSONLines)
+        }
+        #expect(traces[0] == traces[1])
+        #expect(traces[0].components(separatedBy: "\"event\":\"tick\"").count - 1 == 30)
+    }
+
+    @Test func aSleepPastTheDrainEndsWithCancellationWhenTheRunFinishes() async throws {
+        let session = try ReplaySession(replaying: "Captures/ciq-clean")
+        let clock = session.clock
+        let poller = Task(executorPreference: session.taskExecutor) { () -> (polls: Int, ended: (any Error)?) in
+            var polls = 0
+            do {
+                while true {
+                    try await clock.sleep(for: .seconds(60))
+                    polls += 1
+                }
+            } catch {
+                return (polls, error)
+            }
+        }
+        try session.run()
+        let (polls, ended) = await poller.value
+        // Woken every minute through the recording and the ten-minute drain after it, then ended.
+        #expect(polls == 10)
+        #expect(ended is CancellationError)
+        await #expect(throws: CancellationError.self) { try await clock.sleep(for: .seconds(1)) }
+    }
+
     @Test func runningTheSessionFromItsOwnCallbackIsRefused() throws {
         let session = try ReplaySession(replaying: "Captures/ciq-clean")
         var refusal: TetherTestingError?

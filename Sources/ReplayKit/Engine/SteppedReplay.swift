@@ -14,6 +14,15 @@ public protocol ClosedLoopInputs: AnyObject {
     /// The app's next call, or `nil` when it has made none since the last question. `now` is the
     /// instant it will reach the core at.
     func nextCall(now: Duration) -> ScheduledAPICall?
+    /// The earliest instant the app waits for (a sleep on the session's clock), or `nil`: a step
+    /// stops there, before the next frame, so the app can be woken on time. Asked before each
+    /// frame a step reads. Defaults to `nil`.
+    var nextWake: Duration? { get }
+}
+
+extension ClosedLoopInputs {
+    /// No wake-up instant: steps run to their limit.
+    public var nextWake: Duration? { nil }
 }
 
 /// A replay that advances in steps of virtual time, so an app in the loop can act between them:
@@ -68,12 +77,16 @@ public struct SteppedReplay {
 
     /// Handles every input up to and including `limit` (frames, deadlines, faults' timers, the
     /// app's calls), then sets the clock to `limit`. A `limit` before ``now`` only delivers the
-    /// app's pending calls.
+    /// app's pending calls. The step stops earlier, at the app's ``ClosedLoopInputs/nextWake``,
+    /// when that falls before `limit` (an app task began a sleep on the way): ``now`` then tells
+    /// where it stopped.
     /// - Throws: ``CaptureError`` when the capture is damaged other than at its tail.
-    public mutating func step(through limit: Duration, emit: (TraceEvent) -> Void) throws(CaptureError) {
+    public mutating func step(through requested: Duration, emit: (TraceEvent) -> Void) throws(CaptureError) {
         guard !isFinished else { return }
         engine.deliverClosedLoopCalls(state: &state, summary: &summary, emit: emit)
+        var limit = requested
         while !state.halted {
+            if let wake = engine.closedLoop?.nextWake, wake < limit { limit = max(wake, state.clock) }
             if let frame = held {
                 guard Duration.nanoseconds(frame.virtualNs) <= limit else { break }
                 held = nil
