@@ -116,13 +116,7 @@ public struct TimerLeftSet: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Nanoseconds as seconds with three decimals.
-    static func seconds(_ ns: Int64) -> String {
-        let millis = ns / 1_000_000
-        let sign = millis < 0 ? "-" : ""
-        let magnitude = millis.magnitude
-        let fraction = String(magnitude % 1000)
-        return "\(sign)\(magnitude / 1000).\(String(repeating: "0", count: 3 - fraction.count))\(fraction)"
-    }
+    static func seconds(_ ns: Int64) -> String { DecimalText.fixed(Double(ns) / 1e9, 3) }
 }
 
 /// How far a long replay has got, for a progress display.
