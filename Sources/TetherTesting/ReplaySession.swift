@@ -544,11 +544,12 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
         }
     }
 
-    /// After ``run()``: no virtual time is left. Sleepers still waiting (due past the drain) end
-    /// with `CancellationError`, as a sleep on a real clock does when its task is cancelled, and
-    /// the app's tasks on ``taskExecutor`` go on without the session.
+    /// After ``run()`` (finished, or stopped for a runaway timer): no virtual time is left.
+    /// Sleepers still waiting (due past the drain) end with `CancellationError`, as a sleep on a
+    /// real clock does when its task is cancelled, and the app's tasks on ``taskExecutor`` go on
+    /// without the session.
     private func endClock() {
-        guard stepped?.isFinished ?? true else { return }
+        guard stepped.map({ $0.isFinished || $0.halted }) ?? true else { return }
         let left = sleepers.withLock { sleepers -> [CheckedContinuation<Void, any Error>] in
             clockEnded = true
             defer { sleepers.removeAll() }
