@@ -240,21 +240,8 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
         defer { endClock() }
         try drive { run throws(CaptureError) in
             var stepping = run
-            // Each sleeper of the clock is woken at its deadline on the way, up to the drain past
-            // the recording's end: a task that polls for ever would otherwise keep the run going.
-            var drainEnd: Duration?
-            while !stepping.halted {
-                try stepping.step(through: stepping.now, emit: emit)
-                guard let limit = wakeLimit(upTo: drainEnd) else { break }
-                try stepping.step(through: limit, emit: emit)
-                if stepping.now < limit { continue }  // stopped early, at a sleep begun on the way
-                wakeSleepers(through: limit)
-                // What the woken tasks on `taskExecutor` call reaches the core at `limit`.
-                try stepping.step(through: limit, emit: emit)
-                if drainEnd == nil, stepping.recordingConsumed {
-                    drainEnd = .nanoseconds(stepping.summarySoFar.lastFrameTimeNs) + stepping.engine.drainHorizon
-                }
-            }
+            // The engine wakes each sleeper of the clock at its deadline on the way, up to the
+            // drain past the last input (a task that polls for ever would keep a run going).
             if !stepping.halted { finalSummary = try stepping.finish(emit: emit) }
             return stepping
         }
@@ -262,24 +249,12 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
 
     /// Replays `duration` of virtual time from ``now`` (from just before the recorded app's first
     /// call, the first time: see ``run()``) (frames, the peer's answers, timeouts,
-    /// the app's calls), delivering callbacks on the way, and stops there.
+    /// the app's calls and wake-ups), delivering callbacks on the way, and stops there.
     public func run(for duration: Duration) throws(TetherTestingError) {
         let target = Duration.nanoseconds(nowNs) + max(duration, .zero)
         try drive { run throws(CaptureError) in
             var stepping = run
-            while !stepping.halted {
-                // The app's ready tasks run first (they may begin a sleep), then the run goes to
-                // the earliest of their wake-ups and the target.
-                try stepping.step(through: stepping.now, emit: emit)
-                let limit = wakeLimit(upTo: target) ?? target
-                try stepping.step(through: limit, emit: emit)
-                if stepping.now < limit { continue }  // stopped early, at a sleep begun on the way
-                if wakeSleepers(through: limit) {
-                    // What the woken tasks on `taskExecutor` call reaches the core at `limit`.
-                    try stepping.step(through: limit, emit: emit)
-                }
-                if limit >= target { break }
-            }
+            try stepping.step(through: target, emit: emit)
             return stepping
         }
     }
@@ -290,11 +265,7 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
             // app made before running the session.
             try advance { run throws(CaptureError) in
                 var stepping = run
-                // A step stops early at a sleeper's deadline: those are woken on the way.
-                while !stepping.halted, stepping.now < appStart {
-                    try stepping.step(through: appStart, emit: emit)
-                    if stepping.now < appStart { wakeSleepers(through: stepping.now) }
-                }
+                try stepping.step(through: appStart, emit: emit)
                 return stepping
             }
             stateLock.withLock {
@@ -354,8 +325,8 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
     public var now: Duration { .nanoseconds(stateLock.withLock { nowNs }) }
 
     /// A `Clock` on the session's virtual time, for app code that takes a clock: `sleep` returns
-    /// when ``run()`` or ``run(for:)`` reaches its deadline (they stop at each sleeper's deadline
-    /// to wake it).
+    /// when ``run()`` or ``run(for:)`` reaches its deadline (the engine wakes each sleeper at its
+    /// deadline, as one more timer: ``wake(now:)``).
     public var clock: ReplayClock { ReplayClock(session: self) }
 
     /// Where to start app code that awaits (on ``clock``, or on the app's own continuations) so
@@ -509,29 +480,22 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
 
     // MARK: the clock's sleepers
 
-    /// The earliest sleeper's deadline: a step stops there (``ClosedLoopInputs/nextWake``).
+    /// The earliest sleeper's deadline: the engine wakes the app there (``ClosedLoopInputs/nextWake``).
     public var nextWake: Duration? {
         sleepers.withLock { $0.map(\.deadline).min() }
     }
 
-    /// The earliest sleeper's deadline, when it falls at or before `limit` (any, for `nil`).
-    private func wakeLimit(upTo limit: Duration?) -> Duration? {
-        let earliest = sleepers.withLock { $0.map(\.deadline).min() }
-        guard let earliest else { return nil }
-        if let limit, earliest > limit { return nil }
-        return max(earliest, .nanoseconds(nowNs))
-    }
-
-    /// Wakes the sleepers due at or before `limit`, earliest first; whether there were any.
-    @discardableResult
-    private func wakeSleepers(through limit: Duration) -> Bool {
+    /// Wakes the sleepers due at or before `now`, earliest first (in the order they began their
+    /// sleep, for one deadline). A task on ``taskExecutor`` then runs when the engine asks for the
+    /// app's calls, right after; one on Swift's pool runs at once, beside the session.
+    public func wake(now: Duration) {
+        stateLock.withLock { nowNs = now.replayNanoseconds }
         let due = sleepers.withLock { sleepers -> [CheckedContinuation<Void, any Error>] in
-            let due = sleepers.filter { $0.deadline <= limit }.sorted { ($0.deadline, $0.order) < ($1.deadline, $1.order) }
-            sleepers.removeAll { $0.deadline <= limit }
+            let due = sleepers.filter { $0.deadline <= now }.sorted { ($0.deadline, $0.order) < ($1.deadline, $1.order) }
+            sleepers.removeAll { $0.deadline <= now }
             return due.map(\.wake)
         }
         for wake in due { wake.resume() }
-        return !due.isEmpty
     }
 
     /// Registers a sleeper, or refuses it (`false`) once the session has finished.

@@ -164,6 +164,56 @@ fileprivate let base: Int64 = 1_700_000_000_000_000_000
         + "0x12345678 or the full 6a4ecd28-667b-11e3-949a-0800200c9a66 form; the handle was left unnamed."])
 }
 
+/// An app in the loop that waits for instants (as a sleep on a session's clock does) and, woken,
+/// makes a call to core `test`.
+fileprivate final class Alarm: ClosedLoopInputs {
+    var wakes: [Duration]
+    /// When set, a wake-up leaves the instant where it was (a broken app clock).
+    let forgetful: Bool
+    var queued: [ScheduledAPICall] = []
+
+    init(wakes: [Duration], forgetful: Bool = false) {
+        self.wakes = wakes
+        self.forgetful = forgetful
+    }
+
+    var nextWake: Duration? { wakes.min() }
+
+    func wake(now: Duration) {
+        queued.append(ScheduledAPICall(at: now, core: "test", call: "woken", arguments: [:]))
+        if !forgetful { wakes.removeAll { $0 <= now } }
+    }
+
+    func nextCall(now: Duration) -> ScheduledAPICall? {
+        queued.isEmpty ? nil : queued.removeFirst()
+    }
+}
+
+@Test func theAppIsWokenAtItsInstantBetweenFramesAfterTheCoresDeadlineOfThatInstant() throws {
+    var engine = ReplayEngine(adapters: [TimerAdapter(delay: .milliseconds(1500))])
+    let alarm = Alarm(wakes: [.milliseconds(1700), .milliseconds(1500), .seconds(5)])
+    engine.closedLoop = alarm
+    let (trace, summary) = try engine.run(reader: MemoryReader(frames: frames(at: [base, base + 1_000_000_000, base + 2_000_000_000])))
+    #expect(steps(trace) == [
+        "0 test.frame #1", "1000000000 test.frame #2",
+        "1500000000 test.timeout", "1500000000 test.frame #0",
+        "1700000000 test.frame #0",
+        "2000000000 test.frame #3",
+        "5000000000 test.frame #0",  // during the drain
+        "5000000000 test.finish",
+    ])
+    #expect(summary.appWakeUps == 3)
+    #expect(summary.closedLoopCallsDelivered == 3)
+}
+
+@Test func anAppWakeUpThatDoesNotAdvanceStopsTheReplayNamingTheApp() throws {
+    var engine = ReplayEngine(adapters: [TimerAdapter(armOnFrames: [])])
+    engine.closedLoop = Alarm(wakes: [.seconds(1)], forgetful: true)
+    let (_, summary) = try engine.run(reader: MemoryReader(frames: frames(at: [base, base + 3_000_000_000])))
+    #expect(summary.runawayTimers == [RunawayTimers(core: "app", timeouts: 1, fromNs: 1_000_000_000, toNs: 1_000_000_000, deadlineDidNotAdvance: true)])
+    #expect(summary.framesFed == 1)
+}
+
 @Test func simultaneousDeadlinesFireInAdapterOrder() throws {
     var engine = ReplayEngine(adapters: [TimerAdapter(core: "a"), TimerAdapter(core: "b")])
     let (trace, _) = try engine.run(reader: MemoryReader(frames: frames(at: [base, base + 5_000_000_000])))

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import TetherTesting
 
@@ -82,6 +83,26 @@ import Testing
         }
         #expect(traces[0] == traces[1])
         #expect(traces[0].components(separatedBy: "\"event\":\"tick\"").count - 1 == 30)
+    }
+
+    @Test func aTaskResumedByACallbackWakesAtItsDeadlineExactly() async throws {
+        let session = try ReplaySession(replaying: "Captures/ciq-clean")
+        let clock = session.clock
+        let waiting = Mutex<CheckedContinuation<Int64, Never>?>(nil)
+        session.observe(core: "messaging") { event in
+            guard event.timeNs >= 1_000_000_000, let resume = waiting.withLock({ w in defer { w = nil }; return w }) else { return }
+            resume.resume(returning: event.timeNs)
+        }
+        let task = Task(executorPreference: session.taskExecutor) { () throws -> (told: Int64, woke: Duration) in
+            let told = await withCheckedContinuation { resume in waiting.withLock { $0 = resume } }
+            try await clock.sleep(until: .init(offset: .nanoseconds(told) + .milliseconds(50)))
+            return (told, clock.now.offset)
+        }
+        try session.run()
+        let (told, woke) = try await task.value
+        // The engine wakes it as a timer, between the frames around the instant, not at the next one.
+        #expect(woke == .nanoseconds(told) + .milliseconds(50))
+        #expect(session.trace.contains { $0.timeNs > told && $0.timeNs < told + 50_000_000 }, "no event between the callback and the wake-up: the test shows nothing")
     }
 
     @Test func aSleepPastTheDrainEndsWithCancellationWhenTheRunFinishes() async throws {

@@ -308,6 +308,7 @@ public struct ReplayEngine {
             state.consecutiveTimeouts[i] = 0
         }
         summary.framesFed += 1
+        state.consecutiveWakeUps = 0
         if closedLoop != nil { deliverClosedLoopCalls(state: &state, summary: &summary, emit: emit) }
     }
 
@@ -396,7 +397,9 @@ public struct ReplayEngine {
         calls.enumerated().sorted { ($0.element.at, $0.offset) < ($1.element.at, $1.offset) }.map(\.element)
     }
 
-    /// Fires every adapter deadline at or before `limit`, earliest first, ties in adapter order.
+    /// Fires every adapter deadline at or before `limit`, earliest first, ties in adapter order;
+    /// and wakes the app in the loop at each instant it waits for (``ClosedLoopInputs/nextWake``),
+    /// after the deadlines of that instant.
     private mutating func fireDeadlines(through limit: Duration, state: inout RunState, summary: inout ReplaySummary, emit: (TraceEvent) -> Void) {
         while !state.halted {
             var chosen: (index: Int, deadline: Duration)?
@@ -404,6 +407,10 @@ public struct ReplayEngine {
                 guard let deadline = adapters[i].nextDeadlineInPlace() else { continue }
                 if let earliest = chosen, earliest.deadline <= deadline { continue }
                 chosen = (i, deadline)
+            }
+            if let app = closedLoop, let wake = app.nextWake, wake <= limit, chosen.map({ wake < $0.deadline }) ?? true {
+                wakeApp(app, at: wake, state: &state, summary: &summary, emit: emit)
+                continue
             }
             guard let (i, deadline) = chosen, deadline <= limit else { return }
             let now = max(deadline, state.clock)
@@ -423,6 +430,30 @@ public struct ReplayEngine {
                     toNs: now.replayNanoseconds, deadlineDidNotAdvance: stuck))
                 state.halted = true
             }
+        }
+    }
+
+    /// Wakes the app in the loop at `wake` (a sleep on its clock), then delivers the calls it made.
+    /// Its wake-ups are held to the same rule as a core's timers: one that does not advance, or
+    /// 100,000 in a row with no frame between them under 1 µs apart, stops the replay.
+    private mutating func wakeApp(_ app: any ClosedLoopInputs, at wake: Duration, state: inout RunState,
+                                  summary: inout ReplaySummary, emit: (TraceEvent) -> Void) {
+        let now = max(wake, state.clock)
+        state.clock = now
+        app.wake(now: now)
+        summary.appWakeUps += 1
+        deliverClosedLoopCalls(state: &state, summary: &summary, emit: emit)
+        if state.consecutiveWakeUps == 0 { state.firstWakeUp = now }
+        state.consecutiveWakeUps += 1
+        let count = state.consecutiveWakeUps
+        let stuck = app.nextWake.map { $0 <= now } ?? false
+        let dense = count >= RunawayTimers.consecutiveLimit
+            && now - state.firstWakeUp < RunawayTimers.minimumAverageSpacing * (count - 1)
+        if stuck || dense {
+            summary.runawayTimers.append(RunawayTimers(
+                core: "app", timeouts: count, fromNs: (stuck ? now : state.firstWakeUp).replayNanoseconds,
+                toNs: now.replayNanoseconds, deadlineDidNotAdvance: stuck))
+            state.halted = true
         }
     }
 

@@ -73,6 +73,9 @@ struct RunState {
     /// Per adapter: timeouts fired since its last input, and when the first of them fired.
     var consecutiveTimeouts: [Int]
     var firstTimeout: [Duration]
+    /// The app in the loop's wake-ups since the last frame fed, and when the first of them was.
+    var consecutiveWakeUps = 0
+    var firstWakeUp: Duration = .zero
     /// Set when an adapter's timers ran away: no frame is read and no deadline fired after it.
     var halted = false
     /// Indexed by interface index; grows as interfaces appear.
@@ -105,7 +108,7 @@ struct RunState {
         // An adapter's first timeout in a row counts only while it has a row (after an input the
         // next timeout sets it afresh).
         guard !dissectedOtherFrames, !other.dissectedOtherFrames, clock == other.clock, nextCall == other.nextCall,
-              halted == other.halted, consecutiveTimeouts == other.consecutiveTimeouts,
+              halted == other.halted, consecutiveTimeouts == other.consecutiveTimeouts, consecutiveWakeUps == other.consecutiveWakeUps,
               consecutiveTimeouts.indices.allSatisfy({ consecutiveTimeouts[$0] == 0 || firstTimeout[$0] == other.firstTimeout[$0] }),
               pending.count == other.pending.count, zip(pending, other.pending).allSatisfy({ $0.isSameDelivery(as: $1) })
         else { return false }

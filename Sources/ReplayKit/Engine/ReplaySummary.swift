@@ -35,6 +35,8 @@ public struct ReplaySummary: Sendable, Hashable {
     public var timersLeftSet: [TimerLeftSet] = []
     /// Calls an app in the loop made (``ReplayEngine/closedLoop``), delivered.
     public var closedLoopCallsDelivered: Int = 0
+    /// Times the app in the loop was woken at an instant it waited for (``ClosedLoopInputs/nextWake``).
+    public var appWakeUps: Int = 0
     /// `fault_injected` events written: how many times the run's faults changed what reached
     /// the cores (docs/faults.md).
     public var faultsApplied: Int = 0
@@ -43,7 +45,8 @@ public struct ReplaySummary: Sendable, Hashable {
     public init() {}
 }
 
-/// A core whose deadlines fired without end: asked again for the instant it had just been given
+/// A core whose deadlines fired without end (or the app in the loop, core `app`, whose wake-ups
+/// did): asked again for the instant it had just been given
 /// (a deadline that does not advance), or fired ``consecutiveLimit`` timeouts in a row with no
 /// input between them, less than ``minimumAverageSpacing`` apart on average (a timer of a
 /// nanosecond, from a timeout setting of 0). Either would keep replay busy for hours at flat

@@ -14,15 +14,19 @@ public protocol ClosedLoopInputs: AnyObject {
     /// The app's next call, or `nil` when it has made none since the last question. `now` is the
     /// instant it will reach the core at.
     func nextCall(now: Duration) -> ScheduledAPICall?
-    /// The earliest instant the app waits for (a sleep on the session's clock), or `nil`: a step
-    /// stops there, before the next frame, so the app can be woken on time. Asked before each
-    /// frame a step reads. Defaults to `nil`.
+    /// The earliest instant the app waits for (a sleep on the session's clock), or `nil`. The
+    /// engine treats it as one more deadline: at that instant, after the cores' deadlines of the
+    /// same instant, it calls ``wake(now:)`` and then asks for the app's calls. Defaults to `nil`.
     var nextWake: Duration? { get }
+    /// Virtual time reached ``nextWake``: wake what waited for `now` or earlier.
+    func wake(now: Duration)
 }
 
 extension ClosedLoopInputs {
-    /// No wake-up instant: steps run to their limit.
+    /// No wake-up instant.
     public var nextWake: Duration? { nil }
+    /// Nothing to wake.
+    public func wake(now: Duration) {}
 }
 
 /// A replay that advances in steps of virtual time, so an app in the loop can act between them:
@@ -76,17 +80,13 @@ public struct SteppedReplay {
     public var halted: Bool { state.halted }
 
     /// Handles every input up to and including `limit` (frames, deadlines, faults' timers, the
-    /// app's calls), then sets the clock to `limit`. A `limit` before ``now`` only delivers the
-    /// app's pending calls. The step stops earlier, at the app's ``ClosedLoopInputs/nextWake``,
-    /// when that falls before `limit` (an app task began a sleep on the way): ``now`` then tells
-    /// where it stopped.
+    /// app's wake-ups and calls), then sets the clock to `limit`. A `limit` before ``now`` only
+    /// delivers the app's pending calls.
     /// - Throws: ``CaptureError`` when the capture is damaged other than at its tail.
-    public mutating func step(through requested: Duration, emit: (TraceEvent) -> Void) throws(CaptureError) {
+    public mutating func step(through limit: Duration, emit: (TraceEvent) -> Void) throws(CaptureError) {
         guard !isFinished else { return }
         engine.deliverClosedLoopCalls(state: &state, summary: &summary, emit: emit)
-        var limit = requested
         while !state.halted {
-            if let wake = engine.closedLoop?.nextWake, wake < limit { limit = max(wake, state.clock) }
             if let frame = held {
                 guard Duration.nanoseconds(frame.virtualNs) <= limit else { break }
                 held = nil
