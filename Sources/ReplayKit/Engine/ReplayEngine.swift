@@ -420,14 +420,10 @@ public struct ReplayEngine {
             if closedLoop != nil { deliverClosedLoopCalls(state: &state, summary: &summary, emit: emit) }
             if state.consecutiveTimeouts[i] == 0 { state.firstTimeout[i] = now }
             state.consecutiveTimeouts[i] += 1
-            let count = state.consecutiveTimeouts[i]
             let stuck = adapters[i].nextDeadlineInPlace().map { $0 <= now } ?? false
-            let dense = count >= RunawayTimers.consecutiveLimit
-                && now - state.firstTimeout[i] < RunawayTimers.minimumAverageSpacing * (count - 1)
-            if stuck || dense {
-                summary.runawayTimers.append(RunawayTimers(
-                    core: adapters[i].core, timeouts: count, fromNs: (stuck ? now : state.firstTimeout[i]).replayNanoseconds,
-                    toNs: now.replayNanoseconds, deadlineDidNotAdvance: stuck))
+            if let runaway = RunawayTimers(core: adapters[i].core, inARow: state.consecutiveTimeouts[i], from: state.firstTimeout[i],
+                                           to: now, deadlineDidNotAdvance: stuck) {
+                summary.runawayTimers.append(runaway)
                 state.halted = true
             }
         }
@@ -445,14 +441,10 @@ public struct ReplayEngine {
         deliverClosedLoopCalls(state: &state, summary: &summary, emit: emit)
         if state.consecutiveWakeUps == 0 { state.firstWakeUp = now }
         state.consecutiveWakeUps += 1
-        let count = state.consecutiveWakeUps
         let stuck = app.nextWake.map { $0 <= now } ?? false
-        let dense = count >= RunawayTimers.consecutiveLimit
-            && now - state.firstWakeUp < RunawayTimers.minimumAverageSpacing * (count - 1)
-        if stuck || dense {
-            summary.runawayTimers.append(RunawayTimers(
-                core: "app", timeouts: count, fromNs: (stuck ? now : state.firstWakeUp).replayNanoseconds,
-                toNs: now.replayNanoseconds, deadlineDidNotAdvance: stuck))
+        if let runaway = RunawayTimers(core: "app", inARow: state.consecutiveWakeUps, from: state.firstWakeUp, to: now,
+                                       deadlineDidNotAdvance: stuck) {
+            summary.runawayTimers.append(runaway)
             state.halted = true
         }
     }

@@ -79,6 +79,19 @@ public struct RunawayTimers: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
+extension RunawayTimers {
+    /// The runaway `count` timeouts in a row with no input between them are, the first at `first`
+    /// and the last at `last`, if they are one: the last left a deadline at or before its own
+    /// instant (`deadlineDidNotAdvance`), or ``consecutiveLimit`` of them fell less than
+    /// ``minimumAverageSpacing`` apart on average. `nil` for a busy core.
+    init?(core: String, inARow count: Int, from first: Duration, to last: Duration, deadlineDidNotAdvance stuck: Bool) {
+        let dense = count >= Self.consecutiveLimit && last - first < Self.minimumAverageSpacing * (count - 1)
+        guard stuck || dense else { return nil }
+        self.init(core: core, timeouts: count, fromNs: (stuck ? last : first).replayNanoseconds, toNs: last.replayNanoseconds,
+                  deadlineDidNotAdvance: stuck)
+    }
+}
+
 /// A core's timer still set when the drain ended (``ReplayEngine/drainHorizon`` past the last
 /// input): the core was finished without it firing, so what the timer would have done (an idle
 /// timeout, a retry) is not in the trace.
