@@ -209,8 +209,14 @@ fileprivate final class Alarm: ClosedLoopInputs {
 @Test func anAppWakeUpThatDoesNotAdvanceStopsTheReplayNamingTheApp() throws {
     var engine = ReplayEngine(adapters: [TimerAdapter(armOnFrames: [])])
     engine.closedLoop = Alarm(wakes: [.seconds(1)], forgetful: true)
-    let (_, summary) = try engine.run(reader: MemoryReader(frames: frames(at: [base, base + 3_000_000_000])))
-    #expect(summary.runawayTimers == [RunawayTimers(core: "app", timeouts: 1, fromNs: 1_000_000_000, toNs: 1_000_000_000, deadlineDidNotAdvance: true)])
+    var calls = 0
+    let summary = try engine.run(reader: MemoryReader(frames: frames(at: [base, base + 3_000_000_000]))) { event in
+        if event.event == "frame", event.fields["n"] == .int(0) { calls += 1 }
+    }
+    // Every wake-up at one instant: the dense rule's limit, then the stop.
+    #expect(summary.runawayTimers == [RunawayTimers(core: "app", timeouts: RunawayTimers.consecutiveLimit, fromNs: 1_000_000_000,
+                                                    toNs: 1_000_000_000, deadlineDidNotAdvance: false)])
+    #expect(calls == RunawayTimers.consecutiveLimit)
     #expect(summary.framesFed == 1)
 }
 

@@ -430,8 +430,11 @@ public struct ReplayEngine {
     }
 
     /// Wakes the app in the loop at `wake` (a sleep on its clock), then delivers the calls it made.
-    /// Its wake-ups are held to the same rule as a core's timers: one that does not advance, or
-    /// 100,000 in a row with no frame between them under 1 µs apart, stops the replay.
+    /// Its wake-ups are held to a core's dense-timer rule: 100,000 in a row with no frame between
+    /// them, under 1 µs apart on average, stop the replay. Not to the rule of a deadline that does
+    /// not advance: an app task on Swift's pool may begin a sleep at an instant the replay has
+    /// already passed, and is woken late, not stuck. An app whose `wake(now:)` never clears the
+    /// instant is caught by the dense rule, its wake-ups all at one instant.
     private mutating func wakeApp(_ app: any ClosedLoopInputs, at wake: Duration, state: inout RunState,
                                   summary: inout ReplaySummary, emit: (TraceEvent) -> Void) {
         let now = max(wake, state.clock)
@@ -441,9 +444,8 @@ public struct ReplayEngine {
         deliverClosedLoopCalls(state: &state, summary: &summary, emit: emit)
         if state.consecutiveWakeUps == 0 { state.firstWakeUp = now }
         state.consecutiveWakeUps += 1
-        let stuck = app.nextWake.map { $0 <= now } ?? false
         if let runaway = RunawayTimers(core: "app", inARow: state.consecutiveWakeUps, from: state.firstWakeUp, to: now,
-                                       deadlineDidNotAdvance: stuck) {
+                                       deadlineDidNotAdvance: false) {
             summary.runawayTimers.append(runaway)
             state.halted = true
         }
