@@ -435,6 +435,7 @@ public struct ReplayEngine {
     /// not advance: an app task on Swift's pool may begin a sleep at an instant the replay has
     /// already passed, and is woken late, not stuck. An app whose `wake(now:)` never clears the
     /// instant is caught by the dense rule, its wake-ups all at one instant.
+    @inline(never)  // off the path of a replay without an app: fireDeadlines stays as small as it was
     private mutating func wakeApp(_ app: any ClosedLoopInputs, at wake: Duration, state: inout RunState,
                                   summary: inout ReplaySummary, emit: (TraceEvent) -> Void) {
         let now = max(wake, state.clock)
