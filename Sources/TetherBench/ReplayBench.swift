@@ -90,7 +90,10 @@ extension GeneratePluginSession {
 ///
 /// `--stage replay-stream` and `--stage expectations` run that stage alone (the second after one
 /// replay to make its trace), `--rounds` times (5 unless given), one line each: for `perf record`,
-/// and for a best-of figure without the other stages' memory in the process.
+/// and for a best-of figure without the other stages' memory in the process. `--stage
+/// datapoint-events` makes the trace's `datapoint` events again from their fields, as the ingest
+/// adapter makes them, and hands each to a closure that counts it: what the events alone cost the
+/// `replay-stream` stage.
 enum ReplayHour {
     static func run(_ args: Arguments) throws -> Int32 {
         let setPath = try args.positional(0, "SET (a capture set folder)")
@@ -106,8 +109,12 @@ enum ReplayHour {
             case "expectations":
                 let (trace, _) = try replayInMemory(loaded, interfaces: interfaces)
                 for _ in 0..<rounds { checkExpectations(loaded.manifest.expectations, over: trace) }
+            case "datapoint-events":
+                let (trace, _) = try replayInMemory(loaded, interfaces: interfaces)
+                let points = trace.compactMap(dataPointFields)
+                for _ in 0..<rounds { makeDataPointEvents(points) }
             default:
-                throw UsageError(description: "--stage: only replay-stream and expectations run alone, not \(stage)")
+                throw UsageError(description: "--stage: only replay-stream, expectations and datapoint-events run alone, not \(stage)")
             }
             return 0
         }
@@ -202,6 +209,32 @@ enum ReplayHour {
         let summary = try engine.run(reader: reader) { _ in events += 1 }
         report(["stage": "replay-stream", "frames": "\(summary.framesRead)", "events": "\(events)",
                 "seconds": fixed(monotonicSeconds() - start, 6)])
+    }
+
+    /// A `datapoint` event's fields as the ingest adapter holds them; `nil` for other events.
+    static func dataPointFields(_ event: TraceEvent) -> (timeNs: Int64, fields: DataPointFields)? {
+        guard event.event == "datapoint", case .string(let source)? = event.field("source"), case .string(let name)? = event.field("name"),
+              case .string(let type)? = event.field("type"), case .int(let timeNs)? = event.field("time_ns"),
+              let value = event.field("value") else { return nil }
+        return (event.timeNs, DataPointFields(source: source, name: name, type: type, timeNs: timeNs, value: value))
+    }
+
+    /// The `datapoint-events` stage: each point's event made as the ingest adapter makes it (its
+    /// texts copied from where they are held) and handed to a closure that counts it.
+    static func makeDataPointEvents(_ points: [(timeNs: Int64, fields: DataPointFields)]) {
+        let start = monotonicSeconds()
+        var events = 0
+        emitDataPointEvents(points) { _ in events += 1 }
+        report(["stage": "datapoint-events", "events": "\(events)", "seconds": fixed(monotonicSeconds() - start, 6)])
+    }
+
+    /// Not inlined, so the events are made for a closure the compiler cannot see through, as the
+    /// engine's `emit` is.
+    @inline(never)
+    static func emitDataPointEvents(_ points: [(timeNs: Int64, fields: DataPointFields)], _ emit: (TraceEvent) -> Void) {
+        for point in points {
+            emit(TraceEvent(timeNs: point.timeNs, core: "ingest", event: "datapoint", dataPoint: point.fields))
+        }
     }
 
     /// The engine and the ingest adapter with the trace kept in memory.

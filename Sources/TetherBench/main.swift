@@ -11,7 +11,7 @@ let usage = """
     usage: TetherBench read FILE [--fast | --next]
            TetherBench gen-plugin-session OUT [--seconds 3600] [--rate 20] [--port 12345]
            TetherBench gen-plugin-hour OUT          (the same, one hour at 20 Hz)
-           TetherBench replay-hour SET [--trace FILE] [--stage replay-stream|expectations [--rounds 5]]
+           TetherBench replay-hour SET [--trace FILE] [--stage replay-stream|expectations|datapoint-events [--rounds 5]]
            TetherBench parse-plugin SET [--rounds 5] [--stage NAME]   (IngestCore's parse alone, datagrams in memory; references)
            TetherBench gen-messaging-session OUT [--seconds 3600]
            TetherBench gen-messaging-hour OUT       (the same, one hour: a 2 KB message each way every second)

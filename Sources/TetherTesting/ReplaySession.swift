@@ -447,7 +447,8 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
 
     // MARK: ClosedLoopInputs
 
-    /// The app's next posted call; the facade's own work posted before it runs first.
+    /// The app's next posted call. First the app's tasks on ``taskExecutor`` that became ready
+    /// run, and the facade's own work posted before the call.
     public func nextCall(now: Duration) -> ScheduledAPICall? {
         let holding = stateLock.withLock {
             nowNs = now.replayNanoseconds
@@ -457,7 +458,7 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
         while true {
             // The app's tasks on `taskExecutor` that became ready run first, here and now, until
             // they suspend: what they post is then in the inbox.
-            if case .overran = taskExecutor.runPendingJobs() {
+            if !taskExecutor.runPendingJobs() {
                 warn("app tasks on the session's taskExecutor made \(ReplayTaskExecutor.jobLimit) jobs at \(Self.seconds(now.replayNanoseconds)) "
                     + "without waiting for virtual time (a loop on Task.yield()?); from here they run on Swift's global executor, "
                     + "and their calls reach the core at whatever instant the session has then")

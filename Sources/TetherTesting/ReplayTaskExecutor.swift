@@ -55,26 +55,20 @@ public final class ReplayTaskExecutor: TaskExecutor {
         if passOn { runElsewhere(job) }
     }
 
-    /// What ``runPendingJobs()`` did.
-    enum Drain: Equatable {
-        /// Every queued job ran (and those they queued); how many.
-        case ran(Int)
-        /// ``jobLimit`` jobs ran and more kept coming: the rest, and every later job, run elsewhere.
-        case overran
-    }
-
-    /// Runs the queued jobs on the calling thread, and those they queue, until none is left.
-    func runPendingJobs() -> Drain {
+    /// Runs the queued jobs on the calling thread, and those they queue, until none is left;
+    /// `false` when ``jobLimit`` of them ran and more kept coming: the rest, and every later job,
+    /// then run elsewhere.
+    func runPendingJobs() -> Bool {
         var count = 0
         while let job = state.withLock({ $0.passingOn ? nil : $0.jobs.popFirst() }) {
             job.runSynchronously(on: asUnownedTaskExecutor())
             count += 1
             if count >= Self.jobLimit, state.withLock({ !$0.jobs.isEmpty }) {
                 passOn()
-                return .overran
+                return false
             }
         }
-        return .ran(count)
+        return true
     }
 
     /// From now on jobs run on a global queue; the queued ones go there at once.

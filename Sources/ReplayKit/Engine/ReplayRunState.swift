@@ -105,11 +105,12 @@ struct RunState {
     /// (``dissectedOtherFrames``), and then the answer is `false`. The queue's numbering of late
     /// frames is left out (only their order matters), as are the summary's counts.
     func hasSameFuture(as other: RunState) -> Bool {
-        // An adapter's first timeout in a row counts only while it has a row (after an input the
-        // next timeout sets it afresh).
+        // An adapter's first timeout in a row (and the app's first wake-up) counts only while it
+        // has a row (after an input the next one sets it afresh).
         guard !dissectedOtherFrames, !other.dissectedOtherFrames, clock == other.clock, nextCall == other.nextCall,
               halted == other.halted, consecutiveTimeouts == other.consecutiveTimeouts, consecutiveWakeUps == other.consecutiveWakeUps,
               consecutiveTimeouts.indices.allSatisfy({ consecutiveTimeouts[$0] == 0 || firstTimeout[$0] == other.firstTimeout[$0] }),
+              consecutiveWakeUps == 0 || firstWakeUp == other.firstWakeUp,
               pending.count == other.pending.count, zip(pending, other.pending).allSatisfy({ $0.isSameDelivery(as: $1) })
         else { return false }
         switch (injector, other.injector) {
