@@ -19,7 +19,7 @@ struct BluetoothDissector: Sendable {
         case .bluetoothHCIH4WithPHDR:
             guard let field = data.u32be(at: 0) else {
                 return DissectedFrame(problem: DissectionProblem.short(
-                    "H4 pseudo-header", at: 0, need: 4, what: "direction", have: data.count).description)
+                    "H4 pseudo-header", at: 0, need: 4, what: "direction", have: data.count))
             }
             let direction: HCIDirection = field & 1 == 0 ? .sent : .received
             return h4(data, at: 4, direction: direction)
@@ -34,18 +34,18 @@ struct BluetoothDissector: Sendable {
         case .bluetoothLinuxMonitor:
             return monitor(data)
         default:
-            return DissectedFrame(summary: "\(linkType) \(data.count) bytes", problem: "link type \(linkType) is not dissected by Tether")
+            return DissectedFrame(summary: "\(linkType) \(data.count) bytes", problems: [DissectionProblem(layer: "pcap", kind: .linkTypeNotDissected(linkType))])
         }
     }
 
     private mutating func h4(_ data: UnsafeRawBufferPointer, at offset: Int, direction: HCIDirection) -> DissectedFrame {
         guard let typeByte = data.u8(at: offset) else {
-            return DissectedFrame(problem: DissectionProblem.short("H4", at: offset, need: 1, what: "packet type", have: 0).description, direction: direction)
+            return DissectedFrame(problem: DissectionProblem.short("H4", at: offset, need: 1, what: "packet type", have: 0), direction: direction)
         }
         guard let type = H4PacketType(rawValue: typeByte) else {
             return DissectedFrame(problem: DissectionProblem(
                 layer: "H4", offset: offset, expected: "packet type 1 (command), 2 (ACL), 3 (SCO), 4 (event) or 5 (ISO)",
-                found: "\(hex(typeByte, digits: 2))").description, direction: direction)
+                found: "\(hex(typeByte, digits: 2))"), direction: direction)
         }
         return hci(type, data, at: offset + 1, direction: direction, adapter: 0)
     }
@@ -53,7 +53,7 @@ struct BluetoothDissector: Sendable {
     private mutating func monitor(_ data: UnsafeRawBufferPointer) -> DissectedFrame {
         let header: BluetoothMonitor.Header
         switch BluetoothMonitor.parse(data) {
-        case .failure(let problem): return DissectedFrame(problem: problem.description)
+        case .failure(let problem): return DissectedFrame(problem: problem)
         case .success(let parsed): header = parsed
         }
         if let (type, direction) = BluetoothMonitor.hciPacket(header.opcode) {
@@ -66,7 +66,7 @@ struct BluetoothDissector: Sendable {
     }
 
     private mutating func hci(_ type: H4PacketType, _ data: UnsafeRawBufferPointer, at offset: Int, direction: HCIDirection, adapter: UInt16) -> DissectedFrame {
-        func failed(_ problem: DissectionProblem) -> DissectedFrame { DissectedFrame(problem: problem.description, direction: direction) }
+        func failed(_ problem: DissectionProblem) -> DissectedFrame { DissectedFrame(problem: problem, direction: direction) }
         switch type {
         case .command:
             switch HCICommandHeader.parse(data, at: offset) {
@@ -171,7 +171,7 @@ struct BluetoothDissector: Sendable {
         default:
             break
         }
-        return DissectedFrame(summary: summary, direction: direction, content: linkChange.map { .linkChange($0) } ?? .none, problem: problem?.description)
+        return DissectedFrame(summary: summary, direction: direction, content: linkChange.map { .linkChange($0) } ?? .none, problems: problem.map { [$0] } ?? [])
     }
 
     private mutating func aclData(_ header: HCIACLHeader, payload: UnsafeRawBufferPointer, payloadOffset: Int, direction: HCIDirection, adapter: UInt16) -> DissectedFrame {
@@ -204,28 +204,18 @@ struct BluetoothDissector: Sendable {
             } else {
                 summary = "ACL handle \(handleText) \(payload.count) bytes (dropped)"
             }
-            return DissectedFrame(summary: summary, direction: direction, problem: outcome.problem?.description)
+            return DissectedFrame(summary: summary, direction: direction, problems: outcome.problem.map { [$0] } ?? [])
         }
-        if wasSingle, let problem = frame.problemValue {
-            var rebased = problem
-            if rebased.context == context {
-                rebased.offset += payloadOffset
-                rebased.context = nil
-            }
-            frame.problemValue = rebased
-        }
-        var problem = frame.problemValue?.description
-        if let earlier = outcome.problem {
-            // A dropped unfinished PDU before a good one: both are worth seeing.
-            problem = [earlier.description, problem].compactMap { $0 }.joined(separator: "; ")
-        }
+        if wasSingle { frame.problemValue?.rebase(from: context, toFrameOffset: payloadOffset) }
+        // A dropped unfinished PDU before a good one: both are worth seeing.
+        let problems = [outcome.problem, frame.problemValue].compactMap { $0 }
         let content: DissectedFrame.Content
         if let smp = frame.smp {
             content = .smp([smp])
         } else {
             content = frame.records.isEmpty ? .none : .att(frame.records)
         }
-        return DissectedFrame(summary: frame.summary, direction: direction, content: content, problem: problem)
+        return DissectedFrame(summary: frame.summary, direction: direction, content: content, problems: problems)
     }
 
     /// Where a problem's offsets count from when they are not frame offsets.
@@ -256,7 +246,7 @@ struct BluetoothDissector: Sendable {
             // Offsets inside ATT count from the ATT opcode; shift them to the PDU's start.
             let result = att.dissect(payload, connection: connection, direction: direction, context: context())
             var problem = result.problem
-            problem?.offset += L2CAPBasicHeader.length
+            problem?.moveOffset(by: L2CAPBasicHeader.length)
             return Partial(summary: result.summary, records: result.records, problemValue: problem)
         case L2CAPBasicHeader.leSignallingChannel, 0x0001:
             let code = payload.u8(at: 0).map(L2CAPBasicHeader.signallingCommandName) ?? "empty"

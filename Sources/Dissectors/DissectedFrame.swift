@@ -198,15 +198,33 @@ public struct DissectedFrame: Sendable, Hashable {
     public var direction: HCIDirection?
     /// What the frame carried.
     public var content: Content
-    /// Why the frame could not be dissected further, if it could not (a value, not an error).
-    public var problem: String?
+    /// ``problems``, `nil` when there are none: nearly every frame has none, and an absent array
+    /// is nothing to count when the frame is copied. Never an empty array, so equality holds.
+    private var storedProblems: [DissectionProblem]?
 
     /// A dissected frame.
-    public init(summary: String, direction: HCIDirection? = nil, content: Content = .none, problem: String? = nil) {
+    public init(summary: String, direction: HCIDirection? = nil, content: Content = .none, problems: [DissectionProblem] = []) {
         self.summary = summary
         self.direction = direction
         self.content = content
-        self.problem = problem
+        self.storedProblems = problems.isEmpty ? nil : problems
+    }
+
+    /// Why the frame could not be dissected further, in the order the layers met them: usually
+    /// none; two when, say, an unfinished PDU was dropped before the frame's own, or a TCP gap
+    /// came before a malformed MQTT packet. Values, not errors.
+    public var problems: [DissectionProblem] {
+        get { storedProblems ?? [] }
+        set { storedProblems = newValue.isEmpty ? nil : newValue }
+    }
+
+    /// The first of ``problems``, if there is one.
+    public var problem: DissectionProblem? { storedProblems?.first }
+
+    /// ``problems`` as one line, joined by `; ` (what `tether inspect` shows), `nil` when there
+    /// are none.
+    public var problemDescription: String? {
+        storedProblems.map { $0.map(\.description).joined(separator: "; ") }
     }
 
     /// ATT PDUs completed by this frame; empty unless ``content`` is ``Content/att(_:)``.
@@ -261,9 +279,9 @@ extension DissectedFrame {
         content = .att(records)
     }
 
-    /// A frame whose bytes break a layout: the summary and the problem both say which layer, where
-    /// and what was expected.
-    public init(problem: String, direction: HCIDirection? = nil) {
-        self.init(summary: problem, direction: direction, problem: problem)
+    /// A frame that could not be dissected at all: the summary is the problem's sentence, which
+    /// says which layer, where and what was expected.
+    public init(problem: DissectionProblem, direction: HCIDirection? = nil) {
+        self.init(summary: problem.description, direction: direction, problems: [problem])
     }
 }

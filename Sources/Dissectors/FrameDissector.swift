@@ -128,17 +128,18 @@ public struct FrameDissector: Sendable {
             mqttTracker.feed(delivery.bytes, flow: delivery.flow, client: client, into: &records)
         }
         if let client, analysis.resetsConnection { mqttTracker.forget(client: client) }
-        var problem: String? = nil
+        var problems: [DissectionProblem] = []
         if analysis.lostBytes > 0 {
-            problem = "TCP: \(analysis.lostBytes) bytes before relative sequence \(analysis.relativeSequence) were never captured; the stream resumes after them\(client == nil ? "" : ", and MQTT is no longer read on this direction")"
+            problems.append(DissectionProblem(layer: "TCP", kind: .tcpBytesNotCaptured(
+                lostBytes: analysis.lostBytes, relativeSequence: analysis.relativeSequence, stopsMQTT: client != nil)))
         }
         // By index: a loop over the records would copy each one.
         for index in records.indices {
             guard let recordProblem = records[index].problem else { continue }
-            problem = problem.map { $0 + "; " + recordProblem } ?? recordProblem
+            problems.append(recordProblem)
         }
         let summary = ipSummaries ? Self.summary(segment, payloadLength: payload.count, analysis, records) : ""
-        return DissectedFrame(summary: summary, content: .tcp(segment, analysis, mqtt: records), problem: problem)
+        return DissectedFrame(summary: summary, content: .tcp(segment, analysis, mqtt: records), problems: problems)
     }
 
     static func summary(_ segment: TCPSegment, payloadLength: Int, _ analysis: TCPSegmentAnalysis, _ records: [MQTTRecord]) -> String {
@@ -154,7 +155,7 @@ public struct FrameDissector: Sendable {
     /// Tether's API-call records (LINKTYPE_USER0): one JSON object of UTF-8 text per frame.
     static func describeAPICall(_ data: UnsafeRawBufferPointer) -> DissectedFrame {
         guard let text = String(validating: data, as: UTF8.self) else {
-            return DissectedFrame(problem: "API call record: expected UTF-8 JSON text, found \(data.count) bytes that are not UTF-8")
+            return DissectedFrame(problem: DissectionProblem(layer: "API call record", kind: .notUTF8(byteCount: data.count)))
         }
         let shown = text.count > 160 ? String(text.prefix(157)) + "…" : text
         return DissectedFrame(summary: "API call \(shown)")
@@ -163,7 +164,7 @@ public struct FrameDissector: Sendable {
     /// Tether's App Group container events (LINKTYPE_USER1): one JSON object of UTF-8 text per frame.
     static func describeAppGroupEvent(_ data: UnsafeRawBufferPointer) -> DissectedFrame {
         guard let text = String(validating: data, as: UTF8.self) else {
-            return DissectedFrame(problem: "App Group event: expected UTF-8 JSON text, found \(data.count) bytes that are not UTF-8")
+            return DissectedFrame(problem: DissectionProblem(layer: "App Group event", kind: .notUTF8(byteCount: data.count)))
         }
         let shown = text.count > 160 ? String(text.prefix(157)) + "…" : text
         return DissectedFrame(summary: "App Group \(shown)")
@@ -185,7 +186,7 @@ public struct FrameDissector: Sendable {
         case .notIP(let name):
             return DissectedFrame(summary: name)
         case .problem(let problem):
-            return DissectedFrame(problem: problem.description)
+            return DissectedFrame(problem: problem)
         }
     }
 
@@ -195,7 +196,7 @@ public struct FrameDissector: Sendable {
     static func record(_ outcome: UDPExtractor.Outcome) -> DissectedFrame {
         switch outcome {
         case .udp(let datagram, _, _): DissectedFrame(summary: "", content: .udp(datagram))
-        case .problem(let problem): DissectedFrame(problem: problem.description)
+        case .problem(let problem): DissectedFrame(problem: problem)
         case .tcp, .fragmentPending, .otherTransport, .notIP: DissectedFrame(summary: "")
         }
     }

@@ -21,8 +21,8 @@ public struct MQTTRecord: Sendable, Hashable {
     /// For PUBLISH, the topic: the Topic Name, or what an MQTT 5 Topic Alias stood for on this
     /// direction of the connection. For SUBSCRIBE and UNSUBSCRIBE, the first Topic Filter.
     public var topic: String?
-    /// Why the packet could not be read, if it could not.
-    public var problem: String?
+    /// Why the packet could not be read, or its topic not known, if so.
+    public var problem: DissectionProblem?
 
     /// The control packet type number, 1–15 (0 is reserved and appears only in malformed packets).
     public var typeNumber: UInt8 { firstByte >> 4 }
@@ -105,12 +105,12 @@ struct MQTTTracker: Sendable {
                     records.append(MQTTRecord(
                         flow: flow, fromClient: fromClient, firstByte: firstByte, length: length, version: connection.version,
                         versionAssumed: !connection.versionKnown, packet: nil, topic: nil,
-                        problem: "MQTT: a packet of \(length) bytes, longer than the \(maximumPacketLength) bytes the dissector holds; passed over"))
+                        problem: DissectionProblem(layer: "MQTT", kind: .mqttPacketTooLong(length: length, limit: maximumPacketLength))))
                 case .unframeable(let error):
                     records.append(MQTTRecord(
                         flow: flow, fromClient: fromClient, firstByte: bytes.first ?? 0, length: 0, version: connection.version,
                         versionAssumed: !connection.versionKnown, packet: nil, topic: nil,
-                        problem: "\(error); the rest of this direction is not read as MQTT"))
+                        problem: DissectionProblem(error, stopsStream: true)))
                 }
             }
             if fromClient { connection.toServer = framer } else { connection.toClient = framer }
@@ -147,11 +147,11 @@ struct MQTTTracker: Sendable {
             connection.versionKnown = true
         }
         var topic: String? = nil
-        var problem: String? = nil
+        var problem: DissectionProblem? = nil
         var packet: MQTTPacket? = nil
         switch decoded {
         case .failure(let error):
-            problem = error.description
+            problem = DissectionProblem(error, stopsStream: false)
         case .success(let decodedPacket):
             if case .publish(let publish) = decodedPacket.body {
                 topic = publish.topic
@@ -159,7 +159,7 @@ struct MQTTTracker: Sendable {
                     if publish.topic.isEmpty {
                         topic = fromClient ? connection.aliasesToServer[alias] : connection.aliasesToClient[alias]
                         if topic == nil {
-                            problem = "MQTT PUBLISH: Topic Alias \(alias) was never set on this direction of the connection (§3.3.2.3.4)"
+                            problem = DissectionProblem(layer: "MQTT PUBLISH", kind: .mqttTopicAliasUnset(alias: alias))
                         }
                     } else if fromClient {
                         connection.aliasesToServer[alias] = publish.topic
@@ -213,5 +213,13 @@ enum MQTTSummary {
         case .reason(let code, _):
             return code == 0 ? name : "\(name) reason \(hex(code, digits: 2))"
         }
+    }
+}
+
+extension DissectionProblem {
+    /// A packet that does not decode, of the layer its type names (`MQTT PUBLISH`, or `MQTT`
+    /// when the first byte named no valid type).
+    init(_ error: MQTTDecodeError, stopsStream: Bool) {
+        self.init(layer: "MQTT" + (error.type.map { " \($0)" } ?? ""), kind: .mqttPacket(error, stopsStream: stopsStream))
     }
 }

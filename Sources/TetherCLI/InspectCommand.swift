@@ -340,7 +340,10 @@ final class JSONInspectOutput: InspectOutput {
             members.append(("mqtt", Self.mqtt(first)))
             members.append(("mqtt_all", "[" + dissected.mqtt.map(Self.mqtt).joined(separator: ",") + "]"))
         }
-        if let problem = dissected.problem { members.append(("problem", JSONText.string(problem))) }
+        if let problem = dissected.problemDescription {
+            members.append(("problem", JSONText.string(problem)))
+            members.append(("problems", "[" + dissected.problems.map(Self.problem).joined(separator: ",") + "]"))
+        }
         out.write((firstFrame ? "" : ",") + "\n" + JSONText.object(members))
         firstFrame = false
     }
@@ -371,7 +374,32 @@ final class JSONInspectOutput: InspectOutput {
                 members.append(("payload", JSONText.string(JSONText.hex(publish.payload))))
             }
         }
-        if let problem = record.problem { members.append(("problem", JSONText.string(problem))) }
+        if let problem = record.problem { members.append(("problem", JSONText.string(problem.description))) }
+        return JSONText.object(members)
+    }
+
+    /// One of a frame's problems for scripts: `layer`, `kind` (`layout`, `mqtt_packet`,
+    /// `mqtt_packet_too_long`, `mqtt_topic_alias_unset`, `tcp_bytes_not_captured`, `not_utf8`,
+    /// `link_type_not_dissected`), `offset` and `context` for a layout problem (a frame offset
+    /// unless `context` names what it counts within), and `text`, the sentence `problem` joins.
+    static func problem(_ problem: DissectionProblem) -> String {
+        var members: [(String, String)] = [("layer", JSONText.string(problem.layer))]
+        switch problem.kind {
+        case .layout(let offset, _, _, let context):
+            members.append(("kind", JSONText.string("layout")))
+            members.append(("offset", String(offset)))
+            if let context { members.append(("context", JSONText.string(context))) }
+        case .mqttPacket(let error, _):
+            members.append(("kind", JSONText.string("mqtt_packet")))
+            members.append(("offset", String(error.offset)))
+            members.append(("context", JSONText.string("the MQTT packet")))
+        case .mqttPacketTooLong: members.append(("kind", JSONText.string("mqtt_packet_too_long")))
+        case .mqttTopicAliasUnset: members.append(("kind", JSONText.string("mqtt_topic_alias_unset")))
+        case .tcpBytesNotCaptured: members.append(("kind", JSONText.string("tcp_bytes_not_captured")))
+        case .notUTF8: members.append(("kind", JSONText.string("not_utf8")))
+        case .linkTypeNotDissected: members.append(("kind", JSONText.string("link_type_not_dissected")))
+        }
+        members.append(("text", JSONText.string(problem.description)))
         return JSONText.object(members)
     }
 

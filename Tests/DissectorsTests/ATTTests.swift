@@ -111,7 +111,7 @@ struct ATTTests {
         var dissector = FrameDissector()
         let result = dissector.dissect(attFrame(.received, [0x1B, 0x10]), .bluetoothHCIH4WithPHDR)
         #expect(result.att.isEmpty)
-        #expect(result.problem?.hasPrefix("ATT: at frame offset 13: expected 3 bytes of Handle Value Notification") == true)
+        #expect(result.problemDescription?.hasPrefix("ATT: at frame offset 13: expected 3 bytes of Handle Value Notification") == true)
     }
 }
 
@@ -264,7 +264,8 @@ struct UndissectedLinkTypeTests {
     func leLinkLayer() {
         var dissector = FrameDissector()
         let result = dissector.dissect([0xD6, 0xBE, 0x89, 0x8E, 0, 0], .bluetoothLELL)
-        #expect(result.problem == "link type BLUETOOTH_LE_LL (251) is not dissected by Tether")
+        #expect(result.problem?.kind == .linkTypeNotDissected(.bluetoothLELL))
+        #expect(result.problemDescription == "link type BLUETOOTH_LE_LL (251) is not dissected by Tether")
         #expect(result.att.isEmpty && result.udp == nil)
     }
 
@@ -286,7 +287,7 @@ struct BumbleSessionTests {
 
     @Test("every frame dissects without a problem")
     func noProblems() {
-        let problems = dissectAll().compactMap { number, frame in frame.problem.map { "\(number): \($0)" } }
+        let problems = dissectAll().compactMap { number, frame in frame.problemDescription.map { "\(number): \($0)" } }
         #expect(problems.isEmpty)
     }
 

@@ -84,13 +84,13 @@ struct HCITests {
     func truncatedEvent() {
         var dissector = FrameDissector()
         let result = dissector.dissect(phdr(.received, [0x04, 0x0E, 10, 1]), .bluetoothHCIH4WithPHDR)
-        #expect(result.problem?.hasPrefix("HCI Event: at frame offset 7: expected 10 bytes") == true)
+        #expect(result.problemDescription?.hasPrefix("HCI Event: at frame offset 7: expected 10 bytes") == true)
     }
 
     @Test("an unknown H4 packet type is a problem")
     func unknownH4Type() {
         var dissector = FrameDissector()
-        #expect(dissector.dissect(phdr(.sent, [0x09, 1, 2]), .bluetoothHCIH4WithPHDR).problem?.contains("packet type") == true)
+        #expect(dissector.dissect(phdr(.sent, [0x09, 1, 2]), .bluetoothHCIH4WithPHDR).problemDescription?.contains("packet type") == true)
     }
 
     @Test("bare H4 has no direction unless epb_flags give one")
@@ -204,7 +204,7 @@ struct ACLReassemblyTests {
         var dissector = FrameDissector()
         let result = dissector.dissect(phdr(.received, aclPacket(boundary: 0b01, [1, 2, 3])), .bluetoothHCIH4WithPHDR)
         #expect(result.att.isEmpty)
-        #expect(result.problem?.contains("continuation fragment") == true)
+        #expect(result.problemDescription?.contains("continuation fragment") == true)
     }
 
     @Test("fragments longer than the L2CAP length are a problem")
@@ -213,7 +213,7 @@ struct ACLReassemblyTests {
         _ = dissector.dissect(phdr(.received, aclPacket(boundary: 0b10, le16(4) + le16(4) + [0x1B])), .bluetoothHCIH4WithPHDR)
         let result = dissector.dissect(phdr(.received, aclPacket(boundary: 0b01, [1, 2, 3, 4, 5, 6])), .bluetoothHCIH4WithPHDR)
         #expect(result.att.isEmpty)
-        #expect(result.problem?.contains("8 bytes in the L2CAP PDU") == true)
+        #expect(result.problemDescription?.contains("8 bytes in the L2CAP PDU") == true)
     }
 
     @Test("Disconnection Complete drops a PDU in progress")
@@ -223,7 +223,7 @@ struct ACLReassemblyTests {
         let event = dissector.dissect(phdr(.received, hciEvent(0x05, [0] + le16(0x0040) + [0x13])), .bluetoothHCIH4WithPHDR)
         #expect(event.summary == "HCI Event Disconnection Complete handle 0x0040 reason 0x13")
         let late = dissector.dissect(phdr(.received, aclPacket(boundary: 0b01, Array(pdu[20...]))), .bluetoothHCIH4WithPHDR)
-        #expect(late.problem?.contains("continuation fragment") == true)
+        #expect(late.problemDescription?.contains("continuation fragment") == true)
     }
 
     @Test("in-progress PDUs are bounded; the oldest is dropped")
@@ -249,6 +249,20 @@ struct ACLRestartTests {
         _ = dissector.dissect(phdr(.received, aclPacket(boundary: 0b10, Array(long[0..<20]))), .bluetoothHCIH4WithPHDR)
         let result = dissector.dissect(attFrame(.received, [0x1B] + le16(0x0011) + [2]), .bluetoothHCIH4WithPHDR)
         #expect(result.att.first?.handle == 0x0011)
-        #expect(result.problem?.contains("unfinished PDU (20 of 47 bytes) was dropped") == true)
+        #expect(result.problemDescription?.contains("unfinished PDU (20 of 47 bytes) was dropped") == true)
+    }
+
+    @Test("a dropped PDU comes before the problem of the frame that dropped it, each its own value")
+    func droppedPDUThenTheFramesOwnProblem() {
+        var dissector = FrameDissector()
+        let long = l2cap([0x1B] + le16(0x0010) + Array(repeating: 1, count: 40))
+        _ = dissector.dissect(phdr(.received, aclPacket(boundary: 0b10, Array(long[0..<20]))), .bluetoothHCIH4WithPHDR)
+        // A new start whose notification is too short for its handle.
+        let result = dissector.dissect(attFrame(.received, [0x1B, 0x10]), .bluetoothHCIH4WithPHDR)
+        #expect(result.problems.count == 2)
+        #expect(result.problems.first?.layer == "ACL")
+        #expect(result.problems.last == DissectionProblem(
+            layer: "ATT", offset: 13, expected: "3 bytes of Handle Value Notification (handle)", found: "only 2 bytes left"))
+        #expect(result.problemDescription == result.problems.map(\.description).joined(separator: "; "))
     }
 }

@@ -69,7 +69,7 @@ struct IPPathTests {
     func truncatedTCPIsAProblem() {
         var dissector = FrameDissector()
         let result = dissector.dissect(ipv4(proto: 6, payload: Array(repeating: 0, count: 12)), .ipv4)
-        #expect(result.problem?.hasPrefix("TCP: at frame offset 20: expected 20 bytes of TCP header") == true)
+        #expect(result.problemDescription?.hasPrefix("TCP: at frame offset 20: expected 20 bytes of TCP header") == true)
     }
 
     @Test("ARP on Ethernet is not UDP")
@@ -85,8 +85,8 @@ struct IPPathTests {
         var dissector = FrameDissector()
         let frame = Array(repeating: 0, count: 12) + be16(0x0800) + [0x45, 0, 0, 40]
         let result = dissector.dissect(frame, .ethernet)
-        let problem = result.problem
-        #expect(problem?.hasPrefix("IPv4: at frame offset 14: expected 20 bytes of IPv4 header") == true)
+        #expect(result.problem == DissectionProblem(layer: "IPv4", offset: 14, expected: "20 bytes of IPv4 header", found: "only 4 bytes left"))
+        #expect(result.problemDescription == "IPv4: at frame offset 14: expected 20 bytes of IPv4 header; found only 4 bytes left")
     }
 
     @Test("a UDP length beyond the IP payload is malformed")

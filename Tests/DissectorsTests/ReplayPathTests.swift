@@ -131,7 +131,7 @@ struct ReplayPathTests {
         let header = HCIACLHeader(handle: 0x0040, packetBoundary: 0b10, broadcast: 0, dataLength: pdu.count)
         let outcome = pdu.withUnsafeBytes { reassembler.add(header, data: $0, key: key, dataOffset: 9, borrowingWholePDU: true) }
         #expect(outcome.pduIsFragment)
-        #expect(outcome.problem?.found.contains("unfinished PDU (5 of 44 bytes) was dropped") == true)
+        #expect(outcome.problem?.description.contains("unfinished PDU (5 of 44 bytes) was dropped") == true)
         #expect(reassembler.inProgressCount == 0)
     }
 

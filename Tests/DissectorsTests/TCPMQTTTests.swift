@@ -141,8 +141,16 @@ func mqttTypes(_ frames: [[UInt8]], dissector: inout FrameDissector) -> [[String
             #expect(frame.mqtt.isEmpty)
         }
         let loss = try? #require(sawLoss)
-        #expect(loss?.problem?.contains("were never captured") == true)
-        #expect(loss?.problem?.contains("MQTT is no longer read on this direction") == true)
+        guard case .tcpBytesNotCaptured(let lostBytes, _, let stopsMQTT)? = loss?.problem?.kind else {
+            Issue.record("expected the TCP gap as the frame's problem, got \(String(describing: loss?.problems))")
+            return
+        }
+        // The stream held the first PUBLISH, then nothing until relative offset 100,000.
+        #expect(lostBytes == 100_000 - encoded(publish("a", "before")).count)
+        #expect(stopsMQTT)
+        #expect(loss?.problem?.layer == "TCP")
+        #expect(loss?.problemDescription?.contains("were never captured") == true)
+        #expect(loss?.problemDescription?.contains("MQTT is no longer read on this direction") == true)
     }
 
     @Test func aPortThatIsNotMQTTsHasNoMQTTRecords() {
@@ -206,7 +214,9 @@ func mqttTypes(_ frames: [[UInt8]], dissector: inout FrameDissector) -> [[String
         // The broker's direction has its own aliases: alias 1 means nothing there yet.
         let unknown = dissector.dissect(c.broker(0, useAlias), .ipv4)
         #expect(unknown.mqtt.first?.topic == nil)
-        #expect(unknown.problem?.contains("Topic Alias 1 was never set") == true)
+        #expect(unknown.problems == [DissectionProblem(layer: "MQTT PUBLISH", kind: .mqttTopicAliasUnset(alias: 1))])
+        #expect(unknown.mqtt.first?.problem == unknown.problem)
+        #expect(unknown.problemDescription?.contains("Topic Alias 1 was never set") == true)
     }
 
     @Test func aMalformedPacketIsAProblemAndTheNextOneIsStillRead() {
@@ -217,7 +227,14 @@ func mqttTypes(_ frames: [[UInt8]], dissector: inout FrameDissector) -> [[String
         #expect(result.mqtt[0].packet == nil)
         #expect(result.mqtt[0].typeNumber == 8)
         #expect(result.mqtt[1].topic == "ok")
-        #expect(result.problem?.hasPrefix("MQTT SUBSCRIBE: at offset 4") == true)
+        #expect(result.problem?.layer == "MQTT SUBSCRIBE")
+        guard case .mqttPacket(let error, let stopsStream)? = result.problem?.kind else {
+            Issue.record("expected an MQTT packet problem, got \(String(describing: result.problem))")
+            return
+        }
+        #expect(error.offset == 4)
+        #expect(!stopsStream)
+        #expect(result.problemDescription?.hasPrefix("MQTT SUBSCRIBE: at offset 4") == true)
         #expect(result.summary.hasPrefix("MQTT SUBSCRIBE (malformed, 4 bytes), PUBLISH ok QoS 0 (1 bytes) — TCP 127.0.0.1:50123 → 127.0.0.1:1883"))
     }
 

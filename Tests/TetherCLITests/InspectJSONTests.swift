@@ -1,4 +1,5 @@
 import Foundation
+import CaptureKit
 import Testing
 import TetherTestSupport
 
@@ -62,6 +63,27 @@ import TetherTestSupport
         #expect((frames[1]["att_all"] as? [[String: Any]])?.count == 1)
         #expect(frames[1]["direction"] as? String == "received")
         #expect(frames[1]["udp"] == nil)
+    }
+
+    @Test func aFrameThatDoesNotDissectCarriesItsProblemsAsTextAndAsObjects() throws {
+        let folder = try TemporaryFolder("cli-tests")
+        let interfaces = [CaptureInterface(linkType: .bluetoothHCIH4WithPHDR, name: "hci0")]
+        // A notification too short for its handle: ATT's problem, at a frame offset.
+        let short = FrameBuilder.h4ATT(received: true, att: [0x1B, 0x10])
+        let frames = [CaptureFrame(number: 1, interfaceIndex: 0, timestampNs: 1_700_000_000_000_000_000, originalLength: short.count, data: short)]
+        let path = folder.path("short.pcapng").path
+        try FrameBuilder.writePcapng(interfaces, frames, to: path)
+        let json = try Self.inspectJSON([path, "--frames"])
+        let frame = try #require((json["frame_list"] as? [[String: Any]])?.first)
+        let text = try #require(frame["problem"] as? String)
+        #expect(text.hasPrefix("ATT: at frame offset 13: expected 3 bytes of Handle Value Notification"))
+        let problems = try #require(frame["problems"] as? [[String: Any]])
+        #expect(problems.count == 1)
+        #expect(problems.first?["layer"] as? String == "ATT")
+        #expect(problems.first?["kind"] as? String == "layout")
+        #expect(problems.first?["offset"] as? Int == 13)
+        #expect(problems.first?["context"] == nil, "a frame offset has no context")
+        #expect(problems.first?["text"] as? String == text)
     }
 
     @Test func aTruncatedFileGivesItsFramesAndAWarningOnStderr() throws {
