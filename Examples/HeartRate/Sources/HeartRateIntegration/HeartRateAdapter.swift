@@ -63,6 +63,9 @@ public struct HeartRateAdapter: CoreAdapter {
         if frame.interface.carriesAPICalls {
             switch frame.apiCallRecord() {
             case .parsed(let record):
+                // One `api-calls` interface may carry several cores' records: another core's
+                // are not this one's to read (a record without `core` is taken as this core's).
+                if let named = record["core"], named != .string(core) { return [] }
                 guard case .string(let name)? = record["call"] else {
                     return [event("api_record_malformed", now, ["frame": .int(Int64(frame.number)), "detail": .string("no \"call\"")])]
                 }

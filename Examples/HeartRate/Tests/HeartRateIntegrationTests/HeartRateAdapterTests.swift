@@ -28,3 +28,22 @@ private func strapFrame(_ records: [ATTRecord], number: Int = 7) -> ReplayFrame 
     #expect(events.first?.field("kind") == .string("unexpected_response"))
     #expect(events.first?.field("response") == .string("error_response"))
 }
+
+/// One `api-calls` record as the engine hands it over.
+private func apiCallFrame(_ json: String, number: Int = 3) -> ReplayFrame {
+    let interface = ReplayInterface(index: 1, linkType: .user0, role: .apiCalls)
+    return Array(json.utf8).withUnsafeBytes { bytes in
+        ReplayFrame(number: number, virtualTimeNs: 0, timestampNs: 0, interface: interface, bytes: bytes)
+    }
+}
+
+@Test func anotherCoresRecordOnTheSameInterfaceIsLeftAlone() {
+    var adapter = HeartRateAdapter(configuration: .standard, handles: HeartRateHandles(measurement: 0x0012, measurementCCCD: 0x0013),
+                                   calls: [], matching: .off)
+    #expect(adapter.frame(apiCallFrame(#"{"core":"messaging","call":"send_message"}"#), now: .milliseconds(1)).isEmpty)
+    // This core's record, named or not, is read.
+    let named = adapter.frame(apiCallFrame(#"{"core":"heart_rate","call":"start"}"#), now: .milliseconds(2))
+    #expect(named.first?.event == "api_call")
+    let unnamed = adapter.frame(apiCallFrame(#"{"call":"no_such_call"}"#), now: .milliseconds(3))
+    #expect(unnamed.map(\.event) == ["api_call", "api_record_malformed"])
+}
