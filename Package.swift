@@ -211,7 +211,7 @@ let package = Package(
         ]),
         // What an SDK facade talks to: a core's host, replayed (TetherTesting's ReplaySession) or
         // live. Knows no core and no SDK.
-        .target(name: "AppLoop", dependencies: ["BehaviourTrace"]),
+        .target(name: "AppLoop", dependencies: ["BehaviourTrace", .product(name: "DequeModule", package: "swift-collections")]),
         // Garmin's Connect IQ Mobile SDK for iOS as Swift sees it, backed by MessagingCore through
         // an AppLoop host: the user's own companion-app code runs in the loop.
         .target(name: "TetherConnectIQ", dependencies: ["AppLoop", "BehaviourTrace", "MessagingCore", "MonkeyC", "MonkeyCTrace", "MonkeyCFoundation"]),
@@ -295,6 +295,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "TimelineReportTests", dependencies: ["TimelineReport", "ReplayKit", "BehaviourTrace", "CaptureSet"]),
+        .testTarget(name: "AppLoopTests", dependencies: ["AppLoop"]),
         .testTarget(name: "TetherTestingTests", dependencies: ["TetherTesting", "ReplayKit", "BehaviourTrace", "TetherIntegrations", "CaptureSet"]),
         .testTarget(name: "MonkeyCFoundationTests", dependencies: ["MonkeyCFoundation", "MonkeyC"]),
         .testTarget(name: "TetherConnectIQTests", dependencies: ["TetherTestSupport", "TetherConnectIQ", "TetherTesting", "BehaviourTrace"]),

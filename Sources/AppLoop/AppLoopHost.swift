@@ -96,9 +96,15 @@ public enum AppLoop {
 
 /// What every host keeps for the facades bound to it: each facade's one object, and who
 /// observes which core's events. A host owns one and forwards ``AppLoopHost/observe(core:_:)``
-/// and ``AppLoopHost/facade(_:make:)`` to it, and hands it every event it writes. Used from the
-/// host's driving thread only, as the host is.
-public final class AppLoopBindings {
+/// and ``AppLoopHost/facade(_:make:)`` to it, and hands it every event it writes.
+///
+/// The host delivers events on its driving thread, but the app may reach a facade first from any
+/// thread (`ConnectIQ.sharedInstance()` in a task on Swift's pool, while a run delivers events), so
+/// the tables are behind a lock. `@unchecked Sendable`: both tables are read and written under
+/// `lock` only. It is recursive because a facade's initialiser, run by ``facade(_:make:)`` under
+/// the lock, registers its observer; handlers are called outside it, so a handler may call back in.
+public final class AppLoopBindings: @unchecked Sendable {
+    private let lock = NSRecursiveLock()
     private var observers: [String: [(TraceEvent) -> Void]] = [:]
     private var facades: [String: AnyObject] = [:]
 
@@ -107,20 +113,22 @@ public final class AppLoopBindings {
 
     /// Calls `handler` with each of `core`'s events from now on.
     public func observe(core: String, _ handler: @escaping (TraceEvent) -> Void) {
-        observers[core, default: []].append(handler)
+        lock.withLock { observers[core, default: []].append(handler) }
     }
 
     /// Hands `event` to its core's observers, in the order they registered.
     public func deliver(_ event: TraceEvent) {
-        guard let handlers = observers[event.core] else { return }
+        guard let handlers = lock.withLock({ observers[event.core] }) else { return }
         for handler in handlers { handler(event) }
     }
 
-    /// The one facade of `key`, made by `make` the first time.
+    /// The one facade of `key`, made by `make` the first time (once, whichever thread asks first).
     public func facade<Facade: AnyObject & Sendable>(_ key: String, make: () -> Facade) -> Facade {
-        if let made = facades[key] as? Facade { return made }
-        let made = make()
-        facades[key] = made
-        return made
+        lock.withLock {
+            if let made = facades[key] as? Facade { return made }
+            let made = make()
+            facades[key] = made
+            return made
+        }
     }
 }

@@ -10,6 +10,10 @@ import Foundation
 /// instant. The opens and closes those reads cause are not recorded. A writer that follows the
 /// atomic-write convention (write `.NAME.tmp-ROLE-PID`, then rename it to `NAME`) is named in the
 /// `moved_in` frame's `writer`.
+///
+/// `@unchecked Sendable`: `stopRequested` is read and written under `lock` only; the other `var`s and
+/// `watcher` belong to the thread inside `run`, and `statistics()` and `close()` read them only after
+/// `run` returned (the ``LiveSource`` lifecycle, which ``Recorder`` keeps).
 public final class AppGroupSource: LiveSource, @unchecked Sendable {
     // Thread-safety: `watcher`, `ownReads`, `renamesInFlight` and `framesSeen` are used only by the
     // thread inside `run` (`statistics()` and `close()` come after it returned, as Recorder calls

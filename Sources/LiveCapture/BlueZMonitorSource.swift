@@ -15,6 +15,9 @@ import Foundation
 /// The read path (socket, bind, `SO_TIMESTAMP`, header conversion) follows the kernel's monitor
 /// channel layout (capture-formats.md, "BlueZ monitor channel"); it cannot run on machines without
 /// Bluetooth, so only the header conversion and the unsupported-kernel error are tested there.
+///
+/// `@unchecked Sendable`: `stopRequested` and `closed` are read and written under `lock` only; `fd`
+/// and the other `let`s never change after `init`, and the read buffers are locals of `run`.
 public final class BlueZMonitorSource: LiveSource, @unchecked Sendable {
     // Thread-safety: `fd` is read by the one thread inside `run` and closed by `close()` after `run`
     // returned; the flags are guarded by `lock`; `stop()` only sets a flag that the poll loop checks

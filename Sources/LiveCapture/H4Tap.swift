@@ -42,6 +42,10 @@ import Darwin
 /// Lifecycle: `init` → optionally ``record(into:input:)``, ``onPacket(_:)``, ``onNotice(_:)`` →
 /// ``open()`` (binds, connects the controller; optional, `start` does it) → ``start()`` → ``stop()``.
 /// Stop the tap before finishing the recorder it writes to.
+///
+/// `@unchecked Sendable`: the "Guarded by" `var`s are used under `lock` or `finishedCondition` only.
+/// The loop thread's are set by `open()` before `start()` makes the thread, then used by it alone,
+/// except `wakeWrite`, which `stop()` writes to under `lock`, the lock the thread closes it under.
 public final class H4Tap: @unchecked Sendable {
     // Thread-safety: members under "loop thread" are touched only by the thread `start()` makes
     // (or, before it exists and after it ended, by `open`/`stop` holding `lock`); everything else

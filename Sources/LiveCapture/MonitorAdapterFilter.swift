@@ -5,7 +5,7 @@ import CaptureKit
 ///
 /// The monitor channel always carries every adapter (as `btmon` shows them); the adapter index is
 /// the first field of each link type 254 frame, and adapter `hciN` has index N.
-public final class MonitorAdapterFilter: LiveSource, @unchecked Sendable {
+public final class MonitorAdapterFilter: LiveSource, Sendable {
     // Thread-safety: immutable apart from `base`, whose own guarantees apply.
 
     /// Index of records that belong to no adapter.

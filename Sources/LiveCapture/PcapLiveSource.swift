@@ -7,6 +7,10 @@ import Foundation
 ///
 /// The handle is activated in the initializer, so permission and device errors surface before any
 /// file is created. Drops are read from `pcap_stats` (`ps_drop + ps_ifdrop`).
+///
+/// `@unchecked Sendable`: `stopRequested`, `closed` and `lastStatistics` are used under `lock` only;
+/// `handle` is used by the thread inside `run`, by `statistics()`/`close()` only after `run` returned
+/// (the ``LiveSource`` lifecycle), and by `stop()` for `pcap_breakloop`, which is safe from any thread.
 public final class PcapLiveSource: LiveSource, @unchecked Sendable {
     // Thread-safety: `handle` is used by the one thread inside `run` and by `close()` after `run`
     // returned; `stop()` only calls `pcap_breakloop`, which libpcap documents as safe from another

@@ -94,6 +94,10 @@ public struct RecordingSummary: Sendable, Equatable {
 ///
 /// Use: `start()`, then `run()` (async, returns after ``stop()`` with the sealed summary); or, for
 /// inputs without a source, `start()`, `write(_:input:)`…, `finish()`.
+///
+/// `@unchecked Sendable`: every `var` (the `PcapngWriter` included) is read and written under `lock`
+/// only, by the source threads, the caller and `mark`/`stop` alike; the `let`s never change after
+/// `init`.
 public final class Recorder: @unchecked Sendable {
     // Thread-safety: every mutable member is guarded by `lock`; source threads, `mark` and `stop`
     // may come from any thread.

@@ -42,7 +42,7 @@ public struct RecordingRequest: Sendable {
 /// Task { try await Task.sleep(for: .seconds(10)); session.stop() }
 /// let summary = try await session.run()          // sealed when it returns
 /// ```
-public final class RecordingSession: @unchecked Sendable {
+public final class RecordingSession: Sendable {
     // Thread-safety: `recorder`, `tap` and `stopped` are thread-safe themselves; the rest is set
     // in `init` and never changed.
 
@@ -170,6 +170,8 @@ public final class RecordingSession: @unchecked Sendable {
 }
 
 /// Fires once, from any thread; ``wait()`` returns once it has fired (at once if it already has).
+///
+/// `@unchecked Sendable`: `fired` and `waiter` are read and written under `lock` only.
 final class StopSignal: @unchecked Sendable {
     // Thread-safety: both members are guarded by `lock`.
     private let lock = NSLock()

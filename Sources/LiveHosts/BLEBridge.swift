@@ -21,6 +21,10 @@ import Foundation
 /// client and server, every transport: TCP, serial, USB dongles); writing one in Swift would
 /// duplicate it for no gain in what is tested, since the code under test is the core, and the H4
 /// tap still records every HCI packet of the real stack.
+///
+/// `@unchecked Sendable`: no lock; `socket`, `buffer` and `socketsRemoved` are used only on the thread
+/// that made it (a live host makes it in its synchronous `run()` and uses it there alone); the stderr
+/// pipe's handler, on Foundation's thread, touches only the ``OutputTail``.
 public final class BLEBridge: @unchecked Sendable {
     // One thread uses an instance (the live host's loop); no locking.
 
@@ -275,6 +279,9 @@ public final class BLEBridge: @unchecked Sendable {
 
 /// The last bytes a process wrote to a pipe (at most ``limit``), filled from the pipe's
 /// readability handler and read once the process has exited.
+///
+/// `@unchecked Sendable`: `bytes` and `ended` are read and written under `lock` only: the pipe's
+/// handler writes them on Foundation's thread while the host's thread reads them.
 final class OutputTail: @unchecked Sendable {
     // The handler runs on Foundation's thread, the reader on the host's: one lock guards both.
     private let lock = NSLock()

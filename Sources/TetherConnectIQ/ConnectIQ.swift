@@ -12,10 +12,10 @@ import MonkeyCTrace
 /// Every call returns at once, as on the phone; results come later, on the host's thread, in the
 /// order of its clock. Each call and each callback is written to the host's trace as an `app`
 /// event, so `tether diff` compares two versions of the app on one recording.
+///
+/// `@unchecked Sendable`: every mutable field is in `state`, read and written only under `lock`; the
+/// app's delegates and blocks kept there (not Sendable) are called outside it, on the host's thread.
 public final class ConnectIQ: @unchecked Sendable {
-    // @unchecked: the mutable state is behind `lock`, and callbacks are made outside it; the
-    // delegates it keeps are the app's, called only on the host's thread.
-
     private let host: (any AppLoopHost)?
     private let lock = NSLock()
     private var state = State()
@@ -186,8 +186,7 @@ public final class ConnectIQ: @unchecked Sendable {
     public func getAppStatus(_ app: IQApp!, completion: ((IQAppStatus?) -> Void)!) {
         guard let app else { return misuse("getAppStatus(_:completion:)", "a nil app") }
         record("getAppStatus(_:completion:)", Self.fields(app))
-        lock.withLock { state.awaiting.append(.appStatus(app: app, completion: completion)) }
-        post("app_status", Self.fields(app))
+        post("app_status", Self.fields(app), awaiting: .appStatus(app: app, completion: completion))
     }
 
     /// Delivers `app`'s messages to `delegate` from now on. Several delegates of one app each get
@@ -259,8 +258,7 @@ public final class ConnectIQ: @unchecked Sendable {
         guard host != nil else {
             return deliverCompletion(completion, .failure_DeviceNotAvailable, app: app, send: nil)
         }
-        lock.withLock { state.awaiting.append(.send(app: app, progress: progress, completion: completion)) }
-        post("send", fields)
+        post("send", fields, awaiting: .send(app: app, progress: progress, completion: completion))
     }
 
     /// Asks the watch to open `app`; `completion` gets `Success` when the prompt was shown,
@@ -268,8 +266,7 @@ public final class ConnectIQ: @unchecked Sendable {
     public func openAppRequest(_ app: IQApp!, completion: IQSendMessageCompletion!) {
         guard let app else { return misuse("openAppRequest(_:completion:)", "a nil app") }
         record("openAppRequest(_:completion:)", Self.fields(app))
-        lock.withLock { state.awaiting.append(.openApp(app: app, completion: completion)) }
-        post("open_app", Self.fields(app))
+        post("open_app", Self.fields(app), awaiting: .openApp(app: app, completion: completion))
     }
 
     /// Sends an image to `app`. The SDK documents it as not working; here it completes with
@@ -423,8 +420,14 @@ public final class ConnectIQ: @unchecked Sendable {
         post("unregister_app", fields)
     }
 
-    private func post(_ call: String, _ arguments: [String: TraceValue]) {
-        guard let host else { return }
+    /// Posts `call` to the host, its entry (`awaiting`, or one that only names the call) queued
+    /// for the core's answer.
+    private func post(_ call: String, _ arguments: [String: TraceValue], awaiting: Awaiting? = nil) {
+        let entry = awaiting ?? .other(call)
+        guard let host else {
+            lock.withLock { state.awaiting.append(entry) }
+            return
+        }
         if !host.cores.contains("messaging") {
             let warn = lock.withLock { () -> Bool in
                 defer { state.warnedNoCore = true }
@@ -435,12 +438,15 @@ public final class ConnectIQ: @unchecked Sendable {
                     + "record the phone's side with `tether live messaging --record` to run Connect IQ code against it")
             }
         }
-        if !["send", "app_status", "open_app"].contains(call) {
-            lock.withLock { state.awaiting.append(.other(call)) }
-        }
         var record = arguments
         record["call"] = .string(call)
-        host.post(core: "messaging", record: record)
+        // Both under the one lock: the core answers calls in the order the host took them, and the
+        // answers are matched to the waiting entries in theirs, so the two orders must be one even
+        // when the app calls from two threads at once (a callback and a task on Swift's pool).
+        lock.withLock {
+            state.awaiting.append(entry)
+            host.post(core: "messaging", record: record)
+        }
     }
 
     private func record(_ api: String, _ fields: [String: TraceValue]) {

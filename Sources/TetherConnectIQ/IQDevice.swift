@@ -1,8 +1,7 @@
 /// A Connect IQ device (`IQDevice`): what the device selection URL lists. Equal when the UUIDs
 /// are, as the SDK compares them.
-public final class IQDevice: Hashable, CustomStringConvertible, @unchecked Sendable {
-    // @unchecked: every stored property is a `let` of a Sendable type; the class is not `final`
-    // in the SDK, but subclassing it is not something apps do.
+public final class IQDevice: Hashable, CustomStringConvertible, Sendable {
+    // `final`, though the SDK's class is not: subclassing it is not something apps do.
 
     /// The device's identifier.
     public let uuid: UUID!
@@ -37,9 +36,7 @@ public final class IQDevice: Hashable, CustomStringConvertible, @unchecked Senda
 }
 
 /// An app on a device (`IQApp`): a Connect IQ app id with the store id and the device it runs on.
-public final class IQApp: Hashable, CustomStringConvertible, @unchecked Sendable {
-    // @unchecked: every stored property is a `let` of a Sendable type.
-
+public final class IQApp: Hashable, CustomStringConvertible, Sendable {
     /// The app's Connect IQ id (its manifest's `id`).
     public let uuid: UUID!
     /// The app's store id (may be the app id when it has none).
@@ -75,9 +72,7 @@ public final class IQApp: Hashable, CustomStringConvertible, @unchecked Sendable
 }
 
 /// What `getAppStatus(_:completion:)` learns (`IQAppStatus`).
-public final class IQAppStatus: CustomStringConvertible, @unchecked Sendable {
-    // @unchecked: both stored properties are `let`s of Sendable types.
-
+public final class IQAppStatus: CustomStringConvertible, Sendable {
     /// Whether the app is installed on the device.
     public let isInstalled: Bool
     /// Its version, when installed.

@@ -6,9 +6,10 @@ import Foundation
 // (not part of Apple's API): what the facade names to the `central` core.
 
 /// A service, characteristic or descriptor of a peripheral (`CBAttribute`).
+///
+/// `@unchecked Sendable` because an `NSObject` subclass cannot be checked: its own stored properties
+/// are `let`s (a ``CBUUID`` and a handle); each subclass justifies the mutable state it adds.
 open class CBAttribute: NSObject, @unchecked Sendable {
-    // @unchecked: like the SDK's, these objects are used from the thread callbacks arrive on.
-
     /// The attribute's type.
     open var uuid: CBUUID { attributeUUID }
 

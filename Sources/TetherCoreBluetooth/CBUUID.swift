@@ -20,8 +20,10 @@
 /// The UUID of an attribute, as defined by Bluetooth (`CBUUID`): a service, a characteristic or a
 /// descriptor.
 ///
-/// Immutable, so shared freely between threads. Equal when the 128-bit values are equal, whatever
-/// form each was made from; see the top of this file.
+/// Equal when the 128-bit values are equal, whatever form each was made from; see the top of the file.
+///
+/// `@unchecked Sendable` because an `NSObject` subclass cannot be checked: immutable, so shared freely
+/// between threads; its one stored property, `form`, is a `let` of a Sendable enum.
 public final class CBUUID: NSObject, NSCopying, @unchecked Sendable {
     /// The form the UUID was made from, kept because `uuidString` and `data` give it back.
     private enum Form: Sendable {

@@ -5,9 +5,11 @@ import Foundation
 /// The facade's side of one host: the peripherals and managers the app holds, and the `central`
 /// core's events turned into their delegate callbacks. One per host (``AppLoopHost/facade(_:make:)``),
 /// used on the host's driving thread only: calls post to the host, callbacks come from it.
+///
+/// `@unchecked Sendable`: no lock; its `var`s are read and written only on the thread that drives the
+/// session: in the core's events, and in the app's calls on its managers and peripherals, used as
+/// CoreBluetooth's own objects are, on their manager's queue, which here is that thread.
 final class CoreBluetoothSession: @unchecked Sendable {
-    // @unchecked: touched only on the thread that drives the host (AppLoopHost's contract).
-
     private let host: any AppLoopHost
     private var managers: [Weak<CBCentralManager>] = []
     /// Managers whose creation the core has not answered yet, oldest first.

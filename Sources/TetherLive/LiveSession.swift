@@ -26,10 +26,14 @@ import SessionLive
 /// ```
 ///
 /// The live host runs on the calling thread inside ``run(for:until:)``; callbacks are made there,
-/// in the order things happen on the link.
+/// in the order things happen on the link. App code that awaits runs there too when started on
+/// ``taskExecutor``, as it does in `ReplaySession`: `Task(executorPreference: live.taskExecutor) { … }`.
+///
+/// `@unchecked Sendable`: what the app may reach from any thread while the host runs — the posted
+/// calls, the warnings, the app's early events, the running loop and its thread — is under `lock`;
+/// an `app` event written from another thread is handed to the host's thread to write, since the
+/// host's trace has no lock. The rest is the host's, touched only inside ``run(for:until:)``.
 public final class LiveSession: AppLoopHost, @unchecked Sendable {
-    // @unchecked: the state below is touched by the thread inside `run` (the host's loop) and by
-    // the app on that thread; the calls the app posts are behind a lock.
 
     /// A Connect IQ watch the phone talks to.
     public struct ConnectIQWatch: Sendable, Hashable {
@@ -65,10 +69,15 @@ public final class LiveSession: AppLoopHost, @unchecked Sendable {
         case call([String: TraceValue])
         case work(() -> Void)
     }
-    private let postedLock = NSLock()
+    /// Guards `posted`, `loop`, `runningThread`, `sessionWarnings` and `earlyAppEvents`. Never
+    /// held while the app's code runs.
+    private let lock = NSLock()
     private var posted: [Posted] = []
     private let bindings = AppLoopBindings()
     private var loop: LiveAppLoop?
+    /// The thread inside ``run(for:until:)`` while the host runs: the one that may write to the
+    /// host's trace.
+    private var runningThread: pthread_t?
     private var sessionWarnings: [String] = []
     private var ran = false
     /// The app's events written before the host started (`parseDeviceSelectionResponse`, the
@@ -161,20 +170,30 @@ public final class LiveSession: AppLoopHost, @unchecked Sendable {
             takeCalls: { [weak self] in self?.takePosted() ?? [] },
             observe: { [weak self] event in self?.deliver(event) },
             started: { [weak self] in self?.flushEarlyAppEvents() })
-        self.loop = loop
-        defer { self.loop = nil }
+        lock.withLock {
+            self.loop = loop
+            runningThread = pthread_self()
+        }
+        defer {
+            lock.withLock {
+                self.loop = nil
+                runningThread = nil
+            }
+            // No host is left to run the app's tasks on: they go on elsewhere.
+            taskExecutor.passOn()
+        }
         do throws(LiveMessagingError) {
             switch host {
             case .connectIQ(var request):
                 request.app = loop
                 let outcome = try runLiveMessaging(request)
                 (trace, recording) = (outcome.trace, outcome.recording)
-                sessionWarnings += outcome.notices
+                lock.withLock { sessionWarnings += outcome.notices }
             case .watchConnectivity(var options, let recordSet):
                 options.app = loop
                 let outcome = try runLiveSession(options, recordSet: recordSet, title: "Live WatchConnectivity session with the app in the loop")
                 (trace, recording) = (outcome.trace, outcome.recording)
-                sessionWarnings += outcome.notices
+                lock.withLock { sessionWarnings += outcome.notices }
             }
         } catch {
             throw LiveSessionError(description: error.description)
@@ -183,13 +202,21 @@ public final class LiveSession: AppLoopHost, @unchecked Sendable {
 
     private func flushEarlyAppEvents() {
         guard let record = loop?.record else { return }
-        for event in earlyAppEvents { record(event) }
-        earlyAppEvents = []
+        let early = lock.withLock { () -> [TraceEvent] in
+            defer { earlyAppEvents = [] }
+            return earlyAppEvents
+        }
+        for event in early { record(event) }
     }
 
-    /// The calls posted since the last time, running the facades' own work on the way.
+    /// The calls posted since the last time: first the app's tasks on ``taskExecutor`` that became
+    /// ready run, here, on the host's thread; then the facades' own work, on the way.
     private func takePosted() -> [[String: TraceValue]] {
-        let taken = postedLock.withLock { () -> [Posted] in
+        if !taskExecutor.runPendingJobs() {
+            warn("app tasks on the session's taskExecutor made \(AppTaskExecutor.jobLimit) jobs in one pass without waiting; "
+                + "they run on a global queue from now on, beside the host")
+        }
+        let taken = lock.withLock { () -> [Posted] in
             defer { posted.removeAll() }
             return posted
         }
@@ -206,7 +233,18 @@ public final class LiveSession: AppLoopHost, @unchecked Sendable {
     private func deliver(_ event: TraceEvent) { bindings.deliver(event) }
 
     /// The warnings of the run (calls the device could not answer, the tap's notices).
-    public var warnings: [String] { sessionWarnings }
+    public var warnings: [String] { lock.withLock { sessionWarnings } }
+
+    /// Where to start app code that awaits (on ``clock``, or on the app's own continuations) so that
+    /// it runs on the host's thread, as callbacks do: `Task(executorPreference: live.taskExecutor) { … }`.
+    /// Its jobs run between the host's reads of the link, at least every 20 ms, inside
+    /// ``run(for:until:)``; before the run they wait for it, after it they run on a global queue.
+    /// The same line works with `ReplaySession`, whose executor runs them at exact virtual instants.
+    public let taskExecutor = AppTaskExecutor()
+
+    /// The clock app code sleeps on live: the system's, as on the device. Code that takes
+    /// `some Clock<Duration>` runs on this one live and on `ReplaySession.clock` in replay.
+    public var clock: ContinuousClock { ContinuousClock() }
 
     /// The trace as JSON Lines, as `tether replay --trace` writes it.
     public var traceJSONLines: String { TraceFile.encode(trace) }
@@ -214,7 +252,7 @@ public final class LiveSession: AppLoopHost, @unchecked Sendable {
     // MARK: AppLoopHost
 
     /// Time since the host started (zero before ``run(for:until:)``).
-    public var now: Duration { loop?.elapsed?() ?? .zero }
+    public var now: Duration { lock.withLock { loop }?.elapsed?() ?? .zero }
 
     /// Queues a call; the host takes it between inputs. A call for a core this session does not
     /// run is not delivered, with a warning.
@@ -223,12 +261,12 @@ public final class LiveSession: AppLoopHost, @unchecked Sendable {
             warn("a call for core \(core) was not delivered: this live session runs core \(self.core)")
             return
         }
-        postedLock.withLock { posted.append(.call(record)) }
+        lock.withLock { posted.append(.call(record)) }
     }
 
     /// Queues the facade's own work; the host runs it when it next takes the app's calls.
     public func post(_ work: @escaping () -> Void) {
-        postedLock.withLock { posted.append(.work(work)) }
+        lock.withLock { posted.append(.work(work)) }
     }
 
     /// Calls `handler` with each of `core`'s events.
@@ -236,15 +274,28 @@ public final class LiveSession: AppLoopHost, @unchecked Sendable {
         bindings.observe(core: core, handler)
     }
 
-    /// Writes an `app` event into the host's trace, stamped now.
+    /// Writes an `app` event into the host's trace, stamped when it is written: at once on the
+    /// host's thread; from another thread (a task on Swift's pool) the host writes it when it next
+    /// takes the app's calls, since its trace is the host thread's alone. Before the run, it waits
+    /// for the host to start.
     public func recordAppEvent(_ event: String, fields: [String: TraceValue]) {
         let made = TraceEvent(timeNs: 0, core: "app", event: event, fields: fields)
-        if let record = loop?.record { record(made) } else { earlyAppEvents.append(made) }
+        enum Where { case here((TraceEvent) -> Void), hostThread, beforeStart }
+        let place = lock.withLock { () -> Where in
+            guard let record = loop?.record, let runningThread else {
+                earlyAppEvents.append(made)
+                return .beforeStart
+            }
+            if pthread_equal(runningThread, pthread_self()) != 0 { return .here(record) }
+            posted.append(.work { record(made) })
+            return .hostThread
+        }
+        if case .here(let record) = place { record(made) }
     }
 
     /// Keeps `text` among the warnings and writes it as an `app` `warning` event.
     public func warn(_ text: String) {
-        sessionWarnings.append(text)
+        lock.withLock { sessionWarnings.append(text) }
         recordAppEvent("warning", fields: ["detail": .string(text)])
     }
 

@@ -41,14 +41,15 @@ import TimelineReport
 /// ``run(for:)``. A call made from a callback is delivered after the input that caused the
 /// callback, at the same virtual instant. App code that awaits (on ``clock``, say) runs at exact
 /// instants when started on ``taskExecutor``: `Task(executorPreference: session.taskExecutor) { … }`.
+///
+/// `@unchecked Sendable`: the mutable state is touched by the thread driving the session (the
+/// contract above), except what an app task on Swift's pool may reach while that thread runs on —
+/// the virtual instant, the trace, the app's early events, the warnings, the promise checker, and
+/// whether calls are held or a run is going (``recordAppEvent(_:fields:)``, ``warn(_:)``,
+/// ``now``) — which is under `stateLock`. The app's posted calls (`inboxLock`), the clock's
+/// sleepers (`sleepers`), the facades' bindings and the task executor lock for themselves, and
+/// tasks on ``taskExecutor`` run on the driving thread.
 public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Sendable {
-    // @unchecked: the mutable state below is touched by the thread driving the session (the
-    // contract above), except what an app task woken by ``clock`` reaches while that thread runs on
-    // (the virtual instant, the trace, the app's early events, the warnings, the promise checker,
-    // and whether calls are held or a run is going: ``recordAppEvent(_:fields:)``, ``warn(_:)``,
-    // ``now``): those are read and written under `stateLock`. The queues the app posts to, and the
-    // clock's sleepers (with their order and whether the clock has ended), are behind their own
-    // locks. App tasks started on ``taskExecutor`` run on the driving thread itself.
 
     /// The set's name (its folder's last component).
     public let name: String
@@ -171,6 +172,7 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
             throw TetherTestingError(message: error.description)
         }
         name = set.directory.name
+        recordedDeviceSelectionURL = RecordedCalls.firstDeviceSelectionURL(in: set)
         guard cores.contains(where: appCores.contains) else {
             let interfaces = set.manifest.interfaces.map { "\($0.index) (\($0.role?.rawValue ?? "undescribed"))" }.joined(separator: ", ")
             throw TetherTestingError(message: "capture set \(path): it replays only \(cores.joined(separator: ", ")) (interfaces \(interfaces)), "
@@ -332,8 +334,8 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
     /// Where to start app code that awaits (on ``clock``, or on the app's own continuations) so
     /// that it runs at exact virtual instants: `Task(executorPreference: session.taskExecutor) { … }`.
     /// Its jobs run on the thread driving the session, inside ``run()`` and ``run(for:)``, at the
-    /// instant they became ready (``ReplayTaskExecutor``).
-    public let taskExecutor = ReplayTaskExecutor()
+    /// instant they became ready (``AppTaskExecutor``).
+    public let taskExecutor = AppTaskExecutor()
 
     /// Whether the run kept the cores' promises (every send completes exactly once, every message
     /// ends once, progress never goes back…; docs/faults.md) and its timers did not run away.
@@ -443,7 +445,8 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
         key == "connectiq.device_selection_url" ? recordedDeviceSelectionURL : nil
     }
 
-    private lazy var recordedDeviceSelectionURL: String? = RecordedCalls.firstDeviceSelectionURL(in: set)
+    /// Read once, in `init`: an app task may ask for it from any thread.
+    private let recordedDeviceSelectionURL: String?
 
     // MARK: ClosedLoopInputs
 
@@ -459,7 +462,7 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
             // The app's tasks on `taskExecutor` that became ready run first, here and now, until
             // they suspend: what they post is then in the inbox.
             if !taskExecutor.runPendingJobs() {
-                warn("app tasks on the session's taskExecutor made \(ReplayTaskExecutor.jobLimit) jobs at \(Self.seconds(now.replayNanoseconds)) "
+                warn("app tasks on the session's taskExecutor made \(AppTaskExecutor.jobLimit) jobs at \(Self.seconds(now.replayNanoseconds)) "
                     + "without waiting for virtual time (a loop on Task.yield()?); from here they run on Swift's global executor, "
                     + "and their calls reach the core at whatever instant the session has then")
             }

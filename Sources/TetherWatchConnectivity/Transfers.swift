@@ -6,10 +6,10 @@ import Foundation
 /// The core names a transfer by an id it gives when it accepts the call, which comes back after
 /// `transferUserInfo` has returned; the object is bound to it then, so a ``cancel()`` made before
 /// is held and sent as soon as the id is known.
+///
+/// `@unchecked Sendable`: its mutable state is in `lifecycle`, behind that object's lock; `session` is
+/// a weak reference set once in `init`; `userInfo` (not Sendable) is the app's dictionary, never mutated.
 public final class WCSessionUserInfoTransfer: @unchecked Sendable {
-    // @unchecked: the mutable state is in `lifecycle`, behind its lock; `session` is a weak
-    // reference set once in `init`; `userInfo` is an immutable copy the app gave.
-
     /// The dictionary being transferred.
     public let userInfo: [String: Any]
     /// Whether it was sent with `transferCurrentComplicationUserInfo(_:)`.
@@ -49,8 +49,10 @@ public final class WCSessionUserInfoTransfer: @unchecked Sendable {
 
 /// What both kinds of transfer go through: bound to the core's id once the core accepts the call,
 /// transferring until it ends, and a cancel that may come before the id is known.
+///
+/// `@unchecked Sendable`: `id_`, `transferring` and `cancelRequested` are read and written only
+/// under `lock`.
 final class TransferLifecycle: @unchecked Sendable {
-    // @unchecked: every field is behind `lock`.
     private let lock = NSLock()
     private var id_: Int64?
     private var transferring: Bool
@@ -86,13 +88,17 @@ final class TransferLifecycle: @unchecked Sendable {
 
 /// One `transferFile(_:metadata:)`: queued and sent in the background, its progress in
 /// ``progress``, then handed to `session(_:didFinish:error:)`.
+///
+/// `@unchecked Sendable`: the mutable state is in `lifecycle`, behind its lock; `session` is a weak
+/// reference set once in `init`; ``progress`` changes on the session's driving thread and is read
+/// there, which its documentation asks (Foundation's `Progress` has no lock on Linux).
 public final class WCSessionFileTransfer: @unchecked Sendable {
-    // @unchecked: the mutable state is in `lifecycle`, behind its lock; `session` is a weak
-    // reference set once in `init`; `Progress` is thread-safe.
-
     /// The file being transferred and its metadata.
     public let file: WCSessionFile
-    /// The bytes sent so far out of the file's size, updated as the core reports progress.
+    /// The bytes sent so far out of the file's size, updated as the core reports progress, on the
+    /// thread that drives the session. Read it there: in a callback, in test code between runs, or
+    /// in a task on the session's `taskExecutor` (on Linux, Foundation's `Progress` has no lock, so
+    /// a task on Swift's pool reading it while a run updates it races).
     public let progress: Progress
 
     private let lifecycle: TransferLifecycle
@@ -130,9 +136,10 @@ public final class WCSessionFileTransfer: @unchecked Sendable {
 /// size), so the facade cannot hand the app the watch's real content: ``fileURL`` names an empty
 /// file it creates in the temporary directory, enough for an app that moves or opens the file,
 /// not for one that reads what the watch wrote.
+///
+/// `@unchecked Sendable`: both properties are `let`s; `metadata` (not Sendable: `Any` values) is the
+/// dictionary the sender gave, never mutated.
 public final class WCSessionFile: @unchecked Sendable {
-    // @unchecked: both properties are immutable after init; `metadata` is a copy.
-
     /// Where the file is.
     public let fileURL: URL
     /// The metadata the sender attached, if any.

@@ -46,11 +46,11 @@ public enum WCSessionActivationState: Int, Sendable, Hashable {
 /// Every call the app makes and every callback delivered is written to the host's trace as an
 /// `app` event (`app_call`, `callback`, with `sdk: WatchConnectivity` and the Swift name in `api`),
 /// so a replay's trace shows the app's side next to the core's.
+///
+/// `@unchecked Sendable`: every mutable field is in `state`, read and written only under `lock` (released
+/// before any callback or handler runs, so an app calling back in does not deadlock); `host` is a weak
+/// reference set once in `init`.
 public final class WCSession: @unchecked Sendable {
-    // @unchecked: the mutable state is in `state`, read and written only under `lock`; callbacks
-    // and handlers are always called after the lock is released, so an app that calls back into
-    // the session from a callback does not deadlock.
-
     /// The session of the current host (`AppLoop.currentHost`): one per host, made the first time.
     ///
     /// With no current host (no `ReplaySession.makeCurrent()` and no live host), a detached
@@ -455,8 +455,13 @@ public final class WCSession: @unchecked Sendable {
         guard let host else { return }
         var record = record
         record["call"] = .string(call)
-        write { $0.awaiting.append(AwaitedCall(call: call, binding: binding)) }
-        host.post(core: "session", record: record)
+        // Both under the one lock: the core's answers are matched to the waiting calls in order,
+        // so the waiting list and the host's queue must hold the calls in one order, even when
+        // the app calls from two threads at once (a callback and a task on Swift's pool).
+        write { state in
+            state.awaiting.append(AwaitedCall(call: call, binding: binding))
+            host.post(core: "session", record: record)
+        }
     }
 
     func recordCall(_ api: String, _ fields: [String: TraceValue]) {

@@ -1,5 +1,6 @@
 import BehaviourTrace
 import Foundation
+import Synchronization
 import Testing
 import TetherConnectIQ
 import TetherLive
@@ -31,7 +32,16 @@ import TetherTesting
         live.makeCurrent()
         let liveApp = WorkoutSender()
         liveApp.start(url: URL(string: live.deviceSelectionURL)!)
+        // App code that sleeps, on the session's executor: it wakes on the host's thread, the one
+        // inside run, as callbacks do (and as it does in the replay below).
+        let liveTick = Mutex<UInt?>(nil)
+        Task(executorPreference: live.taskExecutor) { [clock = live.clock] in
+            try await clock.sleep(for: .milliseconds(200))
+            liveTick.withLock { $0 = UInt(pthread_self()) }
+        }
+        let testThread = UInt(pthread_self())
         try live.run(for: .seconds(30), until: { liveApp.openResult != nil })
+        #expect(liveTick.withLock { $0 } == testThread, "the task woke on another thread than the host's")
         #expect(liveApp.results == [.success])
         #expect(liveApp.openResult == .success)
         #expect(live.recording != nil)
@@ -40,7 +50,13 @@ import TetherTesting
         replay.makeCurrent()
         let replayedApp = WorkoutSender()
         replayedApp.start(url: URL(string: try #require(replay.deviceSelectionURL))!)
+        let replayedTick = Mutex<UInt?>(nil)
+        Task(executorPreference: replay.taskExecutor) { [clock = replay.clock] in
+            try await clock.sleep(for: .milliseconds(200))
+            replayedTick.withLock { $0 = UInt(pthread_self()) }
+        }
         try replay.run()
+        #expect(replayedTick.withLock { $0 } == testThread)
         #expect(replayedApp.results == liveApp.results)
         #expect(replayedApp.openResult == liveApp.openResult)
         #expect(replayedApp.received.count == liveApp.received.count)

@@ -10,7 +10,11 @@ import IngestCore
 
 /// A non-blocking UDP socket bound to one local address, for the ingest server to read with its
 /// own thread (``DatagramReader``).
-final class BoundUDPSocket: @unchecked Sendable {
+///
+/// Shared between threads as it is: its stored properties are `let` integers set in `init`, system
+/// calls on one socket are safe from any thread, and ``IngestServer`` closes it once, after the
+/// reader stopped.
+final class BoundUDPSocket: Sendable {
     // Thread-safety: `descriptor` is immutable; `close()` is called once, after the reader stopped.
 
     /// Why a socket could not be made or bound.

@@ -12,6 +12,9 @@ import IngestCore
 /// call (one transaction for the SQLite store), up to ``maxBatch`` chunks, so a writer that falls
 /// behind catches up with fewer, larger commits. A refused batch is held and tried again with the
 /// next chunks and once more on ``finish(closingSink:)``.
+///
+/// `@unchecked Sendable`: every `var` but `held` is read and written under `condition` only; `held`
+/// belongs to the writer thread (or, if it never started, to the one ``finish(closingSink:)`` call).
 final class ChunkWriter: @unchecked Sendable {
     // Thread-safety: `queue`, `finishing`, `closesSink`, `completion`, `progress` and `thread` are
     // guarded by `condition`; `held` is touched only by the writer thread (or, if it never

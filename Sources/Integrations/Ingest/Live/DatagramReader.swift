@@ -17,6 +17,10 @@ import IngestCore
 /// SwiftNIO's datagram channel made an envelope per datagram and formatted each sender's address
 /// as text; here a sender is compared by its bytes and turned into text only when it changes, and
 /// a datagram is copied once, from the read buffer into the batch.
+///
+/// `@unchecked Sendable`: `stopping`, `finished` and `hasFinished` are used under `lock` only; the
+/// read buffers are locals of the reading thread, the `let`s never change after `init`, and `wake()`
+/// only writes a byte to the wake-up pipe.
 final class DatagramReader: @unchecked Sendable {
     // Thread-safety: `stopping`, `finished` and `hasFinished` are guarded by `lock`; the read
     // buffers, the batch and the sender caches belong to the reading thread; the wake pipe is

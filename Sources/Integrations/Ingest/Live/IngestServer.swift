@@ -20,12 +20,11 @@ import NIOPosix
 /// the core waits for a commit, so storage cannot stall reading. ``stop()`` drains: the reader
 /// stops, the batches it read are parsed, the sockets close, `finish` flushes every stream, the
 /// writer stores every remaining chunk, the sink is closed.
+///
+/// `@unchecked Sendable`: the loop-confined `var`s are touched only on `loop` (after `init`), the
+/// lock-guarded ones only under `lock`; the `let`s never change after `init`, and `writer` (a
+/// ``ChunkWriter``) locks for itself.
 public final class IngestServer: @unchecked Sendable {
-    // Thread-safety: `core`, `timer*`, `lastNow`, `elapsed` and `sleepUntil` are touched only on
-    // `loop`, the core's (asserted); `published`, `phase`, `sockets`, `reader`, `dropTally`,
-    // `dropSampler`, `notices`, `waiters`, `batchesInFlight` and `readingPaused` are guarded by
-    // `lock`; `writer` and `reader` are thread-safe.
-
     /// Where and how the server listens.
     public struct Configuration: Sendable, Hashable {
         /// UDP port; 0 picks a free one (read it back from ``IngestServer/port``).
@@ -276,9 +275,16 @@ public final class IngestServer: @unchecked Sendable {
     }
 
     /// Undoes a start that failed before anything was read: the writer ends without closing the
-    /// sink (the caller still owns it) and the core's loop shuts down.
+    /// sink (the caller still owns it) and the core's loop shuts down. Not when a ``stop()`` came
+    /// meanwhile: it is draining already (writer, sink and loop), and finishing the writer a second
+    /// time would wait on a writer thread that has ended, so neither call would return.
     private func abandonStart() async {
-        lock.withLock { phase = .stopped }
+        let abandons = lock.withLock { () -> Bool in
+            guard phase == .running else { return false }
+            phase = .stopped
+            return true
+        }
+        guard abandons else { return }
         _ = await writer.finish(closingSink: false)
         try? await group.shutdownGracefully()
     }

@@ -30,6 +30,8 @@ extension IngestSink {
 }
 
 /// A sink that keeps chunks in memory: for tests, and for serving without a store.
+///
+/// `@unchecked Sendable`: `kept` and `isClosed` are read and written under `lock` only.
 public final class MemoryIngestSink: IngestSink, @unchecked Sendable {
     // Thread-safety: every member is guarded by `lock`; the server calls from its writer thread,
     // readers from anywhere.

@@ -40,9 +40,10 @@ public struct PluginSendReport: Sendable, Hashable {
 
 /// Sends a ``PluginTrafficGenerator`` schedule as UDP datagrams to HOST:PORT, each at its offset
 /// from the start, paced on a monotonic clock (a plugin on a phone does the same with its timer).
-public final class PluginSender: @unchecked Sendable {
-    // Thread-safety: `fd` is only written in init and deinit; sendto on one fd from one task.
-
+///
+/// Nothing in it changes after `init`, and `sendto` on one UDP socket is safe from several threads
+/// at once.
+public final class PluginSender: Sendable {
     /// Where datagrams go, for messages.
     public let target: String
     private let fd: Int32
