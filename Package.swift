@@ -59,11 +59,13 @@ let package = Package(
         // Capture files: pcap, pcapng, btsnoop, PacketLogger. No dependencies, so the fuzz targets
         // can compile it alone.
         .target(name: "CaptureKit"),
+        // Durations as people write them (`40ms`, `1.5s`, `2h`), read one way everywhere.
+        .target(name: "Durations"),
         // A capture set on disk: manifest.yaml, capture.pcapng, baselines.
         .target(
             name: "CaptureSet",
             dependencies: [
-                "CaptureKit",
+                "CaptureKit", "Durations",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
@@ -107,7 +109,7 @@ let package = Package(
         .target(name: "MonkeyCTrace", dependencies: ["MonkeyC", "BehaviourTrace"]),
         // Virtual-clock replay that knows no core: the engine, the adapter and integration
         // protocols, set loading, expectations, reports, JUnit, frame matching.
-        .target(name: "ReplayKit", dependencies: ["BehaviourTrace", "CaptureKit", "CaptureSet", "CoreRandom", "Dissectors", "JSONBytes", "MQTT", .product(name: "DequeModule", package: "swift-collections")]),
+        .target(name: "ReplayKit", dependencies: ["BehaviourTrace", "CaptureKit", "CaptureSet", "CoreRandom", "Dissectors", "Durations", "JSONBytes", "MQTT", .product(name: "DequeModule", package: "swift-collections")]),
 
         // The timeline report of `tether replay --html`: a model built while a replay streams, and
         // self-contained HTML pages (script, style and data inline). Knows no core and reads no capture.
@@ -125,7 +127,7 @@ let package = Package(
         .target(
             name: "LiveHosts",
             dependencies: [
-                "JSONBytes", "BehaviourTrace", "LiveCapture", "CaptureKit", "CaptureSet",
+                "JSONBytes", "BehaviourTrace", "LiveCapture", "CaptureKit", "CaptureSet", "Durations",
                 .product(name: "Yams", package: "Yams"),
             ]
         ),
@@ -186,7 +188,7 @@ let package = Package(
         ),
         .target(
             name: "WidgetLive",
-            dependencies: ["WidgetIntegration", "ReplayKit", "BehaviourTrace", "MonkeyCTrace", "WidgetCore", "MonkeyC", "MQTT", "CaptureKit", "CaptureSet", "LiveHosts", "LiveCapture", "JSONBytes"],
+            dependencies: ["WidgetIntegration", "ReplayKit", "BehaviourTrace", "MonkeyCTrace", "WidgetCore", "MonkeyC", "MQTT", "CaptureKit", "CaptureSet", "Durations", "LiveHosts", "LiveCapture", "JSONBytes"],
             path: "Sources/Integrations/Widget/Live"
         ),
         // The list of Tether's own integrations.
@@ -236,7 +238,7 @@ let package = Package(
         .target(
             name: "TetherCLI",
             dependencies: [
-                "CaptureKit", "CaptureSet", "Dissectors", "IngestCore", "IngestStore", "ReplayKit", "BehaviourTrace",
+                "CaptureKit", "CaptureSet", "Dissectors", "Durations", "IngestCore", "IngestStore", "ReplayKit", "BehaviourTrace",
                 "LiveCapture", "LiveHosts", "MessagingCore", "SessionCore", "WidgetCore", "MonkeyC", "MQTT",
                 "IngestIntegration", "MessagingIntegration", "SessionIntegration", "WidgetIntegration", "TetherIntegrations", "Redaction",
                 "IngestLive", "MessagingLive", "SessionLive", "WidgetLive",
@@ -296,6 +298,7 @@ let package = Package(
         ),
         .testTarget(name: "TimelineReportTests", dependencies: ["TimelineReport", "ReplayKit", "BehaviourTrace", "CaptureSet"]),
         .testTarget(name: "AppLoopTests", dependencies: ["AppLoop"]),
+        .testTarget(name: "DurationsTests", dependencies: ["Durations"]),
         .testTarget(name: "TetherTestingTests", dependencies: ["TetherTesting", "ReplayKit", "BehaviourTrace", "TetherIntegrations", "CaptureSet"]),
         .testTarget(name: "MonkeyCFoundationTests", dependencies: ["MonkeyCFoundation", "MonkeyC"]),
         .testTarget(name: "TetherConnectIQTests", dependencies: ["TetherTestSupport", "TetherConnectIQ", "TetherTesting", "BehaviourTrace"]),

@@ -1,3 +1,4 @@
+import Durations
 import Foundation
 
 /// The schema of an integration's manifest section: every key it may hold and what each takes,
@@ -317,19 +318,11 @@ public struct SectionField: Sendable, Hashable {
         }
     }
 
-    /// Seconds (`1.5`) or a number with `ms`, `s`, `m` or `h`, as whole milliseconds; `nil` when
-    /// it is not one or is not finite.
+    /// Seconds (`1.5`) or a number with a unit of ``DurationText`` (`500ms`, `2m`), as whole
+    /// milliseconds; `nil` when it is not one or does not fit.
     package static func milliseconds(_ text: String) -> Int64? {
-        let units: [(String, Double)] = [("ms", 1), ("s", 1000), ("m", 60_000), ("h", 3_600_000)]
-        var number = Substring(text)
-        var scale = 1000.0
-        for (suffix, factor) in units where text.hasSuffix(suffix) {
-            number = text.dropLast(suffix.count)
-            scale = factor
-            break
-        }
-        guard let value = Double(number), value.isFinite, value >= 0 else { return nil }
-        let ms = (value * scale).rounded()
+        guard let ns = DurationText.nanoseconds(text, bareNumber: .seconds) else { return nil }
+        let ms = (ns / 1e6).rounded()
         guard ms < 9.2e18 else { return nil }
         return Int64(ms)
     }

@@ -5,6 +5,7 @@ import BehaviourTrace
 import CaptureSet
 import Foundation
 import Yams
+import Durations
 
 /// A live host's script: the app's actions, in order (docs/live-hosts.md). Each host names the
 /// calls it knows (``MessagingLiveHost/scriptCalls``, ``SessionLiveHost/scriptCalls``); other

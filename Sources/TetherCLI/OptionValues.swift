@@ -1,4 +1,5 @@
 import ArgumentParser
+import Durations
 import LiveHosts
 
 /// Parsers for numeric command-line values, used as `@Option(transform:)` so that a bad value

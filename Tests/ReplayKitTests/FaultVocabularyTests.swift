@@ -16,6 +16,14 @@ struct FaultVocabularyTests {
         #expect(try Fault(parsing: "jitter:max=40ms:seed=7") == .jitter(.all, max: .milliseconds(40), seed: 7))
     }
 
+    @Test func aFaultsDurationTakesEveryUnitOfTheOneGrammarHoursIncluded() throws {
+        #expect(try Fault(parsing: "delay:frame=3:by=2h") == .delay(FrameSelector(frames: 3...3), by: .seconds(7200)))
+        #expect(try Fault(parsing: "jitter:max=250us:seed=1") == .jitter(.all, max: .microseconds(250), seed: 1))
+        #expect(throws: FaultSpecError.self) { try Fault(parsing: "delay:frame=3:by=25h") }
+        // A bare number is a frame number in this language, never a duration.
+        #expect(throws: FaultSpecError.self) { try Fault(parsing: "delay:frame=3:by=6") }
+    }
+
     @Test func selectorsCombineFramesTimeAndKind() throws {
         let fault = try Fault(parsing: "drop:frames=10-20:from=1s:to=2s:kind=notification")
         guard case .drop(let selector) = fault else { Issue.record("not a drop: \(fault)"); return }

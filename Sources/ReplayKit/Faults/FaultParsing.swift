@@ -1,3 +1,5 @@
+import Durations
+
 /// Why a fault's text could not be read: the text, what is wrong with it, and what to write.
 public struct FaultSpecError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The fault as given.
@@ -150,7 +152,7 @@ private struct FaultValues {
             if FaultValues.durationNanoseconds(value).map({ $0 > FaultValues.longestDurationNs }) == true {
                 throw FaultSpecError(text: text, problem: "\(key)=\(value) is longer than a fault's longest duration, a day (86400s)")
             }
-            throw FaultSpecError(text: text, problem: "\(key)=\(value) is not a duration; write a number with a unit: ns, us, ms, s or m (e.g. 1.5s, 40ms)")
+            throw FaultSpecError(text: text, problem: "\(key)=\(value) is not a duration; write a number with a unit: \(DurationText.unitList) (e.g. 1.5s, 40ms)")
         }
         return duration
     }
@@ -165,17 +167,10 @@ private struct FaultValues {
     }
 
     /// The nanoseconds a non-negative decimal with a unit stands for, whatever its size (as a
-    /// `Double`, so that a value past `Int64` can still be told apart from a typo).
+    /// `Double`, so that a value past `Int64` can still be told apart from a typo). A fault's
+    /// durations always take a unit: its bare numbers are frame numbers.
     static func durationNanoseconds(_ text: String) -> Double? {
-        let units: [(String, Double)] = [("ns", 1), ("us", 1_000), ("ms", 1_000_000), ("s", 1_000_000_000), ("m", 60_000_000_000)]
-        for (unit, scale) in units where text.hasSuffix(unit) {
-            let number = text.dropLast(unit.count)
-            // "ms" also ends in "s": the longest unit is tried first by the order above.
-            guard !number.isEmpty, number.allSatisfy({ $0.isNumber || $0 == "." }), let value = Double(number), value.isFinite, value >= 0 else { return nil }
-            let ns = (value * scale).rounded()
-            return ns.isFinite ? ns : nil
-        }
-        return nil
+        DurationText.nanoseconds(text, bareNumber: .refused)
     }
 
     mutating func integer(_ key: String, range: ClosedRange<Int>, required: Bool = false) throws(FaultSpecError) -> Int? {

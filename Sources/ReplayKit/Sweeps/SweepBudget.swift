@@ -1,3 +1,4 @@
+import Durations
 import Foundation
 
 /// How much of a sweep to run (`tether replay SET --sweep drop --sweep-budget 10m`): at most so
@@ -12,8 +13,8 @@ public enum SweepBudget: Sendable, Hashable, CustomStringConvertible {
     /// run, so the JUnit report is as reproducible as a full sweep's.
     case variants(Int)
 
-    /// `10m`, `90s`, `1h`, `2500ms` (a time), or a whole number (variants); `nil` for anything else
-    /// (a zero or negative budget included).
+    /// `10m`, `90s`, `1h`, `2500ms` (a time, in any unit of ``DurationText``), or a whole number
+    /// (variants); `nil` for anything else (a zero or negative budget included).
     public init?(_ text: String) {
         let text = text.trimmingCharacters(in: .whitespaces)
         if !text.isEmpty, text.allSatisfy({ $0.isASCII && $0.isNumber }) {
@@ -21,13 +22,9 @@ public enum SweepBudget: Sendable, Hashable, CustomStringConvertible {
             self = .variants(count)
             return
         }
-        let units: [(suffix: String, nanoseconds: Double)] = [("ms", 1e6), ("h", 3600e9), ("m", 60e9), ("s", 1e9)]
-        for (suffix, scale) in units where text.hasSuffix(suffix) {
-            guard let value = Double(text.dropLast(suffix.count)), value.isFinite, value > 0, value * scale < 1e18 else { return nil }
-            self = .time(.nanoseconds(Int64(value * scale)))
-            return
-        }
-        return nil
+        // A bare number is a count of variants, so a time takes its unit.
+        guard let ns = DurationText.nanoseconds(text, bareNumber: .refused), ns > 0, ns < 1e18 else { return nil }
+        self = .time(.nanoseconds(Int64(ns)))
     }
 
     /// As `--sweep-budget` takes it, in the largest unit that is whole: `10m`, `90s`, `2500ms`, `500`.

@@ -10,6 +10,7 @@ import Darwin
 import Foundation
 import LiveCapture
 import WidgetCore
+import Durations
 
 /// Runs one process of the host-app ↔ widget channel (a ``WidgetCore``, host or widget) in real
 /// time: the App Group container is a real folder (writes are atomic by the convention of
