@@ -8,8 +8,9 @@ public enum UDPExtraction: Sendable, Hashable {
     case fragmentPending
     /// Not UDP (another IP protocol, ARP, a link type that carries no IP, …).
     case notUDP
-    /// The bytes break a layout: the text names the layer, the offset and what was expected.
-    case malformed(String)
+    /// The bytes break a layout: the problem names the layer, the offset and what was expected.
+    /// Indirect: held in a box, so the case every frame returns stays as small as before.
+    indirect case malformed(DissectionProblem)
 }
 
 /// The fast path from a frame to its UDP datagram, for replay: link layer (Ethernet, Linux SLL/SLL2,
@@ -42,7 +43,7 @@ public struct UDPExtractor: Sendable {
         case .udp(let datagram, _, _): .datagram(datagram)
         case .fragmentPending: .fragmentPending
         case .tcp, .otherTransport, .notIP: .notUDP
-        case .problem(let problem): .malformed(problem.description)
+        case .problem(let problem): .malformed(problem)
         }
     }
 
@@ -58,7 +59,7 @@ public struct UDPExtractor: Sendable {
         case .udp(let datagram, _, let payloadRange): return (.datagram(datagram), payloadRange)
         case .fragmentPending: return (.fragmentPending, nil)
         case .tcp, .otherTransport, .notIP: return (.notUDP, nil)
-        case .problem(let problem): return (.malformed(problem.description), nil)
+        case .problem(let problem): return (.malformed(problem), nil)
         }
     }
 

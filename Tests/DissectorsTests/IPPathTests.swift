@@ -94,11 +94,17 @@ struct IPPathTests {
         var extractor = UDPExtractor()
         var packet = udp(payload: [1, 2, 3])
         packet[5] = 200
-        guard case .malformed(let text) = extractor.datagram(ipv4(payload: packet), .ipv4) else {
+        guard case .malformed(let problem) = extractor.datagram(ipv4(payload: packet), .ipv4) else {
             Issue.record("expected malformed")
             return
         }
-        #expect(text.hasPrefix("UDP: at frame offset 24"))
+        #expect(problem.layer == "UDP")
+        guard case .layout(let offset, _, _, nil) = problem.kind else {
+            Issue.record("expected a layout problem at a frame offset, got \(problem)")
+            return
+        }
+        #expect(offset == 24)
+        #expect(problem.description.hasPrefix("UDP: at frame offset 24"))
     }
 
     @Test("a NULL header with an unknown family is not IP")

@@ -99,10 +99,10 @@ public struct IngestAdapter: CoreAdapter {
             return
         case .notUDP:
             notUDPFrames += 1
-        case .malformed(let detail):
+        case .malformed(let problem):
             malformedFrames += 1
             emit(TraceEvent(timeNs: now.replayNanoseconds, core: core, event: "frame_malformed",
-                            fields: ["frame": .int(Int64(frame.number)), "detail": .string(detail)]))
+                            fields: ["frame": .int(Int64(frame.number)), "detail": .string(problem.description)]))
         }
     }
 
