@@ -1,9 +1,10 @@
 """Every place Tether turns a compiler check off says why, next to it (issue 34: "each one left
 justified in a comment").
 
-- `@unchecked Sendable`: the comment block directly above the declaration (its doc comment, or a
-  `//` block between the doc comment and the declaration) names `@unchecked Sendable` and says
-  what makes the type safe to share: a lock, one thread, immutable state.
+- `@unchecked Sendable` and `nonisolated(unsafe)`: the comment block directly above the
+  declaration (its doc comment, or a `//` block between the doc comment and the declaration) names
+  the attribute and, after it, the reason — what makes the state safe to share: a lock, one
+  thread, immutable state. The attribute named alone is not a reason.
 - `@exclusivity(unchecked)`: a comment block names the attribute and says why no two accesses
   overlap, either directly above the property, in the doc comment of the type that holds it, or in
   the comment that opens the file (where one explanation covers every check class of the file).
@@ -19,10 +20,21 @@ ROOT = Path(__file__).resolve().parents[2]
 SOURCES = ROOT / "Sources"
 
 UNCHECKED_SENDABLE = re.compile(r"@unchecked\s+Sendable")
+NONISOLATED_UNSAFE = re.compile(r"nonisolated\(unsafe\)")
 UNCHECKED_EXCLUSIVITY = "@exclusivity(unchecked)"
 TYPE_DECLARATION = re.compile(
     r"^(\s*)(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:public|package|internal|private|fileprivate|open|final)\s+)*"
     r"(?:class|struct|enum|actor|extension)\s+\w")
+
+
+# The attribute named in a comment, then its reason: at least a few words after it (`: …`,
+# `because …`, `without a lock: …`). The attribute named alone is not a reason.
+def justified(block: str, attribute: str) -> bool:
+    at = block.find(attribute)
+    if at < 0:
+        return False
+    reason = re.sub(r"[/`*]", " ", block[at + len(attribute):])
+    return len(re.findall(r"[A-Za-z]{2,}", reason)) >= 4
 
 
 def is_comment(line: str) -> bool:
@@ -71,23 +83,26 @@ def swift_files() -> list[Path]:
     return sorted(SOURCES.rglob("*.swift"))
 
 
-def test_every_unchecked_sendable_says_why_next_to_it():
+def test_every_unchecked_sendable_and_nonisolated_unsafe_says_why_next_to_it():
     unjustified = []
-    count = 0
+    counts = {"@unchecked Sendable": 0, "nonisolated(unsafe)": 0}
     for path in swift_files():
         lines = path.read_text(encoding="utf-8").splitlines()
         for index, line in enumerate(lines):
-            if is_comment(line) or not UNCHECKED_SENDABLE.search(line):
+            if is_comment(line):
                 continue
-            count += 1
-            block = comment_block_above(lines, index)
-            if not UNCHECKED_SENDABLE.search(block):
-                unjustified.append(f"{path.relative_to(ROOT)}:{index + 1}: {line.strip()}")
-    print(f"@unchecked Sendable: {count} in Sources/")
-    assert count > 0, "found none: is Sources/ where this test thinks it is?"
+            for attribute, pattern in (("@unchecked Sendable", UNCHECKED_SENDABLE), ("nonisolated(unsafe)", NONISOLATED_UNSAFE)):
+                if not pattern.search(line):
+                    continue
+                counts[attribute] += 1
+                if not justified(comment_block_above(lines, index), attribute):
+                    unjustified.append(f"{path.relative_to(ROOT)}:{index + 1}: {line.strip()}")
+    for attribute, count in counts.items():
+        print(f"{attribute}: {count} in Sources/")
+    assert counts["@unchecked Sendable"] > 0, "found none: is Sources/ where this test thinks it is?"
     assert not unjustified, (
-        "these declarations turn off Sendable checking without a comment above them naming "
-        "`@unchecked Sendable` and saying what makes them safe (a lock, one thread, immutable state):\n"
+        "these declarations turn off Sendable checking without a comment above them naming the "
+        "attribute, then `:` and what makes them safe (a lock, one thread, immutable state):\n"
         + "\n".join(unjustified))
 
 

@@ -281,7 +281,8 @@ public struct SectionField: Sendable, Hashable {
         case .milliseconds(let range):
             // `--set …_timeout_ms=1000` read as seconds would be a 1000 s timeout: a key whose name
             // says milliseconds takes its unit written out.
-            if key.hasSuffix("_ms"), option.hasPrefix("--set"), Double(trimmed) != nil {
+            if key.hasSuffix("_ms"), option.hasPrefix("--set"), DurationText.seconds(trimmed) != nil,
+               DurationText.nanoseconds(trimmed, bareNumber: .refused) == nil {
                 return .failure(SettingValueError(message: "\(option) takes a duration with its unit (\(trimmed)ms or \(trimmed)s), "
                     + "so a bare \(trimmed) is not taken for seconds in a key that names milliseconds; got \"\(text)\"."))
             }

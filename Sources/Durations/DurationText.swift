@@ -1,6 +1,7 @@
-/// Durations as people write them, read one way wherever they are written: on the command line
-/// (`--drain-horizon 30m`), in a fault (`delay:frame=12,by=40ms`), in a sweep budget, in a
-/// manifest's settings (`idle_timeout_ms: 5s`) and in live scripts.
+/// Durations as people write them, read one way wherever they are written as text: on the command
+/// line (`--drain-horizon 30m`, `--set ingest.idle_timeout_ms=5s`), in a fault
+/// (`delay:frame=12:by=40ms`), in a sweep budget and in live scripts. (A manifest's own
+/// millisecond settings are YAML numbers of milliseconds, not text.)
 ///
 /// A duration is a non-negative decimal (`40`, `1.5`, `.5`) followed by a unit — `ns`, `us`, `ms`,
 /// `s`, `m` or `h` — with spaces around it ignored. Whether a number without a unit is read (as

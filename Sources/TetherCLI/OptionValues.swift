@@ -6,8 +6,8 @@ import LiveHosts
 /// exits 64 with a sentence naming the option, the value and the accepted range, and never reaches
 /// an integer conversion that could trap.
 enum OptionValues {
-    /// Seconds from `text`: plain seconds (`8`, `0.5`) or a number with a unit, `ms`, `s`, `m` or
-    /// `h` (`500ms`, `8s`, `2m`, `1h`). The result must lie in `range`.
+    /// Seconds from `text`: plain seconds (`8`, `0.5`) or a number with a unit of
+    /// ``DurationText`` (`500ms`, `8s`, `2m`, `1h`). The result must lie in `range`.
     /// - Throws: `ValidationError` naming `option`, the text and the range.
     static func seconds(_ text: String, option: String, range: ClosedRange<Double>, allowZero: Bool = false) throws -> Double {
         let accepted = "a duration from \(describe(range.lowerBound)) to \(describe(range.upperBound)), "

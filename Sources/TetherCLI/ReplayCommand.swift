@@ -223,7 +223,7 @@ struct ReplayCommand: ParsableCommand {
         _ = try parsedFaults()
         if let sweep {
             guard SweepKind(sweep) != nil else {
-                throw ValidationError("--sweep \(sweep) is not a sweep; write drop, delay=6s (any duration with ns, us, ms, s or m) or disconnect (disconnect=2s reconnects after 2 s; 1 s by default).")
+                throw ValidationError("--sweep \(sweep) is not a sweep; write drop, delay=6s (any duration with ns, us, ms, s, m or h) or disconnect (disconnect=2s reconnects after 2 s; 1 s by default).")
             }
             if !faults.isEmpty || trace != nil || html != nil || updateBaseline || realtime {
                 throw ValidationError("--sweep makes its own faults and checks promises, not baselines; leave out --fault, --trace, --html, --update-baseline and --realtime (rerun one variant with --fault).")
@@ -254,7 +254,7 @@ struct ReplayCommand: ParsableCommand {
         if let sweepSettle {
             guard sweep != nil else { throw ValidationError("--sweep-settle goes with --sweep.") }
             guard FaultSweep.settleDuration(sweepSettle) != nil else {
-                throw ValidationError("--sweep-settle \(sweepSettle) is not a duration; write e.g. 10s, 2500ms or 0s (ns, us, ms, s or m).")
+                throw ValidationError("--sweep-settle \(sweepSettle) is not a duration; write e.g. 10s, 2500ms or 0s (ns, us, ms, s, m or h).")
             }
         }
         if let scenarios, scenarios.isEmpty {

@@ -13,6 +13,10 @@ import Foundation
 /// sensibly with a terminal's view of stdout.
 final class StandardOutput {
     /// The process-wide stdout writer.
+    ///
+    /// `nonisolated(unsafe)`: the buffer has no lock. Each command writes its results from its own
+    /// flow, one step after another (an `async` command may resume on another thread, never on
+    /// two at once); progress, status lines and sweep workers write to stderr, not here.
     nonisolated(unsafe) static let shared = StandardOutput()
 
     private var buffer: [UInt8] = []

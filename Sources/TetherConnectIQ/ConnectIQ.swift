@@ -17,7 +17,10 @@ import MonkeyCTrace
 /// app's delegates and blocks kept there (not Sendable) are called outside it, on the host's thread.
 public final class ConnectIQ: @unchecked Sendable {
     private let host: (any AppLoopHost)?
-    private let lock = NSLock()
+    /// Recursive: a registration decides whether it is the first (or the last) and posts its call
+    /// in one critical section (``post(_:_:awaiting:)`` takes the lock again), so two threads
+    /// registering and unregistering at once reach the core in the order the facade's state says.
+    private let lock = NSRecursiveLock()
     private var state = State()
 
     /// The calls posted to the core that wait for its `api_call` (or `api_error`) event, which
@@ -133,13 +136,12 @@ public final class ConnectIQ: @unchecked Sendable {
         guard let device, let delegate else { return misuse("register(forDeviceEvents:delegate:)", "a nil device or delegate") }
         let key = Self.key(device)
         record("register(forDeviceEvents:delegate:)", ["device": .string(key)])
-        let first = lock.withLock {
+        lock.withLock {
             let first = !state.deviceDelegates.contains { $0.device == key }
             if state.devices[key] == nil { state.devices[key] = device }
             state.deviceDelegates.append((key, delegate))
-            return first
+            if first { post("register_device", ["device": .string(key)]) }
         }
-        if first { post("register_device", ["device": .string(key)]) }
     }
 
     /// Stops reporting `device` to `delegate`.
@@ -147,24 +149,24 @@ public final class ConnectIQ: @unchecked Sendable {
         guard let device, let delegate else { return misuse("unregister(forDeviceEvents:delegate:)", "a nil device or delegate") }
         let key = Self.key(device)
         record("unregister(forDeviceEvents:delegate:)", ["device": .string(key)])
-        let last = lock.withLock {
+        lock.withLock {
             let had = state.deviceDelegates.contains { $0.device == key }
             state.deviceDelegates.removeAll { $0.device == key && $0.delegate === delegate }
-            return had && !state.deviceDelegates.contains { $0.device == key }
+            if had && !state.deviceDelegates.contains(where: { $0.device == key }) { post("unregister_device", ["device": .string(key)]) }
         }
-        if last { post("unregister_device", ["device": .string(key)]) }
     }
 
     /// Stops reporting every device to `delegate`.
     public func unregister(forAllDeviceEvents delegate: (any IQDeviceEventDelegate)!) {
         guard let delegate else { return misuse("unregister(forAllDeviceEvents:)", "a nil delegate") }
         record("unregister(forAllDeviceEvents:)", [:])
-        let emptied = lock.withLock {
+        lock.withLock {
             let before = Set(state.deviceDelegates.map(\.device))
             state.deviceDelegates.removeAll { $0.delegate === delegate }
-            return before.subtracting(state.deviceDelegates.map(\.device)).sorted()
+            for device in before.subtracting(state.deviceDelegates.map(\.device)).sorted() {
+                post("unregister_device", ["device": .string(device)])
+            }
         }
-        for device in emptied { post("unregister_device", ["device": .string(device)]) }
     }
 
     /// `device`'s last reported status; `invalidDevice` when no delegate is registered for it.
@@ -194,16 +196,13 @@ public final class ConnectIQ: @unchecked Sendable {
     public func register(forAppMessages app: IQApp!, delegate: (any IQAppMessageDelegate)!) {
         guard let app, let delegate else { return misuse("register(forAppMessages:delegate:)", "a nil app or delegate") }
         record("register(forAppMessages:delegate:)", Self.fields(app))
-        let listener = lock.withLock { () -> Int? in
+        lock.withLock {
             state.appDelegates.append((app, delegate))
-            guard state.listeners[app] == nil else { return nil }
+            guard state.listeners[app] == nil else { return }
             let listener = state.nextListener
             state.nextListener += 1
             state.listeners[app] = listener
             state.appsByListener[listener] = app
-            return listener
-        }
-        if let listener {
             var fields = Self.fields(app)
             fields["listener"] = .int(Int64(listener))
             post("register_app", fields)
@@ -214,27 +213,23 @@ public final class ConnectIQ: @unchecked Sendable {
     public func unregister(forAppMessages app: IQApp!, delegate: (any IQAppMessageDelegate)!) {
         guard let app, let delegate else { return misuse("unregister(forAppMessages:delegate:)", "a nil app or delegate") }
         record("unregister(forAppMessages:delegate:)", Self.fields(app))
-        let released = lock.withLock { () -> Int? in
+        lock.withLock {
             state.appDelegates.removeAll { $0.app == app && $0.delegate === delegate }
-            return releaseListenerIfUnused(app)
+            if let released = releaseListenerIfUnused(app) { postUnregisterApp(app, listener: released) }
         }
-        if let released { postUnregisterApp(app, listener: released) }
     }
 
     /// Stops delivering every app's messages to `delegate`.
     public func unregister(forAllAppMessages delegate: (any IQAppMessageDelegate)!) {
         guard let delegate else { return misuse("unregister(forAllAppMessages:)", "a nil delegate") }
         record("unregister(forAllAppMessages:)", [:])
-        let released = lock.withLock { () -> [(IQApp, Int)] in
+        lock.withLock {
             let apps = state.appDelegates.filter { $0.delegate === delegate }.map(\.app)
             state.appDelegates.removeAll { $0.delegate === delegate }
-            var released: [(IQApp, Int)] = []
             for app in Set(apps).sorted(by: { $0.description < $1.description }) {
-                if let listener = releaseListenerIfUnused(app) { released.append((app, listener)) }
+                if let listener = releaseListenerIfUnused(app) { postUnregisterApp(app, listener: listener) }
             }
-            return released
         }
-        for (app, listener) in released { postUnregisterApp(app, listener: listener) }
     }
 
     /// Sends `message` to `app`: `progress` at least once with the bytes sent of the total, then
@@ -425,7 +420,9 @@ public final class ConnectIQ: @unchecked Sendable {
     private func post(_ call: String, _ arguments: [String: TraceValue], awaiting: Awaiting? = nil) {
         let entry = awaiting ?? .other(call)
         guard let host else {
-            lock.withLock { state.awaiting.append(entry) }
+            // Detached (no host bound): a call with a completion waits for one, as it always
+            // did; a call with none is dropped, not queued for an answer that never comes.
+            if let awaiting { lock.withLock { state.awaiting.append(awaiting) } }
             return
         }
         if !host.cores.contains("messaging") {

@@ -30,7 +30,8 @@ import SessionLive
 /// ``taskExecutor``, as it does in `ReplaySession`: `Task(executorPreference: live.taskExecutor) { … }`.
 ///
 /// `@unchecked Sendable`: what the app may reach from any thread while the host runs — the posted
-/// calls, the warnings, the app's early events, the running loop and its thread — is under `lock`;
+/// calls, the warnings, the app's early events, the running host's clock and trace writer and its
+/// thread — is under `lock`;
 /// an `app` event written from another thread is handed to the host's thread to write, since the
 /// host's trace has no lock. The rest is the host's, touched only inside ``run(for:until:)``.
 public final class LiveSession: AppLoopHost, @unchecked Sendable {
@@ -69,15 +70,22 @@ public final class LiveSession: AppLoopHost, @unchecked Sendable {
         case call([String: TraceValue])
         case work(() -> Void)
     }
-    /// Guards `posted`, `loop`, `runningThread`, `sessionWarnings` and `earlyAppEvents`. Never
-    /// held while the app's code runs.
+    /// Guards `posted`, `hostRecord`, `hostElapsed`, `runningThread`, `sessionWarnings` and
+    /// `earlyAppEvents`. Never held while the app's code runs.
     private let lock = NSLock()
     private var posted: [Posted] = []
     private let bindings = AppLoopBindings()
-    private var loop: LiveAppLoop?
+    /// The host's ``LiveAppLoop/record`` and ``LiveAppLoop/elapsed``, copied under `lock` once
+    /// the host has started (the host sets them on its thread, without a lock) and cleared when
+    /// the run ends: what another thread reads of the running host.
+    private var hostRecord: ((TraceEvent) -> Void)?
+    private var hostElapsed: (() -> Duration)?
     /// The thread inside ``run(for:until:)`` while the host runs: the one that may write to the
     /// host's trace.
     private var runningThread: pthread_t?
+    /// The loop of the run under way; read and written on the thread inside ``run(for:until:)``
+    /// only (the host calls `started` there).
+    private var runningLoop: LiveAppLoop?
     private var sessionWarnings: [String] = []
     private var ran = false
     /// The app's events written before the host started (`parseDeviceSelectionResponse`, the
@@ -169,18 +177,21 @@ public final class LiveSession: AppLoopHost, @unchecked Sendable {
             duration: duration, isDone: isDone,
             takeCalls: { [weak self] in self?.takePosted() ?? [] },
             observe: { [weak self] event in self?.deliver(event) },
-            started: { [weak self] in self?.flushEarlyAppEvents() })
-        lock.withLock {
-            self.loop = loop
-            runningThread = pthread_self()
-        }
+            started: { [weak self] in self?.hostStarted() })
+        runningLoop = loop
+        lock.withLock { runningThread = pthread_self() }
         defer {
-            lock.withLock {
-                self.loop = nil
+            runningLoop = nil
+            let left = lock.withLock { () -> [Posted] in
+                hostRecord = nil
+                hostElapsed = nil
                 runningThread = nil
+                defer { posted.removeAll() }
+                return posted
             }
             // No host is left to run the app's tasks on: they go on elsewhere.
             taskExecutor.passOn()
+            reportUntaken(left)
         }
         do throws(LiveMessagingError) {
             switch host {
@@ -200,13 +211,32 @@ public final class LiveSession: AppLoopHost, @unchecked Sendable {
         }
     }
 
-    private func flushEarlyAppEvents() {
-        guard let record = loop?.record else { return }
+    /// On the host's thread, once it has started and set `loop`'s closures: keeps them for other
+    /// threads and writes the app's events of before the start.
+    private func hostStarted() {
+        guard let loop = runningLoop else { return }
         let early = lock.withLock { () -> [TraceEvent] in
+            hostRecord = loop.record
+            hostElapsed = loop.elapsed
             defer { earlyAppEvents = [] }
             return earlyAppEvents
         }
+        guard let record = loop.record else { return }
         for event in early { record(event) }
+    }
+
+    /// What the app posted after the host took its last calls (while the link was being closed):
+    /// never applied, so said in a warning rather than dropped in silence.
+    private func reportUntaken(_ left: [Posted]) {
+        let calls = left.filter { if case .call = $0 { true } else { false } }.count
+        let other = left.count - calls
+        guard calls + other > 0 else { return }
+        let what = [calls > 0 ? "\(calls) call\(calls == 1 ? "" : "s")" : nil,
+                    other > 0 ? "\(other) app event\(other == 1 ? "" : "s") or facade completion\(other == 1 ? "" : "s")" : nil]
+        lock.withLock {
+            sessionWarnings.append("the app posted \(what.compactMap { $0 }.joined(separator: " and ")) after the host had taken its last calls "
+                + "(while the link was being closed); they were not applied and are not in the trace")
+        }
     }
 
     /// The calls posted since the last time: first the app's tasks on ``taskExecutor`` that became
@@ -252,7 +282,7 @@ public final class LiveSession: AppLoopHost, @unchecked Sendable {
     // MARK: AppLoopHost
 
     /// Time since the host started (zero before ``run(for:until:)``).
-    public var now: Duration { lock.withLock { loop }?.elapsed?() ?? .zero }
+    public var now: Duration { lock.withLock { hostElapsed }?() ?? .zero }
 
     /// Queues a call; the host takes it between inputs. A call for a core this session does not
     /// run is not delivered, with a warning.
@@ -282,7 +312,7 @@ public final class LiveSession: AppLoopHost, @unchecked Sendable {
         let made = TraceEvent(timeNs: 0, core: "app", event: event, fields: fields)
         enum Where { case here((TraceEvent) -> Void), hostThread, beforeStart }
         let place = lock.withLock { () -> Where in
-            guard let record = loop?.record, let runningThread else {
+            guard let record = hostRecord, let runningThread else {
                 earlyAppEvents.append(made)
                 return .beforeStart
             }

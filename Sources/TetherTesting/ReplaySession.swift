@@ -172,7 +172,6 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
             throw TetherTestingError(message: error.description)
         }
         name = set.directory.name
-        recordedDeviceSelectionURL = RecordedCalls.firstDeviceSelectionURL(in: set)
         guard cores.contains(where: appCores.contains) else {
             let interfaces = set.manifest.interfaces.map { "\($0.index) (\($0.role?.rawValue ?? "undescribed"))" }.joined(separator: ", ")
             throw TetherTestingError(message: "capture set \(path): it replays only \(cores.joined(separator: ", ")) (interfaces \(interfaces)), "
@@ -442,11 +441,18 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
 
     /// `connectiq.device_selection_url`: the recorded `device_list` call's URL.
     public func hostFact(_ key: String) -> String? {
-        key == "connectiq.device_selection_url" ? recordedDeviceSelectionURL : nil
+        guard key == "connectiq.device_selection_url" else { return nil }
+        // Read once, when first asked (it reads the capture's API calls), from whichever thread asks.
+        return recordedDeviceSelectionURL.withLock { cached in
+            if let cached { return cached }
+            let url = RecordedCalls.firstDeviceSelectionURL(in: set)
+            cached = .some(url)
+            return url
+        }
     }
 
-    /// Read once, in `init`: an app task may ask for it from any thread.
-    private let recordedDeviceSelectionURL: String?
+    /// The recorded `device_list` call's URL once read (`.some(nil)`: the set has none).
+    private let recordedDeviceSelectionURL = Mutex<String??>(nil)
 
     // MARK: ClosedLoopInputs
 

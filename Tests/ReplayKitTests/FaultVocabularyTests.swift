@@ -24,6 +24,16 @@ struct FaultVocabularyTests {
         #expect(throws: FaultSpecError.self) { try Fault(parsing: "delay:frame=3:by=6") }
     }
 
+    @Test func aSweepsSettleIsZeroBareOrADurationWithItsUnit() {
+        #expect(FaultSweep.settleDuration("0") == .zero)
+        #expect(FaultSweep.settleDuration("0s") == .zero)
+        #expect(FaultSweep.settleDuration("2500ms") == .milliseconds(2500))
+        #expect(FaultSweep.settleDuration("1h") == .seconds(3600))
+        #expect(FaultSweep.settleDuration("0abc") == nil)
+        #expect(FaultSweep.settleDuration("10") == nil)
+        #expect(FaultSweep.settleDuration("25h") == nil)
+    }
+
     @Test func selectorsCombineFramesTimeAndKind() throws {
         let fault = try Fault(parsing: "drop:frames=10-20:from=1s:to=2s:kind=notification")
         guard case .drop(let selector) = fault else { Issue.record("not a drop: \(fault)"); return }

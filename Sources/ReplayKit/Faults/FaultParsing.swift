@@ -251,3 +251,8 @@ extension String {
         return String(s)
     }
 }
+
+extension Fault {
+    /// A duration as a fault's keys take it: a unit required, at most a day; `nil` otherwise.
+    static func duration(parsing text: String) -> Duration? { FaultValues.parseDuration(text) }
+}

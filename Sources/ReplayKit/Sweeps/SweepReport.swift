@@ -11,13 +11,9 @@ extension FaultSweep {
 
     /// `--sweep-settle`'s duration (`0s` allowed), read as a fault's `by=` is; `nil` when it is not one.
     public static func settleDuration(_ text: String) -> Duration? {
-        if let zero = Double(text.trimmingCharacters(in: .letters)), zero == 0 { return .zero }
-        do throws(FaultSpecError) {
-            guard case .delay(_, let by) = try Fault(parsing: "delay:frame=1:by=\(text)") else { return nil }
-            return by
-        } catch {
-            return nil
-        }
+        // `0` needs no unit; any other settle is a duration with its unit, at most a fault's day.
+        if text.trimmingCharacters(in: .whitespaces) == "0" { return .zero }
+        return Fault.duration(parsing: text.trimmingCharacters(in: .whitespaces))
     }
 }
 
