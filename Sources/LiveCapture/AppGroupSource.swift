@@ -15,7 +15,7 @@ import Foundation
 /// `watcher` belong to the thread inside `run`, and `statistics()` and `close()` read them only after
 /// `run` returned (the ``LiveSource`` lifecycle, which ``Recorder`` keeps).
 public final class AppGroupSource: LiveSource, @unchecked Sendable {
-    // Thread-safety: `watcher`, `ownReads`, `renamesInFlight` and `framesSeen` are used only by the
+    // Thread-safety: `watcher`, `ownReads`, `ownReadsRenamed`, `renamesInFlight` and `framesSeen` are used only by the
     // thread inside `run` (`statistics()` and `close()` come after it returned, as Recorder calls
     // them); `stop()` sets a flag under `lock` that the loop checks every `idleInterval`.
 
@@ -35,6 +35,10 @@ public final class AppGroupSource: LiveSource, @unchecked Sendable {
     /// Writers of temporary files renamed away, by the rename's cookie, until the `moved_in` that
     /// completes the atomic write names them.
     private var renamesInFlight: [UInt32: String] = [:]
+    /// Opens and closes still owed by this source's read of an entry renamed away, by the rename's
+    /// cookie: the kernel names an event by the entry's name when it happens, so the close of a
+    /// read that a rename overtook comes under the new name, and is owed there.
+    private var ownReadsRenamed: [UInt32: (opens: Int, closes: Int)] = [:]
 
     /// Watches `folder`, which must exist.
     public init(folder: String) throws(LiveCaptureError) {
@@ -78,6 +82,7 @@ public final class AppGroupSource: LiveSource, @unchecked Sendable {
         default:
             break
         }
+        carryOwnReads(across: change)
         var object: [String: Any] = ["op": change.kind.rawValue, "name": change.name]
         if change.cookie != 0 { object["cookie"] = Int(change.cookie) }
         if let temporary = Self.temporaryName(change.name) {
@@ -103,12 +108,36 @@ public final class AppGroupSource: LiveSource, @unchecked Sendable {
                 if content.count > Self.maximumContent { object["content_truncated"] = true }
             } else {
                 // Gone again (renamed or deleted before we read it): the next event says so. Our
-                // read did not open it, so no open or close is owed.
-                ownReads[change.name] = nil
+                // read did not open it, so this read owes no open or close (an earlier one may).
+                own.opens -= 1
+                own.closes -= 1
+                ownReads[change.name] = own.opens == 0 && own.closes == 0 ? nil : own
                 object["content_unavailable"] = true
             }
         }
         return object
+    }
+
+    /// Moves what this source's reads still owe an entry across its rename: from the old name at
+    /// `moved_out` to the rename's cookie, and from there to the new name at `moved_in`. An
+    /// atomic write renamed while the source reads its temporary file (a loaded machine) would
+    /// otherwise leave that read's close recorded under the final name, as another process's read.
+    private func carryOwnReads(across change: FolderChange) {
+        guard change.cookie != 0 else { return }
+        switch change.kind {
+        case .movedOut:
+            guard let owed = ownReads.removeValue(forKey: change.name) else { return }
+            if ownReadsRenamed.count >= 1024 { ownReadsRenamed.removeAll() }
+            ownReadsRenamed[change.cookie] = owed
+        case .movedIn:
+            guard let owed = ownReadsRenamed.removeValue(forKey: change.cookie) else { return }
+            var own = ownReads[change.name] ?? (0, 0)
+            own.opens += owed.opens
+            own.closes += owed.closes
+            ownReads[change.name] = own
+        default:
+            return
+        }
     }
 
     /// `.NAME.tmp-ROLE-PID` → (NAME, ROLE): the atomic-write convention's temporary file.

@@ -54,6 +54,30 @@ import Testing
         #expect(objects[4]["writer"] as? String == "host")
     }
 
+    @Test func theCloseOfTheSourcesOwnReadOvertakenByTheRenameIsNotRecordedUnderTheNewName() throws {
+        // The order a loaded machine gives: the source reads the temporary file while the writer
+        // renames it, so the kernel names that read's close by the final name, after the rename.
+        let folder = try folder()
+        let source = try AppGroupSource(folder: folder)
+        defer { source.close() }
+        let temporary = ".settings.json.tmp-host-4242"
+        try Data("{\"version\":2}".utf8).write(to: URL(fileURLWithPath: folder + "/" + temporary))
+        func change(_ kind: FolderChange.Kind, _ name: String, cookie: UInt32 = 0) -> [String: Any]? {
+            source.record(for: FolderChange(kind: kind, name: name, cookie: cookie, timestampNs: 0))
+        }
+        #expect(change(.closedWritten, temporary)?["content"] as? String == "7b2276657273696f6e223a327d")
+        #expect(rename(folder + "/" + temporary, folder + "/settings.json") == 0)
+        #expect(change(.opened, temporary) == nil, "the source's own open of the temporary file")
+        #expect(change(.movedOut, temporary, cookie: 9)?["writer"] as? String == "host")
+        #expect(change(.movedIn, "settings.json", cookie: 9)?["size"] as? Int == 13)
+        // The read of the temporary file's close, then the moved_in read's open and close.
+        #expect(change(.closedUnwritten, "settings.json") == nil)
+        #expect(change(.opened, "settings.json") == nil)
+        #expect(change(.closedUnwritten, "settings.json") == nil)
+        // Anyone else's read is recorded.
+        #expect(change(.opened, "settings.json")?["op"] as? String == "opened")
+    }
+
     @Test func aReadByAnotherProcessIsRecordedButTheRecordersOwnReadsAreNot() throws {
         let folder = try folder()
         try Data("hello".utf8).write(to: URL(fileURLWithPath: folder + "/has-content"))
