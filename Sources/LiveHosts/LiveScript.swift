@@ -81,7 +81,7 @@ public struct LiveScript: Sendable, Hashable {
             }
             switch name {
             case "wait":
-                guard let text = argument.map({ "\($0)" }), let duration = Self.duration(text) else {
+                guard let duration = argument.flatMap(Self.duration(of:)) else {
                     throw fail("wait needs a duration such as 500ms, 2s, 1m or a number of seconds")
                 }
                 steps.append(.wait(duration))
@@ -90,8 +90,8 @@ public struct LiveScript: Sendable, Hashable {
                     steps.append(.waitFor(event: event, timeout: .seconds(30)))
                 } else if let options = argument as? [String: Any], let event = options["event"] as? String {
                     var timeout = Duration.seconds(30)
-                    if let text = options["timeout"].map({ "\($0)" }) {
-                        guard let parsed = Self.duration(text) else { throw fail("wait_for's timeout must be a duration such as 10s") }
+                    if let written = options["timeout"] {
+                        guard let parsed = Self.duration(of: written) else { throw fail("wait_for's timeout must be a duration such as 10s") }
                         timeout = parsed
                     }
                     steps.append(.waitFor(event: event, timeout: timeout))
@@ -193,6 +193,23 @@ public struct LiveScript: Sendable, Hashable {
     /// to a year.
     public static func duration(_ text: String) -> Duration? {
         guard let seconds = DurationText.seconds(text), seconds >= 0, seconds <= 86_400 * 365 else { return nil }
+        return .nanoseconds(Int64((seconds * 1e9).rounded()))
+    }
+
+    /// A duration as YAML gave it: text (``duration(_:)``), or a number of seconds, read as the
+    /// number it is (its text could be `1e-05`, which is not a duration as written).
+    static func duration(of value: Any) -> Duration? {
+        if let text = value as? String { return duration(text) }
+        guard !(value is Bool) else { return nil }
+        let seconds: Double
+        if let number = value as? Int {
+            seconds = Double(number)
+        } else if let number = value as? Double {
+            seconds = number
+        } else {
+            return nil
+        }
+        guard seconds.isFinite, seconds >= 0, seconds <= 86_400 * 365 else { return nil }
         return .nanoseconds(Int64((seconds * 1e9).rounded()))
     }
 

@@ -35,6 +35,14 @@ import Testing
         }
     }
 
+    @Test func aWaitWrittenAsANumberIsThatManySecondsHoweverYAMLSpellsIt() throws {
+        let script = try LiveScript(yaml: "steps:\n  - wait: 0.00001\n  - wait: 2\n  - wait: 1.5s\n  - wait_for: {event: completion, timeout: 0.25}\n",
+                                    file: "s.yaml", callNames: Self.calls)
+        #expect(script.steps == [.wait(.microseconds(10)), .wait(.seconds(2)), .wait(.milliseconds(1500)),
+                                              .waitFor(event: "completion", timeout: .milliseconds(250))])
+        #expect(throws: LiveScriptError.self) { try LiveScript(yaml: "steps:\n  - wait: true\n", file: "s.yaml", callNames: Self.calls) }
+    }
+
     @Test func theErrorSaysWhichNumberAndWhatFits() throws {
         #expect(throws: LiveScriptError(file: "s.yaml", step: 2, message: "send.message: 100000000000000000000000 is an integer outside Monkey C's range "
             + "(a Long holds -9223372036854775808 to 9223372036854775807); write one in that range, or a float such as 1.0e+23 to send a Double")) {

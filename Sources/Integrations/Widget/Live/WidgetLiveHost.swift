@@ -145,14 +145,16 @@ public final class WidgetLiveHost {
         record["call"] = .string(name)
         if name == "refresh", let budget = record["budget"] {
             // Scripts say `refresh: {budget: 2s}`; the record keeps milliseconds.
+            // A number is read as the number it is (its text could be `1e-05`).
             let text: String
+            let parsed: Double?
             switch budget {
-            case .string(let written): text = written
-            case .int(let number): text = String(number)
-            case .double(let number): text = String(number)
-            default: text = ""
+            case .string(let written): (text, parsed) = (written, DurationText.seconds(written))
+            case .int(let number): (text, parsed) = (String(number), Double(number))
+            case .double(let number): (text, parsed) = (String(number), number.isFinite ? number : nil)
+            default: (text, parsed) = ("", nil)
             }
-            guard let seconds = DurationText.seconds(text), seconds > 0, seconds < 86_400 else {
+            guard let seconds = parsed, seconds > 0, seconds < 86_400 else {
                 return fail(step: number, "refresh: budget \(text) is not a duration such as 500ms or 2s")
             }
             record["budget"] = nil
