@@ -76,6 +76,31 @@ public struct DissectionProblem: Error, Sendable, Hashable, CustomStringConverti
         }
     }
 
+    /// The kind's name for scripts (`tether inspect --json`): `layout`, `mqtt_packet`,
+    /// `mqtt_packet_too_long`, `mqtt_topic_alias_unset`, `tcp_bytes_not_captured`, `not_utf8`,
+    /// `link_type_not_dissected`.
+    public var kindName: String {
+        switch kind {
+        case .layout: "layout"
+        case .mqttPacket: "mqtt_packet"
+        case .mqttPacketTooLong: "mqtt_packet_too_long"
+        case .mqttTopicAliasUnset: "mqtt_topic_alias_unset"
+        case .tcpBytesNotCaptured: "tcp_bytes_not_captured"
+        case .notUTF8: "not_utf8"
+        case .linkTypeNotDissected: "link_type_not_dissected"
+        }
+    }
+
+    /// Where a problem with an offset lies: the offset and what it counts within (`nil`: the
+    /// frame). `nil` for the kinds without one.
+    public var place: (offset: Int, context: String?)? {
+        switch kind {
+        case .layout(let offset, _, _, let context): (offset, context)
+        case .mqttPacket(let error, _): (error.offset, "the MQTT packet")
+        default: nil
+        }
+    }
+
     /// The usual case: a header or field runs past the captured bytes.
     static func short(_ layer: String, at offset: Int, need: Int, what: String, have: Int, context: String? = nil) -> DissectionProblem {
         DissectionProblem(

@@ -378,26 +378,14 @@ final class JSONInspectOutput: InspectOutput {
         return JSONText.object(members)
     }
 
-    /// One of a frame's problems for scripts: `layer`, `kind` (`layout`, `mqtt_packet`,
-    /// `mqtt_packet_too_long`, `mqtt_topic_alias_unset`, `tcp_bytes_not_captured`, `not_utf8`,
-    /// `link_type_not_dissected`), `offset` and `context` for a layout problem (a frame offset
-    /// unless `context` names what it counts within), and `text`, the sentence `problem` joins.
+    /// One of a frame's problems for scripts: `layer`, `kind` (``DissectionProblem/kindName``),
+    /// `offset` and `context` where the problem has a place (a frame offset unless `context`
+    /// names what it counts within), and `text`, the sentence `problem` joins.
     static func problem(_ problem: DissectionProblem) -> String {
-        var members: [(String, String)] = [("layer", JSONText.string(problem.layer))]
-        switch problem.kind {
-        case .layout(let offset, _, _, let context):
-            members.append(("kind", JSONText.string("layout")))
-            members.append(("offset", String(offset)))
-            if let context { members.append(("context", JSONText.string(context))) }
-        case .mqttPacket(let error, _):
-            members.append(("kind", JSONText.string("mqtt_packet")))
-            members.append(("offset", String(error.offset)))
-            members.append(("context", JSONText.string("the MQTT packet")))
-        case .mqttPacketTooLong: members.append(("kind", JSONText.string("mqtt_packet_too_long")))
-        case .mqttTopicAliasUnset: members.append(("kind", JSONText.string("mqtt_topic_alias_unset")))
-        case .tcpBytesNotCaptured: members.append(("kind", JSONText.string("tcp_bytes_not_captured")))
-        case .notUTF8: members.append(("kind", JSONText.string("not_utf8")))
-        case .linkTypeNotDissected: members.append(("kind", JSONText.string("link_type_not_dissected")))
+        var members: [(String, String)] = [("layer", JSONText.string(problem.layer)), ("kind", JSONText.string(problem.kindName))]
+        if let place = problem.place {
+            members.append(("offset", String(place.offset)))
+            if let context = place.context { members.append(("context", JSONText.string(context))) }
         }
         members.append(("text", JSONText.string(problem.description)))
         return JSONText.object(members)

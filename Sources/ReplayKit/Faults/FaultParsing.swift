@@ -149,7 +149,7 @@ private struct FaultValues {
             return nil
         }
         guard let duration = FaultValues.parseDuration(value) else {
-            if FaultValues.durationNanoseconds(value).map({ $0 > FaultValues.longestDurationNs }) == true {
+            if DurationText.nanoseconds(value, bareNumber: .refused).map({ $0 > FaultValues.longestDurationNs }) == true {
                 throw FaultSpecError(text: text, problem: "\(key)=\(value) is longer than a fault's longest duration, a day (86400s)")
             }
             throw FaultSpecError(text: text, problem: "\(key)=\(value) is not a duration; write a number with a unit: \(DurationText.unitList) (e.g. 1.5s, 40ms)")
@@ -162,15 +162,9 @@ private struct FaultValues {
 
     /// A non-negative decimal with a unit, at most a day.
     static func parseDuration(_ text: String) -> Duration? {
-        guard let ns = durationNanoseconds(text), ns <= longestDurationNs else { return nil }
+        // A unit is required: a fault's bare numbers are frame numbers.
+        guard let ns = DurationText.nanoseconds(text, bareNumber: .refused), ns <= longestDurationNs else { return nil }
         return .nanoseconds(Int64(ns))
-    }
-
-    /// The nanoseconds a non-negative decimal with a unit stands for, whatever its size (as a
-    /// `Double`, so that a value past `Int64` can still be told apart from a typo). A fault's
-    /// durations always take a unit: its bare numbers are frame numbers.
-    static func durationNanoseconds(_ text: String) -> Double? {
-        DurationText.nanoseconds(text, bareNumber: .refused)
     }
 
     mutating func integer(_ key: String, range: ClosedRange<Int>, required: Bool = false) throws(FaultSpecError) -> Int? {
