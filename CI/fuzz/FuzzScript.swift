@@ -1,7 +1,7 @@
 // libFuzzer entry for the live-script loader (LiveScript(yaml:file:callNames:): YAML within the
 // script budget, steps, durations, argument values), with every live host's call names. Compiled
 // by CI/fuzz/run with Sources/LiveHosts/LiveScript.swift, BehaviourTrace's
-// TraceEvent.swift, TracePayload.swift, TraceJSON.swift, TraceJSONParser.swift and Sources/JSONBytes into one module, against CaptureSet,
+// TraceEvent.swift, TraceName.swift, TracePayload.swift, TraceJSON.swift, TraceJSONParser.swift and Sources/JSONBytes into one module, against CaptureSet,
 // CaptureKit, Durations and Yams built with the same sanitizers. Refusals are expected answers; a trap,
 // sanitizer report or hang is a finding.
 

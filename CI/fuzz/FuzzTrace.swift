@@ -1,5 +1,5 @@
 // libFuzzer entry for BehaviourTrace's trace reader (TraceFile.decode, the JSON Lines of traces and
-// baselines): compiled with Sources/BehaviourTrace/TraceEvent.swift, TracePayload.swift, TraceJSON.swift and TraceJSONParser.swift by CI/fuzz/run. Errors are expected
+// baselines): compiled with Sources/BehaviourTrace/TraceEvent.swift, TraceName.swift, TracePayload.swift, TraceJSON.swift and TraceJSONParser.swift by CI/fuzz/run. Errors are expected
 // answers to bad bytes; a decoded trace is re-encoded and decoded again, which must agree.
 
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -28,10 +28,10 @@ public protocol AppLoopHost: AnyObject, Sendable {
     /// among them warns once instead of posting calls nobody takes.
     var cores: [String] { get }
     /// Calls `handler` with every trace event `core` writes from now on, as it is written.
-    func observe(core: String, _ handler: @escaping (TraceEvent) -> Void)
+    func observe(core: TraceName, _ handler: @escaping (TraceEvent) -> Void)
     /// Writes one event of the app's own (core `app`: the facade's calls and the callbacks it
     /// delivered) to the host's trace, at ``now``.
-    func recordAppEvent(_ event: String, fields: [String: TraceValue])
+    func recordAppEvent(_ event: TraceName, fields: [String: TraceValue])
     /// Notes something the app did that the host cannot answer as the device would (a call the
     /// recording has no answer for, a callback with no delegate): one line, kept in the host's
     /// warnings and written to its trace as an `app` `warning` event.
@@ -105,14 +105,14 @@ public enum AppLoop {
 /// the lock, registers its observer; handlers are called outside it, so a handler may call back in.
 public final class AppLoopBindings: @unchecked Sendable {
     private let lock = NSRecursiveLock()
-    private var observers: [String: [(TraceEvent) -> Void]] = [:]
+    private var observers: [TraceName: [(TraceEvent) -> Void]] = [:]
     private var facades: [String: AnyObject] = [:]
 
     /// No facade yet.
     public init() {}
 
     /// Calls `handler` with each of `core`'s events from now on.
-    public func observe(core: String, _ handler: @escaping (TraceEvent) -> Void) {
+    public func observe(core: TraceName, _ handler: @escaping (TraceEvent) -> Void) {
         lock.withLock { observers[core, default: []].append(handler) }
     }
 

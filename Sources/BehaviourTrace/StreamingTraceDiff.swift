@@ -258,7 +258,7 @@ public final class StreamingBaselineComparison {
     private var diff: StreamingTraceDiff
     private var failure: (any Error)?
     /// Event names left out of both sides.
-    private let ignoringEvents: Set<String>
+    private let ignoringEvents: Set<TraceName>
 
     /// Opens the baseline trace file at `baselinePath`.
     /// - Throws: ``TraceFileError`` when it cannot be read.
@@ -270,7 +270,7 @@ public final class StreamingBaselineComparison {
     /// baseline (``indexLookup`` tells what was found) lets agreeing events be checked by their
     /// digests alone; the report is the same either way.
     public init(name: String, baselinePath: String, timingToleranceNs: Int64,
-                ignoringFields: Set<String> = [], ignoringEvents: Set<String> = [],
+                ignoringFields: Set<String> = [], ignoringEvents: Set<TraceName> = [],
                 window: Int = StreamingTraceDiff.defaultWindow, lineBudget: Int = 1000, usingIndex: Bool = true) throws(TraceFileError) {
         self.name = name
         self.ignoringEvents = ignoringEvents

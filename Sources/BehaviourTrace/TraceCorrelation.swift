@@ -9,14 +9,14 @@ public struct TraceCorrelation: Sendable, Hashable {
     /// text (`api_call` with `call` = `send`).
     public struct EventPattern: Sendable, Hashable, CustomStringConvertible {
         /// The event name.
-        public var event: String
+        public var event: TraceName
         /// A field that must hold ``value``, `nil` for any event of that name.
         public var field: String?
         /// The text the field must hold (a string's text, or a number or boolean written as JSON).
         public var value: String?
 
         /// Events named `event`, and with `field` equal to `value` when both are given.
-        public init(_ event: String, where field: String? = nil, is value: String? = nil) {
+        public init(_ event: TraceName, where field: String? = nil, is value: String? = nil) {
             self.event = event
             self.field = field
             self.value = value
@@ -31,7 +31,7 @@ public struct TraceCorrelation: Sendable, Hashable {
 
         /// `api_call[call=send]`, or the bare event name.
         public var description: String {
-            guard let field, let value else { return event }
+            guard let field, let value else { return event.text }
             return "\(event)[\(field)=\(value)]"
         }
     }
@@ -40,14 +40,14 @@ public struct TraceCorrelation: Sendable, Hashable {
     /// `sent` of `total`).
     public struct ProgressFields: Sendable, Hashable {
         /// The event that carries the progress.
-        public var event: String
+        public var event: TraceName
         /// The field with the amount done so far.
         public var done: String
         /// The field with the whole amount.
         public var total: String
 
         /// Progress carried by `event` as `done` of `total`.
-        public init(event: String, done: String, total: String) {
+        public init(event: TraceName, done: String, total: String) {
             self.event = event
             self.done = done
             self.total = total
@@ -116,7 +116,7 @@ public struct CorrelatedPair: Sendable, Hashable {
     /// The correlation's ``TraceCorrelation/name``.
     public var name: String
     /// The core whose events these are.
-    public var core: String
+    public var core: TraceName
     /// The key that joined them, as text.
     public var key: String
     /// When the request was made, in virtual nanoseconds.
@@ -128,7 +128,7 @@ public struct CorrelatedPair: Sendable, Hashable {
     /// The end event's position in the trace.
     public var endIndex: Int?
     /// The end event's name (`completion`, `message_failed`), `nil` while unanswered.
-    public var endEvent: String?
+    public var endEvent: TraceName?
 
     /// How long the answer took, `nil` while unanswered; saturated at the ends of `Int64` when the
     /// two instants are further apart than it holds (``latency`` has it exactly).
@@ -143,7 +143,7 @@ public struct CorrelatedProgress: Sendable, Hashable {
     /// The correlation's name.
     public var name: String
     /// The core whose event it is.
-    public var core: String
+    public var core: TraceName
     /// The key of the pair it belongs to.
     public var key: String
     /// When it was reported.
@@ -166,7 +166,7 @@ public struct CorrelatedProgress: Sendable, Hashable {
 /// per (core, correlation, key).
 public struct CorrelationTracker: Sendable {
     /// The correlations looked for, per core name.
-    public let correlations: [String: [TraceCorrelation]]
+    public let correlations: [TraceName: [TraceCorrelation]]
     /// Every pair found so far, in the order its request was made; unanswered ones have no end.
     public private(set) var pairs: [CorrelatedPair] = []
     /// Every progress report of a pair, in trace order.
@@ -174,13 +174,13 @@ public struct CorrelationTracker: Sendable {
     private var open: [OpenKey: Int] = [:]
 
     private struct OpenKey: Hashable {
-        var core: String
+        var core: TraceName
         var correlation: Int
         var key: String
     }
 
     /// A tracker looking for `correlations[core]` in the events of each core.
-    public init(_ correlations: [String: [TraceCorrelation]]) {
+    public init(_ correlations: [TraceName: [TraceCorrelation]]) {
         self.correlations = correlations
     }
 
@@ -215,7 +215,7 @@ public struct CorrelationTracker: Sendable {
     }
 
     /// Every pair of `trace` (a whole trace held in memory).
-    public static func pairs(in trace: [TraceEvent], correlations: [String: [TraceCorrelation]]) -> CorrelationTracker {
+    public static func pairs(in trace: [TraceEvent], correlations: [TraceName: [TraceCorrelation]]) -> CorrelationTracker {
         var tracker = CorrelationTracker(correlations)
         for (index, event) in trace.enumerated() { tracker.observe(event, index: index) }
         return tracker

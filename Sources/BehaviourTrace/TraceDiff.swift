@@ -176,8 +176,8 @@ public enum TraceDiff {
 
     /// What pairs a removed and an added event as "changed".
     struct EventKey: Hashable {
-        var core: String
-        var event: String
+        var core: TraceName
+        var event: TraceName
         var keys: [String: TraceValue]
         init(_ e: TraceEvent, keyFields: [String]) {
             core = e.core
@@ -191,8 +191,8 @@ public enum TraceDiff {
     /// Maps each distinct identity to a small integer so alignment compares integers.
     struct Interner {
         struct Identity: Hashable {
-            var core: String
-            var event: String
+            var core: TraceName
+            var event: TraceName
             var fields: [String: TraceValue]
         }
         let ignoring: Set<String>

@@ -27,9 +27,9 @@ public struct TraceEvent: Sendable, Hashable {
     /// Virtual nanoseconds since the capture's first frame.
     public var timeNs: Int64
     /// Which core produced it.
-    public var core: String
+    public var core: TraceName
     /// The event name, e.g. `datapoint`, `rejected`, `stream_start`.
-    public var event: String
+    public var event: TraceName
     /// The fields, in whichever form they take (see the type's comment). Equality and hashing
     /// rely on that form being the canonical one for the fields, so only ``Storage/init(_:)``
     /// and ``init(timeNs:core:event:dataPoint:)`` make it.
@@ -48,7 +48,7 @@ public struct TraceEvent: Sendable, Hashable {
     }
 
     /// Creates an event; `fields` are every key of the line but `t_ns`, `core` and `event`.
-    public init(timeNs: Int64, core: String, event: String, fields: [String: TraceValue] = [:]) {
+    public init(timeNs: Int64, core: TraceName, event: TraceName, fields: [String: TraceValue] = [:]) {
         self.timeNs = timeNs
         self.core = core
         self.event = event
@@ -58,7 +58,7 @@ public struct TraceEvent: Sendable, Hashable {
     /// An event whose fields are a chunk's, held inline; inlinable for the reason
     /// ``init(timeNs:core:event:dataPoint:)`` is.
     @inlinable
-    package init(timeNs: Int64, core: String, event: String, chunk: ChunkFields) {
+    package init(timeNs: Int64, core: TraceName, event: TraceName, chunk: ChunkFields) {
         self.timeNs = timeNs
         self.core = core
         self.event = event
@@ -70,7 +70,7 @@ public struct TraceEvent: Sendable, Hashable {
     /// the event was returned in pieces and copied whole twice more on its way to the caller's
     /// closure, each copy stalling on the stores of the one before (a tenth of a plugin replay).
     @inlinable
-    package init(timeNs: Int64, core: String, event: String, dataPoint: DataPointFields) {
+    package init(timeNs: Int64, core: TraceName, event: TraceName, dataPoint: DataPointFields) {
         self.timeNs = timeNs
         self.core = core
         self.event = event
@@ -79,7 +79,7 @@ public struct TraceEvent: Sendable, Hashable {
 
     /// An event whose fields are `payload`'s (``TracePayload``): written, compared and digested
     /// as the same fields in a dictionary would be.
-    public init(timeNs: Int64, core: String, event: String, payload: some TracePayload) {
+    public init(timeNs: Int64, core: TraceName, event: TraceName, payload: some TracePayload) {
         self.timeNs = timeNs
         self.core = core
         self.event = event

@@ -48,6 +48,11 @@ struct TraceEventDigest {
         state = ContentFingerprint.round(state, word)
     }
 
+    /// A name feeds the words its text does, so a digest does not depend on names being interned.
+    private mutating func add(_ name: TraceName) {
+        name.entry._withUnsafeGuaranteedRef { add($0.text) }
+    }
+
     private mutating func add(_ text: String) {
         // A native or small string is contiguous: read in place, no copy.
         if text.utf8.withContiguousStorageIfAvailable({ add(utf8: UnsafeRawBufferPointer($0)) }) == nil {

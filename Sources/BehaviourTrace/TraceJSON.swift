@@ -293,14 +293,20 @@ struct TraceJSONBytes: TextOutputStream {
         text.withUTF8Buffer { bytes.append(contentsOf: $0) }
     }
 
+    /// A name as a JSON string: its entry keeps the quoted, escaped bytes, so nothing is escaped
+    /// per event.
+    mutating func appendName(_ name: TraceName) {
+        name.entry._withUnsafeGuaranteedRef { bytes.append(contentsOf: $0.quotedJSON) }
+    }
+
     /// One event as ``TraceEvent/jsonLine()`` writes it, without the newline.
     mutating func appendEvent(_ event: TraceEvent) {
         appendLiteral("{\"t_ns\":")
         appendInt(event.timeNs)
         appendLiteral(",\"core\":")
-        appendString(event.core)
+        appendName(event.core)
         appendLiteral(",\"event\":")
-        appendString(event.event)
+        appendName(event.event)
         appendFieldMembers(event)
         bytes.append(UInt8(ascii: "}"))
     }

@@ -98,9 +98,12 @@ struct TraceJSONParser {
         guard let t = timeValue else { throw error("a \"t_ns\" key (integer nanoseconds)", at: start) }
         guard case .int(let timeNs) = t else { throw error("an integer value for \"t_ns\"", at: start) }
         guard let c = coreValue else { throw error("a \"core\" key", at: start) }
-        guard case .string(let core) = c else { throw error("a string value for \"core\"", at: start) }
+        guard case .string(let coreText) = c else { throw error("a string value for \"core\"", at: start) }
         guard let e = eventValue else { throw error("an \"event\" key", at: start) }
-        guard case .string(let event) = e else { throw error("a string value for \"event\"", at: start) }
+        guard case .string(let eventText) = e else { throw error("a string value for \"event\"", at: start) }
+        guard let core = TraceName(readFrom: coreText), let event = TraceName(readFrom: eventText) else {
+            throw error("a core and event name among the first \(TraceName.inputLimit) distinct ones (Tether's own traces have a few dozen; is this a trace file?)", at: start)
+        }
         if let point = DataPointFields(members) {
             return TraceEvent(timeNs: timeNs, core: core, event: event, dataPoint: point)
         }

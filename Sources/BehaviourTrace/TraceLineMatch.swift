@@ -28,8 +28,8 @@ enum TraceLineMatch {
         guard case .dataPoint(let point) = event.storage else { return nil }
         var cursor = Cursor(line)
         guard cursor.literal("{\"t_ns\":"), cursor.integer(event.timeNs),
-              cursor.literal(",\"core\":"), let core = cursor.string(event.core), core,
-              cursor.literal(",\"event\":"), let name = cursor.string(event.event), name,
+              cursor.literal(",\"core\":"), cursor.name(event.core),
+              cursor.literal(",\"event\":"), cursor.name(event.event),
               cursor.literal(",\"name\":"), let pointName = cursor.string(point.name), pointName,
               cursor.literal(",\"source\":"), let source = cursor.string(point.source), source,
               cursor.literal(",\"time_ns\":"), cursor.integer(point.timeNs),
@@ -37,7 +37,7 @@ enum TraceLineMatch {
               cursor.literal(",\"value\":")
         else {
             // A string that needs escaping (nil above) is left to the writer's bytes.
-            return Cursor.needsEscaping(event.core) || Cursor.needsEscaping(event.event) || Cursor.needsEscaping(point.name)
+            return event.core.needsEscaping || event.event.needsEscaping || Cursor.needsEscaping(point.name)
                 || Cursor.needsEscaping(point.source) || Cursor.needsEscaping(point.type) ? nil : false
         }
         let value: Bool
@@ -68,6 +68,17 @@ enum TraceLineMatch {
             let same = memcmp(bytes.baseAddress! + position, text.utf8Start, count) == 0
             if same { position += count }
             return same
+        }
+
+        /// Whether the next token is `name` as the writer writes it: its quoted, escaped bytes.
+        mutating func name(_ name: TraceName) -> Bool {
+            name.entry._withUnsafeGuaranteedRef { entry in
+                let count = entry.quotedJSON.count
+                guard bytes.count - position >= count else { return false }
+                let same = entry.quotedJSON.withUnsafeBytes { memcmp(bytes.baseAddress! + position, $0.baseAddress!, count) == 0 }
+                if same { position += count }
+                return same
+            }
         }
 
         /// Whether the next token is `value` as the writer writes an integer: `-` then digits,

@@ -23,7 +23,7 @@ package struct LiveStepRunner {
         /// A mark for `wait_for EVENT`: where to look from.
         package var mark: (_ event: String) -> Int
         /// Whether `event` happened since `mark`.
-        package var occurred: (_ event: String, _ since: Int) -> Bool
+        package var occurred: (_ event: TraceName, _ since: Int) -> Bool
         /// Records a step that could not be done.
         package var fail: (_ step: Int, _ message: String) -> Void
 
@@ -34,7 +34,7 @@ package struct LiveStepRunner {
             nextDeadline: @escaping () -> Duration?,
             fireTimers: @escaping () throws(LiveHostError) -> Void,
             mark: @escaping (_ event: String) -> Int,
-            occurred: @escaping (_ event: String, _ since: Int) -> Bool,
+            occurred: @escaping (_ event: TraceName, _ since: Int) -> Bool,
             fail: @escaping (_ step: Int, _ message: String) -> Void
         ) {
             self.runStep = runStep
@@ -103,7 +103,7 @@ package struct LiveStepRunner {
             }
             var arrived = false
             if let waiting = waitingFor {
-                arrived = host.occurred(waiting.event, waiting.mark)
+                arrived = host.occurred(TraceName(waiting.event), waiting.mark)
                 // What was looked at needs no second look: the next check starts here, so a long
                 // wait_for over a growing trace (a frame's events each time) stays linear.
                 if !arrived { waitingFor = (waiting.event, host.mark(waiting.event)) }

@@ -30,14 +30,14 @@ public enum LiveTrace {
 /// script steps that could not run, and a line per event for the terminal. One per host run.
 package final class LiveTraceLog {
     /// The trace's core name (`messaging`, `session`, `widget`).
-    package let core: String
+    package let core: TraceName
     private let log: (String) -> Void
     /// The events so far, stamped.
     package private(set) var events: [(realtimeNs: Int64, event: TraceEvent)] = []
     /// Steps that could not run, as sentences.
     package private(set) var failedSteps: [String] = []
 
-    package init(core: String, log: @escaping (String) -> Void) {
+    package init(core: TraceName, log: @escaping (String) -> Void) {
         self.core = core
         self.log = log
     }

@@ -103,7 +103,7 @@ struct DiffCommand: ParsableCommand {
         }
         let tolerance = Int64((toleranceMs * 1_000_000).rounded())
         var differ = false
-        let ignoredEvents = Set(ignoreEvents)
+        let ignoredEvents = Set(ignoreEvents.map { TraceName($0) })
         for pair in pairs {
             if pairs.count > 1 || pair.a == nil || pair.b == nil {
                 StandardOutput.shared.line("== \(pair.label)")
@@ -195,7 +195,7 @@ struct TracePair {
         guard let first = try TraceFileReader(path: traceFile).next() else {
             throw CommandFailure.failed("\(traceFile) holds no events, so it is not a trace. Write one with `tether replay SET --trace FILE`.")
         }
-        if let path = all[first.core] { return path }
+        if let path = all[first.core.text] { return path }
         if all.count == 1, let only = all.values.first { return only }
         let cores = all.keys.sorted().joined(separator: ", ")
         throw CommandFailure.failed("\(set) has no baseline for the core of \(traceFile) (its baselines: \(cores.isEmpty ? "none" : cores)). Give two trace files instead.")

@@ -450,14 +450,14 @@ public final class ConnectIQ: @unchecked Sendable {
         var fields = fields
         fields["sdk"] = .string("ConnectIQ")
         fields["api"] = .string(api)
-        host?.recordAppEvent("app_call", fields: fields)
+        host?.recordAppEvent(.appCall, fields: fields)
     }
 
     private func callback(_ api: String, _ fields: [String: TraceValue]) {
         var fields = fields
         fields["sdk"] = .string("ConnectIQ")
         fields["api"] = .string(api)
-        host?.recordAppEvent("callback", fields: fields)
+        host?.recordAppEvent(.appCallback, fields: fields)
     }
 
     private func misuse(_ api: String, _ what: String) {

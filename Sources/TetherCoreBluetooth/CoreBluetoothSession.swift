@@ -57,14 +57,14 @@ final class CoreBluetoothSession: @unchecked Sendable {
         var f = fields
         f["sdk"] = .string("CoreBluetooth")
         f["api"] = .string(api)
-        host.recordAppEvent("app_call", fields: f)
+        host.recordAppEvent(.appCall, fields: f)
     }
 
     func callback(_ api: String, _ fields: [String: TraceValue] = [:]) {
         var f = fields
         f["sdk"] = .string("CoreBluetooth")
         f["api"] = .string(api)
-        host.recordAppEvent("callback", fields: f)
+        host.recordAppEvent(.appCallback, fields: f)
     }
 
     func misuse(_ text: String) {

@@ -300,7 +300,7 @@ public final class LiveSession: AppLoopHost, @unchecked Sendable {
     }
 
     /// Calls `handler` with each of `core`'s events.
-    public func observe(core: String, _ handler: @escaping (TraceEvent) -> Void) {
+    public func observe(core: TraceName, _ handler: @escaping (TraceEvent) -> Void) {
         bindings.observe(core: core, handler)
     }
 
@@ -308,8 +308,8 @@ public final class LiveSession: AppLoopHost, @unchecked Sendable {
     /// host's thread; from another thread (a task on Swift's pool) the host writes it when it next
     /// takes the app's calls, since its trace is the host thread's alone. Before the run, it waits
     /// for the host to start.
-    public func recordAppEvent(_ event: String, fields: [String: TraceValue]) {
-        let made = TraceEvent(timeNs: 0, core: "app", event: event, fields: fields)
+    public func recordAppEvent(_ event: TraceName, fields: [String: TraceValue]) {
+        let made = TraceEvent(timeNs: 0, core: .app, event: event, fields: fields)
         enum Where { case here((TraceEvent) -> Void), hostThread, beforeStart }
         let place = lock.withLock { () -> Where in
             guard let record = hostRecord, let runningThread else {
@@ -326,7 +326,7 @@ public final class LiveSession: AppLoopHost, @unchecked Sendable {
     /// Keeps `text` among the warnings and writes it as an `app` `warning` event.
     public func warn(_ text: String) {
         lock.withLock { sessionWarnings.append(text) }
-        recordAppEvent("warning", fields: ["detail": .string(text)])
+        recordAppEvent(.appWarning, fields: ["detail": .string(text)])
     }
 
     /// The session's one facade of `key`.

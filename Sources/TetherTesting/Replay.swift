@@ -55,7 +55,7 @@ public struct ReplayResult: Sendable {
     }
 
     /// The events of `core` (and, when given, of that name), in trace order.
-    public func events(core: String, named event: String? = nil) -> [TraceEvent] {
+    public func events(core: TraceName, named event: TraceName? = nil) -> [TraceEvent] {
         trace.filter { $0.core == core && (event == nil || $0.event == event) }
     }
 }

@@ -180,12 +180,12 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
                 + "Record one with `tether live messaging --record` or `tether live session --role phone --record`. "
                 + "For CoreBluetooth code, serve the capture's peripheral with ReplaySession(replayingPeripheralOf:) (docs/corebluetooth.md).")
         }
-        var promises: [(core: String, promise: CorePromise)] = []
-        var correlations: [String: [TraceCorrelation]] = [:]
+        var promises: [(core: TraceName, promise: CorePromise)] = []
+        var correlations: [TraceName: [TraceCorrelation]] = [:]
         for core in cores {
             guard let integration = integrations.integration(named: core) else { continue }
-            promises += integration.promises.map { (core, $0) }
-            correlations[core] = integration.correlations
+            promises += integration.promises.map { (TraceName(core), $0) }
+            correlations[TraceName(core)] = integration.correlations
         }
         promiseChecker = PromiseChecker(promises: promises, correlations: correlations, plain: nil)
         let hostFacts = Dictionary(appCores.compactMap { core in integrations.integration(named: core).map { (core, $0.hostFactCalls) } },
@@ -368,7 +368,7 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
     }
 
     /// The events of `core` (and, when given, of that name), in trace order.
-    public func events(core: String, named event: String? = nil) -> [TraceEvent] {
+    public func events(core: TraceName, named event: TraceName? = nil) -> [TraceEvent] {
         trace.filter { $0.core == core && (event == nil || $0.event == event) }
     }
 
@@ -411,14 +411,14 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
     }
 
     /// Calls `handler` with each of `core`'s events.
-    public func observe(core: String, _ handler: @escaping (TraceEvent) -> Void) {
+    public func observe(core: TraceName, _ handler: @escaping (TraceEvent) -> Void) {
         bindings.observe(core: core, handler)
     }
 
     /// Writes an `app` event at ``now``.
-    public func recordAppEvent(_ event: String, fields: [String: TraceValue]) {
+    public func recordAppEvent(_ event: TraceName, fields: [String: TraceValue]) {
         stateLock.withLock {
-            let made = TraceEvent(timeNs: nowNs, core: "app", event: event, fields: fields)
+            let made = TraceEvent(timeNs: nowNs, core: .app, event: event, fields: fields)
             if holdingCalls, !running {
                 earlyAppEvents.append(made)
                 return
@@ -431,7 +431,7 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
     /// Keeps `text` among the warnings and writes it as an `app` `warning` event.
     public func warn(_ text: String) {
         stateLock.withLock { sessionWarnings.append(text) }
-        recordAppEvent("warning", fields: ["detail": .string(text)])
+        recordAppEvent(.appWarning, fields: ["detail": .string(text)])
     }
 
     /// The session's one facade of `key`.

@@ -468,14 +468,14 @@ public final class WCSession: @unchecked Sendable {
         var fields = fields
         fields["sdk"] = .string(Self.sdk)
         fields["api"] = .string(api)
-        host?.recordAppEvent("app_call", fields: fields)
+        host?.recordAppEvent(.appCall, fields: fields)
     }
 
     func recordCallback(_ api: String, _ fields: [String: TraceValue]) {
         var fields = fields
         fields["sdk"] = .string(Self.sdk)
         fields["api"] = .string(api)
-        host?.recordAppEvent("callback", fields: fields)
+        host?.recordAppEvent(.appCallback, fields: fields)
     }
 
     /// Records the callback and calls the delegate with it, outside the lock; warns when there

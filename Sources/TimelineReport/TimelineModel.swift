@@ -175,7 +175,7 @@ public struct TimelineBuilder: Sendable {
 
     /// An empty timeline; `interfaces` names the capture's interfaces by index, `correlations`
     /// the pairs to find per core (`IntegrationRegistry.correlations`).
-    public init(interfaces: [Int: String] = [:], correlations: [String: [TraceCorrelation]] = [:]) {
+    public init(interfaces: [Int: String] = [:], correlations: [TraceName: [TraceCorrelation]] = [:]) {
         self.correlations = CorrelationTracker(correlations)
         interfaceNames = interfaces
         for (index, name) in interfaces {
@@ -217,19 +217,20 @@ public struct TimelineBuilder: Sendable {
         position += 1
         correlations.observe(event, index: index)
         lastTimeNs = max(lastTimeNs, event.timeNs)
-        corePositions[event.core, default: []].append(Int32(truncatingIfNeeded: index))
-        if event.event == "fault_injected" {
-            faults.add(timeNs: event.timeNs, kind: event.core, position: Int64(index)) { Self.detail(of: event) }
+        let core = event.core.text, name = event.event.text
+        corePositions[core, default: []].append(Int32(truncatingIfNeeded: index))
+        if name == "fault_injected" {
+            faults.add(timeNs: event.timeNs, kind: core, position: Int64(index)) { Self.detail(of: event) }
             return
         }
-        let category = Self.category(of: event.event)
-        let key = event.core + "\u{0}" + category
+        let category = Self.category(of: name)
+        let key = core + "\u{0}" + category
         if coreLanes[key] == nil {
-            if !coreOrder.contains(event.core) { coreOrder.append(event.core) }
-            coreLanes[key] = TimelineLane(name: "\(event.core) · \(category)", kind: .core, core: event.core, category: category)
+            if !coreOrder.contains(core) { coreOrder.append(core) }
+            coreLanes[key] = TimelineLane(name: "\(core) · \(category)", kind: .core, core: core, category: category)
         }
-        coreLanes[key]!.add(timeNs: event.timeNs, kind: event.event, position: Int64(index)) { Self.detail(of: event) }
-        if event.event == "datapoint", case .string(let source)? = event.field("source") {
+        coreLanes[key]!.add(timeNs: event.timeNs, kind: name, position: Int64(index)) { Self.detail(of: event) }
+        if name == "datapoint", case .string(let source)? = event.field("source") {
             let bucket = Int(max(0, event.timeNs) / Self.rateBucketNs)
             if rates[source] == nil { rateOrder.append(source) }
             Self.count(bucket, in: &rates[source, default: []])

@@ -20,11 +20,11 @@ import JSONBytes
 /// in any interleaving, then take the document from ``finish()``.
 public struct ChromeTraceWriter {
     /// The correlations drawn as slices, per core.
-    public let correlations: [String: [TraceCorrelation]]
+    public let correlations: [TraceName: [TraceCorrelation]]
     private var out: [UInt8] = []
     private var first = true
     private var tracker: CorrelationTracker
-    private var coreThreads: [String: Int] = [:]
+    private var coreThreads: [TraceName: Int] = [:]
     private var interfaceThreads: Set<Int> = []
     private var eventCount = 0
     private var lastNs: Int64 = 0
@@ -42,10 +42,12 @@ public struct ChromeTraceWriter {
     /// Process ids of the two groups of tracks.
     static let coresProcess = 1
     static let interfacesProcess = 2
+    /// The event an app-in-the-loop call is, named after the call it records.
+    static let apiCall: TraceName = "api_call"
 
     /// A writer drawing `correlations` (``IntegrationRegistry/correlations`` gives every
     /// registered core's) as slices.
-    public init(correlations: [String: [TraceCorrelation]]) {
+    public init(correlations: [TraceName: [TraceCorrelation]]) {
         self.correlations = correlations
         tracker = CorrelationTracker(correlations)
         literal(#"{"displayTimeUnit":"ms","traceEvents":["#)
@@ -64,11 +66,11 @@ public struct ChromeTraceWriter {
         if event.timeNs.magnitude > Self.exactIntegerLimit { inexactTimes += 1 }
         for value in event.fields.values { inexactIntegers += Self.inexactIntegers(in: value) }
         let tid = thread(forCore: event.core)
-        var name = event.event
-        if event.event == "api_call", case .string(let call)? = event.field("call") { name = "call " + call }
+        var name = event.event.text
+        if event.event == Self.apiCall, case .string(let call)? = event.field("call") { name = "call " + call }
         beginInstant(pid: Self.coresProcess, tid: tid, timeNs: event.timeNs)
         literal(#","cat":"#)
-        JSONStringEscaping.append(event.core, to: &out)
+        JSONStringEscaping.append(event.core.text, to: &out)
         literal(#","name":"#)
         JSONStringEscaping.append(name, to: &out)
         literal(#","args":"#)
@@ -146,14 +148,14 @@ public struct ChromeTraceWriter {
         var groups: [String: [CorrelatedPair]] = [:]
         var order: [String] = []
         for pair in tracker.pairs {
-            let group = pair.core + ": " + pair.name
+            let group = pair.core.text + ": " + pair.name
             if groups[group] == nil { order.append(group) }
             groups[group, default: []].append(pair)
         }
         var asyncID = 0
         for group in order {
             let pairs = groups[group, default: []]
-            let core = pairs[0].core
+            let core = pairs[0].core.text
             let overlapping = zip(pairs, pairs.dropFirst()).contains { earlier, later in
                 (earlier.endNs ?? lastNs) > later.startNs
             }
@@ -182,7 +184,7 @@ public struct ChromeTraceWriter {
         var args: [String: TraceValue] = [
             "key": .string(pair.key), "answered": .bool(pair.endNs != nil), "start_index": .int(Int64(pair.startIndex)),
         ]
-        if let end = pair.endEvent { args["end"] = .string(end) }
+        if let end = pair.endEvent { args["end"] = .string(end.text) }
         if let index = pair.endIndex { args["end_index"] = .int(Int64(index)) }
         if let latency = pair.latency {
             // A latency past Int64 (instants 2⁶³ ns apart) is left out, and counted for the warning.
@@ -232,7 +234,7 @@ public struct ChromeTraceWriter {
             literal(#","tid":0,"ts":"#)
             appendMicroseconds(point.timeNs)
             let percent = (point.done / point.total * 100_000).rounded() / 1000
-            appendNameCategoryArgs(name: "\(point.core): \(point.name) progress %", category: point.core,
+            appendNameCategoryArgs(name: "\(point.core): \(point.name) progress %", category: point.core.text,
                                    args: [point.key: percent.isFinite ? .double(percent) : .null])
         }
     }
@@ -241,9 +243,9 @@ public struct ChromeTraceWriter {
 
     private var threadCount = 0
 
-    private mutating func thread(forCore core: String) -> Int {
+    private mutating func thread(forCore core: TraceName) -> Int {
         if let tid = coreThreads[core] { return tid }
-        let tid = nextThread(named: core)
+        let tid = nextThread(named: core.text)
         coreThreads[core] = tid
         return tid
     }

@@ -7,7 +7,7 @@ struct CorrelationTrackerTests {
                                 ends: [.init("completion")], key: "send",
                                 progress: .init(event: "progress", done: "sent", total: "total"))
 
-    func event(_ t: Int64, _ name: String, _ fields: [String: TraceValue], core: String = "messaging") -> TraceEvent {
+    func event(_ t: Int64, _ name: TraceName, _ fields: [String: TraceValue], core: TraceName = "messaging") -> TraceEvent {
         TraceEvent(timeNs: t, core: core, event: name, fields: fields)
     }
 

@@ -73,7 +73,7 @@ import TetherTestSupport
     @Test func fileRoundTripKeepsEveryEventAndSkipsBlankLines() throws {
         var events: [TraceEvent] = []
         for i in 0..<50 {
-            let name = i % 2 == 0 ? "datapoint" : "chunk"
+            let name: TraceName = i % 2 == 0 ? "datapoint" : "chunk"
             let fields: [String: TraceValue] = ["sequence": .int(Int64(i)), "value": .double(Double(i) / 7)]
             events.append(TraceEvent(timeNs: Int64(i) * 1_000, core: "ingest", event: name, fields: fields))
         }

@@ -16,7 +16,7 @@ struct FaultReplayTests {
         return try ReplayKit.replaySet(at: "\(Self.captures)/\(set)", options: options)
     }
 
-    func events(_ outcome: ReplayOutcome, _ event: String, core: String? = nil) -> [TraceEvent] {
+    func events(_ outcome: ReplayOutcome, _ event: TraceName, core: TraceName? = nil) -> [TraceEvent] {
         outcome.trace.filter { $0.event == event && (core == nil || $0.core == core) }
     }
 
@@ -205,12 +205,12 @@ struct PromiseCheckerTests {
     let send = TraceCorrelation("send → completion", start: .init("api_call", where: "call", is: "send"), ends: [.init("completion")], key: "send",
                                 progress: .init(event: "progress", done: "sent", total: "total"))
 
-    func event(_ t: Int64, _ name: String, _ fields: [String: TraceValue]) -> TraceEvent {
+    func event(_ t: Int64, _ name: TraceName, _ fields: [String: TraceValue]) -> TraceEvent {
         TraceEvent(timeNs: t, core: "messaging", event: name, fields: fields)
     }
 
     func check(_ rule: CorePromise.Rule, _ events: [TraceEvent], plain: [TraceEvent]? = nil) -> [BrokenPromise] {
-        let promises = [(core: "messaging", promise: CorePromise("p", rule))]
+        let promises = [(core: TraceName("messaging"), promise: CorePromise("p", rule))]
         var facts: PlainRunFacts?
         if let plain {
             var recorder = PromiseChecker(promises: promises, correlations: ["messaging": [send]], plain: nil)

@@ -21,7 +21,7 @@ import Testing
                 mark: { _ in self.events.count },
                 occurred: { event, since in
                     self.checkedFrom.append(since)
-                    return self.events[since...].contains(event)
+                    return self.events[since...].contains(event.text)
                 },
                 fail: { _, _ in })
         }

@@ -11,7 +11,7 @@ import Yams
 
 /// The expectation kinds messaging needed: monotonic, once_per, latency.
 @Suite struct MessagingExpectationTests {
-    func e(_ t: Int64, _ event: String, _ fields: [String: TraceValue]) -> TraceEvent {
+    func e(_ t: Int64, _ event: TraceName, _ fields: [String: TraceValue]) -> TraceEvent {
         TraceEvent(timeNs: t, core: "messaging", event: event, fields: fields)
     }
 

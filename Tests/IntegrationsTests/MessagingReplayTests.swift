@@ -54,7 +54,7 @@ import Testing
     @Test(arguments: liveSets) func liveTraceEqualsReplayedTrace(_ name: String) throws {
         let outcome = try replay(name)
         let live = try TraceFile.read(Self.captures.appendingPathComponent(name).appendingPathComponent("live/messaging.jsonl").path)
-        let ignored: Set<String> = ["frame_matched", "summary"]
+        let ignored: Set<TraceName> = ["frame_matched", "summary"]
         let report = TraceDiff.compare(
             live.filter { !ignored.contains($0.event) }, outcome.trace.filter { !ignored.contains($0.event) },
             timingToleranceNs: 50_000_000)
@@ -72,7 +72,7 @@ import Testing
     /// Replays a set recorded with the app acting while the peer's traffic was in flight, in the
     /// live core's order (checked: no divergence, nothing released by force, and something moved,
     /// so the set still exercises the rule) and in capture order; and the live host's trace.
-    static func replayBothWays(_ name: String, core: String, liveTrace: String? = nil) throws
+    static func replayBothWays(_ name: String, core: TraceName, liveTrace: String? = nil) throws
         -> (ordered: ReplayOutcome, inCaptureOrder: ReplayOutcome, live: [TraceEvent])
     {
         let path = captures.appendingPathComponent(name).path
@@ -85,13 +85,13 @@ import Testing
         var options = ReplayOptions.builtInDefaults
         options.integrations = captureOrder
         let inCaptureOrder = try ReplayKit.replaySet(at: path, options: options)
-        let live = try TraceFile.read(captures.appendingPathComponent(name).appendingPathComponent("live/\(liveTrace ?? core).jsonl").path)
+        let live = try TraceFile.read(captures.appendingPathComponent(name).appendingPathComponent("live/\(liveTrace ?? core.text).jsonl").path)
         return (ordered, inCaptureOrder, live)
     }
 
     /// Whether `live` and `replayed` differ, leaving out what a live host does not write.
     static func differ(_ live: [TraceEvent], _ replayed: [TraceEvent]) -> Bool {
-        let ignored: Set<String> = ["frame_matched", "frame_unsent", "summary"]
+        let ignored: Set<TraceName> = ["frame_matched", "frame_unsent", "summary"]
         return !TraceDiff.compare(live.filter { !ignored.contains($0.event) }, replayed.filter { !ignored.contains($0.event) },
                                   timingToleranceNs: 50_000_000).isEmpty
     }
@@ -130,9 +130,9 @@ import Testing
     @Test func importedBtsnoopWithHandWrittenCallsReplaysLikeTheRecording() throws {
         let imported = try replay("ciq-imported-btsnoop")
         let recorded = try replay("ciq-clean")
-        let behaviour: Set<String> = ["device_status", "app_status", "progress", "completion", "message_received", "open_app"]
-        let a = recorded.trace.filter { behaviour.contains($0.event) }.map { [$0.event, JSONLiteral.text(.object($0.fields))] }
-        let b = imported.trace.filter { behaviour.contains($0.event) }.map { [$0.event, JSONLiteral.text(.object($0.fields))] }
+        let behaviour: Set<TraceName> = ["device_status", "app_status", "progress", "completion", "message_received", "open_app"]
+        let a = recorded.trace.filter { behaviour.contains($0.event) }.map { [$0.event.text, JSONLiteral.text(.object($0.fields))] }
+        let b = imported.trace.filter { behaviour.contains($0.event) }.map { [$0.event.text, JSONLiteral.text(.object($0.fields))] }
         #expect(a == b)
         #expect(try summary(imported)["frames_diverged"] == .int(0))
     }

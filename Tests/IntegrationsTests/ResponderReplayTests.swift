@@ -18,7 +18,7 @@ import Testing
     ]
 
     /// Events that are the core's callbacks and calls (not frame bookkeeping).
-    static let bookkeeping: Set<String> = ["frame_emitted", "frame_matched", "frame_unsent", "frame_diverged", "summary", "responder_made"]
+    static let bookkeeping: Set<TraceName> = ["frame_emitted", "frame_matched", "frame_unsent", "frame_diverged", "summary", "responder_made"]
 
     func replay(_ name: String, frameMatching: FrameMatchingMode? = nil, faults: [String] = []) throws -> ReplayOutcome {
         var options = try ReplayOptions.builtIn(frameMatching: frameMatching)
@@ -30,25 +30,26 @@ import Testing
     /// one instant they are sorted: a responder delivers a captured answer on its timer at the
     /// answer's captured instant, which the engine fires before the frames captured at that same
     /// instant (session-concurrent's user info ACK shares its microsecond with file chunks).
-    func callbacks(_ outcome: ReplayOutcome, core: String) -> [String] {
+    func callbacks(_ outcome: ReplayOutcome, core: TraceName) -> [String] {
         outcome.trace.filter { $0.core == core && !Self.bookkeeping.contains($0.event) }
-            .map { (time: $0.timeNs, text: $0.event + " " + JSONLiteral.text(.object($0.fields))) }
+            .map { (time: $0.timeNs, text: $0.event.text + " " + JSONLiteral.text(.object($0.fields))) }
             .sorted { ($0.time, $0.text) < ($1.time, $1.text) }
             .map { "\($0.time) \($0.text)" }
     }
 
-    func summary(_ outcome: ReplayOutcome, core: String) throws -> [String: TraceValue] {
+    func summary(_ outcome: ReplayOutcome, core: TraceName) throws -> [String: TraceValue] {
         try #require(outcome.trace.last { $0.core == core && $0.event == "summary" }).fields
     }
 
-    func events(_ outcome: ReplayOutcome, _ event: String, core: String = "session") -> [TraceEvent] {
+    func events(_ outcome: ReplayOutcome, _ event: TraceName, core: TraceName = "session") -> [TraceEvent] {
         outcome.trace.filter { $0.core == core && $0.event == event }
     }
 
     // MARK: without faults
 
     @Test(arguments: SessionReplayTests.liveSets.map { ($0, "session") } + Self.widgetSets.map { ($0, "widget") })
-    func responderModeGivesStrictCallbacks(_ name: String, _ core: String) throws {
+    func responderModeGivesStrictCallbacks(_ name: String, _ coreText: String) throws {
+        let core = TraceName(coreText)
         let strict = try replay(name, frameMatching: .strict)
         let responder = try replay(name, frameMatching: .responder)
         #expect(try summary(responder, core: core)["frame_matching"] == .string("responder"))

@@ -38,7 +38,7 @@ import Testing
     @Test(arguments: liveSets) func liveTraceEqualsReplayedTrace(_ name: String) throws {
         let outcome = try replay(name)
         let live = try TraceFile.read(MessagingReplayTests.captures.appendingPathComponent(name).appendingPathComponent("live/session.jsonl").path)
-        let ignored: Set<String> = ["frame_matched", "frame_unsent", "summary"]
+        let ignored: Set<TraceName> = ["frame_matched", "frame_unsent", "summary"]
         let report = TraceDiff.compare(
             live.filter { !ignored.contains($0.event) }, outcome.trace.filter { !ignored.contains($0.event) },
             timingToleranceNs: 50_000_000)

@@ -208,7 +208,7 @@ import TetherTestSupport
     /// `count` unique events 10 ms apart over three event kinds.
     static func stream(_ count: Int, seed: UInt64 = 1) -> [TraceEvent] {
         (0..<count).map { i in
-            let kind = ["datapoint", "chunk", "gap"][i % 3]
+            let kind: TraceName = ["datapoint", "chunk", "gap"][i % 3]
             return TraceEvent(timeNs: Int64(i) * 10_000_000, core: "ingest", event: kind,
                               fields: ["source": .string("imu"), "sequence": .int(Int64(i / 3)), "value": .double(Double(i) * 0.5)])
         }
@@ -396,7 +396,7 @@ import TetherTestSupport
         for (name, path, outcome) in Self.replays {
             for (core, relative) in outcome.manifest.baselines {
                 let baseline = try CaptureSetDirectory(path: path).resolve(relative, field: "baselines.\(core)")
-                let replayed = outcome.trace.filter { $0.core == core }
+                let replayed = outcome.trace.filter { $0.core.text == core }
                 let whole = TraceDiff.compare(try TraceFile.read(baseline), replayed, timingToleranceNs: 0)
                 let comparison = try StreamingBaselineComparison(name: core, baselinePath: baseline, timingToleranceNs: 0)
                 for event in replayed { comparison.replayed(event) }
@@ -502,7 +502,7 @@ import TetherTestSupport
                 fields[key] = values.randomElement(using: &random)!
             }
             if random.chance(0.7) { fields["n"] = .int(Int64.random(in: 0...5, using: &random)) }
-            return TraceEvent(timeNs: t, core: random.chance(0.9) ? "ingest" : "messaging", event: names.randomElement(using: &random)!, fields: fields)
+            return TraceEvent(timeNs: t, core: random.chance(0.9) ? "ingest" : "messaging", event: TraceName(names.randomElement(using: &random)!), fields: fields)
         }
     }
 
@@ -544,8 +544,8 @@ import TetherTestSupport
         var numericField: [String: String] = [:]
         var keyField: [String: String] = [:]
         for event in trace {
-            let id = event.core + ":" + event.event
-            if seen.insert(id).inserted { kinds.append((event.core, event.event)) }
+            let id = event.core.text + ":" + event.event.text
+            if seen.insert(id).inserted { kinds.append((event.core.text, event.event.text)) }
             if numericField[id] == nil, let field = event.fields.keys.sorted().first(where: { event.fields[$0]?.numericValue != nil }) {
                 numericField[id] = field
             }

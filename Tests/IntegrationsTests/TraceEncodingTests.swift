@@ -92,9 +92,9 @@ private enum StringWriterOracle {
 /// A line as the `String` writer builds it: `t_ns`, `core`, `event`, then the fields by key.
 private func stringWriterLine(_ event: TraceEvent) -> String {
     var out = "{\"t_ns\":\(event.timeNs),\"core\":"
-    StringWriterOracle.appendString(event.core, to: &out)
+    StringWriterOracle.appendString(event.core.text, to: &out)
     out += ",\"event\":"
-    StringWriterOracle.appendString(event.event, to: &out)
+    StringWriterOracle.appendString(event.event.text, to: &out)
     for key in event.fields.keys.sorted(by: TraceJSONWriter.keyOrder) where !TraceEvent.reservedKeys.contains(key) {
         out += ","
         StringWriterOracle.appendString(key, to: &out)

@@ -142,7 +142,7 @@ import WidgetCore
         let folder = MessagingReplayTests.captures.appendingPathComponent(name).appendingPathComponent("live")
         let hostTrace = folder.appendingPathComponent("host.jsonl").path
         let live = try TraceFile.read(FileManager.default.fileExists(atPath: hostTrace) ? hostTrace : folder.appendingPathComponent("widget.jsonl").path)
-        let ignored: Set<String> = ["frame_matched", "summary"]
+        let ignored: Set<TraceName> = ["frame_matched", "summary"]
         let report = TraceDiff.compare(
             live.filter { !ignored.contains($0.event) }, outcome.trace.filter { !ignored.contains($0.event) },
             timingToleranceNs: 50_000_000)

@@ -7,13 +7,13 @@ import Testing
 /// variant's events up to that point and the other run's after it.
 struct PromiseCheckerCompositionTests {
     let send = TraceCorrelation("send → completion", start: .init("api_call", where: "call", is: "send"), ends: [.init("completion")], key: "send")
-    var promises: [(core: String, promise: CorePromise)] {
+    var promises: [(core: TraceName, promise: CorePromise)] {
         [(core: "c", promise: CorePromise("every send completes once", .exactlyOneEnd(correlation: "send → completion"))),
          (core: "c", promise: CorePromise("items in order", .exactlyOnceInOrder(event: "item", key: "id"))),
          (core: "c", promise: CorePromise("points kept", .preservedExceptDropped(event: "point", identity: ["v"])))]
     }
 
-    func e(_ t: Int64, _ name: String, _ fields: [String: TraceValue], core: String = "c") -> TraceEvent {
+    func e(_ t: Int64, _ name: TraceName, _ fields: [String: TraceValue], core: TraceName = "c") -> TraceEvent {
         TraceEvent(timeNs: t, core: core, event: name, fields: fields)
     }
 

@@ -47,7 +47,7 @@ fileprivate func frames(at timestamps: [Int64], interface: Int = 0) -> [CaptureF
 /// A core stand-in: arms a one-shot timer `delay` after each frame it is given (if `armOnFrame`),
 /// and writes every call into the trace.
 fileprivate struct TimerAdapter: CoreAdapter {
-    var core = "test"
+    var core: TraceName = "test"
     var delay: Duration = .seconds(1)
     var armOnFrames: Set<Int> = [1]
     /// When set, a timeout leaves the deadline where it was (a broken core).
@@ -299,7 +299,7 @@ fileprivate final class Alarm: ClosedLoopInputs {
 
 @Test func manifestRoleAndPortReachTheAdapter() throws {
     struct RoleProbe: CoreAdapter {
-        var core = "probe"
+        var core: TraceName = "probe"
         var nextDeadline: Duration? { nil }
         func input(for interface: ReplayInterface) -> ReplayInput { interface.role == .ingestUDP ? .raw : .ignore }
         mutating func frame(_ frame: ReplayFrame, now: Duration) -> [TraceEvent] {
@@ -328,7 +328,7 @@ fileprivate final class Alarm: ClosedLoopInputs {
 
 /// Asks for dissected frames on HCI interfaces and writes the ATT PDUs it is given.
 fileprivate struct ATTProbe: CoreAdapter {
-    var core = "probe"
+    var core: TraceName = "probe"
     var dissectsFrames: Bool { true }
     var nextDeadline: Duration? { nil }
     func input(for interface: ReplayInterface) -> ReplayInput {

@@ -93,7 +93,7 @@ import TetherTestSupport
                                         arguments: ["device": .string("7e7e7e7e-0000-4000-8000-f0f0f0f0f0f0")])]
         try run.step(through: .milliseconds(300)) { trace.append($0) }
         // Refused (the device list is the app's to give, and it gave none): the refusal is the core's answer.
-        let registered = try #require(trace.last { $0.event.hasPrefix("api_") && $0.field("call") == .string("register_device") })
+        let registered = try #require(trace.last { $0.event.text.hasPrefix("api_") && $0.field("call") == .string("register_device") })
         #expect(registered.timeNs == 300_000_000)
         _ = try run.finish { trace.append($0) }
         #expect(run.summarySoFar.closedLoopCallsDelivered == 1)

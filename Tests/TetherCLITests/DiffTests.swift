@@ -102,7 +102,7 @@ import TetherTestSupport
         var random = SplitMix64(seed: 0xD1FF_C11)
         var a: [TraceEvent] = []
         for index in 0..<3000 {
-            let name = ["datapoint", "chunk", "noise", "rate"][Int(random.next() % 4)]
+            let name: TraceName = ["datapoint", "chunk", "noise", "rate"][Int(random.next() % 4)]
             a.append(TraceEvent(timeNs: Int64(index) * 1_000_000, core: "ingest", event: name, fields: [
                 "seq": .int(Int64(index)), "wall": .int(Int64(random.next() % 1000)), "value": .int(Int64(random.next() % 7)),
             ]))

@@ -62,7 +62,7 @@ import TetherTesting
         #expect(replayedApp.received.count == liveApp.received.count)
         #expect(replay.warnings.isEmpty, "\(replay.report)")
 
-        let replayOnly: Set<String> = ["frame_matched", "frame_diverged", "summary"]
+        let replayOnly: Set<TraceName> = ["frame_matched", "frame_diverged", "summary"]
         let liveEvents = live.trace.filter { !replayOnly.contains($0.event) }
         let replayedEvents = replay.trace.filter { !replayOnly.contains($0.event) }
         #expect(liveEvents.contains { $0.core == "app" && $0.event == "callback" })
@@ -116,7 +116,7 @@ import TetherTesting
         #expect(replayedApp.userInfoFinished.count == 1)
         #expect(replayedApp.receivedContexts.count == liveApp.receivedContexts.count)
 
-        let replayOnly: Set<String> = ["frame_matched", "frame_diverged", "frame_unsent", "responder_made", "summary"]
+        let replayOnly: Set<TraceName> = ["frame_matched", "frame_diverged", "frame_unsent", "responder_made", "summary"]
         let liveEvents = live.trace.filter { !replayOnly.contains($0.event) }
         let replayedEvents = replay.trace.filter { !replayOnly.contains($0.event) }
         #expect(liveEvents.contains { $0.core == "app" && $0.event == "callback" })

@@ -69,7 +69,7 @@ import TetherTestSupport
         let replay = try Tools.tether(["replay", set.path, "--trace", replayed.path])
         #expect(replay.status == 0, "replay failed: \(replay.stdout)")
 
-        let ignored: Set<String> = ["frame_matched", "summary"]
+        let ignored: Set<TraceName> = ["frame_matched", "summary"]
         let liveEvents = try TraceFile.read(live.path)
         let replayedEvents = try TraceFile.read(replayed.path)
         let report = TraceDiff.compare(liveEvents.filter { !ignored.contains($0.event) },

@@ -8,7 +8,7 @@ import BehaviourTrace
 import CaptureSet
 #endif
 
-private func event(_ t: Int64, _ core: String, _ name: String, _ fields: [String: TraceValue] = [:]) -> TraceEvent {
+private func event(_ t: Int64, _ core: TraceName, _ name: TraceName, _ fields: [String: TraceValue] = [:]) -> TraceEvent {
     TraceEvent(timeNs: t, core: core, event: name, fields: fields)
 }
 

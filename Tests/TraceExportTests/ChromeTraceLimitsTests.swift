@@ -10,7 +10,7 @@ struct ChromeTraceLimitsTests {
     let send = TraceCorrelation("send → completion", start: .init("api_call", where: "call", is: "send"),
                                 ends: [.init("completion")], key: "send")
 
-    func event(_ t: Int64, _ name: String, _ fields: [String: TraceValue]) -> TraceEvent {
+    func event(_ t: Int64, _ name: TraceName, _ fields: [String: TraceValue]) -> TraceEvent {
         TraceEvent(timeNs: t, core: "messaging", event: name, fields: fields)
     }
 

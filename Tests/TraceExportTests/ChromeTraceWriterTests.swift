@@ -12,7 +12,7 @@ struct ChromeTraceWriterTests {
                                 ends: [.init("completion")], key: "send",
                                 progress: .init(event: "progress", done: "sent", total: "total"))
 
-    func event(_ t: Int64, _ name: String, _ fields: [String: TraceValue]) -> TraceEvent {
+    func event(_ t: Int64, _ name: TraceName, _ fields: [String: TraceValue]) -> TraceEvent {
         TraceEvent(timeNs: t, core: "messaging", event: name, fields: fields)
     }
 

@@ -13,7 +13,7 @@ import ReplayKit
 /// exist (a capture of HCI holds none); the app makes every call.
 public struct CentralAdapter: CoreAdapter {
     /// `central`.
-    public let core = CentralIntegration.coreName
+    public let core = CentralIntegration.core
     private var link: VirtualPeripheralLink
     /// Request ids of the operations queued on the link, oldest first: the link answers them in order.
     private var pending: [Int64] = []
@@ -71,7 +71,7 @@ public struct CentralAdapter: CoreAdapter {
         let handle = record["handle"].flatMap(Self.int).map { UInt16(clamping: $0) }
         switch call {
         case "create_manager":
-            events.append(TraceEvent(timeNs: t, core: core, event: "api_call", fields: fields))
+            events.append(TraceEvent(timeNs: t, core: core, event: .apiCall, fields: fields))
             // The recorded peripheral is one the system knows: `retrievePeripherals` finds it.
             events.append(TraceEvent(timeNs: t, core: core, event: "state", fields: [
                 "state": .string("powered_on"), "known_peripherals": .array([.string(Self.identifier(of: link.address))])]))
@@ -86,7 +86,7 @@ public struct CentralAdapter: CoreAdapter {
             linkEvents.append(.unanswered("connect to a peripheral the capture never connected to: it stays connecting, as on a phone"))
         case "cancel_connection" where !isRecordedPeripheral(record):
             guard case .string(let id)? = record["peripheral"], pendingElsewhere.remove(id) != nil else { break }
-            events.append(TraceEvent(timeNs: t, core: core, event: "api_call", fields: fields))
+            events.append(TraceEvent(timeNs: t, core: core, event: .apiCall, fields: fields))
             events.append(TraceEvent(timeNs: t, core: core, event: "disconnected", fields: [
                 "peripheral": .string(id), "reason": .int(0x16), "by_central": .bool(true)]))
             return events
@@ -117,7 +117,7 @@ public struct CentralAdapter: CoreAdapter {
             return [TraceEvent(timeNs: t, core: core, event: "api_misuse", fields: ["detail": .string("unknown call \(call): not delivered")])]
         }
         if let request { fields["request"] = .int(request) }
-        events.append(TraceEvent(timeNs: t, core: core, event: "api_call", fields: fields))
+        events.append(TraceEvent(timeNs: t, core: core, event: .apiCall, fields: fields))
         events += trace(linkEvents, at: t)
         return events
     }
@@ -139,7 +139,7 @@ public struct CentralAdapter: CoreAdapter {
 
     public mutating func finish(now: Duration) -> [TraceEvent] {
         let counts = link.counts
-        return [TraceEvent(timeNs: now.replayNanoseconds, core: core, event: "summary", fields: [
+        return [TraceEvent(timeNs: now.replayNanoseconds, core: core, event: .summary, fields: [
             "calls": .int(Int64(stats.calls)), "requests_matched": .int(Int64(counts.matched)), "requests_diverged": .int(Int64(counts.diverged)),
             "answered_from_database": .int(Int64(counts.unanswered)), "notifications": .int(Int64(counts.notified)),
             "notifications_not_subscribed": .int(Int64(counts.notSubscribed)), "lost_to_faults": .int(Int64(counts.lostToFaults)),
@@ -151,7 +151,7 @@ public struct CentralAdapter: CoreAdapter {
 
     private mutating func trace(_ linkEvents: [VirtualLinkEvent], at t: Int64) -> [TraceEvent] {
         var events: [TraceEvent] = []
-        func add(_ name: String, _ fields: [String: TraceValue]) { events.append(TraceEvent(timeNs: t, core: core, event: name, fields: fields)) }
+        func add(_ name: TraceName, _ fields: [String: TraceValue]) { events.append(TraceEvent(timeNs: t, core: core, event: name, fields: fields)) }
         func ended(_ fields: [String: TraceValue]) -> [String: TraceValue] {
             var f = fields
             if !pending.isEmpty { f["request"] = .int(pending.removeFirst()) }

@@ -14,6 +14,8 @@ import ReplayKit
 public struct CentralIntegration: CoreIntegration {
     /// `central`.
     public static let coreName = "central"
+    /// `central`, as the trace names the core.
+    public static let core = TraceName(coreName)
 
     /// The integration.
     public init() {}
@@ -25,7 +27,7 @@ public struct CentralIntegration: CoreIntegration {
     public var replayedRoles: Set<InterfaceRole> { [.bleHCI, .bleMonitor] }
     public var selectedBySection: Bool { false }
 
-    public var emittedEvents: [String] {
+    public var emittedEvents: [TraceName] {
         ["api_call", "api_misuse", "state", "discovered", "connected", "disconnected", "mtu", "frame_matched", "frame_diverged",
          "services_discovered", "included_services_discovered", "characteristics_discovered", "descriptors_discovered",
          "read", "written", "notification_state", "notification", "rssi", "no_recorded_answer", "summary"]
@@ -33,7 +35,7 @@ public struct CentralIntegration: CoreIntegration {
 
     /// Each request of the app and the event that answers it (the same `request` id).
     public var correlations: [TraceCorrelation] {
-        let pairs: [(call: String, end: String)] = [("read", "read"), ("write", "written"), ("set_notify", "notification_state"), ("discover_services", "services_discovered"),
+        let pairs: [(call: String, end: TraceName)] = [("read", "read"), ("write", "written"), ("set_notify", "notification_state"), ("discover_services", "services_discovered"),
          ("discover_included_services", "included_services_discovered"), ("discover_characteristics", "characteristics_discovered"),
          ("discover_descriptors", "descriptors_discovered")]
         return pairs.map { call, end in

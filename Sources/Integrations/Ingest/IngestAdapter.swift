@@ -24,7 +24,7 @@ public struct IngestAdapter: CoreAdapter {
     public static let standardPort: UInt16 = 12345
 
     /// Always `ingest`.
-    public let core = "ingest"
+    public let core = IngestTrace.core
     /// The core under test.
     public private(set) var ingest: IngestCore
     /// The ingest port for an `ingest-udp` interface that names none, or an undescribed one.
@@ -101,7 +101,7 @@ public struct IngestAdapter: CoreAdapter {
             notUDPFrames += 1
         case .malformed(let problem):
             malformedFrames += 1
-            emit(TraceEvent(timeNs: now.replayNanoseconds, core: core, event: "frame_malformed",
+            emit(TraceEvent(timeNs: now.replayNanoseconds, core: core, event: IngestTrace.frameMalformed,
                             fields: ["frame": .int(Int64(frame.number)), "detail": .string(problem.description)]))
         }
     }
@@ -113,13 +113,15 @@ public struct IngestAdapter: CoreAdapter {
         // so its text is looked up once for them.
         let t = now.replayNanoseconds
         let sourceText = eventCache.sourceText(source)
+        // Read once here, not per point inside the closure (a static's accessor is a call).
+        let core = IngestTrace.core, dataPoint = IngestTrace.dataPoint
         var cache = takeEventCache()
         ingest.receive(payload, from: source, now: now, dataPoint: { pointSource, timeNs, name, type, value in
             // Made in the call to `emit`, not returned from a function with two ways out: the
             // event was then copied whole into the call, stalling on the stores that made it.
             let text = pointSource == source ? sourceText : pointSource.description
             if let traced = Self.traceValue(value) {
-                emit(TraceEvent(timeNs: t, core: "ingest", event: "datapoint", dataPoint: DataPointFields(
+                emit(TraceEvent(timeNs: t, core: core, event: dataPoint, dataPoint: DataPointFields(
                     source: text, name: name, type: type, timeNs: timeNs, value: traced)))
             } else {
                 emit(Self.dataPointEvent(source: text, timeNs: timeNs, name: name, type: type, value: value, at: t))
@@ -201,7 +203,7 @@ public struct IngestAdapter: CoreAdapter {
         let c = ingest.counters
         var byReason: [String: TraceValue] = [:]
         for (reason, count) in c.rejectedByReason where count > 0 { byReason[reason.rawValue] = .int(Int64(count)) }
-        return TraceEvent(timeNs: now.replayNanoseconds, core: core, event: "summary", fields: [
+        return TraceEvent(timeNs: now.replayNanoseconds, core: core, event: .summary, fields: [
             "datagrams": .int(Int64(c.datagrams)),
             "accepted": .int(Int64(c.accepted)),
             "rejected": .int(Int64(c.rejected)),
@@ -254,8 +256,8 @@ public struct IngestAdapter: CoreAdapter {
     /// Fields are built in one dictionary sized for them up front, so no event pays for a
     /// regrowth or a copy; a datapoint's and a chunk's are held inline, without one.
     static func traceEvent(_ event: IngestEvent, timeNs t: Int64, cache: inout TraceEventCache) -> TraceEvent {
-        func make(_ name: String, _ fields: [String: TraceValue]) -> TraceEvent {
-            TraceEvent(timeNs: t, core: "ingest", event: name, fields: fields)
+        func make(_ name: TraceName, _ fields: [String: TraceValue]) -> TraceEvent {
+            TraceEvent(timeNs: t, core: IngestTrace.core, event: name, fields: fields)
         }
         func fields(_ source: DatagramSource, capacity: Int) -> [String: TraceValue] {
             var fields = [String: TraceValue](minimumCapacity: capacity)
@@ -269,41 +271,41 @@ public struct IngestAdapter: CoreAdapter {
         case .pluginName(let source, let name):
             var f = fields(source, capacity: 2)
             f["name"] = .string(name)
-            return make("plugin_name", f)
+            return make(IngestTrace.pluginName, f)
         case .endMessage(let source):
-            return make("end_message", fields(source, capacity: 1))
+            return make(IngestTrace.endMessage, fields(source, capacity: 1))
         case .legacyV1(let source, let timeNs, let payload):
             var f = fields(source, capacity: 3)
             f["bytes"] = .string(hex(payload))
             if let timeNs { f["time_ns"] = .int(timeNs) }
-            return make("legacy_v1", f)
+            return make(IngestTrace.legacyV1, f)
         case .rejected(let source, let reason, let detail):
             var f = fields(source, capacity: 3)
             f["reason"] = .string(reason.rawValue)
             f["detail"] = .string(detail)
-            return make("rejected", f)
+            return make(IngestTrace.rejected, f)
         case .streamStarted(let source):
-            return make("stream_start", fields(source, capacity: 1))
+            return make(IngestTrace.streamStart, fields(source, capacity: 1))
         case .streamEnded(let source, let cause):
             var f = fields(source, capacity: 2)
             f["cause"] = .string(cause.rawValue)
-            return make("stream_end", f)
+            return make(IngestTrace.streamEnd, f)
         case .rateLearned(let source, let hertz):
             var f = fields(source, capacity: 2)
             f["hz"] = .double(roundedToMillis(hertz))
-            return make("rate", f)
+            return make(IngestTrace.rate, f)
         case .timeWentBackwards(let source, let previousNs, let currentNs):
             var f = fields(source, capacity: 3)
             f["previous_ns"] = .int(previousNs)
             f["current_ns"] = .int(currentNs)
-            return make("time_backwards", f)
+            return make(IngestTrace.timeBackwards, f)
         case .gap(let source, let gapNs, let expectedPeriodNs):
             var f = fields(source, capacity: 3)
             f["gap_ns"] = .int(gapNs)
             f["expected_period_ns"] = .int(expectedPeriodNs)
-            return make("gap", f)
+            return make(IngestTrace.gap, f)
         case .chunkReady(let chunk):
-            return TraceEvent(timeNs: t, core: "ingest", event: "chunk", chunk: ChunkFields(
+            return TraceEvent(timeNs: t, core: IngestTrace.core, event: IngestTrace.chunk, chunk: ChunkFields(
                 source: cache.sourceText(chunk.source), sequence: Int64(chunk.sequence), points: Int64(chunk.dataPointCount),
                 bytes: Int64(chunk.byteCount)))
         }
@@ -313,7 +315,7 @@ public struct IngestAdapter: CoreAdapter {
     /// held inline, but for an opaque value (`bytes` instead of `value`), built by key.
     static func dataPointEvent(source: String, timeNs: Int64, name: String, type: String, value: DataValue, at t: Int64) -> TraceEvent {
         if let traced = traceValue(value) {
-            return TraceEvent(timeNs: t, core: "ingest", event: "datapoint", dataPoint: DataPointFields(
+            return TraceEvent(timeNs: t, core: IngestTrace.core, event: IngestTrace.dataPoint, dataPoint: DataPointFields(
                 source: source, name: name, type: type, timeNs: timeNs, value: traced))
         }
         var fields = [String: TraceValue](minimumCapacity: 5)
@@ -322,7 +324,7 @@ public struct IngestAdapter: CoreAdapter {
         fields["type"] = .string(type)
         fields["time_ns"] = .int(timeNs)
         if case .bytes(let b) = value { fields["bytes"] = .string(hex(b)) }
-        return TraceEvent(timeNs: t, core: "ingest", event: "datapoint", fields: fields)
+        return TraceEvent(timeNs: t, core: IngestTrace.core, event: IngestTrace.dataPoint, fields: fields)
     }
 
     /// A point's `value` field; `nil` for an opaque value, which is written as `bytes` instead.

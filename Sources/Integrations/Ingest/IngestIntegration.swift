@@ -24,10 +24,7 @@ public struct IngestIntegration: CoreIntegration {
     /// The section's keys, with the command line's bounds.
     public var settings: [IntegrationSetting] { IngestSectionSchema.settings }
     /// What ``IngestAdapter`` writes.
-    public var emittedEvents: [String] {
-        ["datapoint", "rejected", "plugin_name", "end_message", "legacy_v1", "stream_start", "stream_end", "rate",
-         "time_backwards", "gap", "chunk", "frame_malformed", "summary"]
-    }
+    public var emittedEvents: [TraceName] { IngestTrace.events }
 
     /// No point invented, and every point of a datagram that was not dropped stored.
     public var promises: [CorePromise] {

@@ -38,7 +38,7 @@ import MessagingCore
 /// transfers) are still fed at their captured instants.
 public struct MessagingAdapter: CoreAdapter {
     /// Always `messaging`.
-    public let core = "messaging"
+    public let core = MessagingTrace.core
     /// The adapter reads ATT records and HCI link events.
     public var dissectsFrames: Bool { true }
     /// The core under test.
@@ -96,8 +96,8 @@ public struct MessagingAdapter: CoreAdapter {
         self.messaging = MessagingCore(configuration: Self.configuration(applying: settings), keySource: keys)
         // Records without `core` are the Connect IQ adapter's (they predate the member); in
         // responder mode the watch's answers follow the core's writes, so no live order applies.
-        self.skeleton = CoreAdapterSkeleton(core: "messaging", matching: matching,
-                                            matcher: FrameMatcher(core: "messaging", decode: { MessagingTrace.describePacket($0, from: .phone) }),
+        self.skeleton = CoreAdapterSkeleton(core: MessagingTrace.core, matching: matching,
+                                            matcher: FrameMatcher(core: MessagingTrace.core, decode: { MessagingTrace.describePacket($0, from: .phone) }),
                                             feedOrder: feedOrder, keepsFeedOrder: matching != .responder, takesUnlabelledRecords: true)
         self.manifestDevices = section.devices
         for device in section.devices {

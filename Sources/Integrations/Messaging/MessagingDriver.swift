@@ -15,7 +15,7 @@ public enum MessagingDriver {
         var actions: [MessagingAction] = []
         func error(_ text: String) -> (actions: [MessagingAction], events: [TraceEvent]) {
             fields["error"] = .string(text)
-            return ([], [TraceEvent(timeNs: timeNs, core: "messaging", event: "api_error", fields: fields)])
+            return ([], [TraceEvent(timeNs: timeNs, core: MessagingTrace.core, event: .apiError, fields: fields)])
         }
         func uuid(_ text: String, _ what: String) -> IQUUID? { IQUUID(text) }
         do throws(MessagingAPIError) {
@@ -59,7 +59,7 @@ public enum MessagingDriver {
         } catch let refusal {
             return error(refusal.description)
         }
-        return (actions, [TraceEvent(timeNs: timeNs, core: "messaging", event: "api_call", fields: fields)])
+        return (actions, [TraceEvent(timeNs: timeNs, core: MessagingTrace.core, event: .apiCall, fields: fields)])
     }
 
     private static func iqApp(_ app: String, _ device: String) -> IQApp? {

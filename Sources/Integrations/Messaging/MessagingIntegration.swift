@@ -35,7 +35,7 @@ public struct MessagingIntegration: CoreIntegration {
     public var sectionFields: [IntegrationSetting] { MessagingSectionSchema.fields }
 
     /// What ``MessagingAdapter`` and the live messaging host write (docs/trace-format.md).
-    public var emittedEvents: [String] {
+    public var emittedEvents: [TraceName] {
         ["api_call", "api_error", "api_record_malformed", "step_failed",
          "device_list", "device_list_saved", "device_status", "app_status", "open_app",
          "connection_opened", "connection_closed", "progress", "completion", "message_received", "message_unclaimed",

@@ -8,15 +8,18 @@ import MonkeyC
 /// host use, so their traces can be compared with `tether diff`. docs/trace-format.md lists the
 /// events and fields.
 public enum MessagingTrace {
+    /// The trace's core name.
+    public static let core: TraceName = "messaging"
+
     /// The trace events for one action. A write is a `frame_emitted` event; replay in strict or
     /// responder mode passes writes to its ``FrameMatcher`` instead, which writes the same event.
     public static func events(for action: MessagingAction, timeNs: Int64) -> [TraceEvent] {
         switch action {
         case .write(let device, let bytes):
-            return [FrameMatcher.emittedEvent(core: "messaging", channel: deviceText(device), bytes: bytes,
+            return [FrameMatcher.emittedEvent(core: core, channel: deviceText(device), bytes: bytes,
                                               packet: describePacket(bytes, from: .phone), timeNs: timeNs)]
         case .saveDeviceList(let devices):
-            return [TraceEvent(timeNs: timeNs, core: "messaging", event: "device_list_saved", fields: [
+            return [TraceEvent(timeNs: timeNs, core: core, event: "device_list_saved", fields: [
                 "count": .int(Int64(devices.count)),
             ])]
         case .event(let event):
@@ -26,8 +29,8 @@ public enum MessagingTrace {
 
     /// One core event as a trace event.
     public static func event(_ event: MessagingEvent, timeNs: Int64) -> TraceEvent {
-        func make(_ name: String, _ fields: [String: TraceValue]) -> TraceEvent {
-            TraceEvent(timeNs: timeNs, core: "messaging", event: name, fields: fields)
+        func make(_ name: TraceName, _ fields: [String: TraceValue]) -> TraceEvent {
+            TraceEvent(timeNs: timeNs, core: core, event: name, fields: fields)
         }
         func app(_ app: IQApp) -> [String: TraceValue] {
             ["app": .string(app.uuid.description), "device": .string(app.device.description)]

@@ -36,7 +36,7 @@ import SessionCore
 /// the captured ones.
 public struct SessionAdapter: CoreAdapter {
     /// Always `session`.
-    public let core = "session"
+    public let core = SessionTrace.core
     /// The adapter reads ATT records and HCI link events.
     public var dissectsFrames: Bool { true }
     /// The core under test and what its host keeps.
@@ -81,8 +81,8 @@ public struct SessionAdapter: CoreAdapter {
         self.driver = SessionDriver(configuration: Self.configuration(applying: settings))
         // A stated window lets the recorded side run further ahead: twice it, as for the 8 frames.
         let reorder = max(Self.reorderWindow, 2 * (settings.windowFrames ?? 0))
-        self.skeleton = CoreAdapterSkeleton(core: "session", matching: matching,
-                                            matcher: FrameMatcher(core: "session", reorderWindow: reorder, decode: SessionTrace.describeFrame),
+        self.skeleton = CoreAdapterSkeleton(core: SessionTrace.core, matching: matching,
+                                            matcher: FrameMatcher(core: SessionTrace.core, reorderWindow: reorder, decode: SessionTrace.describeFrame),
                                             feedOrder: feedOrder)
         makeResponder()
     }

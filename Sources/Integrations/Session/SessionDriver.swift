@@ -41,7 +41,7 @@ public struct SessionDriver: ReplayedCore, Sendable {
                 fields["error"] = .string(code.name)
             }
             fields["detail"] = .string(detail)
-            return ([], [TraceEvent(timeNs: timeNs, core: "session", event: "api_error", fields: fields)])
+            return ([], [TraceEvent(timeNs: timeNs, core: SessionTrace.core, event: .apiError, fields: fields)])
         }
         if case let .start(role, identity, seed, restored) = call {
             if restored, let snapshot = lastSnapshot {
@@ -59,7 +59,7 @@ public struct SessionDriver: ReplayedCore, Sendable {
                 core = SessionCore(role: role, identity: identity, configuration: configuration, randomSource: SeededSessionRandom(seed: seed))
                 outgoingFiles = [:]
             }
-            return ([], [TraceEvent(timeNs: timeNs, core: "session", event: "api_call", fields: fields)])
+            return ([], [TraceEvent(timeNs: timeNs, core: SessionTrace.core, event: .apiCall, fields: fields)])
         }
         guard var session = core else {
             return refuse(nil, "no session yet: a `start` record must come first")
@@ -115,7 +115,7 @@ public struct SessionDriver: ReplayedCore, Sendable {
         }
         core = session
         note(actions)
-        return (actions, [TraceEvent(timeNs: timeNs, core: "session", event: "api_call", fields: fields)])
+        return (actions, [TraceEvent(timeNs: timeNs, core: SessionTrace.core, event: .apiCall, fields: fields)])
     }
 
     /// ``SessionCore/linkUp(maxPayload:now:)``; nothing without a core.

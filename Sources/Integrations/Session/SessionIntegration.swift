@@ -32,7 +32,7 @@ public struct SessionIntegration: CoreIntegration {
     public var sectionFields: [IntegrationSetting] { SessionSectionSchema.fields }
 
     /// What ``SessionAdapter`` and the live session host write (docs/trace-format.md).
-    public var emittedEvents: [String] {
+    public var emittedEvents: [TraceName] {
         ["api_call", "api_error", "api_record_malformed", "step_failed", "link_not_found",
          "activation_did_complete", "session_did_become_inactive", "session_did_deactivate", "watch_state_did_change",
          "reachability_did_change", "handshake_completed", "peer_reinstalled",

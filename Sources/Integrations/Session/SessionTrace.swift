@@ -11,17 +11,19 @@ import SessionCore
 /// `user_info_transfer_did_finish`…); errors carry `code` (the `WCError` number) and `error` (its
 /// name). Frames the core writes are `frame_emitted` on the channel `link`.
 public enum SessionTrace {
+    /// The trace's core name.
+    public static let core: TraceName = "session"
     /// The frame matcher's channel: one session link per capture.
     public static let channel = "link"
 
     /// The trace events for one action (`persist` has none: it is the host's business).
     public static func events(for action: SessionAction, timeNs: Int64) -> [TraceEvent] {
-        func make(_ name: String, _ fields: [String: TraceValue]) -> TraceEvent {
-            TraceEvent(timeNs: timeNs, core: "session", event: name, fields: fields)
+        func make(_ name: TraceName, _ fields: [String: TraceValue]) -> TraceEvent {
+            TraceEvent(timeNs: timeNs, core: SessionTrace.core, event: name, fields: fields)
         }
         switch action {
         case .write(let bytes):
-            return [FrameMatcher.emittedEvent(core: "session", channel: channel, bytes: bytes, packet: describeFrame(bytes), timeNs: timeNs)]
+            return [FrameMatcher.emittedEvent(core: SessionTrace.core, channel: channel, bytes: bytes, packet: describeFrame(bytes), timeNs: timeNs)]
         case let .writeIncomingFile(peer, id, offset, bytes):
             return [make("file_bytes_stored", [
                 "peer": .string(peer.description), "file": .int(Int64(id.rawValue)),
@@ -38,8 +40,8 @@ public enum SessionTrace {
 
     /// One core event as a trace event.
     public static func event(_ event: SessionEvent, timeNs: Int64) -> TraceEvent {
-        func make(_ name: String, _ fields: [String: TraceValue] = [:]) -> TraceEvent {
-            TraceEvent(timeNs: timeNs, core: "session", event: name, fields: fields)
+        func make(_ name: TraceName, _ fields: [String: TraceValue] = [:]) -> TraceEvent {
+            TraceEvent(timeNs: timeNs, core: SessionTrace.core, event: name, fields: fields)
         }
         func withError(_ fields: [String: TraceValue], _ error: SessionError?) -> [String: TraceValue] {
             var fields = fields

@@ -145,7 +145,7 @@ public enum WidgetAPICall: Sendable, Hashable {
     /// The record as one line of JSON, as the `api-calls` interface stores it.
     public var recordJSON: String {
         var r = record
-        r["core"] = .string(WidgetTraceMapping.core)
+        r["core"] = .string(WidgetTraceMapping.core.text)
         return JSONLiteral.text(.object(r))
     }
 
@@ -153,7 +153,7 @@ public enum WidgetAPICall: Sendable, Hashable {
     /// given before this call (docs/capture-set.md, ``FeedOrderQueue``).
     public func recordJSON(linkInputs: Int) -> String {
         var r = record
-        r["core"] = .string(WidgetTraceMapping.core)
+        r["core"] = .string(WidgetTraceMapping.core.text)
         r[FeedOrderPrescan.recordKey] = .int(Int64(linkInputs))
         return JSONLiteral.text(.object(r))
     }

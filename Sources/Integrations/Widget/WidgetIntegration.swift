@@ -27,7 +27,7 @@ public struct WidgetIntegration: CoreIntegration {
     public var defaultForRoles: Set<InterfaceRole> { [.mqttTCP, .appGroup] }
 
     /// What ``WidgetAdapter`` and the live widget host write (docs/trace-format.md).
-    public var emittedEvents: [String] {
+    public var emittedEvents: [TraceName] {
         ["api_call", "api_error", "api_record_malformed", "step_failed",
          "settings_changed", "settings_unchanged", "has_content_changed", "stale_file_ignored",
          "open_url_requested", "open_url_completed", "open_url_result_discarded", "refresh_started", "refresh_completed",

@@ -8,7 +8,7 @@ import WidgetCore
 /// and the live hosts write the same lines.
 public enum WidgetTraceMapping {
     /// The trace's core name.
-    public static let core = "widget"
+    public static let core: TraceName = "widget"
 
     /// A WidgetCore JSON value as a trace value.
     public static func traceValue(_ json: WidgetJSON) -> TraceValue {
@@ -100,7 +100,7 @@ public enum WidgetTraceMapping {
         case .mqttDisconnect:
             fields = [:]
         }
-        return [TraceEvent(timeNs: timeNs, core: core, event: action.traceName, fields: fields)]
+        return [TraceEvent(timeNs: timeNs, core: core, event: TraceName(action.traceName), fields: fields)]
     }
 
     /// Bytes shown as their text when they are UTF-8 (the channel's files and payloads are JSON),

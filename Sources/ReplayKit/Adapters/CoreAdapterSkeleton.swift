@@ -25,7 +25,7 @@ import CaptureSet
 /// mapping called back to feed would need the mapping to give up its exclusive access mid-frame.
 public struct CoreAdapterSkeleton<LinkInput, Call> {
     /// The core's name in the trace.
-    public let core: String
+    public let core: TraceName
     /// How emitted frames are compared (`strict`, `responder` or `off`).
     public let matching: FrameMatchingMode
     /// The output comparison (read its counts; feed it through ``captured(_:channel:frame:now:)``
@@ -52,7 +52,7 @@ public struct CoreAdapterSkeleton<LinkInput, Call> {
     ///   - keepsFeedOrder: `false` where the adapter schedules the peer's answers itself
     ///     (a responder that follows the core's writes), so the live order does not apply.
     ///   - takesUnlabelledRecords: whether a record without `core` is this core's.
-    public init(core: String, matching: FrameMatchingMode, matcher: FrameMatcher, feedOrder: FeedOrderPrescan = .init(),
+    public init(core: TraceName, matching: FrameMatchingMode, matcher: FrameMatcher, feedOrder: FeedOrderPrescan = .init(),
                 keepsFeedOrder: Bool = true, takesUnlabelledRecords: Bool = false) {
         self.core = core
         self.matching = matching
@@ -88,7 +88,7 @@ public struct CoreAdapterSkeleton<LinkInput, Call> {
         case .malformed(let detail): return .malformed(malformedRecord(frame: frame.number, detail: detail, now: now))
         }
         switch record["core"] {
-        case .string(let named)?: guard named == core else { return .otherCore }
+        case .string(let named)?: guard named == core.text else { return .otherCore }
         case nil: guard takesUnlabelledRecords else { return .otherCore }
         case _?: guard takesUnlabelledRecords else { return .otherCore }
         }
@@ -117,7 +117,7 @@ public struct CoreAdapterSkeleton<LinkInput, Call> {
     /// An `api_record_malformed` event for frame `frame`, counted.
     public mutating func malformedRecord(frame: Int, detail: String, now: Duration) -> TraceEvent {
         malformedRecords += 1
-        return TraceEvent(timeNs: now.replayNanoseconds, core: core, event: "api_record_malformed", fields: [
+        return TraceEvent(timeNs: now.replayNanoseconds, core: core, event: .apiRecordMalformed, fields: [
             "frame": .int(Int64(frame)), "detail": .string(detail),
         ])
     }
@@ -126,7 +126,7 @@ public struct CoreAdapterSkeleton<LinkInput, Call> {
     /// hand-written call, say), counted.
     public mutating func malformedRecord(source: String, detail: String, now: Duration) -> TraceEvent {
         malformedRecords += 1
-        return TraceEvent(timeNs: now.replayNanoseconds, core: core, event: "api_record_malformed", fields: [
+        return TraceEvent(timeNs: now.replayNanoseconds, core: core, event: .apiRecordMalformed, fields: [
             "source": .string(source), "detail": .string(detail),
         ])
     }
@@ -252,7 +252,7 @@ public struct CoreAdapterSkeleton<LinkInput, Call> {
         if let responderMade { summary["responder_made"] = .int(Int64(responderMade)) }
         if let first = matcher.firstDivergence { summary["first_divergence"] = .string(first.description) }
         if let order { summary.merge(order.summaryFields) { a, _ in a } }
-        events.append(TraceEvent(timeNs: timeNs, core: core, event: "summary", fields: summary))
+        events.append(TraceEvent(timeNs: timeNs, core: core, event: .summary, fields: summary))
         return events
     }
 

@@ -95,7 +95,7 @@ public func replayAndCheck(
     let set = loaded.directory.path
     var evaluator = ExpectationEvaluator(manifest.expectations)
     var comparisons: [(core: String, comparison: Result<StreamingBaselineComparison, any Error>)] = []
-    var comparing: [String: StreamingBaselineComparison] = [:]
+    var comparing: [TraceName: StreamingBaselineComparison] = [:]
     let writers = checks.updateBaseline ? BaselineWriters(set: set, manifest: manifest, scenario: checks.scenario) : nil
     if !checks.updateBaseline {
         for core in manifest.baselines.keys.sorted() {
@@ -103,14 +103,14 @@ public func replayAndCheck(
                 let path = try CaptureSetDirectory(path: set).resolve(manifest.baselines[core, default: ""], field: "baselines.\(core)")
                 let comparison = try StreamingBaselineComparison(
                     name: core, baselinePath: path, timingToleranceNs: checks.timingToleranceNs, lineBudget: checks.maxDiffLines)
-                comparing[core] = comparison
+                comparing[TraceName(core)] = comparison
                 comparisons.append((core, .success(comparison)))
             } catch {
                 comparisons.append((core, .failure(error)))
             }
         }
     }
-    var lastCore = ""
+    var lastCore: TraceName?
     var lastComparison: StreamingBaselineComparison?
     let run = try replaySet(loaded, options: options) { event in
         observe(event)
@@ -143,7 +143,7 @@ public final class BaselineWriters {
     /// The scenario whose baselines these are, `nil` for the set's own.
     public let scenario: String?
     private var writers: [String: Result<TraceFileWriter, any Error>] = [:]
-    private var lastCore = ""
+    private var lastCore: TraceName?
     private var lastWriter: TraceFileWriter?
 
     /// Writers for the set at `set` (for its scenario `scenario`, when given).
@@ -163,14 +163,15 @@ public final class BaselineWriters {
     /// One event of the run, to its core's new baseline.
     public func write(_ event: TraceEvent) {
         if event.core != lastCore || lastWriter == nil {
-            if writers[event.core] == nil {
-                writers[event.core] = Result {
-                    try Self.indexedWriter(CaptureSetDirectory(path: set).resolve(relativePath(event.core), field: "baselines.\(event.core)"))
+            let core = event.core.text
+            if writers[core] == nil {
+                writers[core] = Result {
+                    try Self.indexedWriter(CaptureSetDirectory(path: set).resolve(relativePath(core), field: "baselines.\(core)"))
                 }
             }
             lastCore = event.core
             // A writer that could not be made is reported by accept(), which rethrows its error.
-            lastWriter = try? writers[event.core]?.get()
+            lastWriter = try? writers[core]?.get()
         }
         lastWriter?.write(event)
     }

@@ -26,10 +26,10 @@ public struct ExpectationEvaluator {
     /// What each event name is dispatched to: the other checks cannot be moved by an event of that
     /// name (whatever a check does with an event, a selector naming it must match first), so they
     /// are not shown it.
-    private let byEvent: [String: Dispatch]
+    private let byEvent: [TraceName: Dispatch]
     /// The event name of the latest event observed, and its dispatch: a trace is mostly runs of
     /// one event name, so most events are dispatched without a lookup.
-    private var lastEvent: String?
+    private var lastEvent: TraceName?
     private var last = Dispatch()
     /// The position in the trace of the next event.
     private var position = 0
@@ -47,7 +47,7 @@ public struct ExpectationEvaluator {
         self.expectations = expectations
         let selectors = SharedSelectors()
         let checks = expectations.map { Self.makeCheck($0, selectors) }
-        var byEvent: [String: Dispatch] = [:]
+        var byEvent: [TraceName: Dispatch] = [:]
         for check in checks {
             for name in Set(check.namedSelectors.map(\.event)) { byEvent[name, default: Dispatch()].checks.append(Unmanaged.passUnretained(check)) }
         }

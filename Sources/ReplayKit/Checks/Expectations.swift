@@ -131,8 +131,8 @@ public enum Expectations {
 extension Expectation.Selector {
     /// Whether `event` is one this selector chooses.
     public func matches(_ event: TraceEvent) -> Bool {
-        guard event.event == self.event else { return false }
-        if let core, event.core != core { return false }
+        guard event.event.text == self.event else { return false }
+        if let core, event.core.text != core { return false }
         for (key, wanted) in self.where where !wanted.matches(event.field(key)) {
             return false
         }

@@ -52,8 +52,8 @@ final class SharedSelectors {
     }
 
     /// The selectors that name each event name, by index.
-    func idsByEvent() -> [String: [Int]] {
-        var byEvent: [String: [Int]] = [:]
+    func idsByEvent() -> [TraceName: [Int]] {
+        var byEvent: [TraceName: [Int]] = [:]
         for (id, selector) in compiledStore.enumerated() { byEvent[selector.event, default: []].append(id) }
         return byEvent
     }
@@ -80,13 +80,13 @@ final class SharedSelectors {
 /// A selector laid out for matching: as ``Expectation/Selector/matches(_:)``, less the event name,
 /// which the evaluator has matched already; the conditions in an array, not a dictionary.
 private final class CompiledSelector {
-    let event: String
-    let core: String?
+    let event: TraceName
+    let core: TraceName?
     let conditions: [(key: String, value: Expectation.Value)]
 
     init(_ selector: Expectation.Selector) {
-        event = selector.event
-        core = selector.core
+        event = TraceName(selector.event)
+        core = selector.core.map { TraceName($0) }
         conditions = selector.where.sorted { $0.key < $1.key }.map { (key: $0.key, value: $0.value) }
     }
 
@@ -113,7 +113,7 @@ struct SharedSelector {
     func matches(_ event: TraceEvent) -> Bool { table.matches(id) }
 
     /// The event name it chooses.
-    var event: String { selector.event }
+    var event: TraceName { TraceName(selector.event) }
     /// As ``Expectation/Selector/summary``.
     var summary: String { selector.summary }
 }

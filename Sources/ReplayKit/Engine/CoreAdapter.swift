@@ -186,7 +186,7 @@ public struct ReplayFrame {
 public protocol CoreAdapter {
     /// The core's name in the trace (`ingest`, `messaging`, `session`, `widget`, or a user's own):
     /// the name of the ``CoreIntegration`` that made the adapter.
-    var core: String { get }
+    var core: TraceName { get }
     /// `true` when ``input(for:)`` may answer ``ReplayInput/dissected`` for some interface.
     /// Defaults to `false`. The engine reads borrowed frames either way (their views carry the
     /// pcapng flags, which give HCI direction), so this is informational.

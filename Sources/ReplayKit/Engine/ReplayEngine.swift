@@ -128,7 +128,7 @@ public struct ReplayEngine {
             // effect (an idle timeout longer than the horizon) is not taken for the core's.
             for i in adapters.indices {
                 guard let due = adapters[i].nextDeadlineInPlace() else { continue }
-                let left = TimerLeftSet(core: adapters[i].core, dueNs: due.replayNanoseconds, drainEndNs: horizon,
+                let left = TimerLeftSet(core: adapters[i].core.text, dueNs: due.replayNanoseconds, drainEndNs: horizon,
                                         horizonNs: horizon - lastInput, timeoutsSinceLastInput: state.consecutiveTimeouts[i])
                 summary.timersLeftSet.append(left)
                 summary.warnings.append(left.description)
@@ -137,7 +137,7 @@ public struct ReplayEngine {
         if state.nextCall < scheduledCalls.count {
             summary.warnings.append("\(scheduledCalls.count - state.nextCall) scheduled call(s) fell after the drain horizon and were not delivered.")
         }
-        for core in Set(scheduledCalls.map(\.core)) where !adapters.contains(where: { $0.core == core }) {
+        for core in Set(scheduledCalls.map(\.core)) where !adapters.contains(where: { $0.core.text == core }) {
             summary.warnings.append("scheduled calls for core \(core) were not delivered: this replay does not run that core.")
         }
         if !state.pending.isEmpty {
@@ -180,7 +180,7 @@ public struct ReplayEngine {
     mutating func deliverClosedLoopCalls(state: inout RunState, summary: inout ReplaySummary, emit: (TraceEvent) -> Void) {
         guard let inputs = closedLoop else { return }
         while !state.halted, let call = inputs.nextCall(now: state.clock) {
-            guard let i = adapters.firstIndex(where: { $0.core == call.core }) else {
+            guard let i = adapters.firstIndex(where: { $0.core.text == call.core }) else {
                 summary.warnings.append("the app's \(call.call) call for core \(call.core) was not delivered: this replay does not run that core.")
                 continue
             }
@@ -232,7 +232,7 @@ public struct ReplayEngine {
             // API-call records (split below by their `core`), to every adapter that wants them.
             let owner = interface.role == .apiCalls ? nil : interface.core
             return InterfaceRoute(interface: interface, inputs: adapters.map { adapter in
-                if let owner, adapter.core != owner { return .ignore }
+                if let owner, adapter.core.text != owner { return .ignore }
                 return adapter.input(for: interface)
             })
         }
@@ -283,7 +283,7 @@ public struct ReplayEngine {
                 summary.apiCallsReplaced += 1
                 return
             }
-            if let name = recipient, !adapters.contains(where: { $0.core == name }) {
+            if let name = recipient, !adapters.contains(where: { $0.core.text == name }) {
                 // A record for a core this replay does not run: nobody's input.
                 summary.apiCallsForOtherCores += 1
                 return
@@ -303,7 +303,7 @@ public struct ReplayEngine {
                                summary: inout ReplaySummary, emit: (TraceEvent) -> Void) {
         frameObserver?(frame.number)
         for i in adapters.indices where route.inputs[i] != .ignore {
-            if let recipient, adapters[i].core != recipient { continue }
+            if let recipient, adapters[i].core.text != recipient { continue }
             adapters[i].frame(frame, now: state.clock, emit: emit)
             state.consecutiveTimeouts[i] = 0
         }
@@ -378,7 +378,7 @@ public struct ReplayEngine {
             }
             let call = scheduledCalls[state.nextCall]
             state.nextCall += 1
-            guard let i = adapters.firstIndex(where: { $0.core == call.core }) else { continue }
+            guard let i = adapters.firstIndex(where: { $0.core.text == call.core }) else { continue }
             deliver(call, toAdapter: i, from: "scheduled-calls", state: &state, emit: emit)
             summary.scheduledCallsDelivered += 1
             if closedLoop != nil { deliverClosedLoopCalls(state: &state, summary: &summary, emit: emit) }
@@ -421,7 +421,7 @@ public struct ReplayEngine {
             if state.consecutiveTimeouts[i] == 0 { state.firstTimeout[i] = now }
             state.consecutiveTimeouts[i] += 1
             let stuck = adapters[i].nextDeadlineInPlace().map { $0 <= now } ?? false
-            if let runaway = RunawayTimers(core: adapters[i].core, inARow: state.consecutiveTimeouts[i], from: state.firstTimeout[i],
+            if let runaway = RunawayTimers(core: adapters[i].core.text, inARow: state.consecutiveTimeouts[i], from: state.firstTimeout[i],
                                            to: now, deadlineDidNotAdvance: stuck) {
                 summary.runawayTimers.append(runaway)
                 state.halted = true

@@ -293,8 +293,8 @@ func checkExpectationNames(_ expectations: [Expectation], selected: [any CoreInt
     var declared = Dictionary(selected.map { ($0.name, Set($0.emittedEvents)) }, uniquingKeysWith: { a, _ in a })
     if faults {
         // A run with faults has their events too.
-        cores.append(FaultInjector.core)
-        declared[FaultInjector.core] = ["fault_injected"]
+        cores.append(FaultInjector.core.text)
+        declared[FaultInjector.core.text] = [FaultInjector.faultInjected]
     }
     let everyCoreDeclares = selected.allSatisfy { !$0.emittedEvents.isEmpty }
     for (index, expectation) in expectations.enumerated() {
@@ -306,13 +306,13 @@ func checkExpectationNames(_ expectations: [Expectation], selected: [any CoreInt
                                     problem: "\"\(core)\" is not a core this set is replayed by (\(cores.joined(separator: ", ")))",
                                     hint: "Name one of those cores, or leave `core` out to match any of them.")
                 }
-                if !events.isEmpty, !events.contains(selector.event) {
+                if !events.isEmpty, !events.contains(TraceName(selector.event)) {
                     throw .manifest(path: manifestPath, line: line, field: "\(label).event",
-                                    problem: "core \(core) never emits \"\(selector.event)\"\(IntegrationRegistry.suggestion(for: selector.event, among: events.sorted()))",
+                                    problem: "core \(core) never emits \"\(selector.event)\"\(IntegrationRegistry.suggestion(for: selector.event, among: events.map(\.text).sorted()))",
                                     hint: "docs/trace-format.md lists each core's events.")
                 }
-            } else if everyCoreDeclares, !declared.values.contains(where: { $0.contains(selector.event) }) {
-                let all = declared.values.reduce(into: Set<String>()) { $0.formUnion($1) }
+            } else if everyCoreDeclares, !declared.values.contains(where: { $0.contains(TraceName(selector.event)) }) {
+                let all = declared.values.reduce(into: Set<String>()) { $0.formUnion($1.map(\.text)) }
                 throw .manifest(path: manifestPath, line: line, field: "\(label).event",
                                 problem: "no core of this set (\(cores.joined(separator: ", "))) emits \"\(selector.event)\"\(IntegrationRegistry.suggestion(for: selector.event, among: all.sorted()))",
                                 hint: "docs/trace-format.md lists each core's events.")
@@ -356,7 +356,7 @@ public func replaySet(
     frameObserver: ((Int) -> Void)?, emit: (TraceEvent) -> Void
 ) throws(ReplayError) -> ReplayRun {
     var (engine, sectionWarnings) = try replayEngine(for: set, options: options)
-    let cores = engine.adapters.map(\.core)
+    let cores = engine.adapters.map(\.core.text)
     var summary: ReplaySummary
     do throws(CaptureError) {
         let reader = try CaptureFile.open(path: set.capturePath)
@@ -382,7 +382,7 @@ public func steppedReplay(
     engine.closedLoop = closedLoop
     do throws(CaptureError) {
         let reader = try CaptureFile.open(path: set.capturePath)
-        return (SteppedReplay(engine: engine, reader: reader), engine.adapters.map(\.core), sectionWarnings)
+        return (SteppedReplay(engine: engine, reader: reader), engine.adapters.map(\.core.text), sectionWarnings)
     } catch {
         throw .capture(error)
     }

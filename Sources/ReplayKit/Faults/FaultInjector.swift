@@ -12,7 +12,9 @@ import Dissectors
 /// Every fault it applies is written as a `fault_injected` event of core ``FaultInjector/core``.
 struct FaultInjector {
     /// The trace's name for the events faults write.
-    static let core = "faults"
+    static let core: TraceName = "faults"
+    /// The one event it writes.
+    static let faultInjected: TraceName = "fault_injected"
 
     /// One way a frame reaches the cores.
     struct Delivery {
@@ -221,7 +223,7 @@ struct FaultInjector {
             fields["frame"] = .int(Int64(number))
             fields["interface"] = .int(Int64(interface.index))
             fields["kind"] = .string(kind.rawValue)
-            emit(TraceEvent(timeNs: now.replayNanoseconds, core: Self.core, event: "fault_injected", fields: fields))
+            emit(TraceEvent(timeNs: now.replayNanoseconds, core: Self.core, event: Self.faultInjected, fields: fields))
             if decision.deliveries.isEmpty { break }
         }
         return decision
@@ -361,7 +363,7 @@ struct FaultInjector {
                 fields["interface"] = .int(Int64(interface))
                 fields["connection_handle"] = .int(Int64(handle))
                 fields["reason"] = .int(0x08)
-                emit(TraceEvent(timeNs: now.replayNanoseconds, core: Self.core, event: "fault_injected", fields: fields))
+                emit(TraceEvent(timeNs: now.replayNanoseconds, core: Self.core, event: Self.faultInjected, fields: fields))
                 applied += 1
                 if let again { schedule(now + again, .reconnect(fault: index, interface: interface, handle: handle)) }
             }
@@ -381,7 +383,7 @@ struct FaultInjector {
                 fields["interface"] = .int(Int64(interface))
                 fields["flow"] = .string("\(key.sourceAddress):\(key.sourcePort) → \(key.destinationAddress):\(key.destinationPort)")
                 fields["detail"] = .string("the broker reset the TCP connection")
-                emit(TraceEvent(timeNs: now.replayNanoseconds, core: Self.core, event: "fault_injected", fields: fields))
+                emit(TraceEvent(timeNs: now.replayNanoseconds, core: Self.core, event: Self.faultInjected, fields: fields))
                 applied += 1
             }
             tcp[interface] = link
@@ -390,7 +392,7 @@ struct FaultInjector {
             var fields = base
             fields["action"] = .string("no_link")
             fields["detail"] = .string("no BLE connection or MQTT connection was open at this instant; nothing was disconnected")
-            emit(TraceEvent(timeNs: now.replayNanoseconds, core: Self.core, event: "fault_injected", fields: fields))
+            emit(TraceEvent(timeNs: now.replayNanoseconds, core: Self.core, event: Self.faultInjected, fields: fields))
         }
         return frames
     }
@@ -401,7 +403,7 @@ struct FaultInjector {
         link.down[handle] = nil
         let suppressed = link.suppressed.removeValue(forKey: handle) ?? 0
         ble[interface] = link
-        emit(TraceEvent(timeNs: now.replayNanoseconds, core: Self.core, event: "fault_injected", fields: [
+        emit(TraceEvent(timeNs: now.replayNanoseconds, core: Self.core, event: Self.faultInjected, fields: [
             "fault": .string(faults[index].description), "action": .string("reconnected"),
             "interface": .int(Int64(interface)), "connection_handle": .int(Int64(handle)),
             "setup_frames": .int(Int64(setup.count)), "frames_lost_while_down": .int(Int64(suppressed)),

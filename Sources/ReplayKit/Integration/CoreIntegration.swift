@@ -53,7 +53,7 @@ public protocol CoreIntegration: Sendable {
     var sectionFields: [IntegrationSetting] { get }
     /// The trace events it emits, for documentation and for checking the names an expectation
     /// uses. Empty when not declared.
-    var emittedEvents: [String] { get }
+    var emittedEvents: [TraceName] { get }
     /// Which of its events pair up as a request and its answer (a send and its completion, a
     /// message and its reply), with the progress events between them: the slices and latency
     /// plots of the timeline report and the Perfetto export. Default: none.
@@ -93,7 +93,7 @@ extension CoreIntegration {
     /// No fields beyond the settings.
     public var sectionFields: [IntegrationSetting] { [] }
     /// Not declared.
-    public var emittedEvents: [String] { [] }
+    public var emittedEvents: [TraceName] { [] }
     /// None declared.
     public var correlations: [TraceCorrelation] { [] }
     /// None declared.

@@ -34,10 +34,10 @@ public struct IntegrationRegistry: Sendable {
 
     /// Every integration's ``CoreIntegration/correlations``, by core name: what a
     /// ``CorrelationTracker`` looks for in a trace of these cores.
-    public var correlations: [String: [TraceCorrelation]] {
-        var byCore: [String: [TraceCorrelation]] = [:]
+    public var correlations: [TraceName: [TraceCorrelation]] {
+        var byCore: [TraceName: [TraceCorrelation]] = [:]
         for integration in integrations where !integration.correlations.isEmpty {
-            byCore[integration.name, default: []] += integration.correlations
+            byCore[TraceName(integration.name), default: []] += integration.correlations
         }
         return byCore
     }

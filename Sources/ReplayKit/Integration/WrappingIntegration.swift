@@ -35,7 +35,7 @@ extension WrappingIntegration {
     /// The wrapped integration's.
     public var sectionFields: [IntegrationSetting] { wrapped.sectionFields }
     /// The wrapped integration's.
-    public var emittedEvents: [String] { wrapped.emittedEvents }
+    public var emittedEvents: [TraceName] { wrapped.emittedEvents }
     /// The wrapped integration's.
     public var correlations: [TraceCorrelation] { wrapped.correlations }
     /// The wrapped integration's.
@@ -67,7 +67,7 @@ public protocol WrappingAdapter: CoreAdapter {
 
 extension WrappingAdapter {
     /// The wrapped adapter's.
-    public var core: String { wrapped.core }
+    public var core: TraceName { wrapped.core }
     /// The wrapped adapter's.
     public var dissectsFrames: Bool { wrapped.dissectsFrames }
     /// The wrapped adapter's.

@@ -56,7 +56,7 @@ public struct FrameMatcher: Sendable {
     }
 
     /// The trace's core name for the events.
-    public let core: String
+    public let core: TraceName
     /// How many frames out of order a pair may be and still match (0: strictly in order). A link
     /// whose lanes run independently (the session link) needs a few: in a live run the host may
     /// write frame A before reacting to a frame that already crossed HCI, while replay, feeding that
@@ -86,7 +86,7 @@ public struct FrameMatcher: Sendable {
     private var capturedQueue: [String: Deque<Pending>] = [:]
 
     /// A matcher writing `core` events, decoding frames with `decode`.
-    public init(core: String, reorderWindow: Int = 0, decode: @escaping @Sendable ([UInt8]) -> String) {
+    public init(core: TraceName, reorderWindow: Int = 0, decode: @escaping @Sendable ([UInt8]) -> String) {
         self.core = core
         self.reorderWindow = max(0, reorderWindow)
         self.decode = decode
@@ -118,8 +118,8 @@ public struct FrameMatcher: Sendable {
 
     /// The `frame_emitted` event: what every core's trace says when the core writes a frame, with
     /// or without a matcher comparing it (live hosts, `--frame-matching off`).
-    public static func emittedEvent(core: String, channel: String, bytes: [UInt8], packet: String, timeNs: Int64) -> TraceEvent {
-        TraceEvent(timeNs: timeNs, core: core, event: "frame_emitted", payload: FrameBytesFields(device: channel, bytes: bytes, packet: packet))
+    public static func emittedEvent(core: TraceName, channel: String, bytes: [UInt8], packet: String, timeNs: Int64) -> TraceEvent {
+        TraceEvent(timeNs: timeNs, core: core, event: .frameEmitted, payload: FrameBytesFields(device: channel, bytes: bytes, packet: packet))
     }
 
     /// The capture holds `bytes` written on `channel` in frame `frame` at `timeNs`. Returns its
@@ -149,7 +149,7 @@ public struct FrameMatcher: Sendable {
         guard let waiting = emittedQueue.removeValue(forKey: channel), !waiting.isEmpty else { return [] }
         unsent += waiting.count
         return waiting.map {
-            TraceEvent(timeNs: timeNs, core: core, event: "frame_unsent", payload: FrameBytesFields(device: channel, bytes: $0.bytes, packet: decode($0.bytes)))
+            TraceEvent(timeNs: timeNs, core: core, event: .frameUnsent, payload: FrameBytesFields(device: channel, bytes: $0.bytes, packet: decode($0.bytes)))
         }
     }
 
@@ -200,7 +200,7 @@ public struct FrameMatcher: Sendable {
 
     private mutating func matchedEvent(channel: String, frame: Int?, reordered: Bool, timeNs: Int64) -> TraceEvent {
         matched += 1
-        return TraceEvent(timeNs: timeNs, core: core, event: "frame_matched",
+        return TraceEvent(timeNs: timeNs, core: core, event: .frameMatched,
                           payload: FrameMatchedFields(device: channel, frame: Int64(frame ?? 0), reordered: reordered))
     }
 
@@ -223,6 +223,6 @@ public struct FrameMatcher: Sendable {
             "expected_packet": .string(divergence.expectedText), "emitted_packet": .string(divergence.emittedText),
         ]
         if let frame = divergence.frame { fields["frame"] = .int(Int64(frame)) }
-        return TraceEvent(timeNs: divergence.timeNs, core: core, event: "frame_diverged", fields: fields)
+        return TraceEvent(timeNs: divergence.timeNs, core: core, event: .frameDiverged, fields: fields)
     }
 }

@@ -24,20 +24,20 @@ public struct CorePromise: Sendable, Hashable {
         /// unless one of the events `unlessAfter` names came after the request (what the core
         /// documents as leaving it waiting: a user info queued for a watch the phone switched away
         /// from waits for that watch).
-        case exactlyOneEnd(correlation: String, unlessAfter: [String] = [])
+        case exactlyOneEnd(correlation: String, unlessAfter: [TraceName] = [])
         /// The progress of each request of `correlation` never goes back.
         case progressNeverGoesBack(correlation: String)
         /// The `key` values of `event` arrive exactly as in the plain run: each once, in the same
         /// order (user infos, files).
-        case exactlyOnceInOrder(event: String, key: String)
+        case exactlyOnceInOrder(event: TraceName, key: String)
         /// The last `event`'s `field` equals the plain run's last (the latest context wins).
-        case lastAsInPlainRun(event: String, field: String)
+        case lastAsInPlainRun(event: TraceName, field: String)
         /// `field` of `event` never decreases.
-        case neverDecreases(event: String, field: String)
+        case neverDecreases(event: TraceName, field: String)
         /// Every `event` of the variant is one of the plain run's (compared by `identity`
         /// fields), and every one of the plain run's is in the variant unless the frame that made
         /// it was lost to a fault: no point invented, none lost beyond what was dropped.
-        case preservedExceptDropped(event: String, identity: [String])
+        case preservedExceptDropped(event: TraceName, identity: [String])
     }
 }
 
@@ -81,8 +81,8 @@ public struct PlainRunFacts: Sendable {
 
 /// Checks a stream of trace events against promises, as a variant's replay streams.
 public struct PromiseChecker: Sendable {
-    let promises: [(core: String, promise: CorePromise)]
-    let correlations: [String: [TraceCorrelation]]
+    let promises: [(core: TraceName, promise: CorePromise)]
+    let correlations: [TraceName: [TraceCorrelation]]
     let plain: PlainRunFacts?
     /// The frame being fed when an event was made (the plain run records it; a variant uses it for
     /// nothing).
@@ -109,20 +109,20 @@ public struct PromiseChecker: Sendable {
 
     /// A checker of `promises` (each with its core) with the cores' correlations; `plain` is the
     /// plain run's facts, `nil` while recording them.
-    public init(promises: [(core: String, promise: CorePromise)], correlations: [String: [TraceCorrelation]], plain: PlainRunFacts?) {
+    public init(promises: [(core: TraceName, promise: CorePromise)], correlations: [TraceName: [TraceCorrelation]], plain: PlainRunFacts?) {
         self.promises = promises
         self.correlations = correlations
         self.plain = plain
     }
 
-    private func correlation(_ core: String, _ name: String) -> TraceCorrelation? {
+    private func correlation(_ core: TraceName, _ name: String) -> TraceCorrelation? {
         correlations[core]?.first { $0.name == name }
     }
 
     private mutating func breakPromise(_ index: Int, _ detail: String) {
         let (core, promise) = promises[index]
-        guard !broken.contains(where: { $0.core == core && $0.promise == promise.name }) else { return }
-        broken.append(BrokenPromise(promise: promise.name, core: core, detail: detail))
+        guard !broken.contains(where: { $0.core == core.text && $0.promise == promise.name }) else { return }
+        broken.append(BrokenPromise(promise: promise.name, core: core.text, detail: detail))
     }
 
     private static func identity(_ event: TraceEvent, _ fields: [String]) -> String {
@@ -131,7 +131,7 @@ public struct PromiseChecker: Sendable {
 
     /// The next event of the run.
     public mutating func observe(_ event: TraceEvent) {
-        if event.core == FaultInjector.core, event.event == "fault_injected", case .string("dropped")? = event.field("action"),
+        if event.core == FaultInjector.core, event.event == FaultInjector.faultInjected, case .string("dropped")? = event.field("action"),
            case .int(let frame)? = event.field("frame") {
             droppedFrames.insert(Int(frame))
             return

@@ -200,7 +200,7 @@ public enum FaultSweep {
         plainOptions.faults = []
         plainOptions.frameMatching = options.frameMatching ?? .responder
         let selected = try options.integrations.select(for: set.manifest, manifestPath: set.directory.manifestPath)
-        let promises = selected.flatMap { integration in integration.promises.map { (core: integration.name, promise: $0) } }
+        let promises = selected.flatMap { integration in integration.promises.map { (core: TraceName(integration.name), promise: $0) } }
         let correlations = options.integrations.correlations
 
         // A pass over the peer frames: what the variants go to, and where the links end.
@@ -314,8 +314,8 @@ public enum FaultSweep {
     /// promises compare with; `peerFrames` is told each peer frame's number, virtual instant, kind
     /// and interface.
     static func plainRun(
-        _ set: LoadedCaptureSet, options: ReplayOptions, promises: [(core: String, promise: CorePromise)],
-        correlations: [String: [TraceCorrelation]], peerFrames: ((Int, Duration, PeerFrameKind, Int) -> Void)?
+        _ set: LoadedCaptureSet, options: ReplayOptions, promises: [(core: TraceName, promise: CorePromise)],
+        correlations: [TraceName: [TraceCorrelation]], peerFrames: ((Int, Duration, PeerFrameKind, Int) -> Void)?
     ) throws(ReplayError) -> PlainRunFacts {
         var checker = PromiseChecker(promises: promises, correlations: correlations, plain: nil)
         _ = try replaySet(set, options: options, peerFrameObserver: peerFrames, frameObserver: { checker.currentFrame = $0 }) {
@@ -327,7 +327,7 @@ public enum FaultSweep {
     /// One variant replayed and checked.
     static func variant(
         _ set: LoadedCaptureSet, fault: Fault, held: [Fault], frame: Int, options: ReplayOptions,
-        promises: [(core: String, promise: CorePromise)], correlations: [String: [TraceCorrelation]], facts: PlainRunFacts
+        promises: [(core: TraceName, promise: CorePromise)], correlations: [TraceName: [TraceCorrelation]], facts: PlainRunFacts
     ) -> SweepVariant {
         var options = options
         options.faults = [fault] + held
@@ -362,8 +362,8 @@ public struct SweepPlan: Sendable {
     /// The recorded ends held back in every run (``SweepResult/heldEnding``).
     public let heldEnding: [Fault]
     let options: ReplayOptions
-    let promises: [(core: String, promise: CorePromise)]
-    let correlations: [String: [TraceCorrelation]]
+    let promises: [(core: TraceName, promise: CorePromise)]
+    let correlations: [TraceName: [TraceCorrelation]]
     let facts: PlainRunFacts
     let fork: Fork
     let startedNs: UInt64
@@ -464,7 +464,7 @@ public struct SweepPlan: Sendable {
     /// The promise every core makes, not to trap, broken as `detail` says: named after the set's
     /// cores (any of them may have trapped).
     func noTrapBroken(_ detail: String) -> BrokenPromise {
-        let cores = Array(Set(promises.map(\.core))).sorted()
+        let cores = Array(Set(promises.map(\.core.text))).sorted()
         return BrokenPromise(promise: "no trap", core: cores.isEmpty ? "replay" : cores.joined(separator: "+"), detail: detail)
     }
 

@@ -15,7 +15,7 @@ import ReplayKit
 /// fields.
 public struct HeartRateAdapter: CoreAdapter {
     /// `heart_rate`.
-    public let core = "heart_rate"
+    public let core: TraceName = "heart_rate"
     /// The adapter reads ATT records.
     public var dissectsFrames: Bool { true }
     /// The core under test.
@@ -65,13 +65,13 @@ public struct HeartRateAdapter: CoreAdapter {
             case .parsed(let record):
                 // One `api-calls` interface may carry several cores' records: another core's
                 // are not this one's to read (a record without `core` is taken as this core's).
-                if let named = record["core"], named != .string(core) { return [] }
+                if let named = record["core"], named != .string(core.text) { return [] }
                 guard case .string(let name)? = record["call"] else {
-                    return [event("api_record_malformed", now, ["frame": .int(Int64(frame.number)), "detail": .string("no \"call\"")])]
+                    return [event(.apiRecordMalformed, now, ["frame": .int(Int64(frame.number)), "detail": .string("no \"call\"")])]
                 }
                 return call(name, now: now)
             case .malformed(let detail):
-                return [event("api_record_malformed", now, ["frame": .int(Int64(frame.number)), "detail": .string(detail)])]
+                return [event(.apiRecordMalformed, now, ["frame": .int(Int64(frame.number)), "detail": .string(detail)])]
             }
         }
         guard let dissected = frame.dissected else { return [] }
@@ -122,7 +122,7 @@ public struct HeartRateAdapter: CoreAdapter {
     /// Unpaired requests, then a `summary`.
     public mutating func finish(now: Duration) -> [TraceEvent] {
         var events = matching == .off ? [] : matcher.finish(timeNs: now.replayNanoseconds)
-        events.append(event("summary", now, [
+        events.append(event(.summary, now, [
             "api_calls": .int(Int64(counts.calls)), "notifications": .int(Int64(counts.notifications)),
             "requests": .int(Int64(counts.requests)), "frames_matched": .int(Int64(matcher.matched)),
             "frames_diverged": .int(Int64(matcher.diverged)),
@@ -134,12 +134,12 @@ public struct HeartRateAdapter: CoreAdapter {
 
     private mutating func call(_ name: String, now: Duration) -> [TraceEvent] {
         counts.calls += 1
-        var events = [event("api_call", now, ["call": .string(name)])]
+        var events = [event(.apiCall, now, ["call": .string(name)])]
         switch name {
         case "start": events += perform(client.start(handles: handles, now: now), now: now)
         case "reset_energy_expended": events += perform(client.resetEnergyExpended(now: now), now: now)
         case "read_sensor_location": events += perform(client.readSensorLocation(now: now), now: now)
-        default: events.append(event("api_record_malformed", now, ["detail": .string("unknown call \"\(name)\"")]))
+        default: events.append(event(.apiRecordMalformed, now, ["detail": .string("unknown call \"\(name)\"")]))
         }
         return events
     }
@@ -161,13 +161,13 @@ public struct HeartRateAdapter: CoreAdapter {
             case .event(let heartRateEvent):
                 var fields: [String: TraceValue] = [:]
                 for (key, value) in heartRateEvent.fields { fields[key] = Self.traceValue(value) }
-                events.append(event(heartRateEvent.name, now, fields))
+                events.append(event(TraceName(heartRateEvent.name), now, fields))
             }
         }
         return events
     }
 
-    private func event(_ name: String, _ now: Duration, _ fields: [String: TraceValue]) -> TraceEvent {
+    private func event(_ name: TraceName, _ now: Duration, _ fields: [String: TraceValue]) -> TraceEvent {
         TraceEvent(timeNs: now.replayNanoseconds, core: core, event: name, fields: fields)
     }
 

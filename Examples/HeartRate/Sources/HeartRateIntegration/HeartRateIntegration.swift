@@ -48,7 +48,7 @@ public struct HeartRateIntegration: CoreIntegration {
     }
 
     /// What ``HeartRateAdapter`` writes: the core's events and the adapter's own.
-    public var emittedEvents: [String] {
+    public var emittedEvents: [TraceName] {
         ["api_call", "api_record_malformed",
          "subscribed", "measurement", "sensor_location", "energy_expended_reset", "no_data", "data_resumed",
          "sensor_contact_changed", "error", "link_down",

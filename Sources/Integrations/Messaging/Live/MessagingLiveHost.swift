@@ -82,7 +82,7 @@ public final class MessagingLiveHost {
     /// A host; nothing starts until ``run()``.
     public init(options: Options, recording: APICallRecording? = nil) {
         self.options = options
-        self.log = LiveTraceLog(core: "messaging", log: options.log)
+        self.log = LiveTraceLog(core: MessagingTrace.core, log: options.log)
         self.recording = recording
         let keys: any EncryptionKeySource = options.keySeed.map { SeededKeySource(seed: $0) } ?? SystemKeySource()
         self.core = MessagingCore(configuration: options.configuration, keySource: keys)
@@ -136,7 +136,7 @@ public final class MessagingLiveHost {
             do throws(MessagingAPICallError) {
                 parsed = try MessagingAPICall(record: record)
             } catch {
-                self.record(TraceEvent(timeNs: 0, core: "messaging", event: "api_record_malformed", fields: [
+                self.record(TraceEvent(timeNs: 0, core: MessagingTrace.core, event: .apiRecordMalformed, fields: [
                     "source": .string("the app in the loop"), "detail": .string(error.description),
                 ]))
                 return

@@ -109,7 +109,7 @@ public final class SessionLiveHost {
     /// A host; nothing starts until ``run()``.
     public init(options: Options, recording: APICallRecording? = nil) {
         self.options = options
-        self.log = LiveTraceLog(core: "session", log: options.log)
+        self.log = LiveTraceLog(core: SessionTrace.core, log: options.log)
         self.recording = recording
         self.driver = SessionDriver(configuration: options.configuration)
         self.connectTarget = options.address
@@ -166,7 +166,7 @@ public final class SessionLiveHost {
                 do throws(SessionAPICallError) {
                     parsed = try SessionAPICall(record: record)
                 } catch {
-                    self.record(TraceEvent(timeNs: 0, core: "session", event: "api_record_malformed", fields: [
+                    self.record(TraceEvent(timeNs: 0, core: SessionTrace.core, event: .apiRecordMalformed, fields: [
                         "source": .string("the app in the loop"), "detail": .string(error.description),
                     ]))
                     return
@@ -194,7 +194,7 @@ public final class SessionLiveHost {
             fireTimers: { () throws(LiveHostError) in try self.perform(self.driver.handleTimeout(now: self.now())) },
             mark: { event in Self.isHostEvent(event) ? self.hostEvents.count : self.events.count },
             occurred: { event, since in
-                Self.isHostEvent(event) ? self.hostEvents[since...].contains(event) : self.events[since...].contains { $0.event.event == event }
+                Self.isHostEvent(event.text) ? self.hostEvents[since...].contains(event.text) : self.events[since...].contains { $0.event.event == event }
             },
             fail: { step, message in self.fail(step: step, message) }))
         try endLink(bridge)
@@ -324,7 +324,7 @@ public final class SessionLiveHost {
             break
         case "not_found":
             options.log("bridge: \(JSONLiteral.text(.object(line)))")
-            record(TraceEvent(timeNs: 0, core: "session", event: "link_not_found", fields: ["detail": line["reason"] ?? .null]), realtimeNs: realtime)
+            record(TraceEvent(timeNs: 0, core: SessionTrace.core, event: "link_not_found", fields: ["detail": line["reason"] ?? .null]), realtimeNs: realtime)
         default:
             options.log("bridge: \(JSONLiteral.text(.object(line)))")
         }

@@ -87,7 +87,7 @@ public final class WidgetLiveHost {
     /// A host; nothing starts until ``run()``.
     public init(options: Options, recording: APICallRecording? = nil) {
         self.options = options
-        self.log = LiveTraceLog(core: "widget", log: options.log)
+        self.log = LiveTraceLog(core: WidgetTraceMapping.core, log: options.log)
         self.recording = recording
         var configuration = options.configuration
         configuration.account = options.account
