@@ -194,6 +194,9 @@ private func wallClockNow() -> Int64 { Int64(Date().timeIntervalSince1970 * 1e9)
 }
 
 /// A clock that moves only when told: shows the server measures time on the injected clock.
+///
+/// `@unchecked Sendable`: its one mutable field, `current`, is read and written only under `lock`
+/// (the test advances it, the server's tasks read `now`).
 private final class ManualClock: Clock, @unchecked Sendable {
     struct Instant: InstantProtocol {
         var offset: Duration
@@ -261,9 +264,10 @@ private final class ManualClock: Clock, @unchecked Sendable {
     }
 }
 
-/// A sink whose `accept` waits until opened, and which can refuse its first calls: stands in for
-/// a store that is slow or failing.
 /// Holds every caller of ``passOnce()`` until ``open()``, then lets them all pass.
+///
+/// `@unchecked Sendable`: its one mutable field, `isOpen`, is read and written only while holding
+/// `condition`'s lock.
 private final class EventGate: @unchecked Sendable {
     private let condition = NSCondition()
     private var isOpen = false
@@ -282,6 +286,12 @@ private final class EventGate: @unchecked Sendable {
     }
 }
 
+/// A sink whose `accept` waits until opened, and which can refuse its first calls: stands in for
+/// a store that is slow or failing.
+///
+/// `@unchecked Sendable`: every mutable field (`open`, `refusalsLeft`, `kept`, `calls`,
+/// `isClosed`) is read and written only while holding `condition`'s lock, by the server's writer
+/// and by the test.
 private final class GatedSink: IngestSink, @unchecked Sendable {
     private let condition = NSCondition()
     private var open: Bool

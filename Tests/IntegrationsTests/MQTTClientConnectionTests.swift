@@ -304,8 +304,11 @@ struct MQTTRigFailure: Error, CustomStringConvertible {
 }
 
 /// `python3 Harness/rigs/mqtt_broker.py --port 0`, from its `READY <port>` line until ``stop()``.
+///
+/// `@unchecked Sendable`: immutable after `init`; every stored property is a `let` (the port, the
+/// log's URL, and Foundation's `Process`, which keeps its own state). ``MQTTBrokerTrait`` starts
+/// it and calls ``stop()`` after the suite's tests finished, never two calls at once.
 final class MQTTBrokerRig: @unchecked Sendable {
-    // Used from one test at a time.
     let process: Process
     let port: UInt16
     private let stderrURL: URL

@@ -104,6 +104,10 @@ import Testing
     }
 }
 
+/// The frames (or the error) the source's thread reports.
+///
+/// `@unchecked Sendable`: every mutable field (`frames`, `error`) is read and written under `lock`;
+/// the source's thread appends, and the test reads after that thread finished.
 final class FrameBox: @unchecked Sendable {
     private let lock = NSLock()
     private var frames: [[UInt8]] = []

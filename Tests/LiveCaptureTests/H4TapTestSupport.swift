@@ -11,6 +11,11 @@ struct TapTestSetupFailure: Error, CustomStringConvertible {
 }
 
 /// A blocking TCP connection with a receive timeout, so a broken tap fails a test instead of hanging it.
+///
+/// `@unchecked Sendable`: no lock. `fd` is a `let`, all that `send`, `receive` and `peerClosed`
+/// use (a ``FakeController``'s thread and the test may both call them; the kernel orders the
+/// socket calls). The one `var`, `closed`, is touched only by `close()`, which the test's thread
+/// calls, and `deinit`, which runs after the last reference is released.
 final class TestConnection: @unchecked Sendable {
     let fd: Int32
     private var closed = false
@@ -91,6 +96,9 @@ final class TestConnection: @unchecked Sendable {
 }
 
 /// A listening socket on 127.0.0.1, any free port.
+///
+/// `@unchecked Sendable`: immutable after `init`; its stored properties, `fd` and `port`, are
+/// `let`s, and `accept()` only reads `fd`.
 final class TestListener: @unchecked Sendable {
     let fd: Int32
     let port: UInt16
@@ -128,6 +136,10 @@ final class TestListener: @unchecked Sendable {
 /// with Command Complete (status 0), every other command with Command Complete for its opcode,
 /// and echoes each ACL packet. It reads with its own minimal H4 parser (not ``H4Framer``) and
 /// keeps every byte it received.
+///
+/// `@unchecked Sendable`: every mutable field (`bytes`, `ended`) is read and written under `lock`;
+/// its own thread writes them and the test reads them through `received` and `sawEnd`.
+/// `connection` is a `let` (see ``TestConnection``).
 final class FakeController: @unchecked Sendable {
     let connection: TestConnection
     private let lock = NSLock()
@@ -196,6 +208,9 @@ func tsharkRows(_ path: String, fields: [String]) throws -> [[String]] {
 }
 
 /// A pseudo-terminal pair: the test holds the master, the tap opens `slavePath` as a serial device.
+///
+/// `@unchecked Sendable`: immutable after `init`; its stored properties, `master` and `slavePath`,
+/// are `let`s, and `read`/`write` only use the descriptor.
 final class PseudoTerminal: @unchecked Sendable {
     let master: Int32
     let slavePath: String
@@ -235,6 +250,9 @@ final class PseudoTerminal: @unchecked Sendable {
 }
 
 /// Collects what a tap reports, from its thread.
+///
+/// `@unchecked Sendable`: every mutable field (`packetList`, `noticeList`) is read and written
+/// under `lock`; the tap's thread appends and the test reads through `packets` and `notices`.
 final class TapLog: @unchecked Sendable {
     struct Packet: Equatable {
         var direction: H4Direction

@@ -5,6 +5,9 @@ import Testing
 @testable import LiveCapture
 
 /// A link type 254 source that hands out fixed frames once, then returns.
+///
+/// `@unchecked Sendable`: immutable after `init`; its stored properties, `frames` and `interface`,
+/// are `let`s, and every method only reads them.
 final class ScriptedMonitorSource: LiveSource, @unchecked Sendable {
     let frames: [[UInt8]]
     let interface = CaptureInterface(linkType: .bluetoothLinuxMonitor, name: BlueZMonitorSource.deviceName)

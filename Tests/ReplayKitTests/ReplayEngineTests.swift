@@ -365,6 +365,8 @@ fileprivate struct ATTProbe: CoreAdapter {
 
 @Test func progressIsReportedEveryNFrames() throws {
     var engine = ReplayEngine(adapters: [TimerAdapter(armOnFrames: [])])
+    // `nonisolated(unsafe)`: one thread only; `run(reader:)` calls `progress` synchronously on
+    // the test's own thread, and `seen` is read after `run` has returned.
     nonisolated(unsafe) var seen: [Int] = []
     engine.progressEvery = 2
     engine.progress = { seen.append($0.framesRead) }

@@ -279,6 +279,10 @@ import Testing
 
 @Suite struct ErrorTests {
     /// Every API that needs an activated session, with a way to call it.
+    ///
+    /// `nonisolated(unsafe)` because the closures are not `@Sendable`: the array is a `let`,
+    /// immutable once Swift's one-time static initialisation has run, and each closure captures
+    /// nothing, only changing the `SessionCore` passed to it (a fresh one per call).
     nonisolated(unsafe) static let calls: [(String, (inout SessionCore) throws(SessionError) -> Void)] = [
         ("updateApplicationContext", { core throws(SessionError) in _ = try core.updateApplicationContext(["a": 1], now: .zero) }),
         ("sendMessage", { core throws(SessionError) in _ = try core.sendMessage(["a": 1], expectsReply: true, now: .zero) }),

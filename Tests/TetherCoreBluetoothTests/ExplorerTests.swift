@@ -6,6 +6,10 @@ import TetherTesting
 
 /// A generic explorer of the kind BLE apps have: scans, connects to the first peripheral, discovers
 /// everything, reads every readable characteristic and descriptor.
+///
+/// `@unchecked Sendable`: no lock; one thread only. Its `var`s are set in `start()` and in the
+/// delegate callbacks, which the session delivers on the thread that calls ``ReplaySession/run()``
+/// (the test's), and the test reads them on that thread after `run()` returned; `clock` is a `let`.
 final class Explorer: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate, @unchecked Sendable {
     var central: CBCentralManager!
     var peripheral: CBPeripheral?
@@ -71,6 +75,10 @@ final class Explorer: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate, 
 
 /// A sensor app: subscribes to the Tether sensor's stream, burst and reply characteristics, then
 /// asks for a pong and a burst of 120, as `Harness/record_gatt_sensor_set.py`'s central did.
+///
+/// `@unchecked Sendable`: no lock; one thread only. Its `var`s are set in `start()` and in the
+/// delegate callbacks, which the session delivers on the thread that calls ``ReplaySession/run()``
+/// (the test's), and the test reads them on that thread after `run()` returned.
 final class SensorApp: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate, @unchecked Sendable {
     static let service = CBUUID(string: "7E7E5E00-0000-4000-8000-00000000A001")
     static let stream = CBUUID(string: "7E7E5E01-0000-4000-8000-00000000A001")
@@ -287,6 +295,11 @@ func serve<App: AnyObject>(_ set: String, faults: [String] = [], _ make: (Replay
 struct TestFailure: Error { var text: String }
 
 /// Subscribes to every characteristic that notifies, keeping what arrives.
+///
+/// `@unchecked Sendable`: no lock; one thread only. Its `var`s are set in `start()` and in the
+/// delegate callbacks, delivered on the thread that calls ``ReplaySession/run()``; the sweep runs
+/// each variant (with its own `Subscriber`) in turn on the test's thread, which reads `values`
+/// after `run()` returned.
 final class Subscriber: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate, @unchecked Sendable {
     var central: CBCentralManager!
     var peripheral: CBPeripheral?

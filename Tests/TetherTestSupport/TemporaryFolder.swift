@@ -2,6 +2,9 @@ import Foundation
 
 /// A fresh folder under the system's temporary folder, removed with everything in it when the
 /// value goes away: what a test writes never outlives it.
+///
+/// `@unchecked Sendable`: immutable after `init`; its one stored property, `url`, is a `let`, and
+/// the folder is removed only in `deinit`, once no thread holds the value any more.
 public final class TemporaryFolder: @unchecked Sendable {
     /// The folder.
     public let url: URL

@@ -14,6 +14,43 @@ import ReplayKit
 public struct CentralAdapter: CoreAdapter {
     /// `central`.
     public let core = CentralIntegration.core
+
+    /// The events the adapter writes for the link and the app's requests, declared once: an
+    /// event is named by one of these rather than by a literal interned each time it is written.
+    public enum Names {
+        /// `api_misuse`.
+        public static let apiMisuse: TraceName = "api_misuse"
+        /// `characteristics_discovered`.
+        public static let characteristicsDiscovered: TraceName = "characteristics_discovered"
+        /// `connected`.
+        public static let connected: TraceName = "connected"
+        /// `descriptors_discovered`.
+        public static let descriptorsDiscovered: TraceName = "descriptors_discovered"
+        /// `disconnected`.
+        public static let disconnected: TraceName = "disconnected"
+        /// `discovered`.
+        public static let discovered: TraceName = "discovered"
+        /// `included_services_discovered`.
+        public static let includedServicesDiscovered: TraceName = "included_services_discovered"
+        /// `mtu`.
+        public static let mtu: TraceName = "mtu"
+        /// `no_recorded_answer`.
+        public static let noRecordedAnswer: TraceName = "no_recorded_answer"
+        /// `notification`.
+        public static let notification: TraceName = "notification"
+        /// `notification_state`.
+        public static let notificationState: TraceName = "notification_state"
+        /// `read`.
+        public static let read: TraceName = "read"
+        /// `rssi`.
+        public static let rssi: TraceName = "rssi"
+        /// `services_discovered`.
+        public static let servicesDiscovered: TraceName = "services_discovered"
+        /// `state`.
+        public static let state: TraceName = "state"
+        /// `written`.
+        public static let written: TraceName = "written"
+    }
     private var link: VirtualPeripheralLink
     /// Request ids of the operations queued on the link, oldest first: the link answers them in order.
     private var pending: [Int64] = []
@@ -73,7 +110,7 @@ public struct CentralAdapter: CoreAdapter {
         case "create_manager":
             events.append(TraceEvent(timeNs: t, core: core, event: .apiCall, fields: fields))
             // The recorded peripheral is one the system knows: `retrievePeripherals` finds it.
-            events.append(TraceEvent(timeNs: t, core: core, event: "state", fields: [
+            events.append(TraceEvent(timeNs: t, core: core, event: Names.state, fields: [
                 "state": .string("powered_on"), "known_peripherals": .array([.string(Self.identifier(of: link.address))])]))
             return events
         case "scan":
@@ -87,7 +124,7 @@ public struct CentralAdapter: CoreAdapter {
         case "cancel_connection" where !isRecordedPeripheral(record):
             guard case .string(let id)? = record["peripheral"], pendingElsewhere.remove(id) != nil else { break }
             events.append(TraceEvent(timeNs: t, core: core, event: .apiCall, fields: fields))
-            events.append(TraceEvent(timeNs: t, core: core, event: "disconnected", fields: [
+            events.append(TraceEvent(timeNs: t, core: core, event: Names.disconnected, fields: [
                 "peripheral": .string(id), "reason": .int(0x16), "by_central": .bool(true)]))
             return events
         case "connect":
@@ -114,7 +151,7 @@ public struct CentralAdapter: CoreAdapter {
             linkEvents += link.readRSSI(now: t)
         default:
             stats.misuses += 1
-            return [TraceEvent(timeNs: t, core: core, event: "api_misuse", fields: ["detail": .string("unknown call \(call): not delivered")])]
+            return [TraceEvent(timeNs: t, core: core, event: Names.apiMisuse, fields: ["detail": .string("unknown call \(call): not delivered")])]
         }
         if let request { fields["request"] = .int(request) }
         events.append(TraceEvent(timeNs: t, core: core, event: .apiCall, fields: fields))
@@ -176,64 +213,64 @@ public struct CentralAdapter: CoreAdapter {
                 }
                 if let data = parsed.manufacturerData { f["manufacturer_data"] = .string(Self.hex(data)) }
                 if let power = parsed.txPower { f["tx_power"] = .int(Int64(power)) }
-                add("discovered", f)
+                add(Names.discovered, f)
             case .connected(let recorded, let frame):
                 var f: [String: TraceValue] = ["peripheral": .string(Self.identifier(of: link.address)), "recorded_connection": .int(Int64(recorded + 1))]
                 if let frame { f["frame"] = .int(Int64(frame)) }
-                add("connected", f)
+                add(Names.connected, f)
             case .disconnected(let reason, let byCentral, let frame):
                 pending.removeAll()
                 var f: [String: TraceValue] = ["peripheral": .string(Self.identifier(of: link.address)), "reason": .int(Int64(reason)),
                                                "by_central": .bool(byCentral)]
                 if let frame { f["frame"] = .int(Int64(frame)) }
-                add("disconnected", f)
+                add(Names.disconnected, f)
             case .mtuChanged(let mtu):
-                add("mtu", ["mtu": .int(Int64(mtu))])
+                add(Names.mtu, ["mtu": .int(Int64(mtu))])
             case .requestSent(let pdu, let matched, let expected):
                 if let matched {
-                    add("frame_matched", ["frame": .int(Int64(matched.frame)), "request": .string(Self.hex(pdu))])
+                    add(.frameMatched, ["frame": .int(Int64(matched.frame)), "request": .string(Self.hex(pdu))])
                 } else if pdu.first != 0x52 {
                     var f: [String: TraceValue] = ["sent": .string(Self.hex(pdu))]
                     if let expected {
                         f["expected_frame"] = .int(Int64(expected.frame))
                         f["expected"] = .string(Self.hex(expected.pdu))
                     }
-                    add("frame_diverged", f)
+                    add(.frameDiverged, f)
                 }
             case .servicesDiscovered(let services, let code):
-                add("services_discovered", ended(["services": .array(services.map(Self.service))].merging(error(code)) { a, _ in a }))
+                add(Names.servicesDiscovered, ended(["services": .array(services.map(Self.service))].merging(error(code)) { a, _ in a }))
             case .includedServicesDiscovered(let service, let services, let code):
-                add("included_services_discovered", ended(["service": .int(Int64(service)), "services": .array(services.map(Self.service))].merging(error(code)) { a, _ in a }))
+                add(Names.includedServicesDiscovered, ended(["service": .int(Int64(service)), "services": .array(services.map(Self.service))].merging(error(code)) { a, _ in a }))
             case .characteristicsDiscovered(let service, let found, let code):
                 let list: [TraceValue] = found.map {
                     .object(["uuid": .string($0.uuid.description), "declaration": .int(Int64($0.declarationHandle)),
                              "handle": .int(Int64($0.valueHandle)), "properties": .int(Int64($0.properties))])
                 }
-                add("characteristics_discovered", ended(["service": .int(Int64(service)), "characteristics": .array(list)].merging(error(code)) { a, _ in a }))
+                add(Names.characteristicsDiscovered, ended(["service": .int(Int64(service)), "characteristics": .array(list)].merging(error(code)) { a, _ in a }))
             case .descriptorsDiscovered(let characteristic, let found, let code):
                 let list: [TraceValue] = found.map { .object(["uuid": .string($0.uuid.description), "handle": .int(Int64($0.handle))]) }
-                add("descriptors_discovered", ended(["characteristic": .int(Int64(characteristic)), "descriptors": .array(list)].merging(error(code)) { a, _ in a }))
+                add(Names.descriptorsDiscovered, ended(["characteristic": .int(Int64(characteristic)), "descriptors": .array(list)].merging(error(code)) { a, _ in a }))
             case .read(let handle, let value, let code, let frame):
                 var f: [String: TraceValue] = ["handle": .int(Int64(handle))]
                 if let value { f["value"] = .string(Self.hex(value)) }
                 if let frame { f["frame"] = .int(Int64(frame)) }
-                add("read", ended(f.merging(error(code)) { a, _ in a }))
+                add(Names.read, ended(f.merging(error(code)) { a, _ in a }))
             case .written(let handle, let code, let frame):
                 var f: [String: TraceValue] = ["handle": .int(Int64(handle))]
                 if let frame { f["frame"] = .int(Int64(frame)) }
-                add("written", ended(f.merging(error(code)) { a, _ in a }))
+                add(Names.written, ended(f.merging(error(code)) { a, _ in a }))
             case .notificationState(let handle, let enabled, let code):
-                add("notification_state", ended(["handle": .int(Int64(handle)), "enabled": .bool(enabled)].merging(error(code)) { a, _ in a }))
+                add(Names.notificationState, ended(["handle": .int(Int64(handle)), "enabled": .bool(enabled)].merging(error(code)) { a, _ in a }))
             case .notified(let item):
-                add("notification", ["handle": .int(Int64(item.handle)), "value": .string(Self.hex(item.value)),
+                add(Names.notification, ["handle": .int(Int64(item.handle)), "value": .string(Self.hex(item.value)),
                                      "indication": .bool(item.isIndication), "frame": .int(Int64(item.frame))])
             case .rssi(let rssi):
-                add("rssi", rssi.map { ["rssi": .int(Int64($0))] } ?? [:])
+                add(Names.rssi, rssi.map { ["rssi": .int(Int64($0))] } ?? [:])
             case .unanswered(let detail):
-                add("no_recorded_answer", ["detail": .string(detail)])
+                add(Names.noRecordedAnswer, ["detail": .string(detail)])
             case .misuse(let detail):
                 stats.misuses += 1
-                add("api_misuse", ["detail": .string(detail)])
+                add(Names.apiMisuse, ["detail": .string(detail)])
             }
         }
         return events

@@ -159,7 +159,7 @@ public struct MessagingAdapter: CoreAdapter {
                 guard var link = links[connectionHandle], !link.up else { continue }
                 guard let device = device(for: link.peer) else {
                     counts.unmappedLinks += 1
-                    events.append(TraceEvent(timeNs: timeNs, core: core, event: "violation", fields: [
+                    events.append(TraceEvent(timeNs: timeNs, core: core, event: MessagingTrace.Names.violation, fields: [
                         "kind": .string("unmapped_link"), "device": .string(link.peer),
                         "detail": .string("frame \(frame.number): a Connect IQ link to \(link.peer) came up, but no device is bound to that address; add it to the manifest's messaging.devices"),
                     ]))
@@ -178,7 +178,7 @@ public struct MessagingAdapter: CoreAdapter {
             case .watchNotification(let bytes):
                 counts.notifications += 1
                 guard let link = links[connectionHandle], let device = link.device?.id ?? device(for: link.peer) else {
-                    events.append(TraceEvent(timeNs: timeNs, core: core, event: "violation", fields: [
+                    events.append(TraceEvent(timeNs: timeNs, core: core, event: MessagingTrace.Names.violation, fields: [
                         "kind": .string("unmapped_link"), "device": .string(links[connectionHandle]?.peer ?? "?"),
                         "detail": .string("frame \(frame.number): a Connect IQ notification on a link no device is bound to"),
                     ]))
@@ -334,7 +334,7 @@ public struct MessagingAdapter: CoreAdapter {
                     events += skeleton.emitted(bytes, channel: channel, now: now)
                 }
                 if let unanswered = responder?.coreWrote(bytes, device: device, timeNs: timeNs) {
-                    events.append(TraceEvent(timeNs: timeNs, core: core, event: "no_recorded_answer", fields: [
+                    events.append(TraceEvent(timeNs: timeNs, core: core, event: MessagingTrace.Names.noRecordedAnswer, fields: [
                         "device": .string(channel),
                         "detail": .string("the core sent \(MessagingResponder.commandName(unanswered)) and the recording holds no answer left for it; "
                             + "the core meets its own timeout, as against a watch that stays silent"),

@@ -195,7 +195,7 @@ public struct SessionAdapter: CoreAdapter {
         var events = deliver(skeleton.releaseDue(now: now), now: now)
         while let (bytes, made) = popResponderDelivery(nowNs: timeNs) {
             if let made {
-                events.append(TraceEvent(timeNs: timeNs, core: core, event: "responder_made", fields: [
+                events.append(TraceEvent(timeNs: timeNs, core: core, event: .responderMade, fields: [
                     "what": .string(made), "frame": .string(SessionTrace.describeFrame(bytes)),
                 ]))
             }

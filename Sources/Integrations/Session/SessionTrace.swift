@@ -13,6 +13,65 @@ import SessionCore
 public enum SessionTrace {
     /// The trace's core name.
     public static let core: TraceName = "session"
+    /// The core's own events in the trace, declared once: an event is named by one of these
+    /// rather than by a literal interned each time it is written.
+    public enum Names {
+        /// `activation_did_complete`.
+        public static let activationDidComplete: TraceName = "activation_did_complete"
+        /// `application_context_failed`.
+        public static let applicationContextFailed: TraceName = "application_context_failed"
+        /// `application_context_unchanged`.
+        public static let applicationContextUnchanged: TraceName = "application_context_unchanged"
+        /// `did_receive_application_context`.
+        public static let didReceiveApplicationContext: TraceName = "did_receive_application_context"
+        /// `did_receive_file`.
+        public static let didReceiveFile: TraceName = "did_receive_file"
+        /// `did_receive_message`.
+        public static let didReceiveMessage: TraceName = "did_receive_message"
+        /// `did_receive_message_data`.
+        public static let didReceiveMessageData: TraceName = "did_receive_message_data"
+        /// `did_receive_reply`.
+        public static let didReceiveReply: TraceName = "did_receive_reply"
+        /// `did_receive_reply_data`.
+        public static let didReceiveReplyData: TraceName = "did_receive_reply_data"
+        /// `did_receive_user_info`.
+        public static let didReceiveUserInfo: TraceName = "did_receive_user_info"
+        /// `file_bytes_stored`.
+        public static let fileBytesStored: TraceName = "file_bytes_stored"
+        /// `file_discarded`.
+        public static let fileDiscarded: TraceName = "file_discarded"
+        /// `file_transfer_did_finish`.
+        public static let fileTransferDidFinish: TraceName = "file_transfer_did_finish"
+        /// `file_transfer_progress`.
+        public static let fileTransferProgress: TraceName = "file_transfer_progress"
+        /// `handshake_completed`.
+        public static let handshakeCompleted: TraceName = "handshake_completed"
+        /// `late_reply_discarded`.
+        public static let lateReplyDiscarded: TraceName = "late_reply_discarded"
+        /// `link_not_found`: the live host found no peer to link with.
+        public static let linkNotFound: TraceName = "link_not_found"
+        /// `message_delivered`.
+        public static let messageDelivered: TraceName = "message_delivered"
+        /// `message_failed`.
+        public static let messageFailed: TraceName = "message_failed"
+        /// `peer_reinstalled`.
+        public static let peerReinstalled: TraceName = "peer_reinstalled"
+        /// `reachability_did_change`.
+        public static let reachabilityDidChange: TraceName = "reachability_did_change"
+        /// `session_did_become_inactive`.
+        public static let sessionDidBecomeInactive: TraceName = "session_did_become_inactive"
+        /// `session_did_deactivate`.
+        public static let sessionDidDeactivate: TraceName = "session_did_deactivate"
+        /// `timeout`.
+        public static let timeout: TraceName = "timeout"
+        /// `user_info_transfer_did_finish`.
+        public static let userInfoTransferDidFinish: TraceName = "user_info_transfer_did_finish"
+        /// `violation`.
+        public static let violation: TraceName = "violation"
+        /// `watch_state_did_change`.
+        public static let watchStateDidChange: TraceName = "watch_state_did_change"
+    }
+
     /// The frame matcher's channel: one session link per capture.
     public static let channel = "link"
 
@@ -25,12 +84,12 @@ public enum SessionTrace {
         case .write(let bytes):
             return [FrameMatcher.emittedEvent(core: SessionTrace.core, channel: channel, bytes: bytes, packet: describeFrame(bytes), timeNs: timeNs)]
         case let .writeIncomingFile(peer, id, offset, bytes):
-            return [make("file_bytes_stored", [
+            return [make(Names.fileBytesStored, [
                 "peer": .string(peer.description), "file": .int(Int64(id.rawValue)),
                 "offset": .int(Int64(offset)), "length": .int(Int64(bytes.count)),
             ])]
         case let .discardIncomingFile(peer, id):
-            return [make("file_discarded", ["peer": .string(peer.description), "file": .int(Int64(id.rawValue))])]
+            return [make(Names.fileDiscarded, ["peer": .string(peer.description), "file": .int(Int64(id.rawValue))])]
         case .persist:
             return []
         case .event(let event):
@@ -51,60 +110,60 @@ public enum SessionTrace {
         }
         switch event {
         case let .activationDidComplete(state, error):
-            return make("activation_did_complete", withError(["state": .string(state.description)], error))
+            return make(Names.activationDidComplete, withError(["state": .string(state.description)], error))
         case .sessionDidBecomeInactive:
-            return make("session_did_become_inactive")
+            return make(Names.sessionDidBecomeInactive)
         case .sessionDidDeactivate:
-            return make("session_did_deactivate")
+            return make(Names.sessionDidDeactivate)
         case let .watchStateDidChange(paired, installed, complication):
-            return make("watch_state_did_change", ["paired": .bool(paired), "installed": .bool(installed), "complication": .bool(complication)])
+            return make(Names.watchStateDidChange, ["paired": .bool(paired), "installed": .bool(installed), "complication": .bool(complication)])
         case .reachabilityDidChange(let reachable):
-            return make("reachability_did_change", ["reachable": .bool(reachable)])
+            return make(Names.reachabilityDidChange, ["reachable": .bool(reachable)])
         case let .handshakeCompleted(peer, epoch, incarnation):
-            return make("handshake_completed", [
+            return make(Names.handshakeCompleted, [
                 "peer": .string(peer.description), "peer_epoch": .int(Int64(epoch)), "peer_incarnation": .int(Int64(incarnation)),
             ])
         case .peerReinstalled(let peer):
-            return make("peer_reinstalled", ["peer": .string(peer.description)])
+            return make(Names.peerReinstalled, ["peer": .string(peer.description)])
         case .didReceiveApplicationContext(let value):
-            return make("did_receive_application_context", ["value": MonkeyCJSON.traceValue(value)])
+            return make(Names.didReceiveApplicationContext, ["value": MonkeyCJSON.traceValue(value)])
         case .applicationContextUnchanged:
-            return make("application_context_unchanged")
+            return make(Names.applicationContextUnchanged)
         case .applicationContextFailed(let error):
-            return make("application_context_failed", withError([:], error))
+            return make(Names.applicationContextFailed, withError([:], error))
         case let .didReceiveMessage(id, value, expectsReply):
-            return make("did_receive_message", ["id": .int(Int64(id.rawValue)), "value": MonkeyCJSON.traceValue(value), "expects_reply": .bool(expectsReply)])
+            return make(Names.didReceiveMessage, ["id": .int(Int64(id.rawValue)), "value": MonkeyCJSON.traceValue(value), "expects_reply": .bool(expectsReply)])
         case let .didReceiveMessageData(id, bytes, expectsReply):
-            return make("did_receive_message_data", ["id": .int(Int64(id.rawValue)), "data": .string(JSONLiteral.hex(bytes)), "expects_reply": .bool(expectsReply)])
+            return make(Names.didReceiveMessageData, ["id": .int(Int64(id.rawValue)), "data": .string(JSONLiteral.hex(bytes)), "expects_reply": .bool(expectsReply)])
         case .messageDelivered(let id):
-            return make("message_delivered", ["id": .int(Int64(id.rawValue))])
+            return make(Names.messageDelivered, ["id": .int(Int64(id.rawValue))])
         case let .didReceiveReply(id, value):
-            return make("did_receive_reply", ["id": .int(Int64(id.rawValue)), "value": MonkeyCJSON.traceValue(value)])
+            return make(Names.didReceiveReply, ["id": .int(Int64(id.rawValue)), "value": MonkeyCJSON.traceValue(value)])
         case let .didReceiveReplyData(id, bytes):
-            return make("did_receive_reply_data", ["id": .int(Int64(id.rawValue)), "data": .string(JSONLiteral.hex(bytes))])
+            return make(Names.didReceiveReplyData, ["id": .int(Int64(id.rawValue)), "data": .string(JSONLiteral.hex(bytes))])
         case let .messageFailed(id, error):
-            return make("message_failed", withError(["id": .int(Int64(id.rawValue))], error))
+            return make(Names.messageFailed, withError(["id": .int(Int64(id.rawValue))], error))
         case .lateReplyDiscarded(let id):
-            return make("late_reply_discarded", ["id": .int(Int64(id.rawValue))])
+            return make(Names.lateReplyDiscarded, ["id": .int(Int64(id.rawValue))])
         case let .didReceiveUserInfo(id, value, current):
-            return make("did_receive_user_info", ["id": .int(Int64(id.rawValue)), "value": MonkeyCJSON.traceValue(value), "complication": .bool(current)])
+            return make(Names.didReceiveUserInfo, ["id": .int(Int64(id.rawValue)), "value": MonkeyCJSON.traceValue(value), "complication": .bool(current)])
         case let .userInfoTransferDidFinish(id, error):
-            return make("user_info_transfer_did_finish", withError(["id": .int(Int64(id.rawValue))], error))
+            return make(Names.userInfoTransferDidFinish, withError(["id": .int(Int64(id.rawValue))], error))
         case .didReceiveFile(let file):
-            return make("did_receive_file", [
+            return make(Names.didReceiveFile, [
                 "peer": .string(file.peer.description), "file": .int(Int64(file.id.rawValue)), "size": .int(Int64(file.size)),
                 "metadata": file.metadata.map(MonkeyCJSON.traceValue) ?? .null,
             ])
         case let .fileTransferProgress(id, completed, total):
-            return make("file_transfer_progress", ["file": .int(Int64(id.rawValue)), "completed": .int(Int64(completed)), "total": .int(Int64(total))])
+            return make(Names.fileTransferProgress, ["file": .int(Int64(id.rawValue)), "completed": .int(Int64(completed)), "total": .int(Int64(total))])
         case let .fileTransferDidFinish(id, error):
-            return make("file_transfer_did_finish", withError(["file": .int(Int64(id.rawValue))], error))
+            return make(Names.fileTransferDidFinish, withError(["file": .int(Int64(id.rawValue))], error))
         case .timeout(let timer, _):
             // The deadline is on the core's clock, whose zero is not the trace's in a live run; in
             // replay the event's own `t_ns` is the deadline.
-            return make("timeout", ["what": .string(timer.description)])
+            return make(Names.timeout, ["what": .string(timer.description)])
         case let .violation(kind, detail):
-            return make("violation", ["kind": .string(kind.rawValue), "detail": .string(detail)])
+            return make(Names.violation, ["kind": .string(kind.rawValue), "detail": .string(detail)])
         }
     }
 

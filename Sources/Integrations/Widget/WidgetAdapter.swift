@@ -185,7 +185,7 @@ public struct WidgetAdapter: CoreAdapter {
         var events = deliver(skeleton.releaseDue(now: now), now: now)
         while let delivery = responder?.popDue(nowNs: timeNs) {
             if let made = delivery.made {
-                events.append(TraceEvent(timeNs: timeNs, core: core, event: "responder_made", fields: [
+                events.append(TraceEvent(timeNs: timeNs, core: core, event: .responderMade, fields: [
                     "what": .string(made), "input": .string(Self.describe(delivery.input)),
                 ]))
             }

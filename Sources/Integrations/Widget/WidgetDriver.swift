@@ -40,7 +40,7 @@ public struct WidgetDriver: ReplayedCore, Sendable {
         func refuse(_ code: String?, _ detail: String) -> (actions: [WidgetAction], events: [TraceEvent]) {
             if let code { fields["error"] = .string(code) }
             fields["detail"] = .string(detail)
-            return ([], [TraceEvent(timeNs: timeNs, core: WidgetTraceMapping.core, event: "api_error", fields: fields)])
+            return ([], [TraceEvent(timeNs: timeNs, core: WidgetTraceMapping.core, event: .apiError, fields: fields)])
         }
         if case let .start(role, account, seed, container) = call {
             var settings = configuration
@@ -51,7 +51,7 @@ public struct WidgetDriver: ReplayedCore, Sendable {
                 return refuse(error.code.rawValue, error.detail)
             }
             fields["files"] = .array(container.keys.sorted().map(TraceValue.string))
-            return ([], [TraceEvent(timeNs: timeNs, core: WidgetTraceMapping.core, event: "api_call", fields: fields)])
+            return ([], [TraceEvent(timeNs: timeNs, core: WidgetTraceMapping.core, event: .apiCall, fields: fields)])
         }
         guard var widget = core else { return refuse(nil, "no widget core yet: a `start` record must come first") }
         var actions: [WidgetAction] = []
@@ -104,7 +104,7 @@ public struct WidgetDriver: ReplayedCore, Sendable {
             return refuse(error.code.rawValue, error.detail)
         }
         core = widget
-        return (actions, [TraceEvent(timeNs: timeNs, core: WidgetTraceMapping.core, event: "api_call", fields: fields)])
+        return (actions, [TraceEvent(timeNs: timeNs, core: WidgetTraceMapping.core, event: .apiCall, fields: fields)])
     }
 
     private static func request(_ made: (WidgetRequestID, [WidgetAction])) -> (TraceValue?, [WidgetAction]) {

@@ -8,6 +8,11 @@ import Darwin
 
 /// A program running beside the test (`serve`, `record`), with its output in files so it can be
 /// read while it runs.
+///
+/// `@unchecked Sendable`: immutable after `init`; every stored property is a `let` (URLs, the
+/// arguments, and Foundation's `Process`, which keeps its own state and which swift-corelibs-foundation
+/// itself declares `@unchecked Sendable`). The methods only read the output files and query or
+/// signal the process; each test drives its processes from its own thread.
 final class BackgroundProcess: @unchecked Sendable {
     let process = Process()
     let stdoutURL: URL

@@ -324,7 +324,7 @@ public final class SessionLiveHost {
             break
         case "not_found":
             options.log("bridge: \(JSONLiteral.text(.object(line)))")
-            record(TraceEvent(timeNs: 0, core: SessionTrace.core, event: "link_not_found", fields: ["detail": line["reason"] ?? .null]), realtimeNs: realtime)
+            record(TraceEvent(timeNs: 0, core: SessionTrace.core, event: SessionTrace.Names.linkNotFound, fields: ["detail": line["reason"] ?? .null]), realtimeNs: realtime)
         default:
             options.log("bridge: \(JSONLiteral.text(.object(line)))")
         }
