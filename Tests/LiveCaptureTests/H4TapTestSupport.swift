@@ -14,8 +14,9 @@ struct TapTestSetupFailure: Error, CustomStringConvertible {
 ///
 /// `@unchecked Sendable`: no lock. `fd` is a `let`, all that `send`, `receive` and `peerClosed`
 /// use (a ``FakeController``'s thread and the test may both call them; the kernel orders the
-/// socket calls). The one `var`, `closed`, is touched only by `close()`, which the test's thread
-/// calls, and `deinit`, which runs after the last reference is released.
+/// socket calls), and it stays open until `deinit`. The one `var`, `closed`, is touched only by
+/// `close()`, which the test's thread calls, and `deinit`, which runs after the last reference
+/// is released.
 final class TestConnection: @unchecked Sendable {
     let fd: Int32
     private var closed = false
@@ -52,7 +53,10 @@ final class TestConnection: @unchecked Sendable {
         TestConnection(fd: try UnixSocketClient.connect(path))
     }
 
-    deinit { close() }
+    deinit {
+        close()
+        Glibc.close(fd)
+    }
 
     func send(_ bytes: [UInt8]) throws {
         var offset = 0
@@ -85,13 +89,14 @@ final class TestConnection: @unchecked Sendable {
         }
     }
 
-    /// Shuts the connection down (so the peer sees the end at once, even while another thread
-    /// is blocked reading it) and closes it.
+    /// Shuts the connection down, so the peer sees the end at once, even while another thread
+    /// is blocked reading it. The descriptor itself is closed in `deinit`, once no thread holds
+    /// the connection: closed here, its number could be reused by another test's socket while a
+    /// ``FakeController``'s thread is still about to read it.
     func close() {
         guard !closed else { return }
         closed = true
         shutdown(fd, Int32(SHUT_RDWR))
-        Glibc.close(fd)
     }
 }
 

@@ -82,21 +82,14 @@ public enum MessagingTrace {
             fields["version"] = status.map { .int(Int64($0.version)) } ?? .null
             return make(Names.appStatus, fields)
         case .progress(let send, let target, let sent, let total):
-            var fields = app(target)
-            fields["send"] = .int(Int64(send.rawValue))
-            fields["sent"] = .int(Int64(sent))
-            fields["total"] = .int(Int64(total))
-            return make(Names.progress, fields)
+            return TraceEvent(timeNs: timeNs, core: core, event: Names.progress, payload: MessagingAppEventFields(
+                app: target, detail: .progress(send: send, sent: sent, total: total)))
         case .completion(let send, let target, let result):
-            var fields = app(target)
-            fields["send"] = .int(Int64(send.rawValue))
-            fields["result"] = .string(result.name)
-            return make(Names.completion, fields)
+            return TraceEvent(timeNs: timeNs, core: core, event: Names.completion, payload: MessagingAppEventFields(
+                app: target, detail: .completion(send: send, result: result)))
         case .messageReceived(let target, let listener, let value):
-            var fields = app(target)
-            fields["listener"] = .int(Int64(listener.rawValue))
-            fields["value"] = MonkeyCJSON.traceValue(value)
-            return make(Names.messageReceived, fields)
+            return TraceEvent(timeNs: timeNs, core: core, event: Names.messageReceived, payload: MessagingAppEventFields(
+                app: target, detail: .messageReceived(listener: listener, value: MonkeyCJSON.traceValue(value))))
         case .messageUnclaimed(let target, let value):
             var fields = app(target)
             fields["value"] = MonkeyCJSON.traceValue(value)
