@@ -15,7 +15,7 @@ import ReplayKit
 /// fields.
 public struct HeartRateAdapter: CoreAdapter {
     /// `heart_rate`.
-    public let core: TraceName = "heart_rate"
+    public let core = HeartRateTrace.core
     /// The adapter reads ATT records.
     public var dissectsFrames: Bool { true }
     /// The core under test.
@@ -37,7 +37,7 @@ public struct HeartRateAdapter: CoreAdapter {
         self.handles = handles
         self.calls = calls.enumerated().sorted { ($0.element.tNs, $0.offset) < ($1.element.tNs, $1.offset) }.map(\.element)
         self.matching = matching
-        matcher = FrameMatcher(core: "heart_rate", decode: Self.describe)
+        matcher = FrameMatcher(core: HeartRateTrace.core, decode: Self.describe)
     }
 
     /// API-call records raw; BLE interfaces dissected.
@@ -98,7 +98,7 @@ public struct HeartRateAdapter: CoreAdapter {
             }
         }
         if case .disconnected(_, let reason)? = dissected.linkChange {
-            events.append(event("link_down", now, ["reason": .int(Int64(reason))]))
+            events.append(event(HeartRateTrace.linkDown, now, ["reason": .int(Int64(reason))]))
             events += perform(client.disconnected(now: now), now: now)
             events += matcher.linkDown(channel: "strap", timeNs: now.replayNanoseconds)
         }
@@ -161,7 +161,7 @@ public struct HeartRateAdapter: CoreAdapter {
             case .event(let heartRateEvent):
                 var fields: [String: TraceValue] = [:]
                 for (key, value) in heartRateEvent.fields { fields[key] = Self.traceValue(value) }
-                events.append(event(TraceName(heartRateEvent.name), now, fields))
+                events.append(event(HeartRateTrace.name(of: heartRateEvent), now, fields))
             }
         }
         return events

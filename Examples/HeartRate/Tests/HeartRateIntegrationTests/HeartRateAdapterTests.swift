@@ -47,3 +47,13 @@ private func apiCallFrame(_ json: String, number: Int = 3) -> ReplayFrame {
     let unnamed = adapter.frame(apiCallFrame(#"{"call":"no_such_call"}"#), now: .milliseconds(3))
     #expect(unnamed.map(\.event) == ["api_call", "api_record_malformed"])
 }
+
+@Test(arguments: [
+    HeartRateEvent.subscribed, .measurement(HeartRateMeasurement(heartRate: 72)), .sensorLocation(.chest), .energyExpendedReset,
+    .noData(silentFor: .seconds(5)), .dataResumed(silentFor: .seconds(6)), .sensorContactChanged(detected: true),
+    .error(.malformedSensorLocation(length: 2)),
+])
+func everyEventIsTracedUnderTheNameTheCoreGivesIt(_ event: HeartRateEvent) {
+    #expect(HeartRateTrace.name(of: event).text == event.name)
+    #expect(HeartRateIntegration().emittedEvents.contains(HeartRateTrace.name(of: event)))
+}
