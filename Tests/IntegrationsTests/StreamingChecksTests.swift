@@ -1,6 +1,7 @@
 import CaptureSet
 import Foundation
 import Testing
+import TetherIntegrations
 import TetherTestSupport
 
 @testable import ReplayKit
@@ -26,6 +27,21 @@ import TetherTestSupport
     }
 
     // MARK: expectations
+
+    /// An expectation may name only events a core declares (`CoreIntegration.emittedEvents`), so
+    /// an event a core writes without declaring it could never be expected: every event of every
+    /// committed set's replay is one its core's integration declares (the fault injector's aside).
+    @Test func everyEventACommittedSetReplaysIsDeclaredByItsCore() {
+        let declared = Dictionary(TetherIntegrations.builtIn.integrations.map { (TraceName($0.name), Set($0.emittedEvents)) },
+                                  uniquingKeysWith: { a, _ in a })
+        var undeclared: Set<String> = []
+        for (name, _, outcome) in Self.replays {
+            for event in outcome.trace where event.core != "faults" {
+                if declared[event.core]?.contains(event.event) != true { undeclared.insert("\(name): \(event.core) \(event.event)") }
+            }
+        }
+        #expect(undeclared.isEmpty, "\(undeclared.sorted())")
+    }
 
     @Test func theEvaluatorGivesTheWholeTraceVerdictsOnEveryCommittedSet() {
         var checked = 0

@@ -10,6 +10,19 @@ public enum WidgetTraceMapping {
     /// The trace's core name.
     public static let core: TraceName = "widget"
 
+    /// The names of the events the integration declares (``WidgetIntegration/emittedEvents``), by
+    /// text: WidgetCore names its actions and events with `String`s (it knows nothing of traces),
+    /// and a look-up in this table, read-only once made, takes no lock where making a name from
+    /// the text each time would.
+    static let declaredNames: [String: TraceName] = Dictionary(
+        WidgetIntegration().emittedEvents.map { ($0.text, $0) }, uniquingKeysWith: { first, _ in first })
+
+    /// The trace name of `action`: ``WidgetAction/traceName`` as a declared name.
+    public static func name(of action: WidgetAction) -> TraceName {
+        let text = action.traceName
+        return declaredNames[text] ?? TraceName(text)
+    }
+
     /// A WidgetCore JSON value as a trace value.
     public static func traceValue(_ json: WidgetJSON) -> TraceValue {
         switch json {
@@ -100,7 +113,7 @@ public enum WidgetTraceMapping {
         case .mqttDisconnect:
             fields = [:]
         }
-        return [TraceEvent(timeNs: timeNs, core: core, event: TraceName(action.traceName), fields: fields)]
+        return [TraceEvent(timeNs: timeNs, core: core, event: name(of: action), fields: fields)]
     }
 
     /// Bytes shown as their text when they are UTF-8 (the channel's files and payloads are JSON),
