@@ -11,14 +11,6 @@
 /// struct FrameMatched: TracePayload {
 ///     var device: String
 ///     var frame: Int64
-///     var fieldCount: Int { 2 }
-///     func field(_ key: String) -> TraceValue? {
-///         switch key {
-///         case "device": .string(device)
-///         case "frame": .int(frame)
-///         default: nil
-///         }
-///     }
 ///     func forEachField(_ body: (String, TraceValue) -> Void) {
 ///         body("device", .string(device))
 ///         body("frame", .int(frame))
@@ -27,6 +19,9 @@
 /// let event = TraceEvent(timeNs: 0, core: "messaging", event: "frame_matched",
 ///                        payload: FrameMatched(device: "fenix", frame: 12))
 /// ```
+///
+/// Only ``forEachField(_:)`` must be written: ``fieldCount`` and ``field(_:)`` have defaults that
+/// call it, which a payload written very often (a datapoint) replaces with direct answers.
 public protocol TracePayload: Sendable, Hashable {
     /// How many fields ``forEachField(_:)`` gives.
     var fieldCount: Int { get }
@@ -44,6 +39,47 @@ extension TracePayload {
         return self == other
     }
 
+    /// How many fields ``forEachField(_:)`` gives, counted by calling it: a payload that writes
+    /// many events may say it directly.
+    public var fieldCount: Int {
+        var count = 0
+        forEachField { _, _ in count += 1 }
+        return count
+    }
+
+    /// The field named `key`, found by calling ``forEachField(_:)``: a payload read often by
+    /// name may look it up directly.
+    public func field(_ key: String) -> TraceValue? {
+        var found: TraceValue?
+        forEachField { name, value in
+            if found == nil, name == key { found = value }
+        }
+        return found
+    }
+
+    /// Whether `self` and `other` write the same fields: for a payload whose `==` must hold
+    /// exactly when two events' lines are the same, because it keeps something no field writes
+    /// (a deadline on another clock) or writes two of its values alike (two number types that
+    /// are both a JSON integer). ``TraceEvent``'s equality and hashing assume that of a payload.
+    public func writesSameFields(as other: Self) -> Bool {
+        var left: [(String, TraceValue)] = []
+        left.reserveCapacity(fieldCount)
+        forEachField { left.append(($0, $1)) }
+        var index = 0, same = true
+        other.forEachField { key, value in
+            guard same else { return }
+            if index < left.count, left[index].0 == key, left[index].1 == value { index += 1 } else { same = false }
+        }
+        return same && index == left.count
+    }
+
+    /// Hashes the fields as they are written: the counterpart of ``writesSameFields(as:)``.
+    public func hashWrittenFields(into hasher: inout Hasher) {
+        forEachField { key, value in
+            hasher.combine(key)
+            hasher.combine(value)
+        }
+    }
 }
 
 extension DataPointFields: TracePayload {

@@ -55,7 +55,7 @@ package final class LiveTraceLog {
     /// that is not a UUID, a call in the wrong state) is a step that could not run, so the run's
     /// exit status shows it instead of only a line in the trace.
     package func failIfRefused(step: Int, call: String, events: [TraceEvent]) {
-        for event in events where event.event == "api_error" {
+        for event in events where event.event == .apiError {
             var reason = "no reason given"
             if case .string(let text)? = event.fields["error"] { reason = text }
             fail(step: step, "\(call): the core refused the call: \(reason)")
@@ -65,7 +65,7 @@ package final class LiveTraceLog {
     /// A script step that could not run: kept, and traced as `step_failed`.
     package func fail(step: Int, _ message: String) {
         failedSteps.append("step \(step): \(message)")
-        record(TraceEvent(timeNs: 0, core: core, event: "step_failed", fields: [
+        record(TraceEvent(timeNs: 0, core: core, event: .stepFailed, fields: [
             "step": .int(Int64(step)), "detail": .string(message),
         ]))
     }

@@ -213,7 +213,7 @@ enum ReplayHour {
 
     /// A `datapoint` event's fields as the ingest adapter holds them; `nil` for other events.
     static func dataPointFields(_ event: TraceEvent) -> (timeNs: Int64, fields: DataPointFields)? {
-        guard event.event == "datapoint", case .string(let source)? = event.field("source"), case .string(let name)? = event.field("name"),
+        guard event.event == IngestTrace.dataPoint, case .string(let source)? = event.field("source"), case .string(let name)? = event.field("name"),
               case .string(let type)? = event.field("type"), case .int(let timeNs)? = event.field("time_ns"),
               let value = event.field("value") else { return nil }
         return (event.timeNs, DataPointFields(source: source, name: name, type: type, timeNs: timeNs, value: value))

@@ -348,7 +348,7 @@ public final class ConnectIQ: @unchecked Sendable {
 
     /// The core took (or refused) the call at the head of the queue: bind its id.
     private func acknowledge(_ call: String, _ event: TraceEvent) {
-        let refused = event.event == "api_error"
+        let refused = event.event == .apiError
         let head = lock.withLock { () -> Awaiting? in
             guard let first = state.awaiting.first else { return nil }
             guard first.call == call else { return nil }

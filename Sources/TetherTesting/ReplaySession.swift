@@ -312,7 +312,7 @@ public final class ReplaySession: AppLoopHost, ClosedLoopInputs, @unchecked Send
             nowNs = event.timeNs
             traceStorage.append(event)
             // A request the recording cannot answer: the core meets its own timeout, and the app is told why.
-            if event.event == "no_recorded_answer", case .string(let detail)? = event.field("detail") {
+            if event.event == .noRecordedAnswer, case .string(let detail)? = event.field("detail") {
                 sessionWarnings.append("\(event.core) at \(Self.seconds(event.timeNs)): \(detail)")
             }
             promiseChecker.observe(event)

@@ -81,11 +81,13 @@ extension ReplaySession {
         }
         var points: [(frame: Int, time: Duration)] = []
         var seen = Set<Int>()
-        for event in clean.trace where event.core == "central" {
+        // Named once, not interned per event.
+        let central: TraceName = "central", notification: TraceName = "notification"
+        for event in clean.trace where event.core == central {
             guard case .int(let frame)? = event.field("frame"), frame > 0, seen.insert(Int(frame)).inserted else { continue }
             if case .disconnect = sweepKind {
                 points.append((Int(frame), .nanoseconds(event.timeNs)))
-            } else if event.event == "notification" {
+            } else if event.event == notification {
                 points.append((Int(frame), .nanoseconds(event.timeNs)))
             }
         }

@@ -108,7 +108,7 @@ extension WCSession {
             currentHost?.warn("the core answered a `\(call)` call the app did not make through this WCSession")
             return
         }
-        if event.event == "api_error" {
+        if event.event == .apiError {
             refused(awaited, event)
         } else {
             accepted(awaited, event)

@@ -42,8 +42,6 @@ public struct ChromeTraceWriter {
     /// Process ids of the two groups of tracks.
     static let coresProcess = 1
     static let interfacesProcess = 2
-    /// The event an app-in-the-loop call is, named after the call it records.
-    static let apiCall: TraceName = "api_call"
 
     /// A writer drawing `correlations` (``IntegrationRegistry/correlations`` gives every
     /// registered core's) as slices.
@@ -67,7 +65,7 @@ public struct ChromeTraceWriter {
         for value in event.fields.values { inexactIntegers += Self.inexactIntegers(in: value) }
         let tid = thread(forCore: event.core)
         var name = event.event.text
-        if event.event == Self.apiCall, case .string(let call)? = event.field("call") { name = "call " + call }
+        if event.event == .apiCall, case .string(let call)? = event.field("call") { name = "call " + call }
         beginInstant(pid: Self.coresProcess, tid: tid, timeNs: event.timeNs)
         literal(#","cat":"#)
         JSONStringEscaping.append(event.core.text, to: &out)

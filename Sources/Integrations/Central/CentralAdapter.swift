@@ -34,8 +34,6 @@ public struct CentralAdapter: CoreAdapter {
         public static let includedServicesDiscovered: TraceName = "included_services_discovered"
         /// `mtu`.
         public static let mtu: TraceName = "mtu"
-        /// `no_recorded_answer`.
-        public static let noRecordedAnswer: TraceName = "no_recorded_answer"
         /// `notification`.
         public static let notification: TraceName = "notification"
         /// `notification_state`.
@@ -50,6 +48,13 @@ public struct CentralAdapter: CoreAdapter {
         public static let state: TraceName = "state"
         /// `written`.
         public static let written: TraceName = "written"
+
+        /// Every name above, in the order declared: the integration's `emittedEvents` is made from
+        /// this list, so a name is spelled once.
+        public static let all: [TraceName] = [
+            apiMisuse, characteristicsDiscovered, connected, descriptorsDiscovered, disconnected, discovered,
+            includedServicesDiscovered, mtu, notification, notificationState, read, rssi, servicesDiscovered,
+            state, written]
     }
     private var link: VirtualPeripheralLink
     /// Request ids of the operations queued on the link, oldest first: the link answers them in order.
@@ -267,7 +272,7 @@ public struct CentralAdapter: CoreAdapter {
             case .rssi(let rssi):
                 add(Names.rssi, rssi.map { ["rssi": .int(Int64($0))] } ?? [:])
             case .unanswered(let detail):
-                add(Names.noRecordedAnswer, ["detail": .string(detail)])
+                add(.noRecordedAnswer, ["detail": .string(detail)])
             case .misuse(let detail):
                 stats.misuses += 1
                 add(Names.apiMisuse, ["detail": .string(detail)])

@@ -28,9 +28,7 @@ public struct CentralIntegration: CoreIntegration {
     public var selectedBySection: Bool { false }
 
     public var emittedEvents: [TraceName] {
-        ["api_call", "api_misuse", "state", "discovered", "connected", "disconnected", "mtu", "frame_matched", "frame_diverged",
-         "services_discovered", "included_services_discovered", "characteristics_discovered", "descriptors_discovered",
-         "read", "written", "notification_state", "notification", "rssi", "no_recorded_answer", "summary"]
+        [.apiCall] + CentralAdapter.Names.all + [.noRecordedAnswer, .frameMatched, .frameDiverged, .summary]
     }
 
     /// Each request of the app and the event that answers it (the same `request` id).

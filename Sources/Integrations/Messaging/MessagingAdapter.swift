@@ -334,7 +334,7 @@ public struct MessagingAdapter: CoreAdapter {
                     events += skeleton.emitted(bytes, channel: channel, now: now)
                 }
                 if let unanswered = responder?.coreWrote(bytes, device: device, timeNs: timeNs) {
-                    events.append(TraceEvent(timeNs: timeNs, core: core, event: MessagingTrace.Names.noRecordedAnswer, fields: [
+                    events.append(TraceEvent(timeNs: timeNs, core: core, event: .noRecordedAnswer, fields: [
                         "device": .string(channel),
                         "detail": .string("the core sent \(MessagingResponder.commandName(unanswered)) and the recording holds no answer left for it; "
                             + "the core meets its own timeout, as against a watch that stays silent"),

@@ -36,11 +36,7 @@ public struct MessagingIntegration: CoreIntegration {
 
     /// What ``MessagingAdapter`` and the live messaging host write (docs/trace-format.md).
     public var emittedEvents: [TraceName] {
-        ["api_call", "api_error", "api_record_malformed", "step_failed",
-         "device_list", "device_list_saved", "device_status", "app_status", "open_app",
-         "connection_opened", "connection_closed", "progress", "completion", "message_received", "message_unclaimed",
-         "timeout", "violation", "no_recorded_answer",
-         "frame_emitted", "frame_matched", "frame_diverged", "summary"]
+        TraceName.apiCallEvents + MessagingTrace.Names.all + [.noRecordedAnswer, .frameEmitted, .frameMatched, .frameDiverged, .summary]
     }
     /// A send and its completion (with `progress` as `sent` of `total`); an app-status or
     /// open-app request and its answer.

@@ -32,8 +32,6 @@ public enum MessagingTrace {
         public static let messageReceived: TraceName = "message_received"
         /// `message_unclaimed`.
         public static let messageUnclaimed: TraceName = "message_unclaimed"
-        /// `no_recorded_answer`: the responder had no captured answer for a command.
-        public static let noRecordedAnswer: TraceName = "no_recorded_answer"
         /// `open_app`.
         public static let openApp: TraceName = "open_app"
         /// `progress`.
@@ -42,6 +40,12 @@ public enum MessagingTrace {
         public static let timeout: TraceName = "timeout"
         /// `violation`.
         public static let violation: TraceName = "violation"
+
+        /// Every name above, in the order declared: the integration's `emittedEvents` is made from
+        /// this list, so a name is spelled once.
+        public static let all: [TraceName] = [
+            appStatus, completion, connectionClosed, connectionOpened, deviceList, deviceListSaved,
+            deviceStatus, messageReceived, messageUnclaimed, openApp, progress, timeout, violation]
     }
 
     /// The trace events for one action. A write is a `frame_emitted` event; replay in strict or
@@ -52,71 +56,63 @@ public enum MessagingTrace {
             return [FrameMatcher.emittedEvent(core: core, channel: deviceText(device), bytes: bytes,
                                               packet: describePacket(bytes, from: .phone), timeNs: timeNs)]
         case .saveDeviceList(let devices):
-            return [TraceEvent(timeNs: timeNs, core: core, event: Names.deviceListSaved, fields: [
-                "count": .int(Int64(devices.count)),
-            ])]
+            return [TraceEvent(timeNs: timeNs, core: core, event: Names.deviceListSaved,
+                               payload: MessagingEventFields(.deviceListSaved(count: devices.count)))]
         case .event(let event):
             return [self.event(event, timeNs: timeNs)]
         }
     }
 
-    /// One core event as a trace event.
+    /// One core event as a trace event: named by ``name(of:)``, its fields the core's values
+    /// (``MessagingEventFields``), written as docs/trace-format.md lists them.
     public static func event(_ event: MessagingEvent, timeNs: Int64) -> TraceEvent {
-        func make(_ name: TraceName, _ fields: [String: TraceValue]) -> TraceEvent {
-            TraceEvent(timeNs: timeNs, core: core, event: name, fields: fields)
-        }
-        func app(_ app: IQApp) -> [String: TraceValue] {
-            ["app": .string(app.uuid.description), "device": .string(app.device.description)]
-        }
+        let fields: MessagingEventFields
         switch event {
         case .deviceListReplaced(let devices):
-            return make(Names.deviceList, ["devices": .array(devices.map {
-                .object(["uuid": .string($0.uuid.description), "model": .string($0.modelName), "name": .string($0.friendlyName)])
-            })])
+            fields = MessagingEventFields(.deviceList(devices))
         case .deviceStatus(let device, let status):
-            return make(Names.deviceStatus, ["device": .string(device.description), "status": .string(status.rawValue)])
+            fields = MessagingEventFields(.deviceStatus(device, status))
         case .appStatus(let request, let target, let status):
-            var fields = app(target)
-            fields["request"] = .int(Int64(request.rawValue))
-            fields["installed"] = status.map { .bool($0.isInstalled) } ?? .null
-            fields["version"] = status.map { .int(Int64($0.version)) } ?? .null
-            return make(Names.appStatus, fields)
+            fields = MessagingEventFields(app: target, detail: .appStatus(request: request, status: status))
         case .progress(let send, let target, let sent, let total):
-            return TraceEvent(timeNs: timeNs, core: core, event: Names.progress, payload: MessagingAppEventFields(
-                app: target, detail: .progress(send: send, sent: sent, total: total)))
+            fields = MessagingEventFields(app: target, detail: .progress(send: send, sent: sent, total: total))
         case .completion(let send, let target, let result):
-            return TraceEvent(timeNs: timeNs, core: core, event: Names.completion, payload: MessagingAppEventFields(
-                app: target, detail: .completion(send: send, result: result)))
+            fields = MessagingEventFields(app: target, detail: .completion(send: send, result: result))
         case .messageReceived(let target, let listener, let value):
-            return TraceEvent(timeNs: timeNs, core: core, event: Names.messageReceived, payload: MessagingAppEventFields(
-                app: target, detail: .messageReceived(listener: listener, value: MonkeyCJSON.traceValue(value))))
+            fields = MessagingEventFields(app: target, detail: .messageReceived(listener: listener, value: MonkeyCJSON.traceValue(value)))
         case .messageUnclaimed(let target, let value):
-            var fields = app(target)
-            fields["value"] = MonkeyCJSON.traceValue(value)
-            return make(Names.messageUnclaimed, fields)
+            fields = MessagingEventFields(app: target, detail: .messageUnclaimed(value: MonkeyCJSON.traceValue(value)))
         case .openAppResult(let request, let target, let result):
-            var fields = app(target)
-            fields["request"] = .int(Int64(request.rawValue))
-            fields["result"] = .string(result.name)
-            return make(Names.openApp, fields)
+            fields = MessagingEventFields(app: target, detail: .openApp(request: request, result: result))
         case .connectionOpened(let target, let connection, let large, let byWatch):
-            var fields = app(target)
-            fields["connection"] = .int(Int64(connection))
-            fields["large_packets"] = .bool(large)
-            fields["by_watch"] = .bool(byWatch)
-            return make(Names.connectionOpened, fields)
+            fields = MessagingEventFields(app: target, detail: .connectionOpened(connection: connection, largePackets: large, byWatch: byWatch))
         case .connectionClosed(let target, let connection):
-            var fields = app(target)
-            fields["connection"] = .int(Int64(connection))
-            return make(Names.connectionClosed, fields)
+            fields = MessagingEventFields(app: target, detail: .connectionClosed(connection: connection))
         case .timeout(let kind, let device, let target, _):
             // The deadline is on the core's clock, whose zero is not the trace's in a live run; in
             // replay the event's own `t_ns` is the deadline, exactly.
-            var fields: [String: TraceValue] = ["what": .string(kind.rawValue), "device": .string(device.description)]
-            if let target { fields["app"] = .string(target.uuid.description) }
-            return make(Names.timeout, fields)
+            fields = MessagingEventFields(.timeout(kind, device: device, app: target?.uuid))
         case .violation(let device, let kind, let detail):
-            return make(Names.violation, ["device": .string(device.description), "kind": .string(kind.rawValue), "detail": .string(detail)])
+            fields = MessagingEventFields(.violation(device, kind, detail: detail))
+        }
+        return TraceEvent(timeNs: timeNs, core: core, event: name(of: event), payload: fields)
+    }
+
+    /// The trace name of a core event.
+    public static func name(of event: MessagingEvent) -> TraceName {
+        switch event {
+        case .deviceListReplaced: Names.deviceList
+        case .deviceStatus: Names.deviceStatus
+        case .appStatus: Names.appStatus
+        case .progress: Names.progress
+        case .completion: Names.completion
+        case .messageReceived: Names.messageReceived
+        case .messageUnclaimed: Names.messageUnclaimed
+        case .openAppResult: Names.openApp
+        case .connectionOpened: Names.connectionOpened
+        case .connectionClosed: Names.connectionClosed
+        case .timeout: Names.timeout
+        case .violation: Names.violation
         }
     }
 

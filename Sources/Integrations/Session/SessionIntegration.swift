@@ -33,16 +33,8 @@ public struct SessionIntegration: CoreIntegration {
 
     /// What ``SessionAdapter`` and the live session host write (docs/trace-format.md).
     public var emittedEvents: [TraceName] {
-        ["api_call", "api_error", "api_record_malformed", "step_failed", "link_not_found",
-         "activation_did_complete", "session_did_become_inactive", "session_did_deactivate", "watch_state_did_change",
-         "reachability_did_change", "handshake_completed", "peer_reinstalled",
-         "did_receive_application_context", "application_context_unchanged", "application_context_failed",
-         "did_receive_message", "did_receive_message_data", "message_delivered", "did_receive_reply", "did_receive_reply_data",
-         "message_failed", "late_reply_discarded",
-         "did_receive_user_info", "user_info_transfer_did_finish",
-         "file_bytes_stored", "file_discarded", "did_receive_file", "file_transfer_progress", "file_transfer_did_finish",
-         "timeout", "violation",
-         "frame_emitted", "frame_matched", "frame_unsent", "frame_diverged", "responder_made", "summary"]
+        TraceName.apiCallEvents + SessionTrace.Names.all
+            + [.frameEmitted, .frameMatched, .frameUnsent, .frameDiverged, .responderMade, .summary]
     }
     /// A message and its reply or failure, a user info and its delivery, a file and its end (with
     /// `file_transfer_progress` as `completed` of `total`).

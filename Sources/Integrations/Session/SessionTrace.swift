@@ -70,6 +70,16 @@ public enum SessionTrace {
         public static let violation: TraceName = "violation"
         /// `watch_state_did_change`.
         public static let watchStateDidChange: TraceName = "watch_state_did_change"
+
+        /// Every name above, in the order declared: the integration's `emittedEvents` is made from
+        /// this list, so a name is spelled once.
+        public static let all: [TraceName] = [
+            activationDidComplete, applicationContextFailed, applicationContextUnchanged,
+            didReceiveApplicationContext, didReceiveFile, didReceiveMessage, didReceiveMessageData,
+            didReceiveReply, didReceiveReplyData, didReceiveUserInfo, fileBytesStored, fileDiscarded,
+            fileTransferDidFinish, fileTransferProgress, handshakeCompleted, lateReplyDiscarded, linkNotFound,
+            messageDelivered, messageFailed, peerReinstalled, reachabilityDidChange, sessionDidBecomeInactive,
+            sessionDidDeactivate, timeout, userInfoTransferDidFinish, violation, watchStateDidChange]
     }
 
     /// The frame matcher's channel: one session link per capture.
@@ -77,19 +87,15 @@ public enum SessionTrace {
 
     /// The trace events for one action (`persist` has none: it is the host's business).
     public static func events(for action: SessionAction, timeNs: Int64) -> [TraceEvent] {
-        func make(_ name: TraceName, _ fields: [String: TraceValue]) -> TraceEvent {
-            TraceEvent(timeNs: timeNs, core: SessionTrace.core, event: name, fields: fields)
-        }
         switch action {
         case .write(let bytes):
             return [FrameMatcher.emittedEvent(core: SessionTrace.core, channel: channel, bytes: bytes, packet: describeFrame(bytes), timeNs: timeNs)]
         case let .writeIncomingFile(peer, id, offset, bytes):
-            return [make(Names.fileBytesStored, [
-                "peer": .string(peer.description), "file": .int(Int64(id.rawValue)),
-                "offset": .int(Int64(offset)), "length": .int(Int64(bytes.count)),
-            ])]
+            return [TraceEvent(timeNs: timeNs, core: core, event: Names.fileBytesStored, payload: SessionEventFields(
+                .fileBytesStored(peer: peer, file: id, offset: offset, length: bytes.count)))]
         case let .discardIncomingFile(peer, id):
-            return [make(Names.fileDiscarded, ["peer": .string(peer.description), "file": .int(Int64(id.rawValue))])]
+            return [TraceEvent(timeNs: timeNs, core: core, event: Names.fileDiscarded, payload: SessionEventFields(
+                .fileDiscarded(peer: peer, file: id)))]
         case .persist:
             return []
         case .event(let event):
@@ -97,73 +103,39 @@ public enum SessionTrace {
         }
     }
 
-    /// One core event as a trace event.
+    /// One core event as a trace event: named by ``name(of:)``, its fields the event itself
+    /// (``SessionEventFields``), written as docs/trace-format.md lists them.
     public static func event(_ event: SessionEvent, timeNs: Int64) -> TraceEvent {
-        func make(_ name: TraceName, _ fields: [String: TraceValue] = [:]) -> TraceEvent {
-            TraceEvent(timeNs: timeNs, core: SessionTrace.core, event: name, fields: fields)
-        }
-        func withError(_ fields: [String: TraceValue], _ error: SessionError?) -> [String: TraceValue] {
-            var fields = fields
-            fields["code"] = error.map { .int(Int64($0.code.rawValue)) } ?? .null
-            if let error { fields["error"] = .string(error.code.name) }
-            return fields
-        }
+        TraceEvent(timeNs: timeNs, core: core, event: name(of: event), payload: SessionEventFields(event))
+    }
+
+    /// The trace name of a core event: WatchConnectivity's delegate callback in snake case.
+    public static func name(of event: SessionEvent) -> TraceName {
         switch event {
-        case let .activationDidComplete(state, error):
-            return make(Names.activationDidComplete, withError(["state": .string(state.description)], error))
-        case .sessionDidBecomeInactive:
-            return make(Names.sessionDidBecomeInactive)
-        case .sessionDidDeactivate:
-            return make(Names.sessionDidDeactivate)
-        case let .watchStateDidChange(paired, installed, complication):
-            return make(Names.watchStateDidChange, ["paired": .bool(paired), "installed": .bool(installed), "complication": .bool(complication)])
-        case .reachabilityDidChange(let reachable):
-            return make(Names.reachabilityDidChange, ["reachable": .bool(reachable)])
-        case let .handshakeCompleted(peer, epoch, incarnation):
-            return make(Names.handshakeCompleted, [
-                "peer": .string(peer.description), "peer_epoch": .int(Int64(epoch)), "peer_incarnation": .int(Int64(incarnation)),
-            ])
-        case .peerReinstalled(let peer):
-            return make(Names.peerReinstalled, ["peer": .string(peer.description)])
-        case .didReceiveApplicationContext(let value):
-            return make(Names.didReceiveApplicationContext, ["value": MonkeyCJSON.traceValue(value)])
-        case .applicationContextUnchanged:
-            return make(Names.applicationContextUnchanged)
-        case .applicationContextFailed(let error):
-            return make(Names.applicationContextFailed, withError([:], error))
-        case let .didReceiveMessage(id, value, expectsReply):
-            return make(Names.didReceiveMessage, ["id": .int(Int64(id.rawValue)), "value": MonkeyCJSON.traceValue(value), "expects_reply": .bool(expectsReply)])
-        case let .didReceiveMessageData(id, bytes, expectsReply):
-            return make(Names.didReceiveMessageData, ["id": .int(Int64(id.rawValue)), "data": .string(JSONLiteral.hex(bytes)), "expects_reply": .bool(expectsReply)])
-        case .messageDelivered(let id):
-            return make(Names.messageDelivered, ["id": .int(Int64(id.rawValue))])
-        case let .didReceiveReply(id, value):
-            return make(Names.didReceiveReply, ["id": .int(Int64(id.rawValue)), "value": MonkeyCJSON.traceValue(value)])
-        case let .didReceiveReplyData(id, bytes):
-            return make(Names.didReceiveReplyData, ["id": .int(Int64(id.rawValue)), "data": .string(JSONLiteral.hex(bytes))])
-        case let .messageFailed(id, error):
-            return make(Names.messageFailed, withError(["id": .int(Int64(id.rawValue))], error))
-        case .lateReplyDiscarded(let id):
-            return make(Names.lateReplyDiscarded, ["id": .int(Int64(id.rawValue))])
-        case let .didReceiveUserInfo(id, value, current):
-            return make(Names.didReceiveUserInfo, ["id": .int(Int64(id.rawValue)), "value": MonkeyCJSON.traceValue(value), "complication": .bool(current)])
-        case let .userInfoTransferDidFinish(id, error):
-            return make(Names.userInfoTransferDidFinish, withError(["id": .int(Int64(id.rawValue))], error))
-        case .didReceiveFile(let file):
-            return make(Names.didReceiveFile, [
-                "peer": .string(file.peer.description), "file": .int(Int64(file.id.rawValue)), "size": .int(Int64(file.size)),
-                "metadata": file.metadata.map(MonkeyCJSON.traceValue) ?? .null,
-            ])
-        case let .fileTransferProgress(id, completed, total):
-            return make(Names.fileTransferProgress, ["file": .int(Int64(id.rawValue)), "completed": .int(Int64(completed)), "total": .int(Int64(total))])
-        case let .fileTransferDidFinish(id, error):
-            return make(Names.fileTransferDidFinish, withError(["file": .int(Int64(id.rawValue))], error))
-        case .timeout(let timer, _):
-            // The deadline is on the core's clock, whose zero is not the trace's in a live run; in
-            // replay the event's own `t_ns` is the deadline.
-            return make(Names.timeout, ["what": .string(timer.description)])
-        case let .violation(kind, detail):
-            return make(Names.violation, ["kind": .string(kind.rawValue), "detail": .string(detail)])
+        case .activationDidComplete: Names.activationDidComplete
+        case .sessionDidBecomeInactive: Names.sessionDidBecomeInactive
+        case .sessionDidDeactivate: Names.sessionDidDeactivate
+        case .watchStateDidChange: Names.watchStateDidChange
+        case .reachabilityDidChange: Names.reachabilityDidChange
+        case .handshakeCompleted: Names.handshakeCompleted
+        case .peerReinstalled: Names.peerReinstalled
+        case .didReceiveApplicationContext: Names.didReceiveApplicationContext
+        case .applicationContextUnchanged: Names.applicationContextUnchanged
+        case .applicationContextFailed: Names.applicationContextFailed
+        case .didReceiveMessage: Names.didReceiveMessage
+        case .didReceiveMessageData: Names.didReceiveMessageData
+        case .messageDelivered: Names.messageDelivered
+        case .didReceiveReply: Names.didReceiveReply
+        case .didReceiveReplyData: Names.didReceiveReplyData
+        case .messageFailed: Names.messageFailed
+        case .lateReplyDiscarded: Names.lateReplyDiscarded
+        case .didReceiveUserInfo: Names.didReceiveUserInfo
+        case .userInfoTransferDidFinish: Names.userInfoTransferDidFinish
+        case .didReceiveFile: Names.didReceiveFile
+        case .fileTransferProgress: Names.fileTransferProgress
+        case .fileTransferDidFinish: Names.fileTransferDidFinish
+        case .timeout: Names.timeout
+        case .violation: Names.violation
         }
     }
 
