@@ -62,7 +62,11 @@ public struct TimelineLane: Sendable {
 
     /// Adds an item; `detail` is asked for only when the item's detail is kept.
     mutating func add(timeNs: Int64, kind name: String, position: Int64, detail: () -> String) {
-        let k = kind(name)
+        add(timeNs: timeNs, kindIndex: kind(name), position: position, detail: detail)
+    }
+
+    /// Adds an item of the kind at `k` (``kind(_:)`` gave it).
+    mutating func add(timeNs: Int64, kindIndex k: Int32, position: Int64, detail: () -> String) {
         let ordinal = count
         // Times never go back within a lane (a frame stamped before the one before it is shown at
         // that one's instant, as the engine feeds it), so the script can search them.
@@ -156,12 +160,18 @@ public struct TimelineBuilder: Sendable {
 
     private(set) var interfaceLanes: [Int: TimelineLane] = [:]
     private var interfaceNames: [Int: String] = [:]
-    private(set) var coreLanes: [String: TimelineLane] = [:]
-    private var coreOrder: [String] = []
+    /// The core lanes, in the order they were first written to.
+    private var coreLanes: [TimelineLane] = []
+    /// Each core lane's index in ``coreLanes``, by core and category.
+    private var coreLaneIndex: [LaneKey: Int] = [:]
+    private var coreOrder: [TraceName] = []
+    /// Where each core's event of each name goes, found once per name pair: the trace is read by
+    /// its interned names, so an event costs a look-up of two words, not the hashing of its texts.
+    private var routes: [RouteKey: Route] = [:]
     private(set) var faults = TimelineLane(name: "faults", kind: .faults)
     /// Per core, the trace index of each of its events in order (for baseline differences, whose
     /// positions count a core's events alone).
-    private var corePositions: [String: [Int32]] = [:]
+    private var corePositions: [TraceName: [Int32]] = [:]
     private var position = 0
     private var lastTimeNs: Int64 = 0
     /// Datapoints per source per 100 ms.
@@ -206,6 +216,29 @@ public struct TimelineBuilder: Sendable {
     /// The categories in lane order.
     public static let categories = ["api", "callbacks", "timers", "violations", "frames"]
 
+    /// A core lane: one core's events of one category.
+    private struct LaneKey: Hashable {
+        var core: TraceName
+        var category: String
+    }
+
+    /// One core's events of one name.
+    private struct RouteKey: Hashable {
+        var core: TraceName
+        var event: TraceName
+    }
+
+    /// Where those events go: their lane and their kind in it.
+    private struct Route {
+        var lane: Int
+        var kind: Int32
+    }
+
+    /// The event every core's faults are (``FaultInjector``'s), drawn in the faults lane.
+    private static let faultInjected: TraceName = "fault_injected"
+    /// The ingest event the rate plot counts.
+    private static let dataPoint: TraceName = "datapoint"
+
     private static func count(_ bucket: Int, in counts: inout [Int32]) {
         if counts.count <= bucket { counts.append(contentsOf: repeatElement(0, count: bucket + 1 - counts.count)) }
         counts[bucket] += 1
@@ -217,24 +250,39 @@ public struct TimelineBuilder: Sendable {
         position += 1
         correlations.observe(event, index: index)
         lastTimeNs = max(lastTimeNs, event.timeNs)
-        let core = event.core.text, name = event.event.text
-        corePositions[core, default: []].append(Int32(truncatingIfNeeded: index))
-        if name == "fault_injected" {
-            faults.add(timeNs: event.timeNs, kind: core, position: Int64(index)) { Self.detail(of: event) }
+        corePositions[event.core, default: []].append(Int32(truncatingIfNeeded: index))
+        if event.event == Self.faultInjected {
+            faults.add(timeNs: event.timeNs, kind: event.core.text, position: Int64(index)) { Self.detail(of: event) }
             return
         }
-        let category = Self.category(of: name)
-        let key = core + "\u{0}" + category
-        if coreLanes[key] == nil {
-            if !coreOrder.contains(core) { coreOrder.append(core) }
-            coreLanes[key] = TimelineLane(name: "\(core) · \(category)", kind: .core, core: core, category: category)
-        }
-        coreLanes[key]!.add(timeNs: event.timeNs, kind: name, position: Int64(index)) { Self.detail(of: event) }
-        if name == "datapoint", case .string(let source)? = event.field("source") {
+        let route = route(of: event)
+        coreLanes[route.lane].add(timeNs: event.timeNs, kindIndex: route.kind, position: Int64(index)) { Self.detail(of: event) }
+        if event.event == Self.dataPoint, case .string(let source)? = event.field("source") {
             let bucket = Int(max(0, event.timeNs) / Self.rateBucketNs)
             if rates[source] == nil { rateOrder.append(source) }
             Self.count(bucket, in: &rates[source, default: []])
         }
+    }
+
+    /// The lane and kind of `event`'s core and name, the lane made the first time its core writes
+    /// an event of its category.
+    private mutating func route(of event: TraceEvent) -> Route {
+        let key = RouteKey(core: event.core, event: event.event)
+        if let route = routes[key] { return route }
+        let category = Self.category(of: event.event.text)
+        let laneKey = LaneKey(core: event.core, category: category)
+        let lane: Int
+        if let existing = coreLaneIndex[laneKey] {
+            lane = existing
+        } else {
+            if !coreOrder.contains(event.core) { coreOrder.append(event.core) }
+            lane = coreLanes.count
+            coreLanes.append(TimelineLane(name: "\(event.core.text) · \(category)", kind: .core, core: event.core.text, category: category))
+            coreLaneIndex[laneKey] = lane
+        }
+        let route = Route(lane: lane, kind: coreLanes[lane].kind(event.event.text))
+        routes[key] = route
+        return route
     }
 
     /// One captured frame: `interface` its interface index, `timeNs` its virtual time, `number` its
@@ -256,7 +304,7 @@ public struct TimelineBuilder: Sendable {
         var result = interfaceLanes.keys.sorted().compactMap { interfaceLanes[$0] }
         for core in coreOrder {
             for category in Self.categories {
-                if let lane = coreLanes[core + "\u{0}" + category] { result.append(lane) }
+                if let lane = coreLaneIndex[LaneKey(core: core, category: category)] { result.append(coreLanes[lane]) }
             }
         }
         result.append(faults)
@@ -265,7 +313,8 @@ public struct TimelineBuilder: Sendable {
 
     /// The trace index of `core`'s `ordinal`-th event (0-based), nil past its events.
     public func tracePosition(core: String, ordinal: Int) -> Int? {
-        guard let list = corePositions[core], list.indices.contains(ordinal) else { return nil }
+        // A handful of cores: found by text rather than by making a name for text that may be none.
+        guard let list = corePositions.first(where: { $0.key.text == core })?.value, list.indices.contains(ordinal) else { return nil }
         return Int(list[ordinal])
     }
 

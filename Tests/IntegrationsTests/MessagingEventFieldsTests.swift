@@ -56,16 +56,7 @@ import Testing
     @Test(arguments: 0..<cases.count)
     func anEventHeldAsTheCoresValuesIsTheDictionaryItReplaced(_ index: Int) throws {
         let (coreEvent, dictionary) = Self.cases[index]
-        let event = MessagingTrace.event(coreEvent, timeNs: 1_250)
-        let reference = TraceEvent(timeNs: 1_250, core: event.core, event: event.event, fields: dictionary)
-        #expect(event.fields == dictionary)
-        for key in dictionary.keys + ["absent", "t_ns"] { #expect(event.field(key) == dictionary[key]) }
-        #expect(event.jsonLine() == reference.jsonLine())
-        #expect(event.stableDigest == reference.stableDigest)
-        #expect(event == reference && reference == event)
-        #expect(event.hashValue == reference.hashValue)
-        let parsed = try TraceEvent(jsonLine: event.jsonLine(), lineNumber: 1, file: "progress.jsonl")
-        #expect(parsed == event)
+        try expectPayloadEventIsItsDictionary(MessagingTrace.event(coreEvent, timeNs: 1_250), dictionary)
     }
 
     @Test func theSavedDeviceListWritesItsCount() throws {

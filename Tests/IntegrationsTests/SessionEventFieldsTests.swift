@@ -60,24 +60,10 @@ import Testing
         (.violation(.malformedFrame, detail: "2 bytes"), ["kind": .string("malformed-frame"), "detail": .string("2 bytes")]),
     ]
 
-    /// The line, the fields, the digest, equality and hashing of `event` are those of the
-    /// same fields held in a dictionary, and the line reads back as an equal event.
-    static func expectSameAsDictionary(_ event: TraceEvent, _ dictionary: [String: TraceValue]) throws {
-        let reference = TraceEvent(timeNs: event.timeNs, core: event.core, event: event.event, fields: dictionary)
-        #expect(event.fields == dictionary)
-        for key in dictionary.keys + ["absent", "t_ns"] { #expect(event.field(key) == dictionary[key]) }
-        #expect(event.jsonLine() == reference.jsonLine())
-        #expect(event.stableDigest == reference.stableDigest)
-        #expect(event == reference && reference == event)
-        #expect(event.hashValue == reference.hashValue)
-        let parsed = try TraceEvent(jsonLine: event.jsonLine(), lineNumber: 1, file: "session.jsonl")
-        #expect(parsed == event)
-    }
-
     @Test(arguments: 0..<cases.count)
     func everyCoreEventWritesTheFieldsItsDictionaryWrote(_ index: Int) throws {
         let (coreEvent, dictionary) = Self.cases[index]
-        try Self.expectSameAsDictionary(SessionTrace.event(coreEvent, timeNs: 2_500), dictionary)
+        try expectPayloadEventIsItsDictionary(SessionTrace.event(coreEvent, timeNs: 2_500), dictionary)
     }
 
     @Test func everyCoreEventIsNamedByADeclaredName() {
@@ -89,10 +75,10 @@ import Testing
     @Test func theHostsFileActionsWriteTheirDocumentedFields() throws {
         let stored = SessionTrace.events(
             for: .writeIncomingFile(Self.peer, FileTransferID(rawValue: 3), offset: 512, bytes: Self.bytes), timeNs: 10)
-        try Self.expectSameAsDictionary(try #require(stored.first),
+        try expectPayloadEventIsItsDictionary(try #require(stored.first),
             ["peer": .string(Self.peer.description), "file": .int(3), "offset": .int(512), "length": .int(3)])
         let discarded = SessionTrace.events(for: .discardIncomingFile(Self.peer, FileTransferID(rawValue: 4)), timeNs: 20)
-        try Self.expectSameAsDictionary(try #require(discarded.first), ["peer": .string(Self.peer.description), "file": .int(4)])
+        try expectPayloadEventIsItsDictionary(try #require(discarded.first), ["peer": .string(Self.peer.description), "file": .int(4)])
     }
 
     /// A live run's deadlines are on the core's own clock: two timeouts that write the same line
