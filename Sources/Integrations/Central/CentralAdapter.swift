@@ -267,8 +267,8 @@ public struct CentralAdapter: CoreAdapter {
             case .notificationState(let handle, let enabled, let code):
                 add(Names.notificationState, ended(["handle": .int(Int64(handle)), "enabled": .bool(enabled)].merging(error(code)) { a, _ in a }))
             case .notified(let item):
-                add(Names.notification, ["handle": .int(Int64(item.handle)), "value": .string(Self.hex(item.value)),
-                                     "indication": .bool(item.isIndication), "frame": .int(Int64(item.frame))])
+                events.append(TraceEvent(timeNs: t, core: core, event: Names.notification, payload: CentralNotificationFields(
+                    frame: item.frame, handle: item.handle, isIndication: item.isIndication, value: item.value)))
             case .rssi(let rssi):
                 add(Names.rssi, rssi.map { ["rssi": .int(Int64($0))] } ?? [:])
             case .unanswered(let detail):
