@@ -291,7 +291,7 @@ let package = Package(
             name: "IntegrationsTests",
             dependencies: [
                 "TetherTestSupport", "ReplayKit", "BehaviourTrace", "MonkeyCTrace", "TetherIntegrations", "IngestIntegration", "MessagingIntegration", "SessionIntegration", "WidgetIntegration",
-                "CentralIntegration", "IngestLive", "MessagingLive", "SessionLive", "WidgetLive",
+                "CentralIntegration", "Emulation", "IngestLive", "MessagingLive", "SessionLive", "WidgetLive",
                 "IngestCore", "IngestStore", "MessagingCore", "SessionCore", "WidgetCore", "MonkeyC", "MQTT", "LiveHosts", "LiveCapture", "CaptureKit", "CaptureSet", "Dissectors",
                 .product(name: "Yams", package: "Yams"), .product(name: "GRDB", package: "GRDB.swift"),
             ]

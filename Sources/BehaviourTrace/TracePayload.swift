@@ -82,6 +82,25 @@ extension TracePayload {
     }
 }
 
+/// A payload whose equality and hash are those of the fields it writes
+/// (``TracePayload/writesSameFields(as:)``, ``TracePayload/hashWrittenFields(into:)``), not of the
+/// values it holds: one that holds more than its line writes (a deadline on another clock, a
+/// service's characteristics) conforms to this instead of writing `==` and `hash(into:)` itself,
+/// so two events whose lines are the same compare and hash alike.
+public protocol TracePayloadComparedByWrittenFields: TracePayload {}
+
+extension TracePayloadComparedByWrittenFields {
+    /// Whether both write the same fields.
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.writesSameFields(as: rhs)
+    }
+
+    /// Hashes the fields as they are written.
+    public func hash(into hasher: inout Hasher) {
+        hashWrittenFields(into: &hasher)
+    }
+}
+
 extension DataPointFields: TracePayload {
     @usableFromInline package var fieldCount: Int { Self.keys.count }
 

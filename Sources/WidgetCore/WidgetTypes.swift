@@ -419,7 +419,8 @@ public enum WidgetViolationKind: String, Sendable, Hashable, CaseIterable, Codab
 }
 
 /// What the app (or a trace) hears. Events come in the order they happen; the host hands them to the
-/// app one at a time, in order, never re-entrantly. ``traceName`` gives each its trace event name.
+/// app one at a time, in order, never re-entrantly. The widget integration names each in the trace
+/// (`WidgetTraceMapping.name(of:)`, docs/trace-format.md).
 public enum WidgetEvent: Sendable, Hashable {
     /// Widget: the host's settings changed (a newer version was read whole).
     case settingsChanged(version: UInt64, settings: WidgetJSON)

@@ -129,8 +129,8 @@ public struct CentralAdapter: CoreAdapter {
         case "cancel_connection" where !isRecordedPeripheral(record):
             guard case .string(let id)? = record["peripheral"], pendingElsewhere.remove(id) != nil else { break }
             events.append(TraceEvent(timeNs: t, core: core, event: .apiCall, fields: fields))
-            events.append(TraceEvent(timeNs: t, core: core, event: Names.disconnected, fields: [
-                "peripheral": .string(id), "reason": .int(0x16), "by_central": .bool(true)]))
+            events.append(TraceEvent(timeNs: t, core: core, event: Names.disconnected, payload: CentralLinkEventFields(
+                .connection(.disconnected(reason: 0x16, byCentral: true, frame: nil), peripheral: id))))
             return events
         case "connect":
             linkEvents += link.connect(now: t)
@@ -193,96 +193,66 @@ public struct CentralAdapter: CoreAdapter {
 
     private mutating func trace(_ linkEvents: [VirtualLinkEvent], at t: Int64) -> [TraceEvent] {
         var events: [TraceEvent] = []
-        func add(_ name: TraceName, _ fields: [String: TraceValue]) { events.append(TraceEvent(timeNs: t, core: core, event: name, fields: fields)) }
-        func ended(_ fields: [String: TraceValue]) -> [String: TraceValue] {
-            var f = fields
-            if !pending.isEmpty { f["request"] = .int(pending.removeFirst()) }
-            return f
-        }
-        func error(_ code: UInt8?) -> [String: TraceValue] { code.map { ["att_error": .int(Int64($0))] } ?? [:] }
+        events.reserveCapacity(linkEvents.count)
         for event in linkEvents {
+            let name: TraceName
+            let source: CentralLinkEventFields.Source
             switch event {
             case .advertisement(let report, let synthesized):
-                var f: [String: TraceValue] = ["peripheral": .string(Self.identifier(of: report.address)), "address": .string(report.address),
-                                               "data": .string(Self.hex(report.data)), "connectable": .bool(report.isConnectable)]
-                if let rssi = report.rssi { f["rssi"] = .int(Int64(rssi)) }
-                if report.isScanResponse { f["scan_response"] = .bool(true) }
-                if synthesized { f["synthesized"] = .bool(true) } else { f["frame"] = .int(Int64(report.frame)) }
                 // The advertisement as CoreBluetooth hands it over, parsed once here.
-                let parsed = AdvertisingData(report.data)
-                if let name = parsed.name { f["name"] = .string(name) }
-                if !parsed.services.isEmpty { f["services"] = .array(parsed.services.map { .string($0.description) }) }
-                if !parsed.solicitedServices.isEmpty { f["solicited_services"] = .array(parsed.solicitedServices.map { .string($0.description) }) }
-                if !parsed.serviceData.isEmpty {
-                    f["service_data"] = .object(Dictionary(parsed.serviceData.map { ($0.uuid.description, TraceValue.string(Self.hex($0.data))) }, uniquingKeysWith: { a, _ in a }))
-                }
-                if let data = parsed.manufacturerData { f["manufacturer_data"] = .string(Self.hex(data)) }
-                if let power = parsed.txPower { f["tx_power"] = .int(Int64(power)) }
-                add(Names.discovered, f)
-            case .connected(let recorded, let frame):
-                var f: [String: TraceValue] = ["peripheral": .string(Self.identifier(of: link.address)), "recorded_connection": .int(Int64(recorded + 1))]
-                if let frame { f["frame"] = .int(Int64(frame)) }
-                add(Names.connected, f)
-            case .disconnected(let reason, let byCentral, let frame):
+                name = Names.discovered
+                source = .advertisement(report, AdvertisingData(report.data), synthesized: synthesized,
+                                        peripheral: Self.identifier(of: report.address))
+            case .connected:
+                name = Names.connected
+                source = .connection(event, peripheral: Self.identifier(of: link.address))
+            case .disconnected:
                 pending.removeAll()
-                var f: [String: TraceValue] = ["peripheral": .string(Self.identifier(of: link.address)), "reason": .int(Int64(reason)),
-                                               "by_central": .bool(byCentral)]
-                if let frame { f["frame"] = .int(Int64(frame)) }
-                add(Names.disconnected, f)
-            case .mtuChanged(let mtu):
-                add(Names.mtu, ["mtu": .int(Int64(mtu))])
-            case .requestSent(let pdu, let matched, let expected):
-                if let matched {
-                    add(.frameMatched, ["frame": .int(Int64(matched.frame)), "request": .string(Self.hex(pdu))])
-                } else if pdu.first != 0x52 {
-                    var f: [String: TraceValue] = ["sent": .string(Self.hex(pdu))]
-                    if let expected {
-                        f["expected_frame"] = .int(Int64(expected.frame))
-                        f["expected"] = .string(Self.hex(expected.pdu))
-                    }
-                    add(.frameDiverged, f)
-                }
-            case .servicesDiscovered(let services, let code):
-                add(Names.servicesDiscovered, ended(["services": .array(services.map(Self.service))].merging(error(code)) { a, _ in a }))
-            case .includedServicesDiscovered(let service, let services, let code):
-                add(Names.includedServicesDiscovered, ended(["service": .int(Int64(service)), "services": .array(services.map(Self.service))].merging(error(code)) { a, _ in a }))
-            case .characteristicsDiscovered(let service, let found, let code):
-                let list: [TraceValue] = found.map {
-                    .object(["uuid": .string($0.uuid.description), "declaration": .int(Int64($0.declarationHandle)),
-                             "handle": .int(Int64($0.valueHandle)), "properties": .int(Int64($0.properties))])
-                }
-                add(Names.characteristicsDiscovered, ended(["service": .int(Int64(service)), "characteristics": .array(list)].merging(error(code)) { a, _ in a }))
-            case .descriptorsDiscovered(let characteristic, let found, let code):
-                let list: [TraceValue] = found.map { .object(["uuid": .string($0.uuid.description), "handle": .int(Int64($0.handle))]) }
-                add(Names.descriptorsDiscovered, ended(["characteristic": .int(Int64(characteristic)), "descriptors": .array(list)].merging(error(code)) { a, _ in a }))
-            case .read(let handle, let value, let code, let frame):
-                var f: [String: TraceValue] = ["handle": .int(Int64(handle))]
-                if let value { f["value"] = .string(Self.hex(value)) }
-                if let frame { f["frame"] = .int(Int64(frame)) }
-                add(Names.read, ended(f.merging(error(code)) { a, _ in a }))
-            case .written(let handle, let code, let frame):
-                var f: [String: TraceValue] = ["handle": .int(Int64(handle))]
-                if let frame { f["frame"] = .int(Int64(frame)) }
-                add(Names.written, ended(f.merging(error(code)) { a, _ in a }))
-            case .notificationState(let handle, let enabled, let code):
-                add(Names.notificationState, ended(["handle": .int(Int64(handle)), "enabled": .bool(enabled)].merging(error(code)) { a, _ in a }))
+                name = Names.disconnected
+                source = .connection(event, peripheral: Self.identifier(of: link.address))
+            case .mtuChanged:
+                name = Names.mtu
+                source = .link(event)
+            case .requestSent(let pdu, let matched, _):
+                // A Write Command that matched nothing is not reported: the app waits for no answer.
+                if matched == nil, pdu.first == 0x52 { continue }
+                name = matched == nil ? .frameDiverged : .frameMatched
+                source = .link(event)
+            case .servicesDiscovered, .includedServicesDiscovered, .characteristicsDiscovered, .descriptorsDiscovered,
+                 .read, .written, .notificationState:
+                name = Self.answerName(of: event)
+                source = .answer(event, request: pending.isEmpty ? nil : pending.removeFirst())
             case .notified(let item):
                 events.append(TraceEvent(timeNs: t, core: core, event: Names.notification, payload: CentralNotificationFields(
                     frame: item.frame, handle: item.handle, isIndication: item.isIndication, value: item.value)))
-            case .rssi(let rssi):
-                add(Names.rssi, rssi.map { ["rssi": .int(Int64($0))] } ?? [:])
-            case .unanswered(let detail):
-                add(.noRecordedAnswer, ["detail": .string(detail)])
-            case .misuse(let detail):
+                continue
+            case .rssi:
+                name = Names.rssi
+                source = .link(event)
+            case .unanswered:
+                name = .noRecordedAnswer
+                source = .link(event)
+            case .misuse:
                 stats.misuses += 1
-                add(Names.apiMisuse, ["detail": .string(detail)])
+                name = Names.apiMisuse
+                source = .link(event)
             }
+            events.append(TraceEvent(timeNs: t, core: core, event: name, payload: CentralLinkEventFields(source)))
         }
         return events
     }
 
-    static func service(_ s: EmulatedDatabase.Service) -> TraceValue {
-        .object(["uuid": .string(s.uuid.description), "start": .int(Int64(s.startHandle)), "end": .int(Int64(s.endHandle)), "primary": .bool(s.isPrimary)])
+    /// The name of an event that ends an app request.
+    private static func answerName(of event: VirtualLinkEvent) -> TraceName {
+        switch event {
+        case .servicesDiscovered: Names.servicesDiscovered
+        case .includedServicesDiscovered: Names.includedServicesDiscovered
+        case .characteristicsDiscovered: Names.characteristicsDiscovered
+        case .descriptorsDiscovered: Names.descriptorsDiscovered
+        case .read: Names.read
+        case .written: Names.written
+        default: Names.notificationState
+        }
     }
 
     static func int(_ value: TraceValue) -> Int? {
@@ -303,6 +273,4 @@ public struct CentralAdapter: CoreAdapter {
         guard case .string(let text) = value else { return nil }
         return JSONLiteral.bytes(fromHex: text)
     }
-
-    static func hex(_ bytes: [UInt8]) -> String { JSONLiteral.hex(bytes) }
 }

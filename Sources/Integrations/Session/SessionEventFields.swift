@@ -1,4 +1,5 @@
 import BehaviourTrace
+import MonkeyC
 import MonkeyCTrace
 import SessionCore
 
@@ -12,7 +13,7 @@ import SessionCore
 /// deadline (it is on the core's clock, whose zero is not the trace's in a live run), and a
 /// MonkeyC value is compared as the JSON it writes, so a live trace and a replay still compare
 /// as their lines do.
-struct SessionEventFields: TracePayload {
+struct SessionEventFields: TracePayloadComparedByWrittenFields {
     /// What the fields are read from.
     enum Source: Sendable, Hashable {
         /// A ``SessionEvent`` handed to the delegate.
@@ -40,18 +41,28 @@ struct SessionEventFields: TracePayload {
         self.source = source
     }
 
-    static func == (lhs: SessionEventFields, rhs: SessionEventFields) -> Bool {
-        lhs.writesSameFields(as: rhs)
-    }
-
-    func hash(into hasher: inout Hasher) {
-        hashWrittenFields(into: &hasher)
-    }
-
     /// Every field, keys in ascending order (each case lists its keys sorted; `code` and `error`,
     /// where an error may be, come first).
     func forEachField(_ body: (String, TraceValue) -> Void) {
+        visitFields(convertingMonkeyC: true, body)
+    }
+
+    /// The field named `key`. A MonkeyC value (`value`, `metadata`) is converted only when it is
+    /// the field asked for: the WatchConnectivity facade reads a message's `id` and flags beside
+    /// its value, and each read through ``forEachField(_:)`` would convert the value again.
+    func field(_ key: String) -> TraceValue? {
+        var found: TraceValue?
+        visitFields(convertingMonkeyC: key == "value" || key == "metadata") { name, value in
+            if name == key { found = value }
+        }
+        return found
+    }
+
+    /// Calls `body` with every field in key order; with `convertingMonkeyC` false, a MonkeyC
+    /// value's field is given as `null` instead of its value (for a reader that skips it).
+    private func visitFields(convertingMonkeyC: Bool, _ body: (String, TraceValue) -> Void) {
         func id(_ raw: some BinaryInteger) -> TraceValue { .int(Int64(raw)) }
+        func monkeyC(_ value: MonkeyCValue) -> TraceValue { convertingMonkeyC ? MonkeyCJSON.traceValue(value) : .null }
         /// `code` is always written (`null` without an error); `error` only with one.
         func error(_ error: SessionError?) {
             body("code", error.map { .int(Int64($0.code.rawValue)) } ?? .null)
@@ -86,13 +97,13 @@ struct SessionEventFields: TracePayload {
             case .peerReinstalled(let peer):
                 body("peer", .string(peer.description))
             case .didReceiveApplicationContext(let value):
-                body("value", MonkeyCJSON.traceValue(value))
+                body("value", monkeyC(value))
             case .applicationContextFailed(let failure):
                 error(failure)
             case let .didReceiveMessage(message, value, expectsReply):
                 body("expects_reply", .bool(expectsReply))
                 body("id", id(message.rawValue))
-                body("value", MonkeyCJSON.traceValue(value))
+                body("value", monkeyC(value))
             case let .didReceiveMessageData(message, bytes, expectsReply):
                 body("data", .string(JSONLiteral.hex(bytes)))
                 body("expects_reply", .bool(expectsReply))
@@ -101,7 +112,7 @@ struct SessionEventFields: TracePayload {
                 body("id", id(message.rawValue))
             case let .didReceiveReply(message, value):
                 body("id", id(message.rawValue))
-                body("value", MonkeyCJSON.traceValue(value))
+                body("value", monkeyC(value))
             case let .didReceiveReplyData(message, bytes):
                 body("data", .string(JSONLiteral.hex(bytes)))
                 body("id", id(message.rawValue))
@@ -111,13 +122,13 @@ struct SessionEventFields: TracePayload {
             case let .didReceiveUserInfo(transfer, value, current):
                 body("complication", .bool(current))
                 body("id", id(transfer.rawValue))
-                body("value", MonkeyCJSON.traceValue(value))
+                body("value", monkeyC(value))
             case let .userInfoTransferDidFinish(transfer, failure):
                 error(failure)
                 body("id", id(transfer.rawValue))
             case .didReceiveFile(let file):
                 body("file", id(file.id.rawValue))
-                body("metadata", file.metadata.map(MonkeyCJSON.traceValue) ?? .null)
+                body("metadata", file.metadata.map(monkeyC) ?? .null)
                 body("peer", .string(file.peer.description))
                 body("size", .int(Int64(file.size)))
             case let .fileTransferProgress(file, completed, total):

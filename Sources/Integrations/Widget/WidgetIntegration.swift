@@ -28,15 +28,7 @@ public struct WidgetIntegration: CoreIntegration {
 
     /// What ``WidgetAdapter`` and the live widget host write (docs/trace-format.md).
     public var emittedEvents: [TraceName] {
-        // WidgetCore names its events and actions with `String`s (`traceName`), and has no list
-        // of them: this is where the names become declared ones (``WidgetTraceMapping/name(of:)``).
-        TraceName.apiCallEvents + [
-         "settings_changed", "settings_unchanged", "has_content_changed", "stale_file_ignored",
-         "open_url_requested", "open_url_completed", "open_url_result_discarded", "refresh_started", "refresh_completed",
-         "connection_state_changed", "request_issued", "request_succeeded", "request_failed", "response_ignored",
-         "widget_devices_changed", "widget_scenes_changed", "device_properties_changed", "device_status_changed",
-         "stale_update_ignored", "update_held", "timeout", "violation",
-         "file_removed", "mqtt_connect", "mqtt_subscribe", "mqtt_disconnect"]
+        TraceName.apiCallEvents + WidgetTraceMapping.Names.all
             + [.frameEmitted, .frameMatched, .frameDiverged, .responderMade, .summary]
     }
     /// A refresh and its result, a cloud request and its answer, an open-URL request and its end.

@@ -3,24 +3,121 @@ import BehaviourTrace
 import WidgetCore
 
 /// WidgetCore's values in the behaviour trace (core `widget`): its JSON maps one to one onto
-/// ``TraceValue``, its events keep the names and fields ``WidgetEvent/traceName`` gives, and the
-/// actions that reach the outside (container writes, MQTT) become events of their own, so replay
-/// and the live hosts write the same lines.
+/// ``TraceValue``, its events are named by ``Names`` and hold the core's own values as their fields
+/// (``WidgetEventFields``), and the actions that reach the outside (container writes, MQTT) become
+/// events of their own, so replay and the live hosts write the same lines.
 public enum WidgetTraceMapping {
     /// The trace's core name.
     public static let core: TraceName = "widget"
 
-    /// The names of the events the integration declares (``WidgetIntegration/emittedEvents``), by
-    /// text: WidgetCore names its actions and events with `String`s (it knows nothing of traces),
-    /// and a look-up in this table, read-only once made, takes no lock where making a name from
-    /// the text each time would.
-    static let declaredNames: [String: TraceName] = Dictionary(
-        WidgetIntegration().emittedEvents.map { ($0.text, $0) }, uniquingKeysWith: { first, _ in first })
+    /// The core's events in the trace, declared once: WidgetCore knows nothing of traces, so its
+    /// events and the host's actions are named here, and an event is named by one of these rather
+    /// than by a literal interned each time it is written.
+    public enum Names {
+        /// `settings_changed`.
+        public static let settingsChanged: TraceName = "settings_changed"
+        /// `settings_unchanged`.
+        public static let settingsUnchanged: TraceName = "settings_unchanged"
+        /// `has_content_changed`.
+        public static let hasContentChanged: TraceName = "has_content_changed"
+        /// `stale_file_ignored`.
+        public static let staleFileIgnored: TraceName = "stale_file_ignored"
+        /// `open_url_requested`.
+        public static let openURLRequested: TraceName = "open_url_requested"
+        /// `open_url_completed`.
+        public static let openURLCompleted: TraceName = "open_url_completed"
+        /// `open_url_result_discarded`.
+        public static let openURLResultDiscarded: TraceName = "open_url_result_discarded"
+        /// `refresh_started`.
+        public static let refreshStarted: TraceName = "refresh_started"
+        /// `refresh_completed`.
+        public static let refreshCompleted: TraceName = "refresh_completed"
+        /// `connection_state_changed`.
+        public static let connectionStateChanged: TraceName = "connection_state_changed"
+        /// `request_issued`.
+        public static let requestIssued: TraceName = "request_issued"
+        /// `request_succeeded`.
+        public static let requestSucceeded: TraceName = "request_succeeded"
+        /// `request_failed`.
+        public static let requestFailed: TraceName = "request_failed"
+        /// `response_ignored`.
+        public static let responseIgnored: TraceName = "response_ignored"
+        /// `widget_devices_changed`.
+        public static let widgetDevicesChanged: TraceName = "widget_devices_changed"
+        /// `widget_scenes_changed`.
+        public static let widgetScenesChanged: TraceName = "widget_scenes_changed"
+        /// `device_properties_changed`.
+        public static let devicePropertiesChanged: TraceName = "device_properties_changed"
+        /// `device_status_changed`.
+        public static let deviceStatusChanged: TraceName = "device_status_changed"
+        /// `stale_update_ignored`.
+        public static let staleUpdateIgnored: TraceName = "stale_update_ignored"
+        /// `update_held`.
+        public static let updateHeld: TraceName = "update_held"
+        /// `timeout`.
+        public static let timeout: TraceName = "timeout"
+        /// `violation`.
+        public static let violation: TraceName = "violation"
+        /// `file_removed`.
+        public static let fileRemoved: TraceName = "file_removed"
+        /// `mqtt_connect`.
+        public static let mqttConnect: TraceName = "mqtt_connect"
+        /// `mqtt_subscribe`.
+        public static let mqttSubscribe: TraceName = "mqtt_subscribe"
+        /// `mqtt_disconnect`.
+        public static let mqttDisconnect: TraceName = "mqtt_disconnect"
 
-    /// The trace name of `action`: ``WidgetAction/traceName`` as a declared name.
+        /// Every name above, in the order declared: the integration's `emittedEvents` is made from
+        /// this list, so a name is spelled once.
+        public static let all: [TraceName] = [
+            settingsChanged, settingsUnchanged, hasContentChanged, staleFileIgnored, openURLRequested,
+            openURLCompleted, openURLResultDiscarded, refreshStarted, refreshCompleted,
+            connectionStateChanged, requestIssued, requestSucceeded, requestFailed, responseIgnored,
+            widgetDevicesChanged, widgetScenesChanged, devicePropertiesChanged, deviceStatusChanged,
+            staleUpdateIgnored, updateHeld, timeout, violation, fileRemoved, mqttConnect, mqttSubscribe,
+            mqttDisconnect]
+    }
+
+    /// The trace name of `action`. A container write and a publish are named as the actions they
+    /// are (`file_written`, `mqtt_publish`), though a trace writes them as `frame_emitted` events.
     public static func name(of action: WidgetAction) -> TraceName {
-        let text = action.traceName
-        return declaredNames[text] ?? TraceName(text)
+        switch action {
+        case .writeFile: "file_written"
+        case .removeFile: Names.fileRemoved
+        case .event(let event): name(of: event)
+        case .mqttConnect: Names.mqttConnect
+        case .mqttSubscribe: Names.mqttSubscribe
+        case .mqttPublish: "mqtt_publish"
+        case .mqttDisconnect: Names.mqttDisconnect
+        }
+    }
+
+    /// The trace name of a core event: its case name in snake case.
+    public static func name(of event: WidgetEvent) -> TraceName {
+        switch event {
+        case .settingsChanged: Names.settingsChanged
+        case .settingsUnchanged: Names.settingsUnchanged
+        case .hasContentChanged: Names.hasContentChanged
+        case .staleFileIgnored: Names.staleFileIgnored
+        case .openURLRequested: Names.openURLRequested
+        case .openURLCompleted: Names.openURLCompleted
+        case .openURLResultDiscarded: Names.openURLResultDiscarded
+        case .refreshStarted: Names.refreshStarted
+        case .refreshCompleted: Names.refreshCompleted
+        case .connectionStateChanged: Names.connectionStateChanged
+        case .requestIssued: Names.requestIssued
+        case .requestSucceeded: Names.requestSucceeded
+        case .requestFailed: Names.requestFailed
+        case .responseIgnored: Names.responseIgnored
+        case .widgetDevicesChanged: Names.widgetDevicesChanged
+        case .widgetScenesChanged: Names.widgetScenesChanged
+        case .devicePropertiesChanged: Names.devicePropertiesChanged
+        case .deviceStatusChanged: Names.deviceStatusChanged
+        case .staleUpdateIgnored: Names.staleUpdateIgnored
+        case .updateHeld: Names.updateHeld
+        case .timeout: Names.timeout
+        case .violation: Names.violation
+        }
     }
 
     /// A WidgetCore JSON value as a trace value.
@@ -94,26 +191,7 @@ public enum WidgetTraceMapping {
         if let (channel, bytes) = frame(of: action) {
             return [FrameMatcher.emittedEvent(core: core, channel: channel, bytes: bytes, packet: describeFrame(bytes), timeNs: timeNs)]
         }
-        let fields: [String: TraceValue]
-        switch action {
-        case .event(let event):
-            var eventFields = event.traceFields
-            // The deadline is on the core's own clock, which differs between a live host and
-            // replay; the event's t_ns says when it fired.
-            if case .timeout = event { eventFields["deadline_ns"] = nil }
-            fields = eventFields.mapValues(traceValue)
-        case .writeFile, .mqttPublish:
-            fields = [:]
-        case .removeFile(let name):
-            fields = ["name": .string(name)]
-        case .mqttConnect(let clientID):
-            fields = ["client_id": .string(clientID)]
-        case .mqttSubscribe(let topics):
-            fields = ["topics": .array(topics.map(TraceValue.string))]
-        case .mqttDisconnect:
-            fields = [:]
-        }
-        return [TraceEvent(timeNs: timeNs, core: core, event: name(of: action), fields: fields)]
+        return [TraceEvent(timeNs: timeNs, core: core, event: name(of: action), payload: WidgetEventFields(action))]
     }
 
     /// Bytes shown as their text when they are UTF-8 (the channel's files and payloads are JSON),
