@@ -253,57 +253,26 @@ public struct IngestAdapter: CoreAdapter {
         }
     }
 
-    /// Fields are built in one dictionary sized for them up front, so no event pays for a
-    /// regrowth or a copy; a datapoint's and a chunk's are held inline, without one.
+    /// A datapoint's and a chunk's fields are held inline; every other event holds the core's own
+    /// event and its source's text (``IngestEventFields``), so no event builds a dictionary.
     static func traceEvent(_ event: IngestEvent, timeNs t: Int64, cache: inout TraceEventCache) -> TraceEvent {
-        func make(_ name: TraceName, _ fields: [String: TraceValue]) -> TraceEvent {
-            TraceEvent(timeNs: t, core: IngestTrace.core, event: name, fields: fields)
-        }
-        func fields(_ source: DatagramSource, capacity: Int) -> [String: TraceValue] {
-            var fields = [String: TraceValue](minimumCapacity: capacity)
-            fields["source"] = .string(cache.sourceText(source))
-            return fields
+        func make(_ name: TraceName, _ source: DatagramSource) -> TraceEvent {
+            TraceEvent(timeNs: t, core: IngestTrace.core, event: name,
+                       payload: IngestEventFields(event: event, source: cache.sourceText(source)))
         }
         switch event {
         case .dataPoint(let point):
             return dataPointEvent(source: cache.sourceText(point.source), timeNs: point.timeNs, name: point.name, type: point.type,
                                   value: point.value, at: t)
-        case .pluginName(let source, let name):
-            var f = fields(source, capacity: 2)
-            f["name"] = .string(name)
-            return make(IngestTrace.pluginName, f)
-        case .endMessage(let source):
-            return make(IngestTrace.endMessage, fields(source, capacity: 1))
-        case .legacyV1(let source, let timeNs, let payload):
-            var f = fields(source, capacity: 3)
-            f["bytes"] = .string(hex(payload))
-            if let timeNs { f["time_ns"] = .int(timeNs) }
-            return make(IngestTrace.legacyV1, f)
-        case .rejected(let source, let reason, let detail):
-            var f = fields(source, capacity: 3)
-            f["reason"] = .string(reason.rawValue)
-            f["detail"] = .string(detail)
-            return make(IngestTrace.rejected, f)
-        case .streamStarted(let source):
-            return make(IngestTrace.streamStart, fields(source, capacity: 1))
-        case .streamEnded(let source, let cause):
-            var f = fields(source, capacity: 2)
-            f["cause"] = .string(cause.rawValue)
-            return make(IngestTrace.streamEnd, f)
-        case .rateLearned(let source, let hertz):
-            var f = fields(source, capacity: 2)
-            f["hz"] = .double(roundedToMillis(hertz))
-            return make(IngestTrace.rate, f)
-        case .timeWentBackwards(let source, let previousNs, let currentNs):
-            var f = fields(source, capacity: 3)
-            f["previous_ns"] = .int(previousNs)
-            f["current_ns"] = .int(currentNs)
-            return make(IngestTrace.timeBackwards, f)
-        case .gap(let source, let gapNs, let expectedPeriodNs):
-            var f = fields(source, capacity: 3)
-            f["gap_ns"] = .int(gapNs)
-            f["expected_period_ns"] = .int(expectedPeriodNs)
-            return make(IngestTrace.gap, f)
+        case .pluginName(let source, _): return make(IngestTrace.pluginName, source)
+        case .endMessage(let source): return make(IngestTrace.endMessage, source)
+        case .legacyV1(let source, _, _): return make(IngestTrace.legacyV1, source)
+        case .rejected(let source, _, _): return make(IngestTrace.rejected, source)
+        case .streamStarted(let source): return make(IngestTrace.streamStart, source)
+        case .streamEnded(let source, _): return make(IngestTrace.streamEnd, source)
+        case .rateLearned(let source, _): return make(IngestTrace.rate, source)
+        case .timeWentBackwards(let source, _, _): return make(IngestTrace.timeBackwards, source)
+        case .gap(let source, _, _): return make(IngestTrace.gap, source)
         case .chunkReady(let chunk):
             return TraceEvent(timeNs: t, core: IngestTrace.core, event: IngestTrace.chunk, chunk: ChunkFields(
                 source: cache.sourceText(chunk.source), sequence: Int64(chunk.sequence), points: Int64(chunk.dataPointCount),
