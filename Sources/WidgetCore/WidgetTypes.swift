@@ -306,8 +306,9 @@ public enum WidgetRequestFailure: Error, Sendable, Hashable, CustomStringConvert
     /// The cloud's "device offline" code.
     public static let deviceOfflineCode = 9201
 
-    /// `cloud`, `timed_out`, `connection_lost`, `connection_stopped`, `malformed_response`.
-    public var traceName: String {
+    /// The failure's name, as a trace writes it: `cloud`, `timed_out`, `connection_lost`,
+    /// `connection_stopped`, `malformed_response`.
+    public var name: String {
         switch self {
         case .cloud: "cloud"
         case .timedOut: "timed_out"
@@ -322,7 +323,7 @@ public enum WidgetRequestFailure: Error, Sendable, Hashable, CustomStringConvert
         switch self {
         case let .cloud(code, message): "cloud \(code) \(message)"
         case .malformedResponse(let detail): "malformed_response: \(detail)"
-        default: traceName
+        default: name
         }
     }
 }

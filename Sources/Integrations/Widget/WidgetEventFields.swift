@@ -89,7 +89,7 @@ struct WidgetEventFields: TracePayloadComparedByWrittenFields {
             // `code` and `message` come with a cloud failure, `detail` with a malformed response.
             if case .cloud(let code, _) = failure { body("code", .int(Int64(code))) }
             if case .malformedResponse(let detail) = failure { body("detail", .string(detail)) }
-            body("failure", .string(failure.traceName))
+            body("failure", .string(failure.name))
             body("id", .string(id.rawValue))
             if case .cloud(_, let message) = failure { body("message", .string(message)) }
         case let .responseIgnored(id, reason):
