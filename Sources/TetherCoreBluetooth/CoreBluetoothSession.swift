@@ -138,12 +138,15 @@ final class CoreBluetoothSession: @unchecked Sendable {
     }
 
     private func discovered(_ event: TraceEvent) {
-        guard case .string(let id)? = event.field("peripheral"), let identifier = UUID(uuidString: id) else { return }
+        // Its fields read once: the event holds the link's advertisement, and each look-up by
+        // name would write every field again (its services, its data as hex).
+        let fields = event.fields
+        guard case .string(let id)? = fields["peripheral"], let identifier = UUID(uuidString: id) else { return }
         let peripheral = peripheral(identifier)
-        let advertisement = Self.advertisementData(event)
+        let advertisement = Self.advertisementData(fields)
         if let name = advertisement[CBAdvertisementDataLocalNameKey] as? String { peripheral.name = name }
         // 127: "not available", as CoreBluetooth reports a peripheral it has no RSSI for.
-        let rssi = NSNumber(value: int(event, "rssi") ?? 127)
+        let rssi: NSNumber = if case .int(let value)? = fields["rssi"] { NSNumber(value: Int(value)) } else { NSNumber(value: 127) }
         for manager in managers.compactMap(\.object) where manager.isScanning {
             deliver("centralManager(_:didDiscover:advertisementData:rssi:)", to: manager.delegate, ["peripheral": .string(id)]) {
                 $0.centralManager(manager, didDiscover: peripheral, advertisementData: advertisement, rssi: rssi)
@@ -151,19 +154,19 @@ final class CoreBluetoothSession: @unchecked Sendable {
         }
     }
 
-    /// The advertisement data dictionary of a `discovered` event, as CoreBluetooth types it.
-    static func advertisementData(_ event: TraceEvent) -> [String: Any] {
+    /// The advertisement data dictionary of a `discovered` event's fields, as CoreBluetooth types it.
+    static func advertisementData(_ fields: [String: TraceValue]) -> [String: Any] {
         func uuids(_ key: String) -> [CBUUID]? {
-            guard case .array(let items)? = event.field(key) else { return nil }
+            guard case .array(let items)? = fields[key] else { return nil }
             return items.compactMap { if case .string(let text) = $0 { cbUUID(text) } else { nil } }
         }
-        var result: [String: Any] = [CBAdvertisementDataIsConnectable: NSNumber(value: event.field("connectable") == .bool(true))]
-        if case .string(let name)? = event.field("name") { result[CBAdvertisementDataLocalNameKey] = name }
+        var result: [String: Any] = [CBAdvertisementDataIsConnectable: NSNumber(value: fields["connectable"] == .bool(true))]
+        if case .string(let name)? = fields["name"] { result[CBAdvertisementDataLocalNameKey] = name }
         if let services = uuids("services") { result[CBAdvertisementDataServiceUUIDsKey] = services }
         if let solicited = uuids("solicited_services") { result[CBAdvertisementDataSolicitedServiceUUIDsKey] = solicited }
-        if case .string(let hex)? = event.field("manufacturer_data") { result[CBAdvertisementDataManufacturerDataKey] = Data(bytes(hex)) }
-        if case .int(let power)? = event.field("tx_power") { result[CBAdvertisementDataTxPowerLevelKey] = NSNumber(value: power) }
-        if case .object(let items)? = event.field("service_data") {
+        if case .string(let hex)? = fields["manufacturer_data"] { result[CBAdvertisementDataManufacturerDataKey] = Data(bytes(hex)) }
+        if case .int(let power)? = fields["tx_power"] { result[CBAdvertisementDataTxPowerLevelKey] = NSNumber(value: power) }
+        if case .object(let items)? = fields["service_data"] {
             var serviceData: [CBUUID: Data] = [:]
             for (uuid, value) in items { if case .string(let hex) = value { serviceData[cbUUID(uuid)] = Data(bytes(hex)) } }
             result[CBAdvertisementDataServiceDataKey] = serviceData
