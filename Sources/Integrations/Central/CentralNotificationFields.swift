@@ -19,6 +19,18 @@ struct CentralNotificationFields: TracePayload {
 
     var fieldCount: Int { 4 }
 
+    /// The field named `key`, answered directly: the CoreBluetooth facade reads a notification's
+    /// `handle` and `value` per frame, and a walk of every field would write the value's hex for each.
+    func field(_ key: String) -> TraceValue? {
+        switch key {
+        case "frame": .int(Int64(frame))
+        case "handle": .int(Int64(handle))
+        case "indication": .bool(isIndication)
+        case "value": .string(JSONLiteral.hex(value))
+        default: nil
+        }
+    }
+
     /// Keys in ascending order: `frame`, `handle`, `indication`, `value`.
     func forEachField(_ body: (String, TraceValue) -> Void) {
         body("frame", .int(Int64(frame)))
