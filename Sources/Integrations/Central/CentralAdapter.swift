@@ -194,6 +194,10 @@ public struct CentralAdapter: CoreAdapter {
     private mutating func trace(_ linkEvents: [VirtualLinkEvent], at t: Int64) -> [TraceEvent] {
         var events: [TraceEvent] = []
         events.reserveCapacity(linkEvents.count)
+        /// An event that ends an app request, with the oldest waiting request's id.
+        func answer(_ event: VirtualLinkEvent) -> CentralLinkEventFields.Source {
+            .answer(event, request: pending.isEmpty ? nil : pending.removeFirst())
+        }
         for event in linkEvents {
             let name: TraceName
             let source: CentralLinkEventFields.Source
@@ -218,10 +222,20 @@ public struct CentralAdapter: CoreAdapter {
                 if matched == nil, pdu.first == 0x52 { continue }
                 name = matched == nil ? .frameDiverged : .frameMatched
                 source = .link(event)
-            case .servicesDiscovered, .includedServicesDiscovered, .characteristicsDiscovered, .descriptorsDiscovered,
-                 .read, .written, .notificationState:
-                name = Self.answerName(of: event)
-                source = .answer(event, request: pending.isEmpty ? nil : pending.removeFirst())
+            case .servicesDiscovered:
+                (name, source) = (Names.servicesDiscovered, answer(event))
+            case .includedServicesDiscovered:
+                (name, source) = (Names.includedServicesDiscovered, answer(event))
+            case .characteristicsDiscovered:
+                (name, source) = (Names.characteristicsDiscovered, answer(event))
+            case .descriptorsDiscovered:
+                (name, source) = (Names.descriptorsDiscovered, answer(event))
+            case .read:
+                (name, source) = (Names.read, answer(event))
+            case .written:
+                (name, source) = (Names.written, answer(event))
+            case .notificationState:
+                (name, source) = (Names.notificationState, answer(event))
             case .notified(let item):
                 events.append(TraceEvent(timeNs: t, core: core, event: Names.notification, payload: CentralNotificationFields(
                     frame: item.frame, handle: item.handle, isIndication: item.isIndication, value: item.value)))
@@ -240,19 +254,6 @@ public struct CentralAdapter: CoreAdapter {
             events.append(TraceEvent(timeNs: t, core: core, event: name, payload: CentralLinkEventFields(source)))
         }
         return events
-    }
-
-    /// The name of an event that ends an app request.
-    private static func answerName(of event: VirtualLinkEvent) -> TraceName {
-        switch event {
-        case .servicesDiscovered: Names.servicesDiscovered
-        case .includedServicesDiscovered: Names.includedServicesDiscovered
-        case .characteristicsDiscovered: Names.characteristicsDiscovered
-        case .descriptorsDiscovered: Names.descriptorsDiscovered
-        case .read: Names.read
-        case .written: Names.written
-        default: Names.notificationState
-        }
     }
 
     static func int(_ value: TraceValue) -> Int? {

@@ -49,7 +49,7 @@ struct IngestEventFields: TracePayloadComparedByWrittenFields {
             body("source", source)
         case .dataPoint, .chunkReady:
             // Never held here: the adapter writes them with their own inline fields.
-            body("source", source)
+            break
         }
     }
 }

@@ -69,19 +69,15 @@ struct WidgetEventFields: TracePayloadComparedByWrittenFields {
         case .connectionStateChanged(let state):
             body("state", .string(state.rawValue))
         case let .requestIssued(id, path, origin):
-            body("id", .string(id.rawValue))
-            switch origin {
-            case .app:
-                body("origin", .string("app"))
-                body("path", .string(path.rawValue))
-            case .refresh(let refresh):
-                body("origin", .string("refresh"))
-                body("path", .string(path.rawValue))
-                body("refresh", .int(Int64(refresh.rawValue)))
-            case .reconnect:
-                body("origin", .string("reconnect"))
-                body("path", .string(path.rawValue))
+            let (originName, refresh): (String, WidgetRefreshID?) = switch origin {
+            case .app: ("app", nil)
+            case .refresh(let refresh): ("refresh", refresh)
+            case .reconnect: ("reconnect", nil)
             }
+            body("id", .string(id.rawValue))
+            body("origin", .string(originName))
+            body("path", .string(path.rawValue))
+            if let refresh { body("refresh", .int(Int64(refresh.rawValue))) }
         case let .requestSucceeded(id, response):
             body("id", .string(id.rawValue))
             body("response", traceValue(response))
