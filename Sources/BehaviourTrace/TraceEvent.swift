@@ -20,9 +20,10 @@ public enum TraceValue: Sendable, Hashable {
 /// `time_ns` as an integer, and `value`) are held inline instead of in a dictionary: they are
 /// nearly every event of a plugin replay, and a dictionary per event was most of its cost. So are
 /// fields shaped like an ingest `chunk` (exactly `source` as a string, `sequence`, `points` and
-/// `bytes` as integers), the next most frequent. The choice depends on the fields alone, so two
-/// events with equal fields always have the same representation; ``fields`` reads and writes any
-/// of them as a dictionary.
+/// `bytes` as integers), the next most frequent. The choice depends on the fields alone, but for
+/// a datapoint whose texts the name table no longer takes (``TraceName/fieldTextLimit``), which
+/// stays in a dictionary: equality, hashing, the digest and the writer treat both forms alike;
+/// ``fields`` reads and writes any of them as a dictionary.
 public struct TraceEvent: Sendable, Hashable {
     /// Virtual nanoseconds since the capture's first frame.
     public var timeNs: Int64
@@ -99,14 +100,15 @@ public struct TraceEvent: Sendable, Hashable {
 
     /// The forms of an event's fields.
     ///
-    /// A dictionary never holds a datapoint's or a chunk's fields (``init(_:)`` makes those
-    /// inline), but any form may hold the same fields as a ``TracePayload``: equality and hashing
-    /// are therefore over the fields, whatever holds them.
+    /// A dictionary holds a chunk's fields never, and a datapoint's only when its texts could not
+    /// be interned (``init(_:)`` makes them inline otherwise); any form may hold the same fields
+    /// as a ``TracePayload``: equality and hashing are therefore over the fields, whatever holds them.
     @usableFromInline
     enum Storage: Sendable, Hashable {
-        /// Any fields that are not shaped like a datapoint's or a chunk's.
+        /// Any fields that are not shaped like a datapoint's or a chunk's, and a datapoint's whose
+        /// texts the name table did not take.
         case dictionary([String: TraceValue])
-        /// Exactly a datapoint's five fields.
+        /// Exactly a datapoint's five fields, its texts interned.
         case dataPoint(DataPointFields)
         /// Exactly a chunk's four fields.
         case chunk(ChunkFields)
@@ -183,13 +185,9 @@ public struct TraceEvent: Sendable, Hashable {
                 self = .chunk(ChunkFields(source: source, sequence: sequence, points: points, bytes: bytes))
                 return
             }
-            if fields.count == DataPointFields.keys.count,
-               case .string(let source)? = fields["source"],
-               case .string(let name)? = fields["name"],
-               case .string(let type)? = fields["type"],
-               case .int(let timeNs)? = fields["time_ns"],
-               let value = fields["value"] {
-                self = .dataPoint(DataPointFields(source: source, name: name, type: type, timeNs: timeNs, value: value))
+            if let shape = DataPointFields.shape(of: fields),
+               let point = DataPointFields(interningSource: shape.source, name: shape.name, type: shape.type, timeNs: shape.timeNs, value: shape.value) {
+                self = .dataPoint(point)
             } else {
                 self = .dictionary(fields)
             }
@@ -198,21 +196,24 @@ public struct TraceEvent: Sendable, Hashable {
 }
 
 /// The fields of an ingest `datapoint` event with a `value`: `source`, `name`, `type`,
-/// `time_ns` and `value`, held without a dictionary.
+/// `time_ns` and `value`, held without a dictionary. The three texts are interned
+/// (``TraceName/init(fieldText:)``): a plugin replay makes nearly every event one of these, and
+/// three strings an event were six reference counts as it was made and dropped.
 @usableFromInline
 package struct DataPointFields: Sendable, Hashable {
     /// The keys, in the order a trace line writes them (sorted).
     static let keys = ["name", "source", "time_ns", "type", "value"]
 
-    @usableFromInline var source: String
-    @usableFromInline var name: String
-    @usableFromInline var type: String
+    @usableFromInline var source: TraceName
+    @usableFromInline var name: TraceName
+    @usableFromInline var type: TraceName
     @usableFromInline var timeNs: Int64
     @usableFromInline var value: TraceValue
 
-    /// The five fields (the ingest integration makes them straight from its parser's values).
+    /// The five fields, the texts already interned (the ingest integration keeps its entries'
+    /// names, so a point costs no look-up).
     @inlinable
-    package init(source: String, name: String, type: String, timeNs: Int64, value: TraceValue) {
+    package init(source: TraceName, name: TraceName, type: TraceName, timeNs: Int64, value: TraceValue) {
         self.source = source
         self.name = name
         self.type = type
@@ -220,23 +221,42 @@ package struct DataPointFields: Sendable, Hashable {
         self.value = value
     }
 
+    /// The five fields, the texts interned here; `nil` when the table takes no more field texts
+    /// (the fields then stay in a dictionary, which every reader treats alike).
+    package init?(interningSource source: String, name: String, type: String, timeNs: Int64, value: TraceValue) {
+        guard let (source, name, type) = TraceName.fieldTexts(source, name, type) else { return nil }
+        self.init(source: source, name: name, type: type, timeNs: timeNs, value: value)
+    }
+
     /// The value of the field named `key`, as the dictionary form would have it.
     subscript(key: String) -> TraceValue? {
         switch key {
-        case "source": return .string(source)
-        case "name": return .string(name)
-        case "type": return .string(type)
+        case "source": return .string(source.text)
+        case "name": return .string(name.text)
+        case "type": return .string(type.text)
         case "time_ns": return .int(timeNs)
         case "value": return value
         default: return nil
         }
     }
 
+    /// The texts and values of `fields` when they are exactly a datapoint's, else `nil`: the
+    /// shape ``TraceEvent`` holds inline when it can intern the texts.
+    static func shape(of fields: [String: TraceValue])
+        -> (source: String, name: String, type: String, timeNs: Int64, value: TraceValue)? {
+        guard fields.count == keys.count,
+              case .string(let source)? = fields["source"],
+              case .string(let name)? = fields["name"],
+              case .string(let type)? = fields["type"],
+              case .int(let timeNs)? = fields["time_ns"],
+              let value = fields["value"] else { return nil }
+        return (source, name, type, timeNs, value)
+    }
 }
 
 extension DataPointFields {
     /// The fields of `members` when they are exactly a datapoint's (keys distinct, as a parsed
-    /// line's are), else `nil`.
+    /// line's are) and their texts could be interned, else `nil`.
     init?(_ members: [(key: String, value: TraceValue)]) {
         guard members.count == Self.keys.count else { return nil }
         var source: String?, name: String?, type: String?, timeNs: Int64?, value: TraceValue?
@@ -251,7 +271,7 @@ extension DataPointFields {
             }
         }
         guard let source, let name, let type, let timeNs, let value else { return nil }
-        self.init(source: source, name: name, type: type, timeNs: timeNs, value: value)
+        self.init(interningSource: source, name: name, type: type, timeNs: timeNs, value: value)
     }
 }
 

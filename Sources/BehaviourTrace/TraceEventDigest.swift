@@ -19,17 +19,16 @@ struct TraceEventDigest {
         digest.add(event.event)
         switch event.storage {
         case .dataPoint(let point):
-            // Fields are held inline exactly when they are a datapoint's five (TraceEvent.Storage
-            // makes that choice from the fields alone), so a dictionary never holds these keys:
-            // a tag of its own stands for them, and the values follow in key order.
-            digest.add(0xDA7A_9017)
-            digest.add(point.name)
-            digest.add(point.source)
-            digest.add(UInt64(bitPattern: point.timeNs))
-            digest.add(point.type)
-            digest.add(point.value)
+            digest.addDataPoint(name: point.name.text, source: point.source.text, timeNs: point.timeNs,
+                                type: point.type.text, value: point.value)
         case .dictionary(let fields):
-            digest.add(object: fields)
+            // A datapoint's fields are in a dictionary only when the name table took no more of
+            // their texts: the digest is the one they have held inline.
+            if let point = DataPointFields.shape(of: fields) {
+                digest.addDataPoint(name: point.name, source: point.source, timeNs: point.timeNs, type: point.type, value: point.value)
+            } else {
+                digest.add(object: fields)
+            }
         case .chunk, .payload:
             // What `add(object:)` feeds for the same fields as a dictionary, keys in order: a
             // chunk's or a payload's event has the digest its line, parsed back, has in a
@@ -41,6 +40,17 @@ struct TraceEventDigest {
             }
         }
         return digest.finished
+    }
+
+    /// A datapoint's five fields: a tag of their own stands for the keys, and the values follow
+    /// in key order. Every committed baseline index holds datapoints digested this way.
+    private mutating func addDataPoint(name: String, source: String, timeNs: Int64, type: String, value: TraceValue) {
+        add(0xDA7A_9017)
+        add(name)
+        add(source)
+        add(UInt64(bitPattern: timeNs))
+        add(type)
+        add(value)
     }
 
     @inline(__always)

@@ -320,13 +320,13 @@ struct TraceJSONBytes: TextOutputStream {
             // The keys of `DataPointFields.keys`, in that (sorted) order: what `appendMembers`
             // writes for the same fields as a dictionary, without sorting them per event.
             appendLiteral(",\"name\":")
-            appendString(point.name)
+            appendName(point.name)
             appendLiteral(",\"source\":")
-            appendString(point.source)
+            appendName(point.source)
             appendLiteral(",\"time_ns\":")
             appendInt(point.timeNs)
             appendLiteral(",\"type\":")
-            appendString(point.type)
+            appendName(point.type)
             appendLiteral(",\"value\":")
             appendValue(point.value)
         case .chunk, .payload:

@@ -30,15 +30,15 @@ enum TraceLineMatch {
         guard cursor.literal("{\"t_ns\":"), cursor.integer(event.timeNs),
               cursor.literal(",\"core\":"), cursor.name(event.core),
               cursor.literal(",\"event\":"), cursor.name(event.event),
-              cursor.literal(",\"name\":"), let pointName = cursor.string(point.name), pointName,
-              cursor.literal(",\"source\":"), let source = cursor.string(point.source), source,
+              cursor.literal(",\"name\":"), cursor.name(point.name),
+              cursor.literal(",\"source\":"), cursor.name(point.source),
               cursor.literal(",\"time_ns\":"), cursor.integer(point.timeNs),
-              cursor.literal(",\"type\":"), let type = cursor.string(point.type), type,
+              cursor.literal(",\"type\":"), cursor.name(point.type),
               cursor.literal(",\"value\":")
         else {
-            // A string that needs escaping (nil above) is left to the writer's bytes.
-            return event.core.needsEscaping || event.event.needsEscaping || Cursor.needsEscaping(point.name)
-                || Cursor.needsEscaping(point.source) || Cursor.needsEscaping(point.type) ? nil : false
+            // A text that needs escaping may be spelled otherwise in the line: left to the writer's bytes.
+            return event.core.needsEscaping || event.event.needsEscaping || point.name.needsEscaping
+                || point.source.needsEscaping || point.type.needsEscaping ? nil : false
         }
         let value: Bool
         switch point.value {
@@ -146,10 +146,6 @@ enum TraceLineMatch {
             guard utf8.isEmpty || memcmp(bytes.baseAddress! + position + 1, utf8.baseAddress!, utf8.count) == 0 else { return false }
             position += utf8.count + 2
             return true
-        }
-
-        static func needsEscaping(_ text: String) -> Bool {
-            text.utf8.contains { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }
         }
     }
 }

@@ -22,7 +22,7 @@ public struct TraceName: Sendable, Hashable, Comparable, ExpressibleByStringLite
     /// The name for `text`, added to the process's table when new. For names a program declares;
     /// text read from input goes through ``init(readFrom:)``.
     public init(_ text: String) {
-        entry = Self.table.withLock { $0.entry(for: text, limit: nil)! }
+        entry = Self.table.withLock { $0.entry(for: text, budget: nil)! }
     }
 
     /// The name for a literal: `let event: TraceName = "datapoint"`.
@@ -34,12 +34,41 @@ public struct TraceName: Sendable, Hashable, Comparable, ExpressibleByStringLite
     /// ``inputLimit`` names (then the input is not a trace Tether wrote: its traces have a few
     /// dozen names).
     public init?(readFrom text: String) {
-        guard let entry = Self.table.withLock({ $0.entry(for: text, limit: Self.inputLimit) }) else { return nil }
+        guard let entry = Self.table.withLock({ $0.entry(for: text, budget: .names) }) else { return nil }
         self.entry = entry
     }
 
-    /// How many distinct names the table takes before ``init(readFrom:)`` refuses new text.
+    /// How many distinct names ``init(readFrom:)`` adds to the table before it refuses new text.
     public static let inputLimit = 65_536
+
+    /// The name for a field's text (an ingest data point's source, name or type), interned so
+    /// that the events holding it copy and compare words: `nil` when it is new and
+    /// ``fieldTextLimit`` field texts have already been added. The caller then keeps the text as
+    /// a `String`. Field texts come from captures and traces, so they have a budget of their own:
+    /// a capture of made-up point names cannot use up the one trace files' core and event names
+    /// are read with.
+    public init?(fieldText text: String) {
+        guard let entry = Self.table.withLock({ $0.entry(for: text, budget: .fieldTexts) }) else { return nil }
+        self.entry = entry
+    }
+
+    /// Three field texts interned under one lock (a datapoint's source, name and type, for each
+    /// line of a trace read back); `nil` when any of them is refused as ``init(fieldText:)`` would.
+    static func fieldTexts(_ a: String, _ b: String, _ c: String) -> (TraceName, TraceName, TraceName)? {
+        table.withLock { table in
+            guard let a = table.entry(for: a, budget: .fieldTexts), let b = table.entry(for: b, budget: .fieldTexts),
+                  let c = table.entry(for: c, budget: .fieldTexts) else { return nil }
+            return (TraceName(entry: a), TraceName(entry: b), TraceName(entry: c))
+        }
+    }
+
+    private init(entry: Unmanaged<Entry>) {
+        self.entry = entry
+    }
+
+    /// How many distinct texts ``init(fieldText:)`` adds to the table before it refuses new ones.
+    /// A plugin names a few dozen entries; a replay of many captures in one process, a few thousand.
+    public static let fieldTextLimit = 16_384
 
     /// The text the name was made from, as a trace line writes it (unquoted, unescaped).
     public var text: String { entry._withUnsafeGuaranteedRef { $0.text } }
@@ -86,15 +115,41 @@ public struct TraceName: Sendable, Hashable, Comparable, ExpressibleByStringLite
         }
     }
 
+    /// Which limit a text read from input is added under (a declared name has none).
+    enum Budget {
+        /// Core and event names read from a trace (``inputLimit``).
+        case names
+        /// Field texts (``fieldTextLimit``).
+        case fieldTexts
+    }
+
     /// Every name made so far, by text. Entries are never removed: a name holds its entry
     /// unretained.
     struct Table {
         var entries: [String: Entry] = [:]
+        /// How many entries each budget may add, and has added.
+        let nameLimit: Int
+        let fieldTextLimit: Int
+        var namesAdded = 0
+        var fieldTextsAdded = 0
 
-        /// The entry for `text`, made when new unless the table already holds `limit` entries.
-        mutating func entry(for text: String, limit: Int?) -> Unmanaged<Entry>? {
+        init(nameLimit: Int = TraceName.inputLimit, fieldTextLimit: Int = TraceName.fieldTextLimit) {
+            self.nameLimit = nameLimit
+            self.fieldTextLimit = fieldTextLimit
+        }
+
+        /// The entry for `text`, made when new unless `budget` (`nil`: none) has added its limit.
+        mutating func entry(for text: String, budget: Budget?) -> Unmanaged<Entry>? {
             if let found = entries[text] { return Unmanaged.passUnretained(found) }
-            if let limit, entries.count >= limit { return nil }
+            switch budget {
+            case nil: break
+            case .names:
+                guard namesAdded < nameLimit else { return nil }
+                namesAdded += 1
+            case .fieldTexts:
+                guard fieldTextsAdded < fieldTextLimit else { return nil }
+                fieldTextsAdded += 1
+            }
             let made = Entry(text)
             entries[text] = made
             return Unmanaged.passUnretained(made)

@@ -107,10 +107,10 @@ extension DataPointFields: TracePayload {
     @usableFromInline package func field(_ key: String) -> TraceValue? { self[key] }
 
     @usableFromInline package func forEachField(_ body: (String, TraceValue) -> Void) {
-        body("name", .string(name))
-        body("source", .string(source))
+        body("name", .string(name.text))
+        body("source", .string(source.text))
         body("time_ns", .int(timeNs))
-        body("type", .string(type))
+        body("type", .string(type.text))
         body("value", value)
     }
 }

@@ -108,20 +108,23 @@ public struct IngestCore: Sendable {
     }
 
     /// ``receive(_:from:now:emit:)`` with each accepted point handed to `dataPoint` as its parts
-    /// (source, sample time, name, type, value) where `emit` would get a `dataPoint` event, in the
-    /// same place in the order: for a caller that turns every point into something else (replay's
-    /// trace event), making a ``DataPoint`` (its payload copied) and an event of it for each was
-    /// most of the cost of a point. The payload is left out: the value holds it (``DataValue/bytes(_:)``
-    /// for a type without a decoding). Neither closure may use this core.
+    /// (source, sample time, the entry's position, name, type, value) where `emit` would get a
+    /// `dataPoint` event, in the same place in the order: for a caller that turns every point into
+    /// something else (replay's trace event), making a ``DataPoint`` (its payload copied) and an
+    /// event of it for each was most of the cost of a point. The payload is left out: the value
+    /// holds it (``DataValue/bytes(_:)`` for a type without a decoding). Neither closure may use
+    /// this core.
     public mutating func receive(
         _ datagram: UnsafeRawBufferPointer, from source: DatagramSource, now: Duration,
-        dataPoint: (_ source: DatagramSource, _ timeNs: Int64, _ name: String, _ type: String, _ value: DataValue) -> Void,
+        dataPoint: (_ source: DatagramSource, _ timeNs: Int64, _ entry: EntryPosition, _ name: String, _ type: String,
+                    _ value: DataValue) -> Void,
         emit: (IngestEvent) -> Void
     ) {
         var sink = DeferredEventSink(events: takeDeferred())
         receive(datagram, from: source, now: now, into: &sink)
         handOver(&sink, point: { datagram, i, source, timeNs in
-            dataPoint(source, timeNs, datagram.entries[i].name, datagram.entries[i].type, datagram.entries[i].value)
+            dataPoint(source, timeNs, EntryPosition(layout: datagram.layoutIdentity, index: i),
+                      datagram.entries[i].name, datagram.entries[i].type, datagram.entries[i].value)
         }, emit: emit)
     }
 

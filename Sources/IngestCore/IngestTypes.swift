@@ -71,6 +71,24 @@ public struct DataPoint: Sendable, Hashable {
     }
 }
 
+/// Where a data point's entry sits among datagrams the parser read as laid out alike: two
+/// points at equal positions whose ``layout`` is not 0 have the same name and type. A caller that
+/// turns each point's name and type into something of its own (replay's interned trace texts)
+/// can then do it once per layout and entry instead of once per point.
+public struct EntryPosition: Sendable, Hashable {
+    /// The layout the datagram matched (from 1, unique within one core); 0 when the datagram was
+    /// read without one, so its names are to be taken as they come.
+    public var layout: UInt64
+    /// The entry's index in its datagram.
+    public var index: Int
+
+    /// The position of entry `index` of a datagram of `layout`.
+    public init(layout: UInt64, index: Int) {
+        self.layout = layout
+        self.index = index
+    }
+}
+
 /// A data point's raw payload: up to ``inlineCapacity`` bytes (every numeric type's payload) in
 /// the value itself, longer ones in an array. A plugin sends several points per datagram, and an
 /// array for each was a large share of ingesting them.

@@ -137,7 +137,7 @@ enum ParsePlugin {
             var events = 0
             for (i, range) in ranges.enumerated() {
                 core.receive(UnsafeRawBufferPointer(rebasing: all[range]), from: source, now: .nanoseconds(times[i] - origin),
-                             dataPoint: { _, _, _, _, _ in events &+= 1 }, emit: { _ in events &+= 1 })
+                             dataPoint: { _, _, _, _, _, _ in events &+= 1 }, emit: { _ in events &+= 1 })
             }
             events &+= core.finish(now: .nanoseconds(times[datagrams - 1] - origin)).count
             return events

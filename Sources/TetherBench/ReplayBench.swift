@@ -86,9 +86,10 @@ extension GeneratePluginSession {
 ///   one event at a time, as `tether replay` checks them while the trace streams by;
 /// - `replay-set`: ``replaySet(at:options:)`` as `tether replay` runs it, which adds loading the
 ///   manifest and checking the capture's SHA-256;
-/// - `trace-write`: writing the trace as JSON Lines (to FILE, or a file in the set folder's parent).
+/// - `trace-write`: writing the trace as JSON Lines (to FILE, or a file in the set folder's parent);
+/// - `trace-read`: reading that file back one event at a time, as `tether diff` reads a trace.
 ///
-/// `--stage replay-stream` and `--stage expectations` run that stage alone (the second after one
+/// `--stage replay-stream`, `--stage expectations` and `--stage trace-read` (on the file a full run wrote) run that stage alone (the second after one
 /// replay to make its trace), `--rounds` times (5 unless given), one line each: for `perf record`,
 /// and for a best-of figure without the other stages' memory in the process. `--stage
 /// datapoint-events` makes the trace's `datapoint` events again from their fields, as the ingest
@@ -109,12 +110,16 @@ enum ReplayHour {
             case "expectations":
                 let (trace, _) = try replayInMemory(loaded, interfaces: interfaces)
                 for _ in 0..<rounds { checkExpectations(loaded.manifest.expectations, over: trace) }
+            case "trace-read":
+                // The trace the full run wrote (`--trace FILE`, else beside the set).
+                let tracePath = args.string("trace") ?? (setPath.hasSuffix("/") ? String(setPath.dropLast()) : setPath) + ".trace.jsonl"
+                for _ in 0..<rounds { try readTrace(at: tracePath) }
             case "datapoint-events":
                 let (trace, _) = try replayInMemory(loaded, interfaces: interfaces)
                 let points = trace.compactMap(dataPointFields)
                 for _ in 0..<rounds { makeDataPointEvents(points) }
             default:
-                throw UsageError(description: "--stage: only replay-stream, expectations and datapoint-events run alone, not \(stage)")
+                throw UsageError(description: "--stage: only replay-stream, expectations, trace-read and datapoint-events run alone, not \(stage)")
             }
             return 0
         }
@@ -193,6 +198,9 @@ enum ReplayHour {
         let traceSeconds = monotonicSeconds() - start
         report(["stage": "trace-write", "events": "\(trace.count)", "bytes": "\(try FileSize.of(tracePath))",
                 "seconds": fixed(traceSeconds, 6), "path": tracePath])
+
+        // Stage 6: reading it back, as `tether diff` reads a trace.
+        try readTrace(at: tracePath)
         report(["stage": "memory", "vmhwm_kb": "\(peakResidentKB())"])
         return 0
     }
@@ -211,12 +219,22 @@ enum ReplayHour {
                 "seconds": fixed(monotonicSeconds() - start, 6)])
     }
 
+    /// The `trace-read` stage: every event of the trace file at `path` read back one line at a
+    /// time (``TraceFileReader``, what `tether diff` reads with), each parsed and dropped.
+    static func readTrace(at path: String) throws {
+        let start = monotonicSeconds()
+        let reader = try TraceFileReader(path: path)
+        var events = 0
+        while try reader.next() != nil { events += 1 }
+        report(["stage": "trace-read", "events": "\(events)", "seconds": fixed(monotonicSeconds() - start, 6)])
+    }
+
     /// A `datapoint` event's fields as the ingest adapter holds them; `nil` for other events.
     static func dataPointFields(_ event: TraceEvent) -> (timeNs: Int64, fields: DataPointFields)? {
         guard event.event == IngestTrace.dataPoint, case .string(let source)? = event.field("source"), case .string(let name)? = event.field("name"),
               case .string(let type)? = event.field("type"), case .int(let timeNs)? = event.field("time_ns"),
               let value = event.field("value") else { return nil }
-        return (event.timeNs, DataPointFields(source: source, name: name, type: type, timeNs: timeNs, value: value))
+        return DataPointFields(interningSource: source, name: name, type: type, timeNs: timeNs, value: value).map { (event.timeNs, $0) }
     }
 
     /// The `datapoint-events` stage: each point's event made as the ingest adapter makes it (its

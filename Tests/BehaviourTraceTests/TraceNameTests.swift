@@ -47,13 +47,25 @@ import Testing
     }
 
     @Test func theTableStopsTakingNewTextFromInputAtItsLimitButStillFindsWhatItHolds() {
-        var table = TraceName.Table()
-        let first = table.entry(for: "one", limit: 2)
+        var table = TraceName.Table(nameLimit: 2, fieldTextLimit: 2)
+        let first = table.entry(for: "one", budget: .names)
         #expect(first != nil)
-        #expect(table.entry(for: "two", limit: 2) != nil)
-        #expect(table.entry(for: "three", limit: 2) == nil)
-        #expect(table.entry(for: "one", limit: 2)?.toOpaque() == first?.toOpaque())
+        #expect(table.entry(for: "two", budget: .names) != nil)
+        #expect(table.entry(for: "three", budget: .names) == nil)
+        #expect(table.entry(for: "one", budget: .names)?.toOpaque() == first?.toOpaque())
         // A name a program declares is taken whatever the count.
-        #expect(table.entry(for: "three", limit: nil) != nil)
+        #expect(table.entry(for: "three", budget: nil) != nil)
+    }
+
+    @Test func fieldTextsHaveABudgetOfTheirOwnSoACaptureCannotUseUpTheNamesOne() {
+        var table = TraceName.Table(nameLimit: 2, fieldTextLimit: 2)
+        #expect(table.entry(for: "v1/1/x", budget: .fieldTexts) != nil)
+        #expect(table.entry(for: "v1/1/y", budget: .fieldTexts) != nil)
+        #expect(table.entry(for: "v1/1/z", budget: .fieldTexts) == nil)
+        // Both name slots are still free, and a text another budget added is found by either.
+        #expect(table.entry(for: "datapoint", budget: .names) != nil)
+        #expect(table.entry(for: "v1/1/x", budget: .names) != nil)
+        #expect(table.entry(for: "ingest", budget: .names) != nil)
+        #expect(table.entry(for: "v1/1/x", budget: .fieldTexts) != nil)
     }
 }

@@ -67,7 +67,7 @@ import TetherTestSupport
             #expect(handed == expected)
             var handedParts: [Handed] = []
             datagram.withUnsafeBytes {
-                parts.receive($0, from: source, now: now, dataPoint: { source, timeNs, name, type, value in
+                parts.receive($0, from: source, now: now, dataPoint: { source, timeNs, _, name, type, value in
                     handedParts.append(.point(source, timeNs: timeNs, name: name, type: type, value: value))
                 }, emit: { handedParts.append(.event($0)) })
             }
@@ -102,5 +102,36 @@ import TetherTestSupport
             if let fast = duration.nonNegativeNanoseconds { #expect(fast == expected, "\(duration)") }
             #expect(Duration(exactNanoseconds: expected) == .nanoseconds(expected))
         }
+    }
+
+    /// Replay interns each entry's name and type once per ``EntryPosition``: that is sound only if
+    /// every point at a nonzero position has the name and type the first point there had. Six
+    /// kinds of message (more than the parser keeps layouts for), interleaved so that layouts are
+    /// replaced and come back, and mutated ones among them.
+    @Test func pointsAtOneLayoutPositionAlwaysHaveOneNameAndType() {
+        var generator = SplitMix64(seed: 31)
+        var core = IngestCore(configuration: IngestConfiguration())
+        let kinds: [[(String, Double)]] = (0..<6).map { kind in (0...kind).map { ("v1/\(kind)/e\($0)", Double($0)) } }
+        var seen: [EntryPosition: (name: String, type: String)] = [:]
+        var templated = 0
+        for i in 0..<2_000 {
+            var datagram = floatMessage(time: "\(1_674_790_238 + i / 10).\(i % 10)", kinds[Int.random(in: 0..<6, using: &generator)])
+            if Int.random(in: 0..<20, using: &generator) == 0 {
+                datagram[Int.random(in: 0..<datagram.count, using: &generator)] = RobustnessTests.alphabet.randomElement(using: &generator) ?? 0
+            }
+            datagram.withUnsafeBytes {
+                core.receive($0, from: plugin, now: ms(i), dataPoint: { _, _, entry, name, type, _ in
+                    guard entry.layout != 0 else { return }
+                    templated += 1
+                    if let first = seen[entry] {
+                        #expect(first.name == name && first.type == type, "datagram \(i), entry \(entry.index)")
+                    } else {
+                        seen[entry] = (name, type)
+                    }
+                }, emit: { _ in })
+            }
+        }
+        // Most points came by a layout, or the test checked little.
+        #expect(templated > 2_000)
     }
 }

@@ -125,7 +125,7 @@ struct IngestScheduleDriver {
         default:
             var parts: [String] = []
             datagram.withUnsafeBytes {
-                core.receive($0, from: source, now: at, dataPoint: { source, timeNs, name, type, value in
+                core.receive($0, from: source, now: at, dataPoint: { source, timeNs, _, name, type, value in
                     parts.append("part \(source) \(timeNs) \(name) \(type) \(render(value))")
                 }, emit: { event in
                     parts.append(render(event))

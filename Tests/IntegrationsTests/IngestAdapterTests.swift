@@ -276,3 +276,21 @@ fileprivate func removeSetFolder(_ path: String) {
     #expect(set == "plugin-walk")
     #expect(try replaySet(at: path, options: try .builtIn(verify: false)).trace.isEmpty == false)
 }
+
+/// The adapter keeps each layout's interned names (``IngestAdapter/TraceEventCache``) for fewer
+/// layouts than a plugin may interleave: each point still carries the name it was sent with.
+@Test func pointsOfInterleavedLayoutsCarryTheNamesTheyWereSentWith() {
+    var adapter = IngestAdapter()
+    let kinds: [[String]] = (0..<6).map { kind in (0...kind).map { "v1/\(kind)/e\($0)" } }
+    var number = 1
+    for round in 0..<6 {
+        for kind in [0, 1, 2, 3, 4, 5, 2, 0].map({ ($0 + round) % 6 }) {
+            let entries = kinds[kind].map { "{\"n\": \"\($0)\", \"t\": \"float64\", \"p\": \"QF7dLxqfvnc=\"}" }
+            let json = "{\"t\": \"\(1_674_790_000 + number).5\", \"d\": [\(entries.joined(separator: ", "))]}"
+            let events = feed(&adapter, udpFrame(Array(json.utf8)), number: number, at: .milliseconds(number))
+            let sent = events.filter { $0.event == "datapoint" }.map { $0.field("name") }
+            #expect(sent == kinds[kind].map { .string($0) }, "frame \(number)")
+            number += 1
+        }
+    }
+}

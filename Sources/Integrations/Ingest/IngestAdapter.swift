@@ -112,22 +112,22 @@ public struct IngestAdapter: CoreAdapter {
         // core (part of `self`) is being changed. The datagram's points are all from `source`,
         // so its text is looked up once for them.
         let t = now.replayNanoseconds
-        let sourceText = eventCache.sourceText(source)
+        let sourceName = eventCache.sourceName(source)
         // Read once here, not per point inside the closure (a static's accessor is a call).
         let core = IngestTrace.core, dataPoint = IngestTrace.dataPoint
         var cache = takeEventCache()
-        ingest.receive(payload, from: source, now: now, dataPoint: { pointSource, timeNs, name, type, value in
+        ingest.receive(payload, from: source, now: now, dataPoint: { pointSource, timeNs, entry, name, type, value in
             // Made in the call to `emit`, not returned from a function with two ways out: the
             // event was then copied whole into the call, stalling on the stores that made it.
-            let text = pointSource == source ? sourceText : pointSource.description
-            if let traced = Self.traceValue(value) {
+            if pointSource == source, let sourceName, let traced = Self.traceValue(value),
+               let texts = cache.entryNames(entry, name: name, type: type) {
                 emit(TraceEvent(timeNs: t, core: core, event: dataPoint, dataPoint: DataPointFields(
-                    source: text, name: name, type: type, timeNs: timeNs, value: traced)))
+                    source: sourceName, name: texts.name, type: texts.type, timeNs: timeNs, value: traced)))
             } else {
-                emit(Self.dataPointEvent(source: text, timeNs: timeNs, name: name, type: type, value: value, at: t))
+                emit(Self.dataPointEvent(source: cache.sourceText(pointSource), timeNs: timeNs, name: name, type: type, value: value, at: t))
             }
         }, emit: { emit(Self.traceEvent($0, timeNs: t, cache: &cache)) })
-        eventCache = cache
+        eventCache = consume cache
     }
 
     /// ``eventCache``, left empty in its place: moved out, not copied (a copy retains and releases
@@ -188,7 +188,7 @@ public struct IngestAdapter: CoreAdapter {
         let t = now.replayNanoseconds
         var cache = takeEventCache()
         ingest.handleTimeout(now: now) { emit(Self.traceEvent($0, timeNs: t, cache: &cache)) }
-        eventCache = cache
+        eventCache = consume cache
     }
 
     /// Ends every open stream, then writes the `summary` event.
@@ -239,17 +239,76 @@ public struct IngestAdapter: CoreAdapter {
     }
 
     /// What makes the events of nearly every line cheap: the last source's `description`
-    /// (formatting the address per event cost more than the rest of the event).
+    /// (formatting the address per event cost more than the rest of the event), and the interned
+    /// texts of the entries of the last few layouts the core read (three strings a point were six
+    /// reference counts as its event was made and dropped).
     struct TraceEventCache {
         private var source: DatagramSource?
         private var text = ""
+        /// `text` interned; `nil` when the name table took no more field texts.
+        private var name: TraceName?
+        /// The entries' texts of up to ``layoutCapacity`` layouts (``EntryPosition/layout``),
+        /// each filled as its entries are first seen; `nil` where the name table refused one.
+        private var layouts: [(layout: UInt64, entries: [(name: TraceName, type: TraceName)?])] = []
+        /// The slot of `layouts` used last, tried first; the next one replaced when full.
+        private var lastLayout = 0
+        private var nextReplaced = 0
+        /// As many as the parser keeps (a plugin interleaving a few kinds of message).
+        static let layoutCapacity = 4
 
         mutating func sourceText(_ source: DatagramSource) -> String {
             if source != self.source {
                 self.source = source
                 text = source.description
+                name = TraceName(fieldText: text)
             }
             return text
+        }
+
+        /// The source's text interned, `nil` when the name table took no more.
+        mutating func sourceName(_ source: DatagramSource) -> TraceName? {
+            _ = sourceText(source)
+            return name
+        }
+
+        /// The interned name and type of the entry at `entry`, which are `name` and `type`;
+        /// `nil` when the name table took no more field texts.
+        @inline(__always)
+        mutating func entryNames(_ entry: EntryPosition, name: String, type: String) -> (name: TraceName, type: TraceName)? {
+            if entry.layout != 0, lastLayout < layouts.count, layouts[lastLayout].layout == entry.layout,
+               entry.index < layouts[lastLayout].entries.count, let texts = layouts[lastLayout].entries[entry.index] {
+                return texts
+            }
+            return enterNames(entry, name: name, type: type)
+        }
+
+        /// ``entryNames(_:name:type:)`` when the last layout does not hold them: found in another
+        /// slot, or interned and kept.
+        private mutating func enterNames(_ entry: EntryPosition, name: String, type: String) -> (name: TraceName, type: TraceName)? {
+            var slot = entry.layout == 0 ? -1 : layouts.firstIndex { $0.layout == entry.layout } ?? -1
+            if slot >= 0, entry.index < layouts[slot].entries.count, let texts = layouts[slot].entries[entry.index] {
+                lastLayout = slot
+                return texts
+            }
+            guard let interned = TraceName(fieldText: name), let internedType = TraceName(fieldText: type) else { return nil }
+            let texts = (name: interned, type: internedType)
+            guard entry.layout != 0 else { return texts }
+            if slot < 0 {
+                if layouts.count < Self.layoutCapacity {
+                    layouts.append((entry.layout, []))
+                    slot = layouts.count - 1
+                } else {
+                    slot = nextReplaced
+                    nextReplaced = (nextReplaced + 1) % Self.layoutCapacity
+                    layouts[slot] = (entry.layout, [])
+                }
+            }
+            lastLayout = slot
+            if layouts[slot].entries.count <= entry.index {
+                layouts[slot].entries.append(contentsOf: repeatElement(nil, count: entry.index + 1 - layouts[slot].entries.count))
+            }
+            layouts[slot].entries[entry.index] = texts
+            return texts
         }
     }
 
@@ -281,18 +340,23 @@ public struct IngestAdapter: CoreAdapter {
     }
 
     /// The `datapoint` event at `t` of a point from the source whose text is `source`: its fields
-    /// held inline, but for an opaque value (`bytes` instead of `value`), built by key.
+    /// held inline, but for an opaque value (`bytes` instead of `value`) and for texts the name
+    /// table no longer takes, built by key.
     static func dataPointEvent(source: String, timeNs: Int64, name: String, type: String, value: DataValue, at t: Int64) -> TraceEvent {
-        if let traced = traceValue(value) {
-            return TraceEvent(timeNs: t, core: IngestTrace.core, event: IngestTrace.dataPoint, dataPoint: DataPointFields(
-                source: source, name: name, type: type, timeNs: timeNs, value: traced))
+        if let traced = traceValue(value),
+           let point = DataPointFields(interningSource: source, name: name, type: type, timeNs: timeNs, value: traced) {
+            return TraceEvent(timeNs: t, core: IngestTrace.core, event: IngestTrace.dataPoint, dataPoint: point)
         }
         var fields = [String: TraceValue](minimumCapacity: 5)
         fields["source"] = .string(source)
         fields["name"] = .string(name)
         fields["type"] = .string(type)
         fields["time_ns"] = .int(timeNs)
-        if case .bytes(let b) = value { fields["bytes"] = .string(hex(b)) }
+        if let traced = traceValue(value) {
+            fields["value"] = traced
+        } else if case .bytes(let b) = value {
+            fields["bytes"] = .string(hex(b))
+        }
         return TraceEvent(timeNs: t, core: IngestTrace.core, event: IngestTrace.dataPoint, fields: fields)
     }
 
