@@ -195,8 +195,8 @@ public struct CentralAdapter: CoreAdapter {
         var events: [TraceEvent] = []
         events.reserveCapacity(linkEvents.count)
         /// An event that ends an app request, with the oldest waiting request's id.
-        func answer(_ event: VirtualLinkEvent) -> CentralLinkEventFields.Source {
-            .answer(event, request: pending.isEmpty ? nil : pending.removeFirst())
+        func answer(_ answer: CentralLinkEventFields.Answer) -> CentralLinkEventFields.Source {
+            .answer(answer, request: pending.isEmpty ? nil : pending.removeFirst())
         }
         for event in linkEvents {
             let name: TraceName
@@ -207,49 +207,50 @@ public struct CentralAdapter: CoreAdapter {
                 name = Names.discovered
                 source = .advertisement(report, AdvertisingData(report.data), synthesized: synthesized,
                                         peripheral: Self.identifier(of: report.address))
-            case .connected:
+            case let .connected(recorded, frame):
                 name = Names.connected
-                source = .connection(event, peripheral: Self.identifier(of: link.address))
-            case .disconnected:
+                source = .connection(.connected(recorded: recorded, frame: frame), peripheral: Self.identifier(of: link.address))
+            case let .disconnected(reason, byCentral, frame):
                 pending.removeAll()
                 name = Names.disconnected
-                source = .connection(event, peripheral: Self.identifier(of: link.address))
-            case .mtuChanged:
+                source = .connection(.disconnected(reason: reason, byCentral: byCentral, frame: frame),
+                                     peripheral: Self.identifier(of: link.address))
+            case .mtuChanged(let mtu):
                 name = Names.mtu
-                source = .link(event)
-            case .requestSent(let pdu, let matched, _):
+                source = .link(.mtuChanged(mtu))
+            case let .requestSent(pdu, matched, expected):
                 // A Write Command that matched nothing is not reported: the app waits for no answer.
                 if matched == nil, pdu.first == 0x52 { continue }
                 name = matched == nil ? .frameDiverged : .frameMatched
-                source = .link(event)
-            case .servicesDiscovered:
-                (name, source) = (Names.servicesDiscovered, answer(event))
-            case .includedServicesDiscovered:
-                (name, source) = (Names.includedServicesDiscovered, answer(event))
-            case .characteristicsDiscovered:
-                (name, source) = (Names.characteristicsDiscovered, answer(event))
-            case .descriptorsDiscovered:
-                (name, source) = (Names.descriptorsDiscovered, answer(event))
-            case .read:
-                (name, source) = (Names.read, answer(event))
-            case .written:
-                (name, source) = (Names.written, answer(event))
-            case .notificationState:
-                (name, source) = (Names.notificationState, answer(event))
+                source = .link(.requestSent(pdu: pdu, matched: matched, expected: expected))
+            case let .servicesDiscovered(services, error):
+                (name, source) = (Names.servicesDiscovered, answer(.servicesDiscovered(services, error: error)))
+            case let .includedServicesDiscovered(service, services, error):
+                (name, source) = (Names.includedServicesDiscovered, answer(.includedServicesDiscovered(service: service, services, error: error)))
+            case let .characteristicsDiscovered(service, found, error):
+                (name, source) = (Names.characteristicsDiscovered, answer(.characteristicsDiscovered(service: service, found, error: error)))
+            case let .descriptorsDiscovered(characteristic, found, error):
+                (name, source) = (Names.descriptorsDiscovered, answer(.descriptorsDiscovered(characteristic: characteristic, found, error: error)))
+            case let .read(handle, value, error, frame):
+                (name, source) = (Names.read, answer(.read(handle: handle, value: value, error: error, frame: frame)))
+            case let .written(handle, error, frame):
+                (name, source) = (Names.written, answer(.written(handle: handle, error: error, frame: frame)))
+            case let .notificationState(handle, enabled, error):
+                (name, source) = (Names.notificationState, answer(.notificationState(handle: handle, enabled: enabled, error: error)))
             case .notified(let item):
                 events.append(TraceEvent(timeNs: t, core: core, event: Names.notification, payload: CentralNotificationFields(
                     frame: item.frame, handle: item.handle, isIndication: item.isIndication, value: item.value)))
                 continue
-            case .rssi:
+            case .rssi(let rssi):
                 name = Names.rssi
-                source = .link(event)
-            case .unanswered:
+                source = .link(.rssi(rssi))
+            case .unanswered(let detail):
                 name = .noRecordedAnswer
-                source = .link(event)
-            case .misuse:
+                source = .link(.unanswered(detail))
+            case .misuse(let detail):
                 stats.misuses += 1
                 name = Names.apiMisuse
-                source = .link(event)
+                source = .link(.misuse(detail))
             }
             events.append(TraceEvent(timeNs: t, core: core, event: name, payload: CentralLinkEventFields(source)))
         }

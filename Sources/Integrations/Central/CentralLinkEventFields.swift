@@ -11,18 +11,45 @@ import Emulation
 /// keep more than the line (a service's characteristics, an advertisement's capture time), and
 /// what is not written must not make two events with the same line differ.
 struct CentralLinkEventFields: TracePayloadComparedByWrittenFields {
-    /// What the fields are read from.
+    /// What the fields are read from. Each case carries what its events write and nothing else,
+    /// so a value of this type cannot hold a link event it does not write.
     enum Source: Sendable, Hashable {
         /// `discovered`: an advertising report, parsed once, as the facade hands it to the app.
         case advertisement(RecordedAdvertisement, AdvertisingData, synthesized: Bool, peripheral: String)
-        /// `connected`, `disconnected`: the link's event, and the peripheral's identifier.
-        case connection(VirtualLinkEvent, peripheral: String)
+        /// `connected`, `disconnected`, and the peripheral's identifier.
+        case connection(Connection, peripheral: String)
         /// An event that ends an app request (a discovery, a read, a write with response, a
         /// notification switch), and the request's id when one was waiting.
-        case answer(VirtualLinkEvent, request: Int64?)
+        case answer(Answer, request: Int64?)
         /// Any other event of the link (`mtu`, `frame_matched`, `frame_diverged`, `rssi`,
         /// `no_recorded_answer`, `api_misuse`).
-        case link(VirtualLinkEvent)
+        case link(Link)
+    }
+
+    /// The link's connection events (``VirtualLinkEvent``'s cases of the same names).
+    enum Connection: Sendable, Hashable {
+        case connected(recorded: Int, frame: Int?)
+        case disconnected(reason: UInt8, byCentral: Bool, frame: Int?)
+    }
+
+    /// The link's answers to an app request (``VirtualLinkEvent``'s cases of the same names).
+    enum Answer: Sendable, Hashable {
+        case servicesDiscovered([EmulatedDatabase.Service], error: UInt8?)
+        case includedServicesDiscovered(service: UInt16, [EmulatedDatabase.Service], error: UInt8?)
+        case characteristicsDiscovered(service: UInt16, [EmulatedDatabase.Characteristic], error: UInt8?)
+        case descriptorsDiscovered(characteristic: UInt16, [EmulatedDatabase.Descriptor], error: UInt8?)
+        case read(handle: UInt16, value: [UInt8]?, error: UInt8?, frame: Int?)
+        case written(handle: UInt16, error: UInt8?, frame: Int?)
+        case notificationState(handle: UInt16, enabled: Bool, error: UInt8?)
+    }
+
+    /// The link's other events (``VirtualLinkEvent``'s cases of the same names).
+    enum Link: Sendable, Hashable {
+        case mtuChanged(Int)
+        case requestSent(pdu: [UInt8], matched: RecordedRequest?, expected: RecordedRequest?)
+        case rssi(Int?)
+        case unanswered(String)
+        case misuse(String)
     }
 
     /// What the fields are read from.
@@ -75,8 +102,6 @@ struct CentralLinkEventFields: TracePayloadComparedByWrittenFields {
                 if let frame { body("frame", int(frame)) }
                 body("peripheral", .string(peripheral))
                 body("reason", int(reason))
-            default:
-                break
             }
         case let .answer(event, request):
             let requestValue = request.map(TraceValue.int)
@@ -119,8 +144,6 @@ struct CentralLinkEventFields: TracePayloadComparedByWrittenFields {
                 body("enabled", .bool(enabled))
                 body("handle", int(handle))
                 if let requestValue { body("request", requestValue) }
-            default:
-                break
             }
         case .link(let event):
             switch event {
@@ -141,8 +164,6 @@ struct CentralLinkEventFields: TracePayloadComparedByWrittenFields {
                 if let rssi { body("rssi", int(rssi)) }
             case .unanswered(let detail), .misuse(let detail):
                 body("detail", .string(detail))
-            default:
-                break
             }
         }
     }

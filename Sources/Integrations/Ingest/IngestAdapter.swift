@@ -315,23 +315,25 @@ public struct IngestAdapter: CoreAdapter {
     /// A datapoint's and a chunk's fields are held inline; every other event holds the core's own
     /// event and its source's text (``IngestEventFields``), so no event builds a dictionary.
     static func traceEvent(_ event: IngestEvent, timeNs t: Int64, cache: inout TraceEventCache) -> TraceEvent {
-        func make(_ name: TraceName, _ source: DatagramSource) -> TraceEvent {
+        func make(_ name: TraceName, _ source: DatagramSource, _ fields: IngestEventFields.Event) -> TraceEvent {
             TraceEvent(timeNs: t, core: IngestTrace.core, event: name,
-                       payload: IngestEventFields(event: event, source: cache.sourceText(source)))
+                       payload: IngestEventFields(event: fields, source: cache.sourceText(source)))
         }
         switch event {
         case .dataPoint(let point):
             return dataPointEvent(source: cache.sourceText(point.source), timeNs: point.timeNs, name: point.name, type: point.type,
                                   value: point.value, at: t)
-        case .pluginName(let source, _): return make(IngestTrace.pluginName, source)
-        case .endMessage(let source): return make(IngestTrace.endMessage, source)
-        case .legacyV1(let source, _, _): return make(IngestTrace.legacyV1, source)
-        case .rejected(let source, _, _): return make(IngestTrace.rejected, source)
-        case .streamStarted(let source): return make(IngestTrace.streamStart, source)
-        case .streamEnded(let source, _): return make(IngestTrace.streamEnd, source)
-        case .rateLearned(let source, _): return make(IngestTrace.rate, source)
-        case .timeWentBackwards(let source, _, _): return make(IngestTrace.timeBackwards, source)
-        case .gap(let source, _, _): return make(IngestTrace.gap, source)
+        case let .pluginName(source, name): return make(IngestTrace.pluginName, source, .pluginName(name))
+        case .endMessage(let source): return make(IngestTrace.endMessage, source, .endMessage)
+        case let .legacyV1(source, timeNs, payload): return make(IngestTrace.legacyV1, source, .legacyV1(timeNs: timeNs, payload: payload))
+        case let .rejected(source, reason, detail): return make(IngestTrace.rejected, source, .rejected(reason, detail: detail))
+        case .streamStarted(let source): return make(IngestTrace.streamStart, source, .streamStarted)
+        case let .streamEnded(source, cause): return make(IngestTrace.streamEnd, source, .streamEnded(cause))
+        case let .rateLearned(source, hertz): return make(IngestTrace.rate, source, .rateLearned(hertz: hertz))
+        case let .timeWentBackwards(source, previousNs, currentNs):
+            return make(IngestTrace.timeBackwards, source, .timeWentBackwards(previousNs: previousNs, currentNs: currentNs))
+        case let .gap(source, gapNs, expectedPeriodNs):
+            return make(IngestTrace.gap, source, .gap(gapNs: gapNs, expectedPeriodNs: expectedPeriodNs))
         case .chunkReady(let chunk):
             return TraceEvent(timeNs: t, core: IngestTrace.core, event: IngestTrace.chunk, chunk: ChunkFields(
                 source: cache.sourceText(chunk.source), sequence: Int64(chunk.sequence), points: Int64(chunk.dataPointCount),

@@ -3,7 +3,7 @@ import IngestCore
 
 /// The fields of an `ingest` stream event (`plugin_name`, `end_message`, `legacy_v1`,
 /// `rejected`, `stream_start`, `stream_end`, `rate`, `time_backwards`, `gap`), held as
-/// IngestCore's own event and its source's text rather than a dictionary; a data point and a
+/// IngestCore's own values and its source's text rather than a dictionary; a data point and a
 /// chunk, written far more often, have their own inline fields (``DataPointFields``,
 /// ``ChunkFields``).
 ///
@@ -11,8 +11,23 @@ import IngestCore
 /// fields in key order. Two events are equal when they write the same fields: a rate is written
 /// rounded to the millihertz, so two rates that round alike are the same event, as their lines are.
 struct IngestEventFields: TracePayloadComparedByWrittenFields {
-    /// The core's event: any case but `dataPoint` and `chunkReady`.
-    let event: IngestEvent
+    /// A stream event's own values, without its source (held as text beside it): the core's
+    /// ``IngestEvent`` cases but `dataPoint` and `chunkReady`, so a value of this type cannot
+    /// hold an event it does not write.
+    enum Event: Sendable, Hashable {
+        case pluginName(String)
+        case endMessage
+        case legacyV1(timeNs: Int64?, payload: [UInt8])
+        case rejected(RejectionReason, detail: String)
+        case streamStarted
+        case streamEnded(StreamEndCause)
+        case rateLearned(hertz: Double)
+        case timeWentBackwards(previousNs: Int64, currentNs: Int64)
+        case gap(gapNs: Int64, expectedPeriodNs: Int64)
+    }
+
+    /// The event.
+    let event: Event
     /// The source's text (`127.0.0.1:50000`), formatted once per source by the adapter's cache.
     let source: String
 
@@ -20,36 +35,33 @@ struct IngestEventFields: TracePayloadComparedByWrittenFields {
     func forEachField(_ body: (String, TraceValue) -> Void) {
         let source = TraceValue.string(self.source)
         switch event {
-        case .pluginName(_, let name):
+        case .pluginName(let name):
             body("name", .string(name))
             body("source", source)
         case .endMessage, .streamStarted:
             body("source", source)
-        case let .legacyV1(_, timeNs, payload):
+        case let .legacyV1(timeNs, payload):
             body("bytes", .string(IngestAdapter.hex(payload)))
             body("source", source)
             if let timeNs { body("time_ns", .int(timeNs)) }
-        case let .rejected(_, reason, detail):
+        case let .rejected(reason, detail):
             body("detail", .string(detail))
             body("reason", .string(reason.rawValue))
             body("source", source)
-        case let .streamEnded(_, cause):
+        case let .streamEnded(cause):
             body("cause", .string(cause.rawValue))
             body("source", source)
-        case let .rateLearned(_, hertz):
+        case let .rateLearned(hertz):
             body("hz", .double(IngestAdapter.roundedToMillis(hertz)))
             body("source", source)
-        case let .timeWentBackwards(_, previousNs, currentNs):
+        case let .timeWentBackwards(previousNs, currentNs):
             body("current_ns", .int(currentNs))
             body("previous_ns", .int(previousNs))
             body("source", source)
-        case let .gap(_, gapNs, expectedPeriodNs):
+        case let .gap(gapNs, expectedPeriodNs):
             body("expected_period_ns", .int(expectedPeriodNs))
             body("gap_ns", .int(gapNs))
             body("source", source)
-        case .dataPoint, .chunkReady:
-            // Never held here: the adapter writes them with their own inline fields.
-            break
         }
     }
 }
