@@ -248,7 +248,7 @@ public struct IngestAdapter: CoreAdapter {
         /// `text` interned; `nil` when the name table took no more field texts.
         private var name: TraceName?
         /// The entries' texts of up to ``layoutCapacity`` layouts (``EntryPosition/layout``),
-        /// each filled as its entries are first seen; `nil` where the name table refused one.
+        /// each filled as its entries are first seen; `nil` for an entry not seen yet (a refused text is not kept).
         private var layouts: [(layout: UInt64, entries: [(name: TraceName, type: TraceName)?])] = []
         /// The slot of `layouts` used last, tried first; the next one replaced when full.
         private var lastLayout = 0
