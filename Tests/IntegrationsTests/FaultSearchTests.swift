@@ -107,9 +107,9 @@ struct PairGapIntegration: WrappingIntegration {
         var watched: Set<Int>
         var arrived = false
 
-        mutating func frame(_ frame: ReplayFrame, now: Duration) -> [TraceEvent] {
+        mutating func frame(_ frame: ReplayFrame, bytes: RawSpan, now: Duration) -> [TraceEvent] {
             if watched.contains(frame.number) { arrived = true }
-            return wrapped.frame(frame, now: now)
+            return wrapped.frame(frame, bytes: bytes, now: now)
         }
 
         mutating func finish(now: Duration) -> [TraceEvent] {

@@ -45,9 +45,7 @@ fileprivate let ingestInterface = ReplayInterface(index: 0, linkType: .ethernet,
 /// Feeds one frame to `adapter` at `now`.
 fileprivate func feed(_ adapter: inout IngestAdapter, _ bytes: [UInt8], number: Int = 1, at now: Duration = .zero,
                       interface: ReplayInterface = ingestInterface) -> [TraceEvent] {
-    bytes.withUnsafeBytes { raw in
-        adapter.frame(ReplayFrame(number: number, virtualTimeNs: now.replayNanoseconds, timestampNs: 0, interface: interface, bytes: raw), now: now)
-    }
+    adapter.frame(ReplayFrame(number: number, virtualTimeNs: now.replayNanoseconds, timestampNs: 0, interface: interface), bytes: bytes, now: now)
 }
 
 fileprivate let src = DatagramSource(address: "127.0.0.1", port: 50000)

@@ -24,8 +24,7 @@ import Testing
     /// Reads `record` as the API-call frame `number`, captured at `timestampNs` (virtual `virtualNs`).
     func read(_ skeleton: inout Skeleton, _ record: APICallRecord, number: Int = 1, virtualNs: Int64 = 0, timestampNs: Int64 = 0) -> Skeleton.RecordReading {
         let frame = ReplayFrame(number: number, virtualTimeNs: virtualNs, timestampNs: timestampNs,
-                                interface: ReplayInterface(index: 0, linkType: .user0, role: .apiCalls),
-                                bytes: UnsafeRawBufferPointer(start: nil, count: 0), apiCall: record)
+                                interface: ReplayInterface(index: 0, linkType: .user0, role: .apiCalls), apiCall: record)
         skeleton.saw(frame)
         return skeleton.readCall(frame, now: .nanoseconds(virtualNs), decode: Self.decode)
     }

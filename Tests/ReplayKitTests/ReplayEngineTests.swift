@@ -61,7 +61,7 @@ fileprivate struct TimerAdapter: CoreAdapter {
         wantedLinkTypes.contains(interface.linkType) ? .raw : .ignore
     }
 
-    mutating func frame(_ frame: ReplayFrame, now: Duration) -> [TraceEvent] {
+    mutating func frame(_ frame: ReplayFrame, bytes _: RawSpan, now: Duration) -> [TraceEvent] {
         if armOnFrames.contains(frame.number) { nextDeadline = now + delay }
         return [TraceEvent(timeNs: now.replayNanoseconds, core: core, event: "frame", fields: ["n": .int(Int64(frame.number))])]
     }
@@ -302,7 +302,7 @@ fileprivate final class Alarm: ClosedLoopInputs {
         var core: TraceName = "probe"
         var nextDeadline: Duration? { nil }
         func input(for interface: ReplayInterface) -> ReplayInput { interface.role == .ingestUDP ? .raw : .ignore }
-        mutating func frame(_ frame: ReplayFrame, now: Duration) -> [TraceEvent] {
+        mutating func frame(_ frame: ReplayFrame, bytes _: RawSpan, now: Duration) -> [TraceEvent] {
             [TraceEvent(timeNs: frame.virtualTimeNs, core: core, event: "frame", fields: [
                 "port": .int(Int64(frame.interface.parameter("ingest_port", as: UInt16.self) ?? 0)), "name": .string(frame.interface.name ?? ""),
                 "t_abs": .int(frame.timestampNs),
@@ -334,7 +334,7 @@ fileprivate struct ATTProbe: CoreAdapter {
     func input(for interface: ReplayInterface) -> ReplayInput {
         interface.linkType == .bluetoothHCIH4WithPHDR ? .dissected : .ignore
     }
-    mutating func frame(_ frame: ReplayFrame, now: Duration) -> [TraceEvent] {
+    mutating func frame(_ frame: ReplayFrame, bytes _: RawSpan, now: Duration) -> [TraceEvent] {
         (frame.dissected?.att ?? []).map { att in
             TraceEvent(timeNs: now.replayNanoseconds, core: core, event: "att", fields: [
                 "opcode": .int(Int64(att.opcode.rawValue)), "handle": .int(Int64(att.handle ?? 0)),
@@ -401,4 +401,63 @@ fileprivate struct ATTProbe: CoreAdapter {
         let expected = overflow || overflow2 ? (seconds < 0 ? Int64.min : .max) : sum
         #expect(duration.replayNanoseconds == expected, "\(duration)")
     }
+}
+
+/// Keeps every frame it is handed, with a copy of its bytes: what an adapter that answers a frame
+/// later does.
+fileprivate struct KeepingAdapter: CoreAdapter {
+    var core: TraceName = "keeper"
+    var nextDeadline: Duration? { nil }
+    var kept: [(frame: ReplayFrame, bytes: [UInt8])] = []
+
+    func input(for interface: ReplayInterface) -> ReplayInput { .raw }
+
+    mutating func frame(_ frame: ReplayFrame, bytes: RawSpan, now: Duration) -> [TraceEvent] {
+        kept.append((frame, bytes.withUnsafeBytes { Array($0) }))
+        return []
+    }
+
+    mutating func timeout(now: Duration) -> [TraceEvent] { [] }
+    mutating func finish(now: Duration) -> [TraceEvent] { [] }
+}
+
+/// A frame outlives the call it was handed in and crosses to another task whole: it is a value
+/// holding nothing of the reader's buffer; the bytes came beside it and were copied.
+@Test func aFrameAnAdapterKeepsIsTheFrameItWasHandedAndCrossesTasks() async throws {
+    var engine = ReplayEngine(adapters: [KeepingAdapter()])
+    let captured = [
+        CaptureFrame(number: 1, interfaceIndex: 0, timestampNs: base, originalLength: 3, data: [1, 2, 3]),
+        CaptureFrame(number: 2, interfaceIndex: 0, timestampNs: base + 2_500, originalLength: 2, data: [0xfe, 0xff]),
+    ]
+    _ = try engine.run(reader: MemoryReader(frames: captured))
+    let adapter = try #require(engine.adapters.first as? KeepingAdapter)
+    let frames = adapter.kept.map(\.frame)
+    let elsewhere = await Task.detached { frames.map { "\($0.number) \($0.virtualTimeNs) \($0.timestampNs) \($0.interface.linkType)" } }.value
+    #expect(elsewhere == ["1 0 \(base) \(LinkType.ethernet)", "2 2500 \(base + 2_500) \(LinkType.ethernet)"])
+    #expect(adapter.kept.map(\.bytes) == [[1, 2, 3], [0xfe, 0xff]])
+    #expect(frames[0] != frames[1])
+}
+
+/// An `api-calls` frame that is not a JSON object reaches its adapter as a malformed record naming
+/// the frame, as `APICallRecord(parsing:frame:)` reads it for a frame built by hand.
+@Test func aMalformedAPICallRecordNamesItsFrame() throws {
+    var engine = ReplayEngine(adapters: [KeepingAdapter()])
+    let calls = CaptureInterface(linkType: .user0)
+    _ = try engine.run(reader: MemoryReader(interfaces: [calls], frames: [
+        CaptureFrame(number: 1, interfaceIndex: 0, timestampNs: base, originalLength: 9, data: Array(#"{"call":1"#.utf8)),
+    ]))
+    let kept = try #require((engine.adapters.first as? KeepingAdapter)?.kept.first)
+    let record = kept.frame.apiCallRecord()
+    guard case .malformed(let reason) = record else { Issue.record("read as \(record)"); return }
+    #expect(reason.contains("frame 1"))
+    #expect(record == APICallRecord(parsing: kept.bytes, frame: 1))
+    #expect(APICallRecord(parsing: Array(#"{"call":"send"}"#.utf8), frame: 4) == .parsed(["call": .string("send")]))
+}
+
+/// A frame built by hand without a record says so when asked for one, rather than reading as a
+/// record of no call.
+@Test func aFrameBuiltWithoutARecordSaysItHasNone() {
+    let frame = ReplayFrame(number: 12, virtualTimeNs: 0, timestampNs: 0, interface: ReplayInterface(index: 0, linkType: .user0, role: .apiCalls))
+    guard case .malformed(let reason) = frame.apiCallRecord() else { Issue.record("read as a record"); return }
+    #expect(reason.hasPrefix("frame 12: no API-call record"))
 }

@@ -90,7 +90,7 @@ public struct CentralAdapter: CoreAdapter {
         }
     }
 
-    public mutating func frame(_ frame: ReplayFrame, now: Duration) -> [TraceEvent] {
+    public mutating func frame(_ frame: ReplayFrame, bytes _: RawSpan, now: Duration) -> [TraceEvent] {
         guard frame.interface.carriesAPICalls, case .parsed(let record) = frame.apiCallRecord(), case .string(let call)? = record["call"] else { return [] }
         let t = now.replayNanoseconds
         stats.calls += 1

@@ -72,17 +72,22 @@ public struct IngestAdapter: CoreAdapter {
     }
 
     /// Extracts the frame's UDP datagram and, if it is for the ingest port, feeds it to the core.
-    public mutating func frame(_ frame: ReplayFrame, now: Duration) -> [TraceEvent] {
+    public mutating func frame(_ frame: ReplayFrame, bytes: RawSpan, now: Duration) -> [TraceEvent] {
         var events: [TraceEvent] = []
-        self.frame(frame, now: now) { events.append($0) }
+        self.frame(frame, bytes: bytes, now: now) { events.append($0) }
         return events
     }
 
-    /// ``frame(_:now:)``, each event handed to `emit` as it is made.
-    public mutating func frame(_ frame: ReplayFrame, now: Duration, emit: (TraceEvent) -> Void) {
+    /// ``frame(_:bytes:now:)``, each event handed to `emit` as it is made.
+    public mutating func frame(_ frame: ReplayFrame, bytes: RawSpan, now: Duration, emit: (TraceEvent) -> Void) {
+        bytes.withUnsafeBytes { receive(frame, bytes: $0, now: now, emit: emit) }
+    }
+
+    /// The frame's datagram, read in place from `bytes`, to the core.
+    private mutating func receive(_ frame: ReplayFrame, bytes: UnsafeRawBufferPointer, now: Duration, emit: (TraceEvent) -> Void) {
         let port = portOverride ?? ingestPort(of: frame.interface)
         // The payload is read where it lies in the frame, not copied out of it.
-        let (extraction, payloadRange) = extractor.datagramInPlace(from: frame.bytes, linkType: frame.interface.linkType)
+        let (extraction, payloadRange) = extractor.datagramInPlace(from: bytes, linkType: frame.interface.linkType)
         switch extraction {
         case .datagram(let datagram):
             guard datagram.destinationPort == port else {
@@ -91,7 +96,7 @@ public struct IngestAdapter: CoreAdapter {
             }
             let source = datagramSource(datagram)
             if let payloadRange {
-                receive(UnsafeRawBufferPointer(rebasing: frame.bytes[payloadRange]), from: source, now: now, emit: emit)
+                receive(UnsafeRawBufferPointer(rebasing: bytes[payloadRange]), from: source, now: now, emit: emit)
             } else {
                 datagram.payload.withUnsafeBytes { receive($0, from: source, now: now, emit: emit) }
             }

@@ -125,7 +125,7 @@ public struct MessagingAdapter: CoreAdapter {
     public func input(for interface: ReplayInterface) -> ReplayInput { .bleCore(for: interface) }
 
     /// One frame: an API-call record, or HCI.
-    public mutating func frame(_ frame: ReplayFrame, now: Duration) -> [TraceEvent] {
+    public mutating func frame(_ frame: ReplayFrame, bytes _: RawSpan, now: Duration) -> [TraceEvent] {
         let timeNs = now.replayNanoseconds
         if frame.interface.carriesAPICalls {
             return apiRecord(frame, now: now)

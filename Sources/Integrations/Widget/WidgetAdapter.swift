@@ -95,13 +95,13 @@ public struct WidgetAdapter: CoreAdapter {
     }
 
     /// One frame: an API-call record, a container event or TCP.
-    public mutating func frame(_ frame: ReplayFrame, now: Duration) -> [TraceEvent] {
+    public mutating func frame(_ frame: ReplayFrame, bytes: RawSpan, now: Duration) -> [TraceEvent] {
         skeleton.saw(frame)
         if frame.interface.carriesAPICalls {
             return apiRecord(frame, now: now)
         }
         if frame.interface.role == .appGroup || frame.interface.linkType == .user1 {
-            return containerEvent(frame, now: now)
+            return containerEvent(frame, bytes: bytes, now: now)
         }
         guard let dissected = frame.dissected, let clientID else { return [] }
         var events: [TraceEvent] = []
@@ -274,10 +274,10 @@ public struct WidgetAdapter: CoreAdapter {
         return events
     }
 
-    private mutating func containerEvent(_ frame: ReplayFrame, now: Duration) -> [TraceEvent] {
+    private mutating func containerEvent(_ frame: ReplayFrame, bytes: RawSpan, now: Duration) -> [TraceEvent] {
         let record: [String: TraceValue]
         do throws(TraceFormatError) {
-            record = try JSONLiteral.parseObject(frame.bytes, label: "frame \(frame.number)")
+            record = try bytes.withUnsafeBytes { raw throws(TraceFormatError) in try JSONLiteral.parseObject(raw, label: "frame \(frame.number)") }
         } catch {
             return [skeleton.malformedRecord(frame: frame.number, detail: "App Group event: \(error.description)", now: now)]
         }

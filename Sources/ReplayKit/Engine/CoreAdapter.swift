@@ -143,11 +143,16 @@ extension ReplayInput {
     }
 }
 
-/// One captured frame handed to an adapter, at its virtual instant.
+/// One captured frame handed to an adapter, at its virtual instant: everything about it but its
+/// bytes.
 ///
-/// `bytes` borrow the reader's buffer: they are valid only during the ``CoreAdapter/frame(_:now:)``
-/// call. Copy what must outlive it.
-public struct ReplayFrame {
+/// A plain `Sendable` value an adapter may keep (a frame it answers later, a test's expected
+/// input). The captured bytes travel beside it, as the `RawSpan` argument of
+/// ``CoreAdapter/frame(_:bytes:now:)``: they borrow the reader's buffer, so the compiler, not a
+/// comment, keeps them from outliving the call. Nothing in it is allocated per frame: the
+/// interface is shared by every frame of its interface, and the dissection and the API-call
+/// record are the engine's, moved in.
+public struct ReplayFrame: Sendable, Hashable {
     /// 1-based frame number in the capture file, as Wireshark numbers it.
     public var number: Int
     /// Virtual nanoseconds since the capture's first frame (never less than the previous frame's).
@@ -156,22 +161,20 @@ public struct ReplayFrame {
     public var timestampNs: Int64
     /// The interface it was captured on.
     public var interface: ReplayInterface
-    /// The captured bytes under `interface.linkType`; valid only during the call.
-    public var bytes: UnsafeRawBufferPointer
     /// What the dissectors made of it; set only when some adapter asked for ``ReplayInput/dissected``
     /// on this interface.
     public var dissected: DissectedFrame?
-    /// On an `api-calls` interface: the record, parsed once by the engine.
+    /// On an `api-calls` interface: the record, parsed once by the engine
+    /// (``APICallRecord/init(parsing:frame:)`` for a frame built by hand).
     public var apiCall: APICallRecord?
 
     /// Describe one frame.
-    public init(number: Int, virtualTimeNs: Int64, timestampNs: Int64, interface: ReplayInterface, bytes: UnsafeRawBufferPointer, dissected: DissectedFrame? = nil, apiCall: APICallRecord? = nil) {
+    public init(number: Int, virtualTimeNs: Int64, timestampNs: Int64, interface: ReplayInterface, dissected: DissectedFrame? = nil, apiCall: APICallRecord? = nil) {
         self.apiCall = apiCall
         self.number = number
         self.virtualTimeNs = virtualTimeNs
         self.timestampNs = timestampNs
         self.interface = interface
-        self.bytes = bytes
         self.dissected = dissected
     }
 }
@@ -180,7 +183,7 @@ public struct ReplayFrame {
 /// outputs into trace events.
 ///
 /// The engine calls, in virtual-time order: ``timeout(now:)`` at each ``nextDeadline`` that falls
-/// due, ``frame(_:now:)`` for every frame of an interface the adapter wants, and ``finish(now:)``
+/// due, ``frame(_:bytes:now:)`` for every frame of an interface the adapter wants, and ``finish(now:)``
 /// once at the end. `now` never decreases. Every returned event should carry `timeNs` equal to
 /// `now` in nanoseconds (``Swift/Duration/replayNanoseconds``).
 public protocol CoreAdapter {
@@ -194,18 +197,20 @@ public protocol CoreAdapter {
     /// Whether and how this adapter wants the frames of `interface`. Asked once per interface,
     /// when its first frame arrives.
     func input(for interface: ReplayInterface) -> ReplayInput
-    /// One frame of an interface for which ``input(for:)`` did not say ``ReplayInput/ignore``.
-    mutating func frame(_ frame: ReplayFrame, now: Duration) -> [TraceEvent]
+    /// One frame of an interface for which ``input(for:)`` did not say ``ReplayInput/ignore``, with
+    /// its captured bytes under `frame.interface.linkType` (valid only during the call; copy what
+    /// must outlive it).
+    mutating func frame(_ frame: ReplayFrame, bytes: RawSpan, now: Duration) -> [TraceEvent]
     /// When the core wants ``timeout(now:)`` next; `nil` when it has no timer running.
     var nextDeadline: Duration? { get }
     /// Time reached ``nextDeadline``.
     mutating func timeout(now: Duration) -> [TraceEvent]
     /// The capture is over: flush and report (a final `summary` event, say).
     mutating func finish(now: Duration) -> [TraceEvent]
-    /// ``frame(_:now:)`` handing each event to `emit` as it is made, in the same order: what the
-    /// engine calls, so an adapter that implements it makes no array per frame. Defaults to
-    /// emitting what ``frame(_:now:)`` returns.
-    mutating func frame(_ frame: ReplayFrame, now: Duration, emit: (TraceEvent) -> Void)
+    /// ``frame(_:bytes:now:)`` handing each event to `emit` as it is made, in the same order: what
+    /// the engine calls, so an adapter that implements it makes no array per frame. Defaults to
+    /// emitting what ``frame(_:bytes:now:)`` returns.
+    mutating func frame(_ frame: ReplayFrame, bytes: RawSpan, now: Duration, emit: (TraceEvent) -> Void)
     /// ``timeout(now:)`` handing each event to `emit` as it is made, in the same order.
     /// Defaults to emitting what ``timeout(now:)`` returns.
     mutating func timeout(now: Duration, emit: (TraceEvent) -> Void)
@@ -243,9 +248,14 @@ extension CoreAdapter {
     /// `false`: a fault sweep runs every variant to the end of the capture (see the requirement).
     public func hasSameState(as other: any CoreAdapter) -> Bool { false }
 
-    /// Emits what ``frame(_:now:)`` returns.
-    public mutating func frame(_ frame: ReplayFrame, now: Duration, emit: (TraceEvent) -> Void) {
-        for event in self.frame(frame, now: now) { emit(event) }
+    /// Emits what ``frame(_:bytes:now:)`` returns.
+    public mutating func frame(_ frame: ReplayFrame, bytes: RawSpan, now: Duration, emit: (TraceEvent) -> Void) {
+        for event in self.frame(frame, bytes: bytes, now: now) { emit(event) }
+    }
+
+    /// A frame built by hand (a test's), its bytes held in an array: as ``frame(_:bytes:now:)``.
+    public mutating func frame(_ frame: ReplayFrame, bytes: [UInt8], now: Duration) -> [TraceEvent] {
+        bytes.withUnsafeBytes { self.frame(frame, bytes: RawSpan(_unsafeBytes: $0), now: now) }
     }
 
     /// Emits what ``timeout(now:)`` returns.
@@ -276,15 +286,30 @@ extension Duration {
 }
 
 extension ReplayFrame {
-    /// The frame's API-call record: the one the engine parsed, else the frame's bytes parsed now
-    /// (a frame built by hand, outside the engine).
+    /// The frame's API-call record; on a frame that carries none (not an `api-calls` frame, or one
+    /// built by hand without ``apiCall``), a malformed record that says so.
     public func apiCallRecord() -> APICallRecord {
-        if let apiCall { return apiCall }
-        do throws(TraceFormatError) {
-            return .parsed(try JSONLiteral.parseObject(bytes, label: "frame \(number)"))
-        } catch {
-            return .malformed(error.description)
+        apiCall ?? .malformed("frame \(number): no API-call record was read for it (an api-calls frame built by hand "
+            + "needs apiCall: APICallRecord(parsing: bytes, frame: number))")
+    }
+}
+
+extension APICallRecord {
+    /// `bytes`, the body of an `api-calls` frame (one JSON object), as the engine reads it: the
+    /// object's members, or why it is not one, naming frame `number`.
+    public init(parsing bytes: RawSpan, frame number: Int) {
+        self = bytes.withUnsafeBytes { raw in
+            do throws(TraceFormatError) {
+                return .parsed(try JSONLiteral.parseObject(raw, label: "frame \(number)"))
+            } catch {
+                return .malformed(error.description)
+            }
         }
+    }
+
+    /// As ``init(parsing:frame:)``, the bytes held in an array.
+    public init(parsing bytes: [UInt8], frame number: Int) {
+        self = bytes.withUnsafeBytes { APICallRecord(parsing: RawSpan(_unsafeBytes: $0), frame: number) }
     }
 }
 

@@ -195,8 +195,8 @@ public struct ReplayEngine {
         let interface = ReplayInterface(index: -1, linkType: .user0, name: source, role: .apiCalls)
         let frame = ReplayFrame(
             number: 0, virtualTimeNs: state.clock.replayNanoseconds, timestampNs: state.clock.replayNanoseconds,
-            interface: interface, bytes: UnsafeRawBufferPointer(start: nil, count: 0), apiCall: .parsed(call.record))
-        adapters[i].frame(frame, now: state.clock, emit: emit)
+            interface: interface, apiCall: .parsed(call.record))
+        adapters[i].frame(frame, bytes: RawSpan(), now: state.clock, emit: emit)
         state.consecutiveTimeouts[i] = 0
     }
 
@@ -273,11 +273,7 @@ public struct ReplayEngine {
         var apiCall: APICallRecord?
         var recipient: String?
         if route.interface.carriesAPICalls {
-            do throws(TraceFormatError) {
-                apiCall = .parsed(try JSONLiteral.parseObject(bytes, label: "frame \(header.number)"))
-            } catch {
-                apiCall = .malformed(error.description)
-            }
+            apiCall = APICallRecord(parsing: RawSpan(_unsafeBytes: bytes), frame: header.number)
             recipient = apiCall?.core ?? unlabelledAPICallsCore
             if let name = recipient, replacedCallCores.contains(name), !Self.isKept(apiCall, among: keptCallsOfReplacedCores[name]) {
                 summary.apiCallsReplaced += 1
@@ -293,18 +289,18 @@ public struct ReplayEngine {
         // its texts and arrays once more per frame.
         let frame = ReplayFrame(
             number: header.number, virtualTimeNs: virtualNs, timestampNs: header.timestampNs,
-            interface: route.interface, bytes: bytes, dissected: wanted == .dissected ? dissected.take() : nil, apiCall: apiCall
+            interface: route.interface, dissected: wanted == .dissected ? dissected.take() : nil, apiCall: apiCall
         )
-        feed(frame, route: route, recipient: recipient, state: &state, summary: &summary, emit: emit)
+        feed(frame, bytes: RawSpan(_unsafeBytes: bytes), route: route, recipient: recipient, state: &state, summary: &summary, emit: emit)
     }
 
     /// Hands one frame to every adapter its route names (only `recipient`'s, when given).
-    private mutating func feed(_ frame: ReplayFrame, route: InterfaceRoute, recipient: String?, state: inout RunState,
+    private mutating func feed(_ frame: ReplayFrame, bytes: RawSpan, route: InterfaceRoute, recipient: String?, state: inout RunState,
                                summary: inout ReplaySummary, emit: (TraceEvent) -> Void) {
         frameObserver?(frame.number)
         for i in adapters.indices where route.inputs[i] != .ignore {
             if let recipient, adapters[i].core.text != recipient { continue }
-            adapters[i].frame(frame, now: state.clock, emit: emit)
+            adapters[i].frame(frame, bytes: bytes, now: state.clock, emit: emit)
             state.consecutiveTimeouts[i] = 0
         }
         summary.framesFed += 1
@@ -337,8 +333,8 @@ public struct ReplayEngine {
             }
             let frame = ReplayFrame(
                 number: pending.number, virtualTimeNs: state.clock.replayNanoseconds, timestampNs: pending.timestampNs,
-                interface: route.interface, bytes: bytes, dissected: dissected, apiCall: nil)
-            feed(frame, route: route, recipient: nil, state: &state, summary: &summary, emit: emit)
+                interface: route.interface, dissected: dissected, apiCall: nil)
+            feed(frame, bytes: RawSpan(_unsafeBytes: bytes), route: route, recipient: nil, state: &state, summary: &summary, emit: emit)
         }
     }
 

@@ -52,7 +52,7 @@ extension WrappingIntegration {
 /// ``wrapped``, and the wrapper overrides what it changes.
 ///
 /// The `emit` forms of `frame` and `timeout` keep ``CoreAdapter``'s defaults, which call the
-/// array forms: a wrapper that overrides `frame(_:now:)` then sees every frame, whichever form the
+/// array forms: a wrapper that overrides `frame(_:bytes:now:)` then sees every frame, whichever form the
 /// engine calls (at the cost of an array per frame).
 ///
 /// Two requirements are not simply passed on, because a wrapper with state of its own would
@@ -75,7 +75,7 @@ extension WrappingAdapter {
     /// The wrapped adapter's.
     public var nextDeadline: Duration? { wrapped.nextDeadline }
     /// The wrapped adapter's.
-    public mutating func frame(_ frame: ReplayFrame, now: Duration) -> [TraceEvent] { wrapped.frame(frame, now: now) }
+    public mutating func frame(_ frame: ReplayFrame, bytes: RawSpan, now: Duration) -> [TraceEvent] { wrapped.frame(frame, bytes: bytes, now: now) }
     /// The wrapped adapter's.
     public mutating func timeout(now: Duration) -> [TraceEvent] { wrapped.timeout(now: now) }
     /// The wrapped adapter's.

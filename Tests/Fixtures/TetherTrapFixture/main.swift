@@ -27,10 +27,10 @@ struct TrapWithoutFrame101: WrappingAdapter {
     var sawFrame101 = false
     var sawFrame201Or204 = false
 
-    mutating func frame(_ frame: ReplayFrame, now: Duration) -> [TraceEvent] {
+    mutating func frame(_ frame: ReplayFrame, bytes: RawSpan, now: Duration) -> [TraceEvent] {
         if frame.number == 101 { sawFrame101 = true }
         if frame.number == 201 || frame.number == 204 { sawFrame201Or204 = true }
-        return wrapped.frame(frame, now: now)
+        return wrapped.frame(frame, bytes: bytes, now: now)
     }
 
     mutating func finish(now: Duration) -> [TraceEvent] {

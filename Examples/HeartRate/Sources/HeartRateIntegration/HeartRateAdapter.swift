@@ -59,7 +59,7 @@ public struct HeartRateAdapter: CoreAdapter {
     }
 
     /// One frame: an API-call record, or HCI.
-    public mutating func frame(_ frame: ReplayFrame, now: Duration) -> [TraceEvent] {
+    public mutating func frame(_ frame: ReplayFrame, bytes _: RawSpan, now: Duration) -> [TraceEvent] {
         if frame.interface.carriesAPICalls {
             switch frame.apiCallRecord() {
             case .parsed(let record):

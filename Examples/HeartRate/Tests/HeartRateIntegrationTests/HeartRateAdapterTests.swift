@@ -9,10 +9,8 @@ import Testing
 /// A strap's ATT records as the engine hands them over: one dissected HCI frame.
 private func strapFrame(_ records: [ATTRecord], number: Int = 7) -> ReplayFrame {
     let interface = ReplayInterface(index: 0, linkType: .bluetoothHCIH4WithPHDR)
-    return [UInt8]().withUnsafeBytes { bytes in
-        ReplayFrame(number: number, virtualTimeNs: 0, timestampNs: 0, interface: interface, bytes: bytes,
-                    dissected: DissectedFrame(summary: "", direction: .received, content: .att(records)))
-    }
+    return ReplayFrame(number: number, virtualTimeNs: 0, timestampNs: 0, interface: interface,
+                       dissected: DissectedFrame(summary: "", direction: .received, content: .att(records)))
 }
 
 @Test func anErrorResponseFromTheStrapReachesTheClient() {
@@ -22,7 +20,7 @@ private func strapFrame(_ records: [ATTRecord], number: Int = 7) -> ReplayFrame 
     // dissector keeps the handle in `handle` and the request opcode and code in `value`.
     let refusal = ATTRecord(connectionHandle: 0x40, direction: .received, opcode: .errorResponse, handle: 0x0013, value: [0x12, 0x03])
     #expect(refusal.pdu == .errorResponse(requestOpcodeInError: .writeRequest, attributeHandleInError: 0x0013, errorCode: .writeNotPermitted))
-    let events = adapter.frame(strapFrame([refusal]), now: .milliseconds(5))
+    let events = adapter.frame(strapFrame([refusal]), bytes: [], now: .milliseconds(5))
     // Nothing was asked yet, so the client reports the answer as unexpected: it got it.
     #expect(events.map(\.event) == ["error"])
     #expect(events.first?.field("kind") == .string("unexpected_response"))
@@ -32,19 +30,18 @@ private func strapFrame(_ records: [ATTRecord], number: Int = 7) -> ReplayFrame 
 /// One `api-calls` record as the engine hands it over.
 private func apiCallFrame(_ json: String, number: Int = 3) -> ReplayFrame {
     let interface = ReplayInterface(index: 1, linkType: .user0, role: .apiCalls)
-    return Array(json.utf8).withUnsafeBytes { bytes in
-        ReplayFrame(number: number, virtualTimeNs: 0, timestampNs: 0, interface: interface, bytes: bytes)
-    }
+    return ReplayFrame(number: number, virtualTimeNs: 0, timestampNs: 0, interface: interface,
+                       apiCall: APICallRecord(parsing: Array(json.utf8), frame: number))
 }
 
 @Test func anotherCoresRecordOnTheSameInterfaceIsLeftAlone() {
     var adapter = HeartRateAdapter(configuration: .standard, handles: HeartRateHandles(measurement: 0x0012, measurementCCCD: 0x0013),
                                    calls: [], matching: .off)
-    #expect(adapter.frame(apiCallFrame(#"{"core":"messaging","call":"send_message"}"#), now: .milliseconds(1)).isEmpty)
+    #expect(adapter.frame(apiCallFrame(#"{"core":"messaging","call":"send_message"}"#), bytes: [], now: .milliseconds(1)).isEmpty)
     // This core's record, named or not, is read.
-    let named = adapter.frame(apiCallFrame(#"{"core":"heart_rate","call":"start"}"#), now: .milliseconds(2))
+    let named = adapter.frame(apiCallFrame(#"{"core":"heart_rate","call":"start"}"#), bytes: [], now: .milliseconds(2))
     #expect(named.first?.event == "api_call")
-    let unnamed = adapter.frame(apiCallFrame(#"{"call":"no_such_call"}"#), now: .milliseconds(3))
+    let unnamed = adapter.frame(apiCallFrame(#"{"call":"no_such_call"}"#), bytes: [], now: .milliseconds(3))
     #expect(unnamed.map(\.event) == ["api_call", "api_record_malformed"])
 }
 
