@@ -87,6 +87,9 @@ public final class LiveSession: AppLoopHost, @unchecked Sendable {
     /// only (the host calls `started` there).
     private var runningLoop: LiveAppLoop?
     private var sessionWarnings: [String] = []
+    /// Whether the host has taken the app's calls at least once in this run: what tells posts it
+    /// never took because it never started from posts it took no more because it was stopping.
+    private var hostTookCalls = false
     private var ran = false
     /// The app's events written before the host started (`parseDeviceSelectionResponse`, the
     /// registrations): written when it starts, so the trace holds them as replay's does.
@@ -225,17 +228,22 @@ public final class LiveSession: AppLoopHost, @unchecked Sendable {
         for event in early { record(event) }
     }
 
-    /// What the app posted after the host took its last calls (while the link was being closed):
-    /// never applied, so said in a warning rather than dropped in silence.
+    /// What the app posted that the host never took: after it took its last calls (while the link
+    /// was being closed), or at all (the run failed before the host started). Never applied, so
+    /// said in a warning rather than dropped in silence.
     private func reportUntaken(_ left: [Posted]) {
         let calls = left.filter { if case .call = $0 { true } else { false } }.count
         let other = left.count - calls
         guard calls + other > 0 else { return }
         let what = [calls > 0 ? "\(calls) call\(calls == 1 ? "" : "s")" : nil,
                     other > 0 ? "\(other) app event\(other == 1 ? "" : "s") or facade completion\(other == 1 ? "" : "s")" : nil]
+            .compactMap { $0 }.joined(separator: " and ")
         lock.withLock {
-            sessionWarnings.append("the app posted \(what.compactMap { $0 }.joined(separator: " and ")) after the host had taken its last calls "
-                + "(while the link was being closed); they were not applied and are not in the trace")
+            sessionWarnings.append(hostTookCalls
+                ? "the app posted \(what) after the host had taken its last calls (while the link was being closed); "
+                    + "they were not applied and are not in the trace"
+                : "the app posted \(what) that the host never took: the run ended before the host started; "
+                    + "they were not applied and are not in the trace")
         }
     }
 
@@ -247,6 +255,7 @@ public final class LiveSession: AppLoopHost, @unchecked Sendable {
                 + "they run on a global queue from now on, beside the host")
         }
         let taken = lock.withLock { () -> [Posted] in
+            hostTookCalls = true
             defer { posted.removeAll() }
             return posted
         }
