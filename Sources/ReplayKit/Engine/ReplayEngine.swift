@@ -239,11 +239,12 @@ public struct ReplayEngine {
         if let progress, progressEvery > 0, summary.framesRead % progressEvery == 0 {
             progress(ReplayProgress(framesRead: summary.framesRead, bytesRead: reader.bytesRead))
         }
-        guard let wanted = route.inputs.max(), wanted != .ignore else { return }
+        let wanted = route.wanted
+        guard wanted != .ignore else { return }
 
         var dissected: DissectedFrame?
-        let faulted = state.injector != nil && !route.interface.carriesAPICalls
-        let observed = peerFrameObserver != nil && !route.interface.carriesAPICalls
+        let faulted = state.injector != nil && !route.carriesAPICalls
+        let observed = peerFrameObserver != nil && !route.carriesAPICalls
         if wanted == .dissected || faulted || observed {
             dissected = state.dissect(bytes, flags: header.flags, interface: route.interface)
         }
@@ -272,7 +273,7 @@ public struct ReplayEngine {
         }
         var apiCall: APICallRecord?
         var recipient: String?
-        if route.interface.carriesAPICalls {
+        if route.carriesAPICalls {
             apiCall = APICallRecord(parsing: RawSpan(_unsafeBytes: bytes), frame: header.number)
             recipient = apiCall?.core ?? unlabelledAPICallsCore
             if let name = recipient, replacedCallCores.contains(name), !Self.isKept(apiCall, among: keptCallsOfReplacedCores[name]) {
@@ -324,7 +325,8 @@ public struct ReplayEngine {
     /// interface.
     private mutating func deliver(_ pending: PendingFrame, state: inout RunState, summary: inout ReplaySummary, emit: (TraceEvent) -> Void) {
         guard let route = state.knownRoute(pending.interfaceIndex) else { return }
-        guard let wanted = route.inputs.max(), wanted != .ignore else { return }
+        let wanted = route.wanted
+        guard wanted != .ignore else { return }
         pending.bytes.withUnsafeBytes { bytes in
             var dissected = pending.dissected
             if pending.redissect, wanted == .dissected {

@@ -60,9 +60,25 @@ struct PendingFrame {
 }
 
 /// Which adapters want an interface's frames, decided once per interface.
-struct InterfaceRoute {
-    var interface: ReplayInterface
-    var inputs: [ReplayInput]
+///
+/// A class, and immutable: the engine looks it up for every frame, and a struct of an interface
+/// and an array was two reference counts to take and drop per frame; this is one. A run state a
+/// sweep copies shares its routes, which never change.
+final class InterfaceRoute: Sendable {
+    let interface: ReplayInterface
+    /// Per adapter, in the engine's order.
+    let inputs: [ReplayInput]
+    /// The most any adapter wants: what the engine makes of the frame.
+    let wanted: ReplayInput
+    /// ``ReplayInterface/carriesAPICalls``, asked of every frame.
+    let carriesAPICalls: Bool
+
+    init(interface: ReplayInterface, inputs: [ReplayInput]) {
+        self.interface = interface
+        self.inputs = inputs
+        wanted = inputs.max() ?? .ignore
+        carriesAPICalls = interface.carriesAPICalls
+    }
 }
 
 /// The engine's mutable state during one run.
