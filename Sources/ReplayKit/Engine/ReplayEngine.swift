@@ -287,7 +287,10 @@ public struct ReplayEngine {
             }
         }
         // The dissection is moved into the frame, not copied: a copy retains and releases each of
-        // its texts and arrays once more per frame.
+        // its texts and arrays once more per frame. The bytes become a span with the standard
+        // library's `RawSpan(_unsafeBytes:)`, which back-deploys with the span types to every
+        // release the package supports; the public `UnsafeRawBufferPointer.bytes` needs macOS and
+        // iOS 26. The span lives no longer than `bytes`, which the reader lends for this call.
         let frame = ReplayFrame(
             number: header.number, virtualTimeNs: virtualNs, timestampNs: header.timestampNs,
             interface: route.interface, dissected: wanted == .dissected ? dissected.take() : nil, apiCall: apiCall
