@@ -57,6 +57,15 @@ public struct RecordedInterfaceSummary: Sendable, Hashable {
     public var frames: Int
     /// What the source counted (libpcap's `ps_recv`, drops `ps_drop + ps_ifdrop`), when it counts.
     public var statistics: InterfaceStatistics?
+
+    /// One interface's part of a recording.
+    public init(index: Int, name: String?, linkType: LinkType, frames: Int, statistics: InterfaceStatistics?) {
+        self.index = index
+        self.name = name
+        self.linkType = linkType
+        self.frames = frames
+        self.statistics = statistics
+    }
 }
 
 /// A finished (sealed) recording.
@@ -75,6 +84,18 @@ public struct RecordingSummary: Sendable, Equatable {
     public var sha256: String
     /// Things the user should know (timestamp precision, marks with no frame to carry them).
     public var notices: [String]
+
+    /// A summary as ``Recorder`` seals one.
+    public init(setPath: String, capturePath: String, frames: Int, interfaces: [RecordedInterfaceSummary],
+                annotations: [ManifestAnnotation], sha256: String, notices: [String]) {
+        self.setPath = setPath
+        self.capturePath = capturePath
+        self.frames = frames
+        self.interfaces = interfaces
+        self.annotations = annotations
+        self.sha256 = sha256
+        self.notices = notices
+    }
 
     /// Drops of every interface, added up.
     public var totalDropped: UInt64 { interfaces.reduce(0) { $0 + ($1.statistics?.totalDropped ?? 0) } }

@@ -75,26 +75,18 @@ struct LiveRunOptions: ParsableArguments {
     }
 }
 
-/// What a live run gives back, whatever its core: the trace, the recording, the tap's notices and
-/// the steps that failed.
-struct LiveRunResult {
-    var trace: [TraceEvent]
-    var recording: RecordingSummary?
-    var notices: [String]
-    var failedSteps: [String]
-}
-
 extension LiveCommand {
     /// The skeleton every live subcommand runs: load the script, run the core's host (`body`,
     /// which gets the script and a line printer), and report: write the trace, name the
-    /// recording, warn of notices and failed steps; exit 1 when a step failed.
-    static func run(_ options: LiveRunOptions, callNames: Set<String>, body: (LiveScript, @escaping (String) -> Void) throws -> LiveRunResult) throws {
+    /// recording, warn of notices (the tap's, the recording's, each interface's drops) and failed
+    /// steps; exit 1 when a step failed.
+    static func run(_ options: LiveRunOptions, callNames: Set<String>, body: (LiveScript, @escaping (String) -> Void) throws -> LiveRunOutcome) throws {
         let script = try options.loadScript(callNames: callNames)
         let printLine: (String) -> Void = { line in
             StandardOutput.shared.line(line)
             StandardOutput.shared.flush()
         }
-        let result: LiveRunResult
+        let result: LiveRunOutcome
         do {
             result = try body(script, printLine)
         } catch let failure as CommandFailure {

@@ -91,16 +91,13 @@ struct LiveMessagingCommand: ParsableCommand {
                 let uuid = device.isEmpty ? Self.deviceUUID(for: address) : IQUUID(device[index])!
                 return (uuid: uuid, address: address.uppercased(), name: "watch-\(index + 1)", model: "Connect IQ watch (Bumble rig)")
             }
-            var request = LiveMessagingRequest(transport: hci, devices: devices, script: script, bridgeScript: try LiveCommand.bridgeScript())
-            request.recordSet = live.record
-            request.bridgeLog = bridgeLog
-            request.keySeed = seed
-            if let title = live.title { request.title = title }
-            request.configuration = MessagingAdapter.configuration(
+            var options = MessagingLiveHost.Options(transport: hci, devices: devices, script: script, bridgeScript: try LiveCommand.bridgeScript())
+            options.bridgeLog = bridgeLog
+            options.keySeed = seed
+            options.configuration = MessagingAdapter.configuration(
                 applying: MessagingOverrides(windowSize: windowSize, firstRetries: firstRetries))
-            request.log = printLine
-            let outcome = try runLiveMessaging(request)
-            return LiveRunResult(trace: outcome.trace, recording: outcome.recording, notices: outcome.notices, failedSteps: outcome.failedSteps)
+            options.log = printLine
+            return try runLiveMessaging(options, recordSet: live.record, title: live.title)
         }
     }
 

@@ -126,9 +126,8 @@ struct LiveSessionCommand: ParsableCommand {
                 compactFrames: compactFrames ? true : nil)
             options.configuration = SessionAdapter.configuration(applying: overrides)
             options.log = printLine
-            let outcome = try runLiveSession(options, recordSet: live.record, title: live.title,
-                                             settings: overrides == SessionOverrides() ? nil : overrides)
-            return LiveRunResult(trace: outcome.trace, recording: outcome.recording, notices: outcome.notices, failedSteps: outcome.failedSteps)
+            return try runLiveSession(options, recordSet: live.record, title: live.title,
+                                      settings: overrides == SessionOverrides() ? nil : overrides)
         }
     }
 }

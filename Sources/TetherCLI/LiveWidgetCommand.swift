@@ -90,8 +90,7 @@ struct LiveWidgetCommand: ParsableCommand {
             options.seed = seed
             if let requestTimeout { options.configuration.requestTimeout = .milliseconds(Int64((requestTimeout * 1000).rounded())) }
             options.log = printLine
-            let outcome = try runLiveWidget(options, recordSet: live.record, title: live.title)
-            return LiveRunResult(trace: outcome.trace, recording: outcome.recording, notices: [], failedSteps: outcome.failedSteps)
+            return try runLiveWidget(options, recordSet: live.record, title: live.title)
         }
     }
 }

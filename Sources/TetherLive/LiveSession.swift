@@ -59,7 +59,7 @@ public final class LiveSession: AppLoopHost, @unchecked Sendable {
 
     /// What the session runs: one core's live host.
     private enum Host {
-        case connectIQ(LiveMessagingRequest)
+        case connectIQ(MessagingLiveHost.Options, recordSet: String?)
         case watchConnectivity(SessionLiveHost.Options, recordSet: String?)
     }
 
@@ -113,14 +113,12 @@ public final class LiveSession: AppLoopHost, @unchecked Sendable {
     public init(connectIQ transport: String, watch: ConnectIQWatch, recordingTo setPath: String? = nil,
                 bridgeScript: String = "Harness/rigs/ciq_phone_bridge.py", bridgeLog: String? = nil, keySeed: UInt64? = nil) {
         let uuid = IQUUID(watch.uuid.uuidString) ?? IQUUID(high: 0, low: 0)
-        var request = LiveMessagingRequest(
+        var options = MessagingLiveHost.Options(
             transport: transport, devices: [(uuid: uuid, address: watch.address.uppercased(), name: watch.name, model: watch.model)],
             script: LiveScript(steps: []), bridgeScript: bridgeScript)
-        request.recordSet = setPath
-        request.bridgeLog = bridgeLog
-        request.keySeed = keySeed
-        request.title = "Live Connect IQ session with the app in the loop"
-        host = .connectIQ(request)
+        options.bridgeLog = bridgeLog
+        options.keySeed = keySeed
+        host = .connectIQ(options, recordSet: setPath)
     }
 
     /// A session of the phone's WatchConnectivity side against the watch at `watchAddress`,
@@ -157,8 +155,8 @@ public final class LiveSession: AppLoopHost, @unchecked Sendable {
     /// The URL Garmin Connect Mobile would open the app with for this watch, for the app's
     /// `parseDeviceSelectionResponse(from:)`; empty for a WatchConnectivity session.
     public var deviceSelectionURL: String {
-        guard case .connectIQ(let request) = host else { return "" }
-        return MessagingLiveHost.deviceSelectionURL(request.devices)
+        guard case .connectIQ(let options, _) = host else { return "" }
+        return MessagingLiveHost.deviceSelectionURL(options.devices)
     }
 
     /// The core the session runs live: `messaging` or `session`.
@@ -198,9 +196,9 @@ public final class LiveSession: AppLoopHost, @unchecked Sendable {
         }
         do throws(LiveMessagingError) {
             switch host {
-            case .connectIQ(var request):
-                request.app = loop
-                let outcome = try runLiveMessaging(request)
+            case .connectIQ(var options, let recordSet):
+                options.app = loop
+                let outcome = try runLiveMessaging(options, recordSet: recordSet, title: "Live Connect IQ session with the app in the loop")
                 (trace, recording) = (outcome.trace, outcome.recording)
                 lock.withLock { sessionWarnings += outcome.notices }
             case .watchConnectivity(var options, let recordSet):
@@ -271,7 +269,8 @@ public final class LiveSession: AppLoopHost, @unchecked Sendable {
 
     private func deliver(_ event: TraceEvent) { bindings.deliver(event) }
 
-    /// The warnings of the run (calls the device could not answer, the tap's notices).
+    /// The warnings of the run: calls the device could not answer, posts the host never took, and
+    /// the run's notices (the tap's, the recording's, each recorded interface's drops; ``LiveRunOutcome/notices``).
     public var warnings: [String] { lock.withLock { sessionWarnings } }
 
     /// Where to start app code that awaits (on ``clock``, or on the app's own continuations) so that

@@ -168,11 +168,6 @@ public final class MessagingLiveHost {
         }
     }
 
-    /// The trace with `t_ns` relative to `zeroNs` (a recording's first frame, or the run's start).
-    public static func trace(_ result: Result, zeroNs: Int64) -> [TraceEvent] {
-        LiveTrace.relative(result.events, zeroNs: zeroNs)
-    }
-
     /// The query string Garmin Connect Mobile opens a companion app with, for these devices.
     public static func deviceSelectionURL(_ devices: [(uuid: IQUUID, address: String, name: String, model: String)]) -> String {
         DeviceSelectionURL.make(scheme: "tether-ciq", devices: devices.map { IQDevice(uuid: $0.uuid, modelName: $0.model, friendlyName: $0.name) })

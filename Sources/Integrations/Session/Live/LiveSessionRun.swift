@@ -7,33 +7,14 @@ import Foundation
 import LiveCapture
 import SessionCore
 
-/// What a live session run produced.
-public struct LiveSessionOutcome {
-    /// The behaviour trace; `t_ns` counts from the recording's first frame when recording, else
-    /// from the run's start.
-    public var trace: [TraceEvent]
-    /// Steps that could not run.
-    public var failedSteps: [String]
-    /// The sealed recording, when one was made.
-    public var recording: RecordingSummary?
-    /// The tap's notices.
-    public var notices: [String]
-}
-
 /// Runs one side of a live session (``SessionLiveHost``), recording it into `recordSet` when given:
 /// an H4 tap in front of the side's controller and its API calls, with the manifest's `session`
 /// section (role, identity, paired peer) so `tether replay` replays this side.
 /// `settings` are the overrides the host ran with, written to the manifest so replay uses them too.
 public func runLiveSession(_ options: SessionLiveHost.Options, recordSet: String?, title: String? = nil,
-                           settings: SessionOverrides? = nil) throws(LiveMessagingError) -> LiveSessionOutcome {
+                           settings: SessionOverrides? = nil) throws(LiveMessagingError) -> LiveRunOutcome {
     guard let setPath = recordSet else {
-        let startNs = SessionLiveHost.realtimeNs()
-        do throws(LiveHostError) {
-            let result = try SessionLiveHost(options: options).run()
-            return LiveSessionOutcome(trace: SessionLiveHost.trace(result, zeroNs: startNs), failedSteps: result.failedSteps, recording: nil, notices: [])
-        } catch {
-            throw LiveMessagingError(description: error.description)
-        }
+        return try LiveRunOutcome.unrecorded { () throws(LiveHostError) in try SessionLiveHost(options: options).run() }
     }
     let recording: LiveTapRecording
     do throws(LiveCaptureError) {
@@ -65,7 +46,5 @@ public func runLiveSession(_ options: SessionLiveHost.Options, recordSet: String
             manifest.interfaces[index].core = "session"
         }
     }
-    return LiveSessionOutcome(
-        trace: SessionLiveHost.trace(result, zeroNs: zeroNs ?? result.events.first?.realtimeNs ?? 0), failedSteps: result.failedSteps,
-        recording: summary, notices: recording.notices)
+    return LiveRunOutcome(recorded: result, into: summary, zeroNs: zeroNs, notices: recording.notices)
 }

@@ -212,11 +212,6 @@ public final class SessionLiveHost {
         }
     }
 
-    /// The trace with `t_ns` relative to `zeroNs` (a recording's first frame, or the run's start).
-    public static func trace(_ result: Result, zeroNs: Int64) -> [TraceEvent] {
-        LiveTrace.relative(result.events, zeroNs: zeroNs)
-    }
-
     /// `wait_for` names the host's own link events may take besides trace events.
     static func isHostEvent(_ name: String) -> Bool { name == "link_up" || name == "link_down" }
 

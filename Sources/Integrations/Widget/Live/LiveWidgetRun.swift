@@ -9,17 +9,6 @@ import Foundation
 import LiveCapture
 import WidgetCore
 
-/// What a live widget-channel run produced.
-public struct LiveWidgetOutcome {
-    /// The behaviour trace; `t_ns` counts from the recording's first frame when recording, else
-    /// from the run's start.
-    public var trace: [TraceEvent]
-    /// Steps that could not run.
-    public var failedSteps: [String]
-    /// The sealed recording, when one was made.
-    public var recording: RecordingSummary?
-}
-
 /// The recording side of a live widget host: libpcap on `lo` for the broker's TCP port (role
 /// `mqtt-tcp`), inotify on the App Group container (role `app-group`) and the host's API calls
 /// (role `api-calls`), on one timeline in a new capture set.
@@ -89,15 +78,9 @@ final class LiveWidgetRecording {
 /// Runs one process of the widget channel live (``WidgetLiveHost``), recording it into `recordSet`
 /// when given: the broker's TCP traffic, the App Group container's changes and this process's API
 /// calls, so `tether replay` can replay this process.
-public func runLiveWidget(_ options: WidgetLiveHost.Options, recordSet: String?, title: String? = nil) throws(LiveMessagingError) -> LiveWidgetOutcome {
+public func runLiveWidget(_ options: WidgetLiveHost.Options, recordSet: String?, title: String? = nil) throws(LiveMessagingError) -> LiveRunOutcome {
     guard let setPath = recordSet else {
-        let startNs = LiveTrace.realtimeNs()
-        do throws(LiveHostError) {
-            let result = try WidgetLiveHost(options: options).run()
-            return LiveWidgetOutcome(trace: WidgetLiveHost.trace(result, zeroNs: startNs), failedSteps: result.failedSteps, recording: nil)
-        } catch {
-            throw LiveMessagingError(description: error.description)
-        }
+        return try LiveRunOutcome.unrecorded { () throws(LiveHostError) in try WidgetLiveHost(options: options).run() }
     }
     let recording: LiveWidgetRecording
     do throws(LiveCaptureError) {
@@ -123,7 +106,5 @@ public func runLiveWidget(_ options: WidgetLiveHost.Options, recordSet: String?,
         throw LiveMessagingError(description: error.description + " (\(sealing))")
     }
     let (summary, zeroNs) = try recording.finish()
-    return LiveWidgetOutcome(
-        trace: WidgetLiveHost.trace(result, zeroNs: zeroNs ?? result.events.first?.realtimeNs ?? 0),
-        failedSteps: result.failedSteps, recording: summary)
+    return LiveRunOutcome(recorded: result, into: summary, zeroNs: zeroNs)
 }

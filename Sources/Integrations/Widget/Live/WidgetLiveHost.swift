@@ -133,11 +133,6 @@ public final class WidgetLiveHost {
         return Result(events: log.events, failedSteps: log.failedSteps)
     }
 
-    /// The trace with `t_ns` relative to `zeroNs` (a recording's first frame, or the run's start).
-    public static func trace(_ result: Result, zeroNs: Int64) -> [TraceEvent] {
-        LiveTrace.relative(result.events, zeroNs: zeroNs)
-    }
-
     // MARK: steps
 
     private func runStep(number: Int, name: String, arguments: [String: TraceValue]) throws(LiveHostError) {
