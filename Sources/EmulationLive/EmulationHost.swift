@@ -137,7 +137,7 @@ public final class EmulationHost {
             bridge.shutdown()
             do throws(LiveMessagingError) {
                 let finished = try recording.finish { _ in }
-                notices = recording.notices
+                notices = recording.notices + finished.summary.noticesAndDrops
                 notices.append("recorded \(finished.summary.capturePath)")
             } catch {
                 notices.append("recording failed: \(error.description)")

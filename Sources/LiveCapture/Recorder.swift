@@ -99,6 +99,21 @@ public struct RecordingSummary: Sendable, Equatable {
 
     /// Drops of every interface, added up.
     public var totalDropped: UInt64 { interfaces.reduce(0) { $0 + ($1.statistics?.totalDropped ?? 0) } }
+
+    /// ``notices``, then one sentence for each interface whose source counted drops: what a run
+    /// that recorded must tell its user, since a capture that lost packets replays as a peer that
+    /// never sent them.
+    public var noticesAndDrops: [String] {
+        var sentences = notices
+        for interface in interfaces {
+            guard let statistics = interface.statistics, statistics.totalDropped > 0 else { continue }
+            let of = statistics.received.map { " of \($0) received" } ?? ""
+            sentences.append("interface #\(interface.index) (\(interface.name ?? "unnamed"), \(interface.linkType.name)) of \(setPath) dropped "
+                + "\(statistics.totalDropped) packet\(statistics.totalDropped == 1 ? "" : "s")\(of) while recording: the capture lacks them, "
+                + "and a replay sees a peer that never sent them; record again on a less loaded machine")
+        }
+        return sentences
+    }
 }
 
 /// Writes live frames into a capture set's `capture.pcapng` as they arrive.

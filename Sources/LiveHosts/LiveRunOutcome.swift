@@ -1,5 +1,4 @@
 import BehaviourTrace
-import CaptureKit
 import LiveCapture
 
 /// What a live run of any core gave back once it ended (`tether live messaging|session|widget`,
@@ -21,25 +20,12 @@ public struct LiveRunOutcome: Sendable {
     public var notices: [String]
 
     /// An outcome; `notices` are the run's own, and the recording's are added after them
-    /// (``notices(of:)``).
+    /// (``RecordingSummary/noticesAndDrops``).
     public init(trace: [TraceEvent], failedSteps: [String], recording: RecordingSummary?, notices: [String] = []) {
         self.trace = trace
         self.failedSteps = failedSteps
         self.recording = recording
-        self.notices = notices + (recording.map(Self.notices(of:)) ?? [])
-    }
-
-    /// A recording's own notices, then one sentence for each interface whose source counted drops.
-    public static func notices(of recording: RecordingSummary) -> [String] {
-        var notices = recording.notices
-        for interface in recording.interfaces {
-            guard let statistics = interface.statistics, statistics.totalDropped > 0 else { continue }
-            let of = statistics.received.map { " of \($0) received" } ?? ""
-            notices.append("interface #\(interface.index) (\(interface.name ?? "unnamed"), \(interface.linkType.name)) of \(recording.setPath) dropped "
-                + "\(statistics.totalDropped) packet\(statistics.totalDropped == 1 ? "" : "s")\(of) while recording: the capture lacks them, "
-                + "and a replay sees a peer that never sent them; record again on a less loaded machine")
-        }
-        return notices
+        self.notices = notices + (recording?.noticesAndDrops ?? [])
     }
 }
 
